@@ -1,0 +1,32 @@
+"""graphmend: find, explain, repair and measure torch.compile graph breaks.
+
+Importing this package must stay cheap: no torch here (``mend --help`` and the static
+path depend on it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+__version__ = "0.1.0"
+
+
+@dataclass
+class Target:
+    """What a ``mend_target*`` function may return instead of a plain tuple.
+
+    ``fn(*args, **kwargs)`` is the call that gets compiled. ``perturb`` lets a target
+    supply its own perturbed inputs for fix verification (a list of ``(args, kwargs)``);
+    ``tolerance`` overrides the per-dtype tolerances of output comparison.
+    """
+
+    fn: Callable[..., Any]
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    name: Optional[str] = None
+    perturb: Optional[list] = None
+    tolerance: Optional[dict] = None
+
+
+__all__ = ["Target", "__version__"]

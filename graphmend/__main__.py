@@ -1,0 +1,4 @@
+from graphmend.cli.app import main
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""``mend analyze PATH...``: static scan plus dynamic capture of every target found."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from graphmend.cli.common import (EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, Format, check_paths, fail,
+                                  progress_bar, render_or_fail, require_torch, show_progress)
+
+
+def analyze(
+    paths: List[Path] = typer.Argument(..., help="Files or folders to analyse."),
+    format: Format = typer.Option(Format.text, "--format", "-f", help="Output format."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report here instead of stdout."),
+    static_only: bool = typer.Option(False, "--static-only", help="Scan sources only: run no user code, never import torch."),
+    dynamic_only: bool = typer.Option(False, "--dynamic-only", help="Run the targets only, no static scan."),
+    jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Targets (and files) processed in parallel."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds per target (default 300, or [tool.mend] timeout)."),
+    select: Optional[List[str]] = typer.Option(None, "--select", help="Rule codes or prefixes to report (GM1,GM201)."),
+    ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Rule codes or prefixes to drop."),
+    all_functions: Optional[bool] = typer.Option(None, "--all-functions/--compiled-only",
+                                                 help="Scan every function, not only the regions Dynamo traces."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+) -> None:
+    """Find every graph break: static scan of the sources and dynamic capture of each target."""
+    from graphmend.config import ConfigError, load_config
+    from graphmend.pipeline import AnalyzeOptions, analyze as run_analyze
+
+    if static_only and dynamic_only:
+        raise fail("--static-only and --dynamic-only exclude each other")
+    check_paths(paths)
+    try:
+        config = load_config(paths).with_flags(select=select, ignore=ignore, all_functions=all_functions)
+    except ConfigError as exc:
+        raise fail(str(exc))
+    tv = None if static_only else require_torch("analyze")
+    enabled = show_progress(quiet)
+    stack = []
+
+    def progress(description: str, total: int):
+        cm = progress_bar(description, total, enabled)
+        bar = cm.__enter__()
+        stack.append(cm)
+        return bar.advance
+
+    try:
+        report = run_analyze(paths, config, AnalyzeOptions(static=not dynamic_only, dynamic=not static_only,
+                                                           jobs=jobs, timeout=timeout),
+                             progress=progress, torch_version=tv)
+    finally:
+        for cm in reversed(stack):
+            cm.__exit__(None, None, None)
+    render_or_fail(report, format.value, output)
+    has_breaks = any(t.breaks or t.graph_break_count for t in report.targets) or bool(report.findings)
+    if any(t.error for t in report.targets) and not has_breaks:
+        raise typer.Exit(EXIT_FINDINGS)
+    raise typer.Exit(EXIT_FINDINGS if has_breaks else EXIT_CLEAN)

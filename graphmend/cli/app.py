@@ -1,0 +1,56 @@
+"""The ``mend`` command line: one typer app, one module per command.
+
+Every module imported here is torch-free at import time, so ``mend --help`` is fast.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from graphmend import __version__
+
+app = typer.Typer(
+    name="mend",
+    help="Find, explain, repair and measure torch.compile graph breaks.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"mend {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                        help="Show the version and exit.")) -> None:
+    """Exit codes: 0 clean, 1 findings / new breaks / failed verification, 2 usage or internal error."""
+
+
+def _register() -> None:
+    # One line per command; each module is torch-free at import time.
+    from graphmend.cli import analyze
+
+    app.command("analyze")(analyze.analyze)
+
+
+_register()
+
+
+def main() -> None:
+    try:
+        app()
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        sys.stderr.write("mend: interrupted\n")
+        sys.exit(2)
+    except Exception as exc:  # an internal error: one line, exit 2, no traceback
+        sys.stderr.write(f"mend: internal error: {type(exc).__name__}: {exc}\n")
+        sys.exit(2)

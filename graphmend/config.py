@@ -1,0 +1,111 @@
+"""``[tool.mend]`` in pyproject.toml, merged with command-line flags.
+
+Keys: ``targets`` (["pkg.mod:fn", "path/file.py:fn"]), ``select``, ``ignore``,
+``exclude`` (globs), ``timeout`` (seconds per target), ``baseline`` (path),
+``all_functions`` (bool).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterable, Optional, Sequence
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+DEFAULT_TIMEOUT_S = 300.0
+DEFAULT_BASELINE = ".mend-baseline.json"
+
+
+class ConfigError(Exception):
+    """A bad pyproject.toml or flag value; the message names the file or flag."""
+
+
+@dataclass(frozen=True)
+class Config:
+    root: Path = field(default_factory=Path.cwd)  # the folder holding pyproject.toml
+    pyproject: Optional[Path] = None
+    targets: tuple[str, ...] = ()
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    timeout: float = DEFAULT_TIMEOUT_S
+    baseline: str = DEFAULT_BASELINE
+    all_functions: bool = False
+
+    def with_flags(self, **flags: Any) -> "Config":
+        """Flags given on the command line (not None) win over the file."""
+        given = {k: v for k, v in flags.items() if v is not None}
+        for key in ("select", "ignore", "exclude", "targets"):
+            if key in given:
+                given[key] = tuple(split_codes(given[key])) if key in ("select", "ignore") else tuple(given[key])
+        return replace(self, **given)
+
+    def rule_enabled(self, code: str) -> bool:
+        """ruff-style prefix selection: ``GM1`` selects GM101, GM102, ..."""
+        if self.select and not any(code.startswith(s) for s in self.select):
+            return False
+        return not any(code.startswith(i) for i in self.ignore)
+
+
+def split_codes(values: Iterable[str] | str) -> list[str]:
+    """``["GM101,GM2", "GM3"]`` -> ``["GM101", "GM2", "GM3"]``, upper-cased."""
+    if isinstance(values, str):
+        values = [values]
+    out = []
+    for v in values:
+        out.extend(c.strip().upper() for c in v.split(",") if c.strip())
+    return out
+
+
+def find_pyproject(start: Path) -> Optional[Path]:
+    start = start.resolve()
+    if start.is_file():
+        start = start.parent
+    for d in (start, *start.parents):
+        candidate = d / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_config(paths: Sequence[str | os.PathLike[str]] = (), config_file: Optional[Path] = None) -> Config:
+    """The config that governs ``paths``: the nearest pyproject.toml above the first
+    path (or the working directory)."""
+    pyproject = config_file or find_pyproject(Path(paths[0]) if paths else Path.cwd())
+    if pyproject is None:
+        return Config()
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{pyproject}: cannot read [tool.mend]: {exc}") from None
+    section = data.get("tool", {}).get("mend", {})
+    if not isinstance(section, dict):
+        raise ConfigError(f"{pyproject}: [tool.mend] must be a table")
+    cfg = Config(root=pyproject.parent, pyproject=pyproject)
+    known = {"targets", "select", "ignore", "exclude", "timeout", "baseline", "all_functions", "all-functions"}
+    unknown = sorted(set(section) - known)
+    if unknown:
+        raise ConfigError(f"{pyproject}: unknown key(s) in [tool.mend]: {', '.join(unknown)}")
+    kwargs: dict[str, Any] = {}
+    for key in ("targets", "select", "ignore", "exclude"):
+        if key in section:
+            value = section[key]
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"{pyproject}: [tool.mend] {key} must be a list of strings")
+            kwargs[key] = tuple(split_codes(value)) if key in ("select", "ignore") else tuple(value)
+    if "timeout" in section:
+        if not isinstance(section["timeout"], (int, float)) or section["timeout"] <= 0:
+            raise ConfigError(f"{pyproject}: [tool.mend] timeout must be a positive number")
+        kwargs["timeout"] = float(section["timeout"])
+    if "baseline" in section:
+        kwargs["baseline"] = str(section["baseline"])
+    af = section.get("all_functions", section.get("all-functions"))
+    if af is not None:
+        kwargs["all_functions"] = bool(af)
+    return replace(cfg, **kwargs)

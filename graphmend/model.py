@@ -1,0 +1,295 @@
+"""The data model: every stage speaks in these plain dataclasses.
+
+One module on purpose: findings, breaks, fixes, bench rows and the report cross stage
+borders only in these types, and their JSON form (``Report.to_json``) is a contract that
+other tools read. Bump ``SCHEMA_VERSION`` on any incompatible change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import sys
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+SCHEMA_VERSION = "1.0"
+
+# Status values, kept as plain strings so the JSON stays readable.
+CONFIRMED = "confirmed"  # a static finding a dynamic break hit at the same place
+POTENTIAL = "potential"  # a static finding no target hit (or no target ran)
+VERIFIED = "verified"  # a fix that passed re-trace and differential run
+REJECTED = "rejected"  # a fix that was tried and failed verification or a precondition
+ADVICE = "advice"  # no automatic fix: what to do by hand, and why
+
+
+@dataclass
+class Frame:
+    """One user frame of a break's stack."""
+
+    file: str
+    line: int
+    function: str
+
+
+@dataclass
+class Break:
+    """One distinct graph break Dynamo reported, at its innermost user frame."""
+
+    rule: str  # GMxxx code; GM9xx when no rule explains it
+    category: str  # rule family name, e.g. "control-flow", "side-effect"
+    reason: str  # Dynamo's first line
+    explanation: str = ""
+    hints: list[str] = field(default_factory=list)
+    gb_type: Optional[str] = None  # Dynamo's graph-break type, where the torch has it
+    registry_id: Optional[str] = None  # id in torch's graph-break registry (GB0xxx)
+    file: Optional[str] = None
+    line: Optional[int] = None
+    col: Optional[int] = None
+    source_line: Optional[str] = None
+    function: Optional[str] = None
+    occurrences: int = 1
+    stack: list[Frame] = field(default_factory=list)
+    # False for breaks explain() does not count (frame skipped, break at a resume start).
+    counted: bool = True
+    kind: str = "graph_break"  # "graph_break" | "frame_skipped"
+    compiled_function: Optional[str] = None  # the torch.compile'd callable (mend run)
+
+
+@dataclass
+class Recompile:
+    function: str
+    reason: str
+    file: Optional[str] = None
+    line: Optional[int] = None
+
+
+@dataclass
+class TargetResult:
+    """The dynamic capture of one target."""
+
+    name: str  # "<path relative to the analysed root>::<function>"
+    file: str
+    function: str
+    graph_count: int = 0  # as torch._dynamo.explain counts
+    graph_break_count: int = 0  # as torch._dynamo.explain counts
+    frames_skipped: int = 0
+    ops_per_graph: list[int] = field(default_factory=list)
+    recompiles: list[Recompile] = field(default_factory=list)
+    error: Optional[str] = None
+    duration_s: float = 0.0
+    breaks: list[Break] = field(default_factory=list)
+
+
+@dataclass
+class Finding:
+    """A static finding: a break pattern in the source."""
+
+    rule: str
+    file: str
+    line: int
+    col: int
+    message: str
+    function: Optional[str] = None
+    category: str = ""
+    status: str = POTENTIAL
+    end_line: Optional[int] = None
+    end_col: Optional[int] = None
+    source_line: Optional[str] = None
+    fix_hint: str = ""
+
+
+@dataclass
+class FileError:
+    """A file or target that could not be processed; the run went on without it."""
+
+    file: str
+    message: str
+    target: Optional[str] = None
+
+
+@dataclass
+class Fix:
+    """One proposed source rewrite and its verdict."""
+
+    file: str
+    line: int
+    rule: str
+    status: str  # VERIFIED | REJECTED | ADVICE
+    reason: str = ""
+    diff: str = ""
+    function: Optional[str] = None
+    end_line: Optional[int] = None
+    # Out-of-tree fixes (installed packages): the sys.path entry the module came from.
+    import_root: Optional[str] = None
+    advice: str = ""  # concrete replacement code, for ADVICE
+
+
+@dataclass
+class FixTarget:
+    """A target re-traced with every verified fix applied."""
+
+    name: str
+    breaks_before: int
+    breaks_after: int
+    outputs_equal: Optional[bool] = None
+    unexercised_branches: list[str] = field(default_factory=list)
+    remaining: list[str] = field(default_factory=list)  # why each remaining break stays
+    error: Optional[str] = None
+
+
+@dataclass
+class BenchRow:
+    target: str
+    arm: str  # eager | original | mended | reference
+    device: str
+    mode: str
+    dtype: str = "float32"
+    cold_s: Optional[float] = None
+    median_ms: Optional[float] = None
+    iqr_ms: Optional[float] = None
+    graph_count: Optional[int] = None
+    break_count: Optional[int] = None
+    kernel_count: Optional[int] = None
+    backend: Optional[str] = None  # "triton" | "cpp/openmp" | None (eager)
+    peak_mem_mb: Optional[float] = None
+    outputs_match: Optional[bool] = None
+    runs: int = 0
+    cache_dir: Optional[str] = None
+    error: Optional[str] = None
+
+
+@dataclass
+class BenchRatio:
+    target: str
+    name: str  # "original/eager", "mended/original", "mended/reference"
+    value: Optional[float]
+    mode: str = "default"
+    device: str = "cpu"
+
+
+@dataclass
+class CheckEntry:
+    """A break keyed the way the baseline keys it."""
+
+    file: str
+    rule: str
+    function: str
+    source: str  # whitespace-normalised source line
+    count: int = 1
+    line: Optional[int] = None
+    message: str = ""
+    fix_hint: str = ""
+
+
+@dataclass
+class CheckResult:
+    baseline: str
+    new: list[CheckEntry] = field(default_factory=list)
+    stale: list[CheckEntry] = field(default_factory=list)
+    known: int = 0
+
+
+@dataclass
+class Report:
+    """Everything one command produced; what renderers render and JSON carries."""
+
+    command: str = "analyze"
+    schema_version: str = SCHEMA_VERSION
+    graphmend_version: str = ""
+    torch_version: Optional[str] = None
+    python_version: str = ""
+    platform: str = ""
+    root: str = ""
+    targets: list[TargetResult] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    fixes: list[Fix] = field(default_factory=list)
+    fix_targets: list[FixTarget] = field(default_factory=list)
+    bench: list[BenchRow] = field(default_factory=list)
+    ratios: list[BenchRatio] = field(default_factory=list)
+    check: Optional[CheckResult] = None
+    errors: list[FileError] = field(default_factory=list)
+    files_scanned: int = 0
+
+    # -- JSON -------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return to_dict(self)
+
+    def to_json(self, indent: Optional[int] = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=False)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Report":
+        version = str(data.get("schema_version", ""))
+        if version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
+            raise ValueError(
+                f"unsupported schema_version {version!r} (this graphmend reads {SCHEMA_VERSION})"
+            )
+        return from_dict(cls, data)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Report":
+        return cls.from_dict(json.loads(text))
+
+
+def new_report(command: str, root: str = "", torch_version: Optional[str] = None) -> Report:
+    """A report stamped with the versions of this run (torch's only when already known)."""
+    import platform
+
+    from graphmend import __version__
+
+    return Report(
+        command=command,
+        graphmend_version=__version__,
+        torch_version=torch_version,
+        python_version=platform.python_version(),
+        platform=f"{sys.platform}-{platform.machine()}",
+        root=root,
+    )
+
+
+# -- generic (de)serialisation over the dataclasses above --------------------------------
+
+def to_dict(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [to_dict(v) for v in obj]
+    if isinstance(obj, dict):
+        return {str(k): to_dict(v) for k, v in obj.items()}
+    return obj
+
+
+@functools.lru_cache(maxsize=None)
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _convert(tp: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, getattr(types, "UnionType", typing.Union)):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _convert(args[0], value) if len(args) == 1 else value
+    if origin is list:
+        (inner,) = typing.get_args(tp) or (Any,)
+        return [_convert(inner, v) for v in value]
+    if origin is dict:
+        return dict(value)
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return from_dict(tp, value)
+    return value
+
+
+def from_dict(cls: type, data: dict[str, Any]) -> Any:
+    """Build ``cls`` from its JSON form; unknown keys are ignored (newer minor versions)."""
+    hints = _hints(cls)
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        if f.name in data:
+            kwargs[f.name] = _convert(hints[f.name], data[f.name])
+    return cls(**kwargs)

@@ -1,0 +1,55 @@
+"""Wiring the stages for ``mend analyze``: discover -> static scan -> dynamic capture ->
+correlate -> one Report. Stages return data; nothing here prints."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+from graphmend.config import Config
+from graphmend.discovery import discover
+from graphmend.model import Report, new_report
+
+ProgressHook = Callable[[str, int], Callable[[str], None]]  # (description, total) -> advance(item)
+
+
+@dataclass
+class AnalyzeOptions:
+    static: bool = True
+    dynamic: bool = True
+    jobs: int = 1
+    timeout: Optional[float] = None
+
+
+def analyze(paths: Sequence[str | os.PathLike[str]], config: Config, options: AnalyzeOptions,
+            progress: Optional[ProgressHook] = None, torch_version: Optional[str] = None) -> Report:
+    root = str(Path(paths[0]).resolve()) if len(paths) == 1 else str(Path.cwd())
+    report = new_report("analyze", root=root, torch_version=torch_version if options.dynamic else None)
+    if options.static:
+        from rewrites.scan import scan_paths
+
+        scan = scan_paths(paths, config)
+        report.findings.extend(scan.findings)
+        report.errors.extend(scan.errors)
+        report.files_scanned = scan.files_scanned
+    if options.dynamic:
+        found = discover(paths, config)
+        # syntax / encoding errors are reported once: by the scan when it ran
+        seen = {(e.file, e.message) for e in report.errors}
+        report.errors.extend(e for e in found.errors if (e.file, e.message) not in seen)
+        if not options.static:
+            report.files_scanned = len(found.files)
+        if found.targets:
+            from tracer.capture import capture_targets
+
+            advance = progress("capturing", len(found.targets)) if progress else None
+            report.targets.extend(capture_targets(
+                found.targets, jobs=options.jobs,
+                timeout=options.timeout or config.timeout, on_done=advance))
+    if options.static and options.dynamic:
+        from graphmend.correlate import correlate
+
+        correlate(report)
+    return report

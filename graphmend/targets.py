@@ -1,0 +1,90 @@
+"""Loading a target inside a worker: import its module, call it, normalise what it returns.
+
+Runs only in worker processes (it imports user code). Raises ``TargetError`` with a
+message naming the target for everything the user can get wrong.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from graphmend import Target
+
+
+class TargetError(Exception):
+    pass
+
+
+@dataclass
+class LoadedTarget:
+    fn: Callable[..., Any]
+    args: tuple
+    kwargs: dict
+    target: Target = field(default=None)  # type: ignore[assignment]
+    module: Any = None
+
+
+def module_name_for(path: Path) -> tuple[str, Path]:
+    """The dotted name a file imports as, and the sys.path entry that makes it so
+    (walking up through packages that have ``__init__.py``)."""
+    path = path.resolve()
+    parts = [path.stem]
+    d = path.parent
+    while (d / "__init__.py").is_file() and d.parent != d:
+        parts.insert(0, d.name)
+        d = d.parent
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts), d
+
+
+def import_target_module(file: Optional[str], module: Optional[str], label: str) -> Any:
+    if file:
+        name, root = module_name_for(Path(file))
+        if str(root) not in sys.path:
+            sys.path.insert(0, str(root))
+    else:
+        name = module or ""
+    try:
+        return importlib.import_module(name)
+    except BaseException as exc:
+        raise TargetError(f"{label}: importing {file or module} raised {type(exc).__name__}: {exc}") from exc
+
+
+def load_target(spec: dict[str, Any]) -> LoadedTarget:
+    """``spec`` is a ``TargetSpec`` as a dict (``name``, ``function``, ``file``/``module``)."""
+    label = spec["name"]
+    mod = import_target_module(spec.get("file"), spec.get("module"), label)
+    factory = getattr(mod, spec["function"], None)
+    if factory is None or not callable(factory):
+        raise TargetError(f"{label}: no function {spec['function']} in {spec.get('file') or spec.get('module')}")
+    try:
+        made = factory()
+    except BaseException as exc:
+        raise TargetError(f"{label}: calling {spec['function']}() raised {type(exc).__name__}: {exc}") from exc
+    loaded = normalise(made, label)
+    loaded.module = mod
+    return loaded
+
+
+def normalise(made: Any, label: str) -> LoadedTarget:
+    if isinstance(made, Target):
+        t = made
+    elif isinstance(made, tuple) and len(made) in (2, 3):
+        fn, args, *rest = made
+        kwargs = rest[0] if rest else {}
+        if not isinstance(args, (tuple, list)):
+            args = (args,)
+        if not isinstance(kwargs, dict):
+            raise TargetError(f"{label}: the third item a target returns must be a dict of kwargs, got {type(kwargs).__name__}")
+        t = Target(fn=fn, args=tuple(args), kwargs=dict(kwargs))
+    else:
+        raise TargetError(f"{label}: a target must return (callable, args), (callable, args, kwargs) "
+                          f"or graphmend.Target, got {type(made).__name__}")
+    if not callable(t.fn):
+        raise TargetError(f"{label}: the first item a target returns must be callable, got {type(t.fn).__name__}")
+    return LoadedTarget(fn=t.fn, args=tuple(t.args), kwargs=dict(t.kwargs), target=t)
