@@ -48,7 +48,7 @@ class Break:
     registry_id: Optional[str] = None  # id in torch's graph-break registry (GB0xxx)
     file: Optional[str] = None
     line: Optional[int] = None
-    col: Optional[int] = None
+    col: Optional[int] = None  # 0-based, as ast/libcst/Dynamo give it; renderers show col + 1
     source_line: Optional[str] = None
     function: Optional[str] = None
     occurrences: int = 1
@@ -57,6 +57,7 @@ class Break:
     counted: bool = True
     kind: str = "graph_break"  # "graph_break" | "frame_skipped"
     compiled_function: Optional[str] = None  # the torch.compile'd callable (mend run)
+    end_col: Optional[int] = None  # 0-based, exclusive: end of the offending expression on `line`
 
 
 @dataclass
@@ -160,6 +161,9 @@ class BenchRow:
     runs: int = 0
     cache_dir: Optional[str] = None
     error: Optional[str] = None
+    memory: Optional[str] = None  # what peak_mem_mb measures: "cuda_max_allocated" | "cpu_peak_rss_delta"
+    mismatch: Optional[str] = None  # the first difference, when outputs_match is False
+    skipped: bool = False  # arm not run (error says why); not a failure of the run
 
 
 @dataclass
@@ -183,6 +187,9 @@ class CheckEntry:
     line: Optional[int] = None
     message: str = ""
     fix_hint: str = ""
+    col: Optional[int] = None  # 0-based, like Finding.col
+    origin: str = "static"  # "static" (a Finding) | "dynamic" (a Break): keyed apart in the baseline
+    target: Optional[str] = None  # the target that hit a dynamic break
 
 
 @dataclass
@@ -191,6 +198,31 @@ class CheckResult:
     new: list[CheckEntry] = field(default_factory=list)
     stale: list[CheckEntry] = field(default_factory=list)
     known: int = 0
+    updated: bool = False  # --update-baseline wrote the baseline
+    failed_targets: list[str] = field(default_factory=list)  # "name: error" of targets that errored
+
+
+@dataclass
+class Summary:
+    """Totals over one report (``summarize``), so renderers show figures and never count."""
+
+    targets: int = 0
+    targets_failed: int = 0
+    graphs: int = 0  # explain's graph_count, summed over targets
+    graph_breaks: int = 0  # explain's graph_break_count, summed over targets
+    breaks: int = 0  # distinct breaks listed, counted by explain or not
+    break_occurrences: int = 0
+    frames_skipped: int = 0
+    recompiles: int = 0
+    findings: int = 0
+    confirmed: int = 0
+    potential: int = 0
+    fixes_verified: int = 0
+    fixes_rejected: int = 0
+    fixes_advice: int = 0
+    errors: int = 0
+    break_rules: dict[str, int] = field(default_factory=dict)  # rule -> distinct breaks, by code
+    finding_rules: dict[str, int] = field(default_factory=dict)  # rule -> findings, by code
 
 
 @dataclass
@@ -213,6 +245,7 @@ class Report:
     check: Optional[CheckResult] = None
     errors: list[FileError] = field(default_factory=list)
     files_scanned: int = 0
+    summary: Optional[Summary] = None  # filled by summarize() (reports.render does it when absent)
 
     # -- JSON -------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -248,6 +281,39 @@ def new_report(command: str, root: str = "", torch_version: Optional[str] = None
         python_version=platform.python_version(),
         platform=f"{sys.platform}-{platform.machine()}",
         root=root,
+    )
+
+
+def summarize(report: Report) -> Summary:
+    """The totals renderers show; computed here so that no renderer counts."""
+    breaks = [b for t in report.targets for b in t.breaks]
+    status = [f.status for f in report.findings]
+    fixes = [f.status for f in report.fixes]
+
+    def by_rule(items: list) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for item in items:
+            out[item.rule] = out.get(item.rule, 0) + 1
+        return dict(sorted(out.items()))
+
+    return Summary(
+        targets=len(report.targets),
+        targets_failed=sum(1 for t in report.targets if t.error),
+        graphs=sum(t.graph_count for t in report.targets),
+        graph_breaks=sum(t.graph_break_count for t in report.targets),
+        breaks=len(breaks),
+        break_occurrences=sum(b.occurrences for b in breaks),
+        frames_skipped=sum(t.frames_skipped for t in report.targets),
+        recompiles=sum(len(t.recompiles) for t in report.targets),
+        findings=len(report.findings),
+        confirmed=status.count(CONFIRMED),
+        potential=status.count(POTENTIAL),
+        fixes_verified=fixes.count(VERIFIED),
+        fixes_rejected=fixes.count(REJECTED),
+        fixes_advice=fixes.count(ADVICE),
+        errors=len(report.errors),
+        break_rules=by_rule(breaks),
+        finding_rules=by_rule(report.findings),
     )
 
 

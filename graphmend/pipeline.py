@@ -30,7 +30,7 @@ def analyze(paths: Sequence[str | os.PathLike[str]], config: Config, options: An
     if options.static:
         from rewrites.scan import scan_paths
 
-        scan = scan_paths(paths, config)
+        scan = scan_paths(paths, config, jobs=options.jobs)
         report.findings.extend(scan.findings)
         report.errors.extend(scan.errors)
         report.files_scanned = scan.files_scanned

@@ -32,6 +32,10 @@ def analyze(
     if static_only and dynamic_only:
         raise fail("--static-only and --dynamic-only exclude each other")
     check_paths(paths)
+    from graphmend.sources import iter_python_files
+
+    if next(iter(iter_python_files(paths)), None) is None:
+        raise fail(f"no Python files under {', '.join(str(p) for p in paths)}")
     try:
         config = load_config(paths).with_flags(select=select, ignore=ignore, all_functions=all_functions)
     except ConfigError as exc:

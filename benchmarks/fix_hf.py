@@ -1,0 +1,89 @@
+"""Measure ``mend fix`` on transformers models built from configs (corpus/hf_models.py)
+and on the corpus: breaks before / after (re-traced with every verified fix applied),
+outputs equal, branches never exercised, and why each remaining break stays.
+
+    python benchmarks/fix_hf.py                      # the default five hf models
+    python benchmarks/fix_hf.py xlm flaubert led     # chosen hf targets (suffix of mend_target_hf_)
+    python benchmarks/fix_hf.py --corpus             # every corpus/*.py file instead
+    python benchmarks/fix_hf.py --json out.json
+
+Each hf target is wrapped in a one-line module in a temporary folder, so that the model
+code mend repairs lives outside the analysed tree (in site-packages): the overlay path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT = ["xlm", "flaubert", "deberta_v2", "switch_transformers", "led", "longformer"]
+
+
+def run_paths(paths, timeout: float):
+    sys.path.insert(0, str(ROOT))
+    from graphmend.config import load_config
+    from graphmend.fixing import FixOptions, run_fix
+
+    return run_fix(paths, load_config(paths), FixOptions(timeout=timeout))
+
+
+def measure_hf(name: str, timeout: float) -> dict:
+    with tempfile.TemporaryDirectory(prefix="mend-fixhf-") as tmp:
+        (Path(tmp) / f"hf_{name}.py").write_text(
+            f"from corpus.hf_models import mend_target_hf_{name} as _made\n\n\n"
+            f"def mend_target_{name}():\n    return _made()\n", encoding="utf-8")
+        start = time.perf_counter()
+        run = run_paths([tmp], timeout)
+    return summarise(run, time.perf_counter() - start)
+
+
+def summarise(run, seconds: float) -> dict:
+    rep = run.report
+    return {
+        "targets": [dict(name=t.name, breaks_before=t.breaks_before, breaks_after=t.breaks_after,
+                         outputs_equal=t.outputs_equal, unexercised=t.unexercised_branches,
+                         remaining=t.remaining, error=t.error) for t in rep.fix_targets],
+        "fixes": {s: sum(1 for f in rep.fixes if f.status == s) for s in ("verified", "rejected", "advice")},
+        "verified": [f"{Path(f.file).name}:{f.line} {f.rule} {f.reason}" for f in rep.fixes if f.status == "verified"],
+        "rejected": [f"{Path(f.file).name}:{f.line} {f.rule} {f.reason}" for f in rep.fixes if f.status == "rejected"],
+        "seconds": round(seconds, 1),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("names", nargs="*")
+    ap.add_argument("--corpus", action="store_true")
+    ap.add_argument("--json")
+    ap.add_argument("--timeout", type=float, default=300)
+    a = ap.parse_args()
+    results = {}
+    if a.corpus:
+        files = [p for p in sorted((ROOT / "corpus").glob("*.py"))
+                 if p.name not in ("__init__.py", "measure.py", "hf_models.py")]
+        for f in files:
+            results[f.name] = summarise(run_paths([str(f)], a.timeout), 0)
+            print(f.name, json.dumps(results[f.name]["targets"]), flush=True)
+    else:
+        for n in a.names or DEFAULT:
+            try:
+                results[n] = measure_hf(n, a.timeout)
+            except Exception as exc:  # one model failing never stops the rest
+                results[n] = {"error": f"{type(exc).__name__}: {exc}"}
+            print(n, json.dumps(results[n]), flush=True)
+    before = sum(t["breaks_before"] for r in results.values() for t in r.get("targets", []))
+    after = sum(t["breaks_after"] for r in results.values() for t in r.get("targets", []))
+    changed = sum(1 for r in results.values() for t in r.get("targets", []) if t["outputs_equal"] is False)
+    print(f"TOTAL breaks {before} -> {after} ({(before - after) / before * 100 if before else 0:.0f}% removed), "
+          f"targets with changed outputs: {changed}")
+    if a.json:
+        Path(a.json).write_text(json.dumps(results, indent=2), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

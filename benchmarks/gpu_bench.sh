@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# GPU numbers for docs/benchmarks.md: `mend bench` on CUDA (Inductor -> Triton), fp16, in
+# default and reduce-overhead modes, for corpus targets and three transformers models.
+#
+#   benchmarks/gpu_bench.sh [corpus|hf|all] [default|reduce-overhead|both]     (defaults: all both)
+#
+# Run from the repository root; writes one JSON report and its Markdown rendering per
+# (set, mode) to $OUT (default ./gpu-bench-out), plus versions.txt. Each invocation stays
+# well under 10 minutes per set and mode, so they can be run one call at a time.
+# Needs torch with CUDA, transformers (hf set), typer + rich (the CLI) and libcst (mend fix,
+# for the mended arm). A folder of extra packages can be carried and put on the path:
+#   pip install --target .gpu-site libcst typer rich   (here), then carry .gpu-site
+# Without libcst the mended arm is reported as unavailable, with the reason; the others run.
+set -u
+cd "$(dirname "$0")/.."
+SET="${1:-all}"
+MODES="${2:-both}"
+OUT="${OUT:-$PWD/gpu-bench-out}"
+RUNS="${RUNS:-50}"
+WARMUP="${WARMUP:-10}"
+TIMEOUT="${TIMEOUT:-240}"
+mkdir -p "$OUT"
+EXTRA="${MEND_EXTRA_SITE:-$PWD/.gpu-site}"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+[ -d "$EXTRA" ] && export PYTHONPATH="$PYTHONPATH:$EXTRA"
+
+# corpus targets that have a hand-fixed reference (mended vs reference is the goal figure)
+CORPUS_TARGETS=(
+  corpus/mlp_stack.py::mend_target_mlp_stack
+  corpus/attention.py::mend_target_padded_attention
+  corpus/moe.py::mend_target_moe_router
+  corpus/norms.py::mend_target_rmsnorm_item_stats
+  corpus/rotary.py::mend_target_rotary_ntk_scaling
+  corpus/losses.py::mend_target_lm_loss_guards
+  corpus/audio.py::mend_target_audio_frame_masking
+  corpus/decoding.py::mend_target_early_exit_decoder
+)
+HF_TARGETS=(
+  corpus/hf_models.py::mend_target_hf_xlm
+  corpus/hf_models.py::mend_target_hf_deberta_v2
+  corpus/hf_models.py::mend_target_hf_longformer
+)
+
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  python3 - <<'PY'
+import importlib, platform
+print("python:", platform.python_version())
+for name in ("torch", "triton", "transformers", "libcst", "typer", "rich"):
+    try:
+        m = importlib.import_module(name)
+        print(f"{name}: {getattr(m, '__version__', '?')}")
+    except Exception as exc:
+        print(f"{name}: MISSING ({type(exc).__name__})")
+try:
+    import torch
+    print("cuda:", torch.version.cuda, "| device:", torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none")
+except Exception:
+    pass
+PY
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null
+} > "$OUT/versions.txt" 2>&1
+cat "$OUT/versions.txt"
+
+case "$MODES" in both) MODE_LIST=(default reduce-overhead) ;; *) MODE_LIST=("$MODES") ;; esac
+case "$SET" in all) SETS=(corpus hf) ;; *) SETS=("$SET") ;; esac
+
+status=0
+for set_name in "${SETS[@]}"; do
+  if [ "$set_name" = corpus ]; then TARGETS=("${CORPUS_TARGETS[@]}"); else TARGETS=("${HF_TARGETS[@]}"); fi
+  for mode in "${MODE_LIST[@]}"; do
+    stem="$OUT/bench-$set_name-$mode-fp16"
+    echo "== $set_name / $mode -> $stem.{json,md}"
+    python3 -m graphmend bench "${TARGETS[@]}" --device cuda --dtype float16 --mode "$mode" \
+      --runs "$RUNS" --warmup "$WARMUP" --timeout "$TIMEOUT" --quiet --format json --output "$stem.json" \
+      2> "$stem.stderr.txt"
+    rc=$?
+    echo "   exit $rc (0 ok, 1 an arm failed or mismatched, 2 usage/internal error)"
+    [ $rc -gt $status ] && status=$rc
+    if [ -s "$stem.json" ]; then
+      python3 -m graphmend report "$stem.json" --format md --output "$stem.md" \
+        || python3 -m graphmend.bench.table "$stem.json" > "$stem.md"
+      python3 -m graphmend.bench.table "$stem.json" > "$stem.table.md"
+      cat "$stem.table.md"
+    fi
+    tail -n 5 "$stem.stderr.txt"
+  done
+done
+exit $status

@@ -1,0 +1,121 @@
+"""Measure corpus targets with bare ``torch._dynamo.explain`` and print what it reports.
+
+The manifest (``manifest.toml``) is filled from this output, never by guessing::
+
+    python corpus/measure.py                    # every target in corpus/
+    python corpus/measure.py attention.py       # one file
+    python corpus/measure.py --json             # machine-readable
+    python corpus/measure.py --toml             # manifest skeleton (counts + break sites)
+
+Run from anywhere; it imports corpus modules as the package ``corpus``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ast
+import importlib
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+
+CORPUS = Path(__file__).resolve().parent
+
+
+def target_names(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("mend_target")]
+
+
+def unpack(made):
+    fn, args, *rest = made
+    return fn, tuple(args), (rest[0] if rest else {})
+
+
+def _site(user_stack) -> tuple[str | None, int | None, str | None]:
+    """The innermost frame of a break that lies in a corpus file (else the innermost)."""
+    frames = list(user_stack or [])
+    for fr in reversed(frames):
+        if str(Path(fr.filename).resolve()).startswith(str(CORPUS)):
+            return Path(fr.filename).name, fr.lineno, fr.name
+    if frames:
+        fr = frames[-1]
+        return fr.filename, fr.lineno, fr.name
+    return None, None, None
+
+
+def measure(file: str, function: str) -> dict:
+    import torch
+
+    if str(CORPUS.parent) not in sys.path:
+        sys.path.insert(0, str(CORPUS.parent))
+    mod = importlib.import_module(f"corpus.{Path(file).stem}")
+    row: dict = {"target": f"{file}::{function}"}
+    t0 = time.perf_counter()
+    try:
+        fn, args, kwargs = unpack(getattr(mod, function)())
+        torch._dynamo.reset()
+        # targets may print (that is a break pattern); keep stdout for our own output
+        with contextlib.redirect_stdout(sys.stderr):
+            out = torch._dynamo.explain(fn)(*args, **kwargs)
+    except Exception as exc:  # one broken target never stops the rest
+        row["error"] = f"{type(exc).__name__}: {exc}"
+        row["traceback"] = traceback.format_exc(limit=3)
+        return row
+    row["graph_count"] = out.graph_count
+    row["graph_break_count"] = out.graph_break_count
+    row["seconds"] = round(time.perf_counter() - t0, 3)
+    sites, seen = [], set()
+    for r in out.break_reasons:
+        f, line, func = _site(getattr(r, "user_stack", None))
+        key = (f, line)
+        if key in seen:
+            continue
+        seen.add(key)
+        sites.append({"file": f, "line": line, "function": func, "reason": str(r.reason).splitlines()[0][:160]})
+    row["sites"] = sites
+    return row
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("files", nargs="*", help="corpus files (default: all)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--toml", action="store_true")
+    p.add_argument("-k", default="", help="only targets whose name contains this")
+    ns = p.parse_args(argv)
+    files = ns.files or sorted(f.name for f in CORPUS.glob("*.py") if f.name not in ("measure.py", "__init__.py"))
+    rows = []
+    for f in files:
+        for fn in target_names(CORPUS / Path(f).name):
+            if ns.k in fn:
+                rows.append(measure(Path(f).name, fn))
+                if not (ns.json or ns.toml):
+                    r = rows[-1]
+                    if "error" in r:
+                        print(f"{r['target']}: ERROR {r['error']}")
+                        continue
+                    print(f"{r['target']}: graphs={r['graph_count']} breaks={r['graph_break_count']} ({r['seconds']}s)")
+                    for s in r["sites"]:
+                        print(f"    {s['file']}:{s['line']} in {s['function']}: {s['reason']}")
+    if ns.json:
+        import torch
+        print(json.dumps({"torch": torch.__version__, "targets": rows}, indent=2))
+    elif ns.toml:
+        for r in rows:
+            if "error" in r:
+                print(f"# {r['target']}: ERROR {r['error']}")
+                continue
+            print(f'[targets."{r["target"]}"]')
+            print(f"graph_count = {r['graph_count']}\ngraph_break_count = {r['graph_break_count']}")
+            for s in r["sites"]:
+                print(f'[[targets."{r["target"]}".sites]]\nline = {s["line"]}  # {s["reason"][:70]}')
+            print()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

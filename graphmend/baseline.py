@@ -1,0 +1,196 @@
+"""The baseline of known graph breaks: keys, load, save, compare.
+
+An entry is keyed by (file relative to the baseline's folder, rule, enclosing function,
+whitespace-normalised source line, origin) with a count. No line numbers: moving code up or
+down a file keeps its breaks known; only a count above the baseline's is new. Static
+findings and dynamic breaks at the same line are keyed apart (``origin``) because a static
+run never sees the dynamic ones and must not call them stale.
+
+Pure data in, data out: no printing, no torch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from pathlib import Path
+from typing import Callable, Iterable, Optional, Sequence
+
+from graphmend.model import CheckEntry, CheckResult, Finding, TargetResult
+
+BASELINE_VERSION = 1
+MODULE_FUNCTION = "<module>"  # the "function" of code at module level
+
+Key = tuple[str, str, str, str, str]  # (file, origin, function, rule, source)
+
+
+class BaselineError(Exception):
+    """A baseline file that cannot be used; the message names the file."""
+
+
+def normalize_source(line: Optional[str]) -> str:
+    """Whitespace runs collapsed to one space, ends stripped: re-indenting is not a change."""
+    return " ".join((line or "").split())
+
+
+def relative_file(path: str, base_dir: Path) -> str:
+    """``path`` relative to ``base_dir`` in posix form, or absolute posix when outside it."""
+    p = Path(path)
+    try:
+        return p.resolve().relative_to(base_dir.resolve()).as_posix()
+    except (ValueError, OSError):
+        return p.as_posix()
+
+
+def key_of(entry: CheckEntry) -> Key:
+    return (entry.file, entry.origin, entry.function, entry.rule, entry.source)
+
+
+class _Lines:
+    """Source lines read on demand (a finding without ``source_line``), each file once."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, list[str]] = {}
+
+    def get(self, path: Optional[str], line: Optional[int]) -> str:
+        if not path or not line:
+            return ""
+        if path not in self._cache:
+            try:
+                from graphmend.sources import read_source
+
+                self._cache[path] = read_source(path).splitlines()
+            except Exception:  # unreadable now: key on the empty line rather than fail the check
+                self._cache[path] = []
+        lines = self._cache[path]
+        return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+def entries_from_findings(findings: Iterable[Finding], base_dir: Path) -> list[tuple[CheckEntry, Finding]]:
+    """One entry (count 1, absolute file) per finding, each beside the finding it came from."""
+    lines = _Lines()
+    out = []
+    for f in findings:
+        source = f.source_line if f.source_line is not None else lines.get(f.file, f.line)
+        out.append((CheckEntry(file=str(Path(f.file).resolve()), rule=f.rule, function=f.function or MODULE_FUNCTION,
+                               source=normalize_source(source), line=f.line, col=f.col, message=f.message,
+                               fix_hint=f.fix_hint, origin="static"), f))
+    return out
+
+
+def entries_from_targets(targets: Iterable[TargetResult]) -> list[CheckEntry]:
+    """One entry per distinct break site over all targets: two targets running the same
+    model hit the same line, which is one break in the code, not two."""
+    lines = _Lines()
+    seen: set[tuple] = set()
+    out = []
+    for t in targets:
+        for b in t.breaks:
+            site = (b.file, b.line, b.rule, b.function, None if b.file else b.reason)
+            if site in seen:
+                continue
+            seen.add(site)
+            source = b.source_line if b.source_line is not None else lines.get(b.file, b.line)
+            # A break without a user location is keyed on Dynamo's reason instead of a line.
+            out.append(CheckEntry(file=str(Path(b.file).resolve()) if b.file else "<unknown>", rule=b.rule,
+                                  function=b.function or MODULE_FUNCTION,
+                                  source=normalize_source(source) if b.file else normalize_source(b.reason),
+                                  line=b.line, col=b.col, message=b.reason,
+                                  fix_hint="; ".join(b.hints), origin="dynamic", target=t.name))
+    return out
+
+
+def to_baseline_key(entry: CheckEntry, base_dir: Path) -> Key:
+    """The key of a current (absolute-path) entry as the baseline file writes it."""
+    file = entry.file if entry.file.startswith("<") else relative_file(entry.file, base_dir)
+    return (file, entry.origin, entry.function, entry.rule, entry.source)
+
+
+# -- the file ------------------------------------------------------------------------------
+
+def load_baseline(path: Path) -> dict[Key, int]:
+    """Counts by key; a missing file is an empty baseline, a corrupt one a BaselineError."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BaselineError(f"cannot read baseline {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BaselineError(f"baseline {path} is not valid JSON (line {exc.lineno}: {exc.msg}); "
+                            "fix it or recreate it with 'mend check --update-baseline'") from None
+    if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
+        raise BaselineError(f"baseline {path} is not a mend baseline (no 'entries' list); "
+                            "recreate it with 'mend check --update-baseline'")
+    version = data.get("version", BASELINE_VERSION)
+    if version != BASELINE_VERSION:
+        raise BaselineError(f"baseline {path} has version {version!r}; this graphmend reads version {BASELINE_VERSION}")
+    counts: dict[Key, int] = defaultdict(int)
+    for i, e in enumerate(data["entries"]):
+        if not isinstance(e, dict) or not all(isinstance(e.get(k), str) for k in ("file", "rule", "function", "source")):
+            raise BaselineError(f"baseline {path}: entry {i} needs string fields file, rule, function, source")
+        count = e.get("count", 1)
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise BaselineError(f"baseline {path}: entry {i} has count {count!r}; counts are positive integers")
+        origin = e.get("origin", "static")
+        if origin not in ("static", "dynamic"):
+            raise BaselineError(f"baseline {path}: entry {i} has origin {origin!r}; expected 'static' or 'dynamic'")
+        counts[(e["file"], origin, e["function"], e["rule"], e["source"])] += count
+    return dict(counts)
+
+
+def dump_baseline(counts: dict[Key, int]) -> str:
+    """Sorted, one field per line, trailing newline: the same breaks always give the same bytes."""
+    entries = [{"file": k[0], "rule": k[3], "function": k[2], "source": k[4], "origin": k[1], "count": n}
+               for k, n in sorted(counts.items()) if n > 0]
+    return json.dumps({"version": BASELINE_VERSION, "tool": "graphmend", "entries": entries},
+                      indent=2, ensure_ascii=False) + "\n"
+
+
+# -- comparing -----------------------------------------------------------------------------
+
+def compare(current: Sequence[CheckEntry], baseline: dict[Key, int], base_dir: Path,
+            in_scope: Callable[[Key], bool], baseline_name: str) -> CheckResult:
+    """New = occurrences beyond the baseline's count for their key; stale = baseline counts
+    above what was found, for keys ``in_scope`` (the files and origins this run looked at).
+
+    Which of several same-key occurrences is "new" cannot be known; the later ones in the
+    file are reported, as added code most often follows the code it copies."""
+    groups: dict[Key, list[CheckEntry]] = defaultdict(list)
+    for e in current:
+        groups[to_baseline_key(e, base_dir)].append(e)
+    result = CheckResult(baseline=baseline_name)
+    for key in sorted(groups):
+        found = sorted(groups[key], key=lambda e: (e.line or 0, e.col or 0))
+        known = min(len(found), baseline.get(key, 0))
+        result.known += known
+        result.new.extend(found[known:])
+    for key in sorted(baseline):
+        if not in_scope(key):
+            continue
+        missing = baseline[key] - len(groups.get(key, ()))
+        if missing > 0:
+            file, origin, function, rule, source = key
+            abs_file = file if file.startswith("<") or os.path.isabs(file) else str(base_dir / file)
+            result.stale.append(CheckEntry(file=abs_file, rule=rule, function=function, source=source,
+                                           count=missing, origin=origin))
+    result.new.sort(key=lambda e: (e.file, e.line or 0, e.col or 0, e.rule))
+    return result
+
+
+def updated_baseline(current: Sequence[CheckEntry], baseline: dict[Key, int], base_dir: Path,
+                     in_scope: Callable[[Key], bool]) -> dict[Key, int]:
+    """The baseline after ``--update-baseline``: entries this run looked at are replaced by
+    what it found (pruning stale ones); entries outside its scope are kept as they were."""
+    counts: dict[Key, int] = {k: n for k, n in baseline.items() if not in_scope(k)}
+    found: dict[Key, int] = defaultdict(int)
+    for e in current:
+        found[to_baseline_key(e, base_dir)] += 1
+    for k, n in found.items():
+        # A dynamic break can lie in a file outside the run's scope (a target under FILES
+        # calling code elsewhere): never count it twice, never lower that file's entry.
+        counts[k] = n if in_scope(k) else max(counts.get(k, 0), n)
+    return counts

@@ -1,0 +1,144 @@
+"""The bench stage: every arm of every target in its own worker, then ratios. Returns a
+Report (command "bench"); prints nothing."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+from graphmend.bench.arms import ARMS, BenchItem, PatchSource, resolve
+from graphmend.bench.stats import ratio
+from graphmend.config import Config
+from graphmend.jobs import Job, JobOutcome, run_job
+from graphmend.model import BenchRatio, BenchRow, Report, new_report
+
+WORKER = "graphmend.bench.worker"
+# numerator arm, denominator arm: medians (steady state); "(cold)" compares cold starts
+RATIOS = (("original", "eager"), ("mended", "original"), ("mended", "reference"), ("reference", "original"))
+COLD_RATIOS = (("mended", "original"),)
+
+
+@dataclass
+class BenchOptions:
+    device: str = "cpu"
+    mode: str = "default"
+    dtype: str = "float32"
+    runs: int = 20
+    warmup: int = 3
+    timeout: Optional[float] = None  # seconds per arm; None: config.timeout
+    arms: Sequence[str] = field(default_factory=lambda: list(ARMS))
+    keep_cache: bool = False
+    seed: int = 0
+
+
+ProgressHook = Callable[[str, int], Callable[[str], None]]
+
+
+def bench(refs: Sequence[str], config: Config, options: BenchOptions,
+          progress: Optional[ProgressHook] = None, torch_version: Optional[str] = None) -> Report:
+    root = str(Path(refs[0].partition("::")[0]).resolve()) if len(refs) == 1 else str(Path.cwd())
+    if Path(root).is_file():
+        root = str(Path(root).parent)
+    report = new_report("bench", root=root, torch_version=torch_version)
+    items, errors = resolve(refs, config)
+    report.errors.extend(errors)
+    arms = [a for a in ARMS if a in options.arms]
+    timeout = options.timeout or config.timeout
+    patch_source = PatchSource(config, timeout) if "mended" in arms else None
+    planned = [(item, arm) for item in items for arm in arms if arm != "reference" or item.reference]
+    advance = progress("benchmarking", len(planned)) if progress and planned else None
+    cache_root = Path(tempfile.mkdtemp(prefix="mend-bench-"))
+    try:
+        for index, item in enumerate(items):
+            rows = _bench_item(index, item, arms, options, config, timeout, cache_root,
+                               patch_source, advance)
+            report.bench.extend(rows)
+            report.ratios.extend(ratios_for(item.spec.name, rows, options))
+    finally:
+        if not options.keep_cache:
+            shutil.rmtree(cache_root, ignore_errors=True)
+    return report
+
+
+def _bench_item(index: int, item: BenchItem, arms: Sequence[str], options: BenchOptions, config: Config,
+                timeout: float, cache_root: Path, patch_source: Optional[PatchSource],
+                advance: Optional[Callable[[str], None]]) -> list[BenchRow]:
+    spec = item.spec
+    work = Path(tempfile.mkdtemp(prefix=f"{index:03d}-work-", dir=cache_root))
+    eager_outputs = work / "eager_outputs.pt"
+    rows = []
+    for arm in arms:
+        if arm == "reference" and not item.reference:
+            continue
+        row = BenchRow(target=spec.name, arm=arm, device=options.device, mode=options.mode, dtype=options.dtype)
+        patches = None
+        if arm == "mended":
+            patches, why = patch_source.patches_for(item) if patch_source else (None, "mended arm not requested")
+            if patches is None:
+                row.error, row.skipped = why, True
+                rows.append(row)
+                if advance:
+                    advance(f"{spec.name} [{arm}]")
+                continue
+        # a fresh Inductor/Triton cache per arm: cold starts are cold, artefacts never shared
+        cache = Path(tempfile.mkdtemp(prefix=f"{index:03d}-{arm}-", dir=cache_root))
+        row.cache_dir = str(cache)
+        payload = {
+            "arm": arm, "spec": {"name": spec.name, "function": spec.function, "file": spec.file,
+                                 "module": spec.module},
+            "function": item.reference if arm == "reference" else None,
+            "device": options.device, "mode": options.mode, "dtype": options.dtype,
+            "runs": options.runs, "warmup": options.warmup, "seed": options.seed,
+            "eager_outputs": str(eager_outputs), "patches": patches,
+        }
+        env = {"TORCHINDUCTOR_CACHE_DIR": str(cache), "TRITON_CACHE_DIR": str(cache / "triton")}
+        outcome = run_job(Job(module=WORKER, payload=payload, label=f"{spec.name} [{arm}]",
+                              timeout=timeout, env=env))
+        fill_row(row, outcome)
+        rows.append(row)
+        if advance:
+            advance(f"{spec.name} [{arm}]")
+    return rows
+
+
+def fill_row(row: BenchRow, outcome: JobOutcome) -> None:
+    label = f"{row.target} [{row.arm}]"
+    if outcome.error:
+        row.error = outcome.error
+        return
+    result = outcome.result or {}
+    if result.get("error"):
+        message = str(result["error"])
+        row.error = message if row.target in message else f"{label}: {message}"
+        return
+    for name in ("cold_s", "median_ms", "iqr_ms", "graph_count", "break_count", "kernel_count", "backend",
+                 "peak_mem_mb", "outputs_match", "runs", "memory", "mismatch"):
+        if name in result and result[name] is not None:
+            setattr(row, name, result[name])
+
+
+def ratios_for(target: str, rows: Sequence[BenchRow], options: BenchOptions) -> list[BenchRatio]:
+    """Steady-state ratios of medians within this run (and the cold-start ones); None
+    when an arm is missing or failed."""
+    ok = {r.arm: r for r in rows if not r.error}
+    present = {r.arm for r in rows}
+    out = []
+    for num, den in RATIOS:
+        if num in present and den in present:
+            value = ratio(getattr(ok.get(num), "median_ms", None), getattr(ok.get(den), "median_ms", None))
+            out.append(BenchRatio(target=target, name=f"{num}/{den}", value=value,
+                                  mode=options.mode, device=options.device))
+    for num, den in COLD_RATIOS:
+        if num in present and den in present:
+            value = ratio(getattr(ok.get(num), "cold_s", None), getattr(ok.get(den), "cold_s", None))
+            out.append(BenchRatio(target=target, name=f"{num}/{den} (cold)", value=value,
+                                  mode=options.mode, device=options.device))
+    return out
+
+
+def failed(report: Report) -> bool:
+    """An arm that errored or whose outputs differ from eager's (skipped arms do not count)."""
+    return any((r.error and not r.skipped) or r.outputs_match is False for r in report.bench)

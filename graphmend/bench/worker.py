@@ -1,0 +1,144 @@
+"""One bench arm in one process: ``python -m graphmend.bench.worker PAYLOAD RESULT``.
+
+The parent gives every arm a fresh ``TORCHINDUCTOR_CACHE_DIR`` / ``TRITON_CACHE_DIR``, so
+nothing compiled by one arm (or an earlier run) is reused here. The eager arm saves its
+outputs with ``torch.save``; every other arm compares its own outputs to them.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from graphmend.jobs import worker_main
+
+COMPILED_ARMS = ("original", "mended", "reference")
+
+
+def _seed(seed: int) -> None:
+    import random
+
+    import torch
+
+    random.seed(seed)
+    torch.manual_seed(seed)
+    try:
+        import numpy
+
+        numpy.random.seed(seed)
+    except ImportError:
+        pass
+
+
+def _fresh_compile_config():
+    """Inductor's in-process FX-graph and AOTAutograd caches off, so that every graph is
+    really compiled (a cold start that is cold, a kernel count that counts each graph's
+    kernels) even when a model repeats identical blocks. Nothing Inductor generates changes."""
+    import contextlib
+
+    import torch
+
+    stack = contextlib.ExitStack()
+    inductor_config = getattr(torch._inductor, "config", None)
+    if inductor_config is not None:
+        patch = {k: False for k in ("fx_graph_cache", "autotune_local_cache") if hasattr(inductor_config, k)}
+        if patch:
+            stack.enter_context(inductor_config.patch(patch))
+    try:
+        import torch._functorch.config as functorch_config
+
+        if hasattr(functorch_config, "enable_autograd_cache"):
+            stack.enter_context(functorch_config.patch(enable_autograd_cache=False))
+    except ImportError:
+        pass
+    return stack
+
+
+def run_arm(payload: dict[str, Any]) -> dict[str, Any]:
+    arm = payload["arm"]
+    if payload.get("patches"):
+        # The overlay must be in place before the target's module is first imported.
+        from graphmend.overlay import install_overlay
+
+        install_overlay(payload["patches"])
+
+    import torch
+    import torch._inductor  # noqa: F401  (config and metrics live here)
+
+    from graphmend.bench import measure
+    from graphmend.bench.stats import iqr, median
+    from graphmend.targets import load_target
+
+    device, mode, dtype_name = payload["device"], payload["mode"], payload["dtype"]
+    runs, warmup = int(payload["runs"]), int(payload["warmup"])
+    seed = int(payload.get("seed", 0))
+    dtype = measure.DTYPES[dtype_name]
+
+    spec = dict(payload["spec"])
+    if payload.get("function"):
+        spec["function"] = payload["function"]
+        spec["name"] = f"{spec['name'].rpartition('::')[0]}::{payload['function']}"
+    _seed(seed)  # the same weights in every arm's process
+    loaded = load_target(spec)
+    fn = measure.prepare_callable(loaded.fn, device, dtype)
+    args = measure.convert(loaded.args, device, dtype)
+    kwargs = measure.convert(loaded.kwargs, device, dtype)
+
+    result: dict[str, Any] = {"arm": arm, "backend": None, "graph_count": None, "break_count": None,
+                              "kernel_count": None, "memory": None}
+    compiled = fn
+    with _fresh_compile_config(), torch.no_grad():
+        if arm in COMPILED_ARMS:
+            torch._dynamo.reset()
+            measure.reset_counts()
+            backend, graphs = measure.counting_inductor(mode)
+            compiled = torch.compile(fn, backend=backend) if not isinstance(backend, str) else \
+                torch.compile(fn, backend="inductor", mode=None if mode == "default" else mode)
+            result["backend"] = measure.backend_name(device)
+        mem = measure.PeakMemory(device)
+        mem.start()
+        _seed(seed)
+        measure.synchronize(device)
+        t0 = time.perf_counter()
+        out = compiled(*args, **kwargs)
+        measure.synchronize(device)
+        result["cold_s"] = time.perf_counter() - t0
+        first = measure.to_plain(out)
+        for _ in range(warmup):
+            compiled(*args, **kwargs)
+        measure.synchronize(device)
+        times = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            compiled(*args, **kwargs)
+            measure.synchronize(device)
+            times.append((time.perf_counter() - t0) * 1000.0)
+        result["peak_mem_mb"] = mem.peak_mb()
+        result["memory"] = mem.kind
+        if arm in COMPILED_ARMS:
+            # read before explain re-traces; recompiles during warm-up are included
+            result["graph_count"] = len(graphs) if not isinstance(backend, str) else measure.unique_graphs()
+            result["kernel_count"] = measure.kernel_count()
+            result["break_count"] = measure.explain_breaks(fn, args, kwargs)
+    result["median_ms"], result["iqr_ms"], result["runs"] = median(times), iqr(times), len(times)
+
+    outputs = payload["eager_outputs"]
+    if arm == "eager":
+        torch.save(first, outputs)
+        result["outputs_match"] = True  # the yardstick itself
+    elif not os.path.exists(outputs):
+        result["outputs_match"] = None
+        result["mismatch"] = "no eager outputs to compare with (the eager arm failed)"
+    else:
+        expected = torch.load(outputs, weights_only=False)
+        rtol, atol = measure.tolerance_for(dtype_name, getattr(loaded.target, "tolerance", None))
+        why = measure.compare(expected, first, rtol, atol)
+        result["outputs_match"] = why is None
+        if why:
+            result["mismatch"] = why
+    return result
+
+
+if __name__ == "__main__":
+    worker_main(run_arm)

@@ -1,0 +1,137 @@
+"""``mend check`` as a stage: scan (and optionally run) what was asked, compare with the
+baseline, return a Report whose ``check`` says what is new. Prints nothing, writes nothing:
+the command decides about output and the baseline file.
+
+Static mode imports neither torch nor the tracer; ``dynamic`` imports the tracer lazily.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+from graphmend.baseline import (Key, compare, dump_baseline, entries_from_findings, entries_from_targets,
+                                load_baseline, relative_file, updated_baseline)
+from graphmend.config import Config
+from graphmend.model import CheckEntry, Finding, Report, new_report
+from graphmend.sources import is_excluded, iter_python_files
+
+
+@dataclass
+class CheckOptions:
+    dynamic: bool = False
+    update: bool = False
+    jobs: int = 1
+    timeout: Optional[float] = None
+
+
+@dataclass
+class CheckOutcome:
+    report: Report  # findings / targets' breaks hold only the NEW ones; check holds the verdict
+    baseline_path: Path
+    baseline_text: Optional[str] = None  # the baseline to write (options.update)
+    new_findings: list[Finding] = field(default_factory=list)
+
+
+def python_files(paths: Sequence[Path], config: Config) -> list[Path]:
+    """What ``mend check FILES`` looks at: .py files (pre-commit passes any staged name),
+    folders walked, config excludes applied to files given directly too (as ruff's
+    force-exclude), so a hook never checks what the project excluded."""
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            out.extend(iter_python_files([p], config.exclude))
+        elif p.suffix == ".py":
+            try:
+                rel = p.resolve().relative_to(config.root.resolve())
+            except ValueError:
+                rel = Path(p.name)
+            if not (config.exclude and is_excluded(rel, config.exclude)):
+                out.append(p)
+    return out
+
+
+def run_check(files: Optional[Sequence[Path]], config: Config, baseline_path: Path, options: CheckOptions,
+              torch_version: Optional[str] = None,
+              progress: Optional[Callable[[str, int], Callable[[str], None]]] = None) -> CheckOutcome:
+    """``files`` None: the whole tree under ``config.root``. Raises BaselineError."""
+    base_dir = baseline_path.resolve().parent
+    baseline = load_baseline(baseline_path)
+    whole_tree = files is None
+    # Absolute paths in, absolute paths in the findings (the model's rule for `file`).
+    scan_targets = [p.resolve() for p in ([config.root] if whole_tree else python_files(files, config))]
+    report = new_report("check", root=str(config.root.resolve()), torch_version=torch_version)
+
+    current: list[CheckEntry] = []
+    by_entry: dict[int, Finding] = {}
+    if scan_targets:
+        from rewrites.scan import scan_paths
+
+        scan = scan_paths([str(p) for p in scan_targets], config)
+        report.errors.extend(scan.errors)
+        report.files_scanned = scan.files_scanned
+        for entry, finding in entries_from_findings(scan.findings, base_dir):
+            current.append(entry)
+            by_entry[id(entry)] = finding
+
+    failed_targets: list[str] = []
+    if options.dynamic and scan_targets:
+        from graphmend.discovery import discover
+
+        found = discover([str(p) for p in scan_targets], config)
+        seen = {(e.file, e.message) for e in report.errors}
+        for e in found.errors:
+            if e.target:  # a target that cannot even be called fails the check
+                failed_targets.append(e.message)
+            elif (e.file, e.message) not in seen:
+                report.errors.append(e)
+        if found.targets:
+            from tracer.capture import capture_targets
+
+            advance = progress("capturing", len(found.targets)) if progress else None
+            report.targets.extend(capture_targets(found.targets, jobs=options.jobs,
+                                                  timeout=options.timeout or config.timeout, on_done=advance))
+        failed_targets.extend(t.error if t.name in t.error else f"target {t.name} failed: {t.error}"
+                              for t in report.targets if t.error)
+        current.extend(entries_from_targets(report.targets))
+
+    checked = {relative_file(str(p), base_dir) for p in (iter_python_files(scan_targets) if not whole_tree else ())}
+
+    # A file that could not be scanned says nothing about its breaks: its entries are
+    # neither stale nor pruned by --update-baseline.
+    unscanned = {relative_file(e.file, base_dir) for e in report.errors if e.file}
+
+    def in_scope(key: Key) -> bool:
+        file, origin = key[0], key[1]
+        if origin == "dynamic" and not options.dynamic:
+            return False  # a static run says nothing about dynamic breaks
+        if origin == "static" and file in unscanned:
+            return False
+        return whole_tree or file in checked
+
+    result = compare(current, baseline, base_dir, in_scope, baseline_name=_display(baseline_path))
+    result.failed_targets = failed_targets
+    report.check = result
+    outcome = CheckOutcome(report=report, baseline_path=baseline_path)
+    if options.update:
+        outcome.baseline_text = dump_baseline(updated_baseline(current, baseline, base_dir, in_scope))
+        result.updated = True
+    # The report's findings and breaks are the new ones only, so the formats that read
+    # them (SARIF, JSON) show exactly what fails the check.
+    new_ids = {id(e) for e in result.new}
+    outcome.new_findings = [by_entry[id(e)] for e in current if id(e) in new_ids and id(e) in by_entry]
+    report.findings = list(outcome.new_findings)
+    new_sites = {(e.file, e.line, e.rule) for e in result.new if e.origin == "dynamic"}
+    for t in report.targets:
+        t.breaks = [b for b in t.breaks
+                    if (str(Path(b.file).resolve()) if b.file else "<unknown>", b.line, b.rule) in new_sites]
+    return outcome
+
+
+def _display(path: Path) -> str:
+    """The baseline as the user named it: relative to the working folder when under it."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(path.resolve())

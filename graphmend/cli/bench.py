@@ -1,0 +1,105 @@
+"""``mend bench PATH-or-TARGET...``: eager vs compiled-original vs compiled-mended (vs the
+hand-fixed reference), each arm in its own worker with its own Inductor cache."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, fail, progress_bar, render_or_fail, require_torch,
+                                  show_progress)
+
+
+class BenchFormat(str, Enum):
+    text = "text"
+    json = "json"
+    md = "md"
+    html = "html"
+
+
+class Device(str, Enum):
+    cpu = "cpu"
+    cuda = "cuda"
+
+
+class Mode(str, Enum):
+    default = "default"
+    reduce_overhead = "reduce-overhead"
+    max_autotune = "max-autotune"
+
+
+class DType(str, Enum):
+    float32 = "float32"
+    float16 = "float16"
+    bfloat16 = "bfloat16"
+
+
+def bench(
+    targets: List[str] = typer.Argument(..., help="Files or folders (every mend_target found), or "
+                                                  "path/file.py::mend_target_x for one target."),
+    device: Device = typer.Option(Device.cpu, "--device", help="Where the arms run: Inductor to C++/OpenMP "
+                                                               "on cpu, to Triton on cuda."),
+    mode: Mode = typer.Option(Mode.default, "--mode", help="torch.compile mode of the compiled arms."),
+    dtype: DType = typer.Option(DType.float32, "--dtype", help="Cast the model and floating inputs to this dtype."),
+    runs: int = typer.Option(20, "--runs", min=1, help="Timed calls per arm (after warm-up)."),
+    warmup: int = typer.Option(3, "--warmup", min=0, help="Untimed calls per arm after the first (cold) call."),
+    arms: str = typer.Option("eager,original,mended,reference", "--arms",
+                             help="Arms to run, comma-separated: eager,original,mended,reference."),
+    format: BenchFormat = typer.Option(BenchFormat.text, "--format", "-f", help="Output format."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report here instead of stdout."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=1,
+                                            help="Seconds per arm (default 300, or [tool.mend] timeout)."),
+    keep_cache: bool = typer.Option(False, "--keep-cache", help="Keep each arm's Inductor cache directory."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+) -> None:
+    """Measure what mending buys: cold start, steady state, graphs, breaks, kernels, memory per arm."""
+    from graphmend.bench.arms import parse_arms
+    from graphmend.config import ConfigError, load_config
+
+    try:
+        chosen = parse_arms(arms)
+    except ValueError as exc:
+        raise fail(str(exc))
+    for t in targets:
+        path = t.rpartition("::")[0] if "::" in t else t
+        if not Path(path).exists():
+            raise fail(f"path does not exist: {path}")
+    try:
+        config = load_config([t.rpartition("::")[0] if "::" in t else t for t in targets])
+    except ConfigError as exc:
+        raise fail(str(exc))
+    tv = require_torch("bench")
+    if device is Device.cuda and not _cuda_available():
+        raise fail("--device cuda: no CUDA device is available to this torch (torch.cuda.is_available() is False)")
+
+    from graphmend.bench.stage import BenchOptions, bench as run_bench, failed
+
+    options = BenchOptions(device=device.value, mode=mode.value, dtype=dtype.value, runs=runs, warmup=warmup,
+                           timeout=timeout, arms=chosen, keep_cache=keep_cache)
+    enabled = show_progress(quiet)
+    stack = []
+
+    def progress(description: str, total: int):
+        cm = progress_bar(description, total, enabled)
+        bar = cm.__enter__()
+        stack.append(cm)
+        return bar.advance
+
+    try:
+        report = run_bench(targets, config, options, progress=progress, torch_version=tv)
+    finally:
+        for cm in reversed(stack):
+            cm.__exit__(None, None, None)
+    render_or_fail(report, format.value, output)
+    if not report.bench and report.errors:
+        raise typer.Exit(EXIT_FINDINGS)
+    raise typer.Exit(EXIT_FINDINGS if failed(report) else EXIT_CLEAN)
+
+
+def _cuda_available() -> bool:
+    import torch  # bench runs models anyway; only this command pays the import
+
+    return bool(torch.cuda.is_available())

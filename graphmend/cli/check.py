@@ -1,0 +1,110 @@
+"""``mend check [FILES...]``: the pre-commit / CI gate. Exit 1 on graph breaks the baseline
+does not know (or a target that errored, or a file that could not be scanned), 0 otherwise.
+
+Static mode never imports torch: this module, the baseline and the scan are torch-free.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, Format, fail, progress_bar, render_or_fail,
+                                  require_torch, show_progress, write_atomic)
+
+# Formats whose renderer shows Report.check.new itself (reports/).
+CHECK_AWARE_FORMATS = ("text", "md", "html", "github")
+
+
+def check(
+    files: Optional[List[Path]] = typer.Argument(None, help="Files (or folders) to check; non-.py files are ignored. "
+                                                            "Default: the whole tree under the config root."),
+    baseline: Optional[Path] = typer.Option(None, "--baseline", "-b",
+                                            help="Baseline file (default .mend-baseline.json beside pyproject.toml, "
+                                                 "or \\[tool.mend] baseline)."),
+    update_baseline: bool = typer.Option(False, "--update-baseline",
+                                         help="Write what is found now as the baseline (pruning stale entries) and exit 0."),
+    dynamic: bool = typer.Option(False, "--dynamic", help="Also run the targets and compare their dynamic breaks (needs torch)."),
+    format: Format = typer.Option(Format.text, "--format", "-f", help="Output format."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report here instead of stdout."),
+    jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Targets run in parallel (--dynamic)."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds per target (--dynamic)."),
+    select: Optional[List[str]] = typer.Option(None, "--select", help="Rule codes or prefixes to check (GM1,GM201)."),
+    ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Rule codes or prefixes to drop."),
+    all_functions: Optional[bool] = typer.Option(None, "--all-functions/--compiled-only",
+                                                 help="Scan every function, not only the regions Dynamo traces."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar, no summary line on stderr."),
+) -> None:
+    """Fail on graph breaks that are not in the baseline: the pre-commit hook and CI gate."""
+    from graphmend.baseline import BaselineError
+    from graphmend.check import CheckOptions, run_check
+    from graphmend.config import ConfigError, load_config
+
+    missing = [p for p in files or () if not p.exists()]
+    if missing:
+        raise fail(f"no such file: {missing[0]}")
+    try:
+        config = load_config(files or []).with_flags(select=select, ignore=ignore, all_functions=all_functions)
+    except ConfigError as exc:
+        raise fail(str(exc))
+    baseline_path = baseline if baseline is not None else config.root / config.baseline
+    if baseline_path.is_dir():
+        raise fail(f"--baseline {baseline_path} is a folder; give a file path")
+    tv = require_torch("check --dynamic") if dynamic else None
+
+    enabled = show_progress(quiet)
+    stack = []
+
+    def progress(description: str, total: int):
+        cm = progress_bar(description, total, enabled)
+        stack.append(cm)
+        return cm.__enter__().advance
+
+    try:
+        outcome = run_check(files if files else None, config, baseline_path,
+                            CheckOptions(dynamic=dynamic, update=update_baseline, jobs=jobs, timeout=timeout),
+                            torch_version=tv, progress=progress)
+    except BaselineError as exc:
+        raise fail(str(exc))
+    finally:
+        for cm in reversed(stack):
+            cm.__exit__(None, None, None)
+
+    report, result = outcome.report, outcome.report.check
+    if outcome.baseline_text is not None:
+        try:
+            write_atomic(baseline_path, outcome.baseline_text)
+        except OSError as exc:
+            raise fail(f"cannot write baseline {baseline_path}: {exc.strerror or exc}")
+    if format.value in CHECK_AWARE_FORMATS:
+        # These views list the new breaks in their "check" section; the same ones in
+        # findings and targets' breaks would show each twice. SARIF and JSON keep them.
+        report.findings = []
+        for t in report.targets:
+            t.breaks = []
+    render_or_fail(report, format.value, output)
+    if not quiet:
+        _summary(outcome.baseline_path, result, len(report.errors))
+    if result.failed_targets or report.errors:
+        raise typer.Exit(EXIT_FINDINGS)
+    if update_baseline:
+        raise typer.Exit(EXIT_CLEAN)
+    raise typer.Exit(EXIT_FINDINGS if result.new else EXIT_CLEAN)
+
+
+def _summary(path: Path, result, errors: int) -> None:
+    """One diagnostic line on stderr, so a hook's output says why it failed at a glance."""
+    parts = [f"{len(result.new)} new", f"{result.known} known", f"{len(result.stale)} stale"]
+    if result.failed_targets:
+        parts.append(f"{len(result.failed_targets)} failed target(s)")
+    if errors:
+        parts.append(f"{errors} file error(s)")
+    verb = "baseline written" if result.updated else "checked against"
+    typer.echo(f"mend check: {', '.join(parts)} ({verb} {result.baseline})", err=True)
+    for message in result.failed_targets:
+        typer.echo(f"mend check: {message}", err=True)
+    if result.stale and not result.updated:
+        typer.echo("mend check: stale baseline entries (fixed breaks); prune them with 'mend check --update-baseline'",
+                   err=True)

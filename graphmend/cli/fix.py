@@ -1,0 +1,128 @@
+"""``mend fix PATH...``: verified source repairs as a unified diff; ``--write`` applies them."""
+
+from __future__ import annotations
+
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, check_paths, emit, fail, progress_bar,
+                                  require_torch, show_progress, write_atomic)
+
+
+class FixFormat(str, Enum):
+    diff = "diff"
+    json = "json"
+
+
+def fix(
+    paths: List[Path] = typer.Argument(..., help="Files or folders whose targets and sources to repair."),
+    write: bool = typer.Option(False, "--write", help="Apply the verified fixes to the files under PATH (atomically)."),
+    rule: Optional[List[str]] = typer.Option(None, "--rule", help="Only these rule codes or prefixes (GM101,GM201)."),
+    format: FixFormat = typer.Option(FixFormat.diff, "--format", "-f", help="diff (default) or json (the Report)."),
+    patch: Optional[Path] = typer.Option(None, "--patch", help="Write verified fixes to installed packages as one "
+                                         "git-style diff here (apply with patch -p1 -d <site-packages>)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the diff / JSON here instead of stdout."),
+    jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Targets captured in parallel."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds per worker (default 300)."),
+    no_follow: bool = typer.Option(False, "--no-follow", help="Do not fix breaks in files outside PATH."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar, no listing on stderr."),
+) -> None:
+    """Propose source fixes for graph breaks; only fixes that pass verification are offered."""
+    from graphmend.config import ConfigError, load_config, split_codes
+    from graphmend.fixing import FixOptions, run_fix, unified_diff
+
+    check_paths(paths)
+    rules = tuple(split_codes(rule)) if rule else ()
+    bad = [r for r in rules if not (r.startswith("GM") and r[2:].isdigit())]
+    if bad:
+        raise fail(f"--rule: {bad[0]!r} is not a rule code or prefix like GM101 or GM2")
+    try:
+        config = load_config(paths)
+    except ConfigError as exc:
+        raise fail(str(exc))
+    require_torch("fix")
+    enabled = show_progress(quiet)
+    stack = []
+
+    def progress(description: str, total: int):
+        cm = progress_bar(description, total, enabled)
+        bar = cm.__enter__()
+        stack.append(cm)
+        return bar.advance
+
+    try:
+        run = run_fix(paths, config, FixOptions(rules=rules, jobs=jobs, timeout=timeout, follow=not no_follow),
+                      progress=progress)
+    finally:
+        for cm in reversed(stack):
+            cm.__exit__(None, None, None)
+    report = run.report
+    in_tree, out_tree = run.in_tree_patches(), run.out_of_tree_patches()
+    labels = {p: _label(run.candidates[p]) for p in run.patches}
+    if format is FixFormat.json:
+        emit(report.to_json(), output)
+    else:
+        text = "".join(unified_diff(p, run.candidates[p].original, t, labels[p]) for p, t in sorted(run.patches.items()))
+        if text or output is not None:
+            emit(text, output)
+    if not quiet:
+        _listing(report)
+    written = 0
+    if write:
+        for path, text in sorted(in_tree.items()):
+            try:
+                current = Path(path).read_text(encoding="utf-8")
+            except OSError as exc:
+                typer.echo(f"mend: cannot read {path}: {exc.strerror}", err=True)
+                continue
+            if current != run.candidates[path].original:
+                typer.echo(f"mend: {path} changed while mend ran; not written", err=True)
+                continue
+            write_atomic(Path(path), text)
+            written += 1
+        if not quiet and written:
+            typer.echo(f"mend: wrote {written} file(s)", err=True)
+        if out_tree and not quiet:
+            typer.echo(f"mend: {len(out_tree)} verified fix(es) are in installed packages, never written in place; "
+                       "use --patch FILE", err=True)
+    if patch is not None:
+        diff = "".join(unified_diff(p, run.candidates[p].original, t, labels[p]) for p, t in sorted(out_tree.items()))
+        try:
+            write_atomic(patch, diff)
+        except OSError as exc:
+            raise fail(f"cannot write --patch {patch}: {exc.strerror or exc}")
+        if not quiet:
+            roots = sorted({run.candidates[p].import_root or "" for p in out_tree})
+            typer.echo(f"mend: wrote {patch} ({len(out_tree)} file(s)); apply with: patch -p1 -d {roots[0] if roots else '<dir>'} < {patch}", err=True)
+    unapplied = (len(in_tree) - written) + (0 if patch is not None else len(out_tree))
+    raise typer.Exit(EXIT_FINDINGS if unapplied > 0 else EXIT_CLEAN)
+
+
+def _label(c) -> str:
+    if c.import_root:
+        return os.path.relpath(c.path, c.import_root)
+    return os.path.relpath(c.path)
+
+
+def _listing(report) -> None:
+    """What got no automatic fix, and the per-target table: diagnostics, on stderr."""
+    err = sys.stderr
+    for f in report.fixes:
+        if f.status == "verified":
+            continue
+        where = f"{os.path.relpath(f.file) if not f.import_root else os.path.relpath(f.file, f.import_root)}:{f.line}"
+        err.write(f"{where}: {f.rule} [{f.status}] {f.reason}\n")
+        if f.advice:
+            err.write(f"    advice: {f.advice}\n")
+    for t in report.fix_targets:
+        eq = {True: "outputs equal", False: "OUTPUTS CHANGED", None: "not compared"}[t.outputs_equal]
+        err.write(f"{t.name}: breaks {t.breaks_before} -> {t.breaks_after}, {eq}"
+                  + (f", unexercised: {'; '.join(t.unexercised_branches)}" if t.unexercised_branches else "")
+                  + (f", error: {t.error}" if t.error else "") + "\n")
+    for e in report.errors:
+        err.write(f"mend: {e.file}: {e.message}\n")

@@ -1,0 +1,52 @@
+"""``mend run SCRIPT [ARGS...]``: run a program as ``python SCRIPT ARGS`` would and report
+the graph breaks of every torch.compile region it executed (grouped by compiled function).
+
+The program's stdout/stderr and exit status are its own; the report goes to stderr, or to
+``--output`` in any ``--format``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from graphmend.cli.common import Format, fail, require_torch, write_atomic
+
+
+def run(
+    ctx: typer.Context,
+    script: Path = typer.Argument(..., help="The Python program to run; ARGS after it are its own."),
+    format: Format = typer.Option(Format.text, "--format", "-f", help="Report format."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report here instead of stderr."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No report on stderr (only --output, if given)."),
+) -> None:
+    """Run SCRIPT [ARGS...] like python would, recording every torch.compile graph break."""
+    if not script.exists():
+        raise fail(f"script does not exist: {script}")
+    if not script.is_file():
+        raise fail(f"not a file: {script}")
+    tv = require_torch("run")
+    from graphmend.model import new_report
+    from reports import render
+    from tracer.run_script import run_script
+
+    result = run_script(str(script), list(ctx.args))
+    report = new_report("run", root=str(Path.cwd()), torch_version=result.torch_version or tv)
+    report.targets.extend(result.targets)
+    try:
+        if output is not None:
+            text = render(report, format.value)
+            try:
+                write_atomic(output, text if text.endswith("\n") else text + "\n")
+            except OSError as exc:
+                raise fail(f"cannot write --output {output}: {exc.strerror or exc}")
+        elif not quiet:
+            text = render(report, format.value, color=False)
+            sys.stderr.write(text if text.endswith("\n") else text + "\n")
+            sys.stderr.flush()
+    except ValueError as exc:
+        raise fail(str(exc))
+    raise typer.Exit(result.exit_code)

@@ -1,0 +1,404 @@
+"""The fix pipeline for ``mend fix``: find breaks, propose rewrites, verify them, report.
+
+1. static scan of the analysed files and dynamic capture of every target (breaks with
+   their file:line, inside the tree or in installed packages the targets call into);
+2. ``rewrites.fixes.fix_source`` per file, limited to the lines that break or were found;
+3. per target: the original side (instrumented to record arms) and the patched side
+   (through ``graphmend.overlay``) in fresh workers -- outputs compared, breaks re-traced;
+   when the set of rewrites fails, each rewrite is verified alone and the passing ones
+   are verified together again;
+4. a ``Report`` with ``fixes[]`` (verified | rejected | advice) and ``fix_targets[]``.
+
+``verified_patches(paths)`` returns {abs path: patched source} of every verified fix, for
+``install_overlay`` in another worker (the bench's "mended" arm). Nothing here prints or
+writes user files; ``graphmend.cli.fix`` does, under ``--write``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+from graphmend.config import Config
+from graphmend.model import ADVICE, REJECTED, VERIFIED, Break, Fix, FixTarget, Report, TargetResult, new_report
+
+CONTROL_RULES = ("GM101", "GM102", "GM103", "GM401", "GM402")
+MAX_ISOLATED = 12  # rewrites verified one by one when their set fails, per target
+
+
+@dataclass
+class FixOptions:
+    rules: tuple[str, ...] = ()
+    jobs: int = 1
+    timeout: Optional[float] = None
+    follow: bool = True  # fix breaks in files outside the analysed paths (overlay / --patch only)
+
+
+@dataclass
+class SiteRecord:
+    file: str
+    site: object  # rewrites.fixes.base.Site
+    trigger: set[int]  # the original lines that selected it
+    status: str = ""
+    reason: str = ""
+    verdicts: list[bool] = field(default_factory=list)
+
+
+@dataclass
+class FileCandidate:
+    path: str
+    original: str
+    lines: set[int]
+    tensor_lines: set[int]
+    in_tree: bool
+    import_root: Optional[str]
+    sites: list[SiteRecord] = field(default_factory=list)
+    refusals: list = field(default_factory=list)
+
+
+@dataclass
+class FixRun:
+    report: Report
+    patches: dict[str, str]  # every verified fix applied: abs path -> new text
+    candidates: dict[str, FileCandidate]
+
+    def in_tree_patches(self) -> dict[str, str]:
+        return {p: t for p, t in self.patches.items() if self.candidates[p].in_tree}
+
+    def out_of_tree_patches(self) -> dict[str, str]:
+        return {p: t for p, t in self.patches.items() if not self.candidates[p].in_tree}
+
+
+def _real(p: str) -> str:
+    return os.path.realpath(p)
+
+
+def import_root_of(path: str) -> Optional[str]:
+    """The sys.path entry a file imports from (longest match)."""
+    best = None
+    rp = _real(path)
+    for entry in sys.path:
+        if not entry:
+            continue
+        e = _real(entry)
+        if rp.startswith(e + os.sep) and (best is None or len(e) > len(best)):
+            best = e
+    return best
+
+
+def unified_diff(path: str, old: str, new: str, label: Optional[str] = None) -> str:
+    name = label or path
+    return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                        f"a/{name}", f"b/{name}"))
+
+
+def _break_files(t: TargetResult) -> set[str]:
+    out = set()
+    for b in t.breaks:
+        if b.file:
+            out.add(_real(b.file))
+        for fr in b.stack:
+            if fr.file and not fr.file.startswith("<"):
+                out.add(_real(fr.file))
+    if t.file and os.path.isfile(t.file):
+        out.add(_real(t.file))
+    return out
+
+
+def _source_line(text_by_file: dict[str, str], file: str, line: int) -> str:
+    text = text_by_file.get(file)
+    if text is None:
+        try:
+            text = Path(file).read_text(encoding="utf-8")
+        except OSError:
+            return ""
+        text_by_file[file] = text
+    lines = text.splitlines()
+    return " ".join(lines[line - 1].split()) if 0 < line <= len(lines) else ""
+
+
+def break_keys(breaks: Sequence[Break], texts: dict[str, str]) -> dict[tuple, Break]:
+    """Breaks keyed by what survives line shifts: (file, function, source text, rule family)."""
+    out = {}
+    for b in breaks:
+        f = _real(b.file) if b.file else ""
+        src = _source_line(texts, f, b.line) if f and b.line else (b.source_line or "")
+        out[(f, b.function or "", src, b.kind)] = b
+    return out
+
+
+def _torch_version() -> Optional[str]:
+    from graphmend.cli.common import torch_version
+
+    return torch_version()
+
+
+def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: FixOptions,
+            progress: Optional[Callable[[str, int], Callable[[str], None]]] = None) -> FixRun:
+    from graphmend.discovery import discover
+    from rewrites.fixes import fix_source
+    from rewrites.fixes.gm6_advice import advice_for
+
+    root = str(Path(paths[0]).resolve()) if len(paths) == 1 else str(Path.cwd())
+    report = new_report("fix", root=root, torch_version=_torch_version())
+    tree = [_real(str(Path(p).resolve())) for p in paths]
+
+    def in_tree(f: str) -> bool:
+        return any(f == t or f.startswith(t + os.sep) for t in tree)
+
+    # 1. find
+    try:
+        from rewrites.scan import scan_paths
+
+        scan = scan_paths(paths, config)
+        findings = list(scan.findings)
+        report.errors.extend(scan.errors)
+        report.files_scanned = scan.files_scanned
+    except ImportError:  # pragma: no cover - the scanner is part of this project
+        findings = []
+    findings = [f for f in findings if config.rule_enabled(f.rule) and _selected(f.rule, options.rules)]
+    report.findings = findings
+    found = discover(paths, config)
+    seen = {(e.file, e.message) for e in report.errors}
+    report.errors.extend(e for e in found.errors if (e.file, e.message) not in seen)
+    before: list[TargetResult] = []
+    if found.targets:
+        from tracer.capture import capture_targets
+
+        advance = progress("capturing", len(found.targets)) if progress else None
+        before = capture_targets(found.targets, jobs=options.jobs, timeout=options.timeout or config.timeout,
+                                 on_done=advance)
+    report.targets = before
+
+    # 2. propose
+    cands: dict[str, FileCandidate] = {}
+
+    def cand(f: str) -> Optional[FileCandidate]:
+        if f not in cands:
+            if not in_tree(f) and not options.follow:
+                return None
+            try:
+                text = Path(f).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                return None
+            cands[f] = FileCandidate(f, text, set(), set(), in_tree(f), None if in_tree(f) else import_root_of(f))
+        return cands[f]
+
+    for fd in findings:
+        c = cand(_real(fd.file))
+        if c is not None:
+            c.lines.update(range(fd.line, (fd.end_line or fd.line) + 1) if fd.rule.startswith("GM1") else [fd.line])
+            if fd.rule in CONTROL_RULES:
+                c.tensor_lines.add(fd.line)
+    for t in before:
+        for b in t.breaks:
+            if not b.file or not b.line or not _selected(b.rule, options.rules) or not config.rule_enabled(b.rule):
+                continue
+            c = cand(_real(b.file))
+            if c is None:
+                continue
+            c.lines.add(b.line)
+            if b.rule in CONTROL_RULES:
+                c.tensor_lines.add(b.line)
+    for c in cands.values():
+        r = fix_source(c.original, c.lines, options.rules, c.tensor_lines)
+        if r.error:
+            report.errors.append(_file_error(c.path, r.error))
+        c.refusals = list(r.refused)
+        for s in r.applied:
+            trig = {l for l in c.lines if s.line <= l <= s.end_line} or {s.line}
+            c.sites.append(SiteRecord(c.path, s, trig))
+
+    # 3. verify, per target
+    fix_targets: list[FixTarget] = []
+    advance = progress("verifying", len(before)) if progress and before else None
+    texts = {p: c.original for p, c in cands.items()}
+    for t, spec in zip(before, found.targets):
+        files = _break_files(t) & {p for p, c in cands.items() if c.sites}
+        ft = FixTarget(name=t.name, breaks_before=len(t.breaks), breaks_after=len(t.breaks))
+        if t.error and not t.breaks:
+            ft.error = t.error
+            fix_targets.append(ft)
+            if advance:
+                advance(t.name)
+            continue
+        sites = [s for p in sorted(files) for s in cands[p].sites]
+        if sites:
+            _verify_sites(spec, t, sites, cands, texts, options, config, ft)
+        else:
+            ft.outputs_equal = True
+        fix_targets.append(ft)
+        if advance:
+            advance(t.name)
+
+    # 4. settle: a site is verified when every target that ran it agreed
+    patches: dict[str, str] = {}
+    for c in cands.values():
+        ok_lines: set[int] = set()
+        for s in c.sites:
+            if s.verdicts and all(s.verdicts):
+                s.status = VERIFIED
+                ok_lines |= s.trigger
+            elif not s.verdicts:
+                s.status = REJECTED
+                s.reason = s.reason or "no mend_target runs this code, so the rewrite could not be verified"
+            else:
+                s.status = REJECTED
+        if ok_lines:
+            r = fix_source(c.original, ok_lines, options.rules, c.tensor_lines)
+            if r.changed and not r.error:
+                patches[c.path] = r.new_source
+    report.fix_targets = fix_targets
+    report.fixes = _fix_records(cands, findings, before, options, advice_for)
+    return FixRun(report, patches, cands)
+
+
+def _file_error(path: str, message: str):
+    from graphmend.model import FileError
+
+    return FileError(file=path, message=message)
+
+
+def _selected(rule: str, rules: Sequence[str]) -> bool:
+    return not rules or any(rule.startswith(r) for r in rules)
+
+
+def _patch_for(c: FileCandidate, sites: Sequence[SiteRecord], rules) -> Optional[str]:
+    from rewrites.fixes import fix_source
+
+    lines = set().union(*(s.trigger for s in sites)) if sites else set()
+    if not lines:
+        return None
+    r = fix_source(c.original, lines, rules, c.tensor_lines)
+    return r.new_source if r.changed and not r.error else None
+
+
+def _verify_sites(spec, before: TargetResult, sites: list[SiteRecord], cands, texts, options: FixOptions,
+                  config: Config, ft: FixTarget) -> None:
+    from graphmend.verify.run import verify_target
+
+    timeout = options.timeout or config.timeout
+
+    def attempt(chosen: list[SiteRecord]):
+        by_file: dict[str, list[SiteRecord]] = {}
+        for s in chosen:
+            by_file.setdefault(s.file, []).append(s)
+        patches = {}
+        for f, ss in by_file.items():
+            p = _patch_for(cands[f], ss, options.rules)
+            if p is not None:
+                patches[f] = p
+        conditions = {f: [list(c) for s in ss for c in s.site.conditions] for f, ss in by_file.items()}
+        return verify_target(spec, patches, {f: c for f, c in conditions.items() if c}, before, texts, timeout), patches
+
+    def judge(v, chosen) -> dict[int, Optional[str]]:
+        """Per site: None when its breaks are gone and nothing regressed, else why not."""
+        out = {}
+        for s in chosen:
+            if v.error:
+                out[id(s)] = f"verification failed: {v.error}"
+            elif v.mismatches:
+                out[id(s)] = f"outputs changed: {v.mismatches[0]}"
+            elif v.new_breaks:
+                out[id(s)] = f"a new break appeared: {v.new_breaks[0]}"
+            else:
+                remaining = [k for k in v.remaining_keys if k[0] == s.file and any(
+                    before_line in range(s.site.line, s.site.end_line + 1) for before_line in v.key_lines.get(k, []))]
+                out[id(s)] = f"the break remains after the rewrite ({remaining[0][2]})" if remaining else None
+        return out
+
+    v, _ = attempt(sites)
+    verdicts = judge(v, sites)
+    final = v
+    if any(verdicts.values()) and len(sites) > 1:
+        passing = []
+        for s in sites[:MAX_ISOLATED]:
+            vi, _ = attempt([s])
+            why = judge(vi, [s])[id(s)]
+            if why is None:
+                passing.append(s)
+            else:
+                verdicts[id(s)] = why
+        for s in sites[MAX_ISOLATED:]:
+            verdicts[id(s)] = verdicts[id(s)] or "not verified alone (too many rewrites failed together)"
+        if passing:
+            v2, _ = attempt(passing)
+            j2 = judge(v2, passing)
+            for s in passing:
+                verdicts[id(s)] = j2[id(s)]
+            final = v2 if not any(j2.values()) else final
+            if any(j2.values()):
+                final = None
+        else:
+            final = None
+    for s in sites:
+        why = verdicts.get(id(s))
+        s.verdicts.append(why is None)
+        if why:
+            s.reason = why
+    if final is not None and not final.error and not final.mismatches:
+        ft.breaks_after = final.breaks_after
+        ft.outputs_equal = True
+        ft.unexercised_branches = final.unexercised
+        ft.remaining = final.remaining_reasons
+    else:
+        ft.outputs_equal = None if final is None else (not final.mismatches)
+        ft.error = None if final is None else final.error
+        ft.remaining = [f"{b.rule} {os.path.basename(b.file or '')}:{b.line}: {b.reason}" for b in before.breaks]
+
+
+def _fix_records(cands: dict[str, FileCandidate], findings, before: list[TargetResult], options: FixOptions,
+                 advice_for) -> list[Fix]:
+    from rewrites.fixes import fix_source
+
+    fixes: list[Fix] = []
+    covered: set[tuple[str, int]] = set()
+    for c in cands.values():
+        for s in c.sites:
+            r = fix_source(c.original, s.trigger, options.rules, c.tensor_lines)
+            label = _label(c)
+            fixes.append(Fix(file=c.path, line=s.site.line, end_line=s.site.end_line, rule=s.site.rule,
+                             status=s.status, reason=s.reason or s.site.description,
+                             diff=unified_diff(c.path, c.original, r.new_source, label) if r.changed else "",
+                             import_root=c.import_root))
+            covered.update((c.path, l) for l in range(s.site.line, s.site.end_line + 1))
+        for ref in c.refusals:
+            if (c.path, ref.line) in covered:
+                continue
+            covered.add((c.path, ref.line))
+            fixes.append(Fix(file=c.path, line=ref.line, rule=ref.rule, status=ADVICE,
+                             reason=f"not rewritten: {ref.reason}", advice=ref.advice or advice_for(ref.rule),
+                             import_root=c.import_root))
+    items = [(_real(f.file), f.line, f.rule, f.message) for f in findings]
+    for t in before:
+        items += [(_real(b.file), b.line, b.rule, b.reason) for b in t.breaks if b.file and b.line]
+    for f, line, rule, msg in items:
+        if (f, line) in covered or not _selected(rule, options.rules):
+            continue
+        covered.add((f, line))
+        fixes.append(Fix(file=f, line=line, rule=rule, status=ADVICE,
+                         reason=f"no automatic fix for {rule}: {msg.splitlines()[0] if msg else ''}".rstrip(": "),
+                         advice=advice_for(rule), import_root=cands[f].import_root if f in cands else None))
+    fixes.sort(key=lambda x: (x.file, x.line))
+    return fixes
+
+
+def _label(c: FileCandidate) -> str:
+    if c.import_root:
+        return os.path.relpath(c.path, c.import_root)
+    return os.path.relpath(c.path)
+
+
+def verified_patches(paths: Sequence[str | os.PathLike[str]], config: Optional[Config] = None,
+                     options: Optional[FixOptions] = None) -> dict[str, str]:
+    """{abs path: patched source} of every verified fix for the targets under ``paths``."""
+    from graphmend.config import load_config
+
+    config = config or load_config(paths)
+    return run_fix(paths, config, options or FixOptions()).patches

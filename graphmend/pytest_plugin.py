@@ -1,0 +1,222 @@
+"""pytest plugin (entry point ``pytest11``): fail a test whose compiled calls graph-break.
+
+    @pytest.mark.mend(max_breaks=0)
+    def test_forward_compiles_whole():
+        torch.compile(model)(x)
+
+    def test_budget(mend_breaks):
+        torch.compile(model)(x)
+        mend_breaks.assert_at_most(1)
+
+pytest loads this module in every run of every project where graphmend is installed, so it
+imports nothing but the standard library and pytest at import time; torch is imported only
+when a test uses the marker or the fixture.
+
+Breaks are read from Dynamo's ``graph_breaks`` log artifact (each record names the user
+file:line and the reason, including breaks ``explain`` does not count and frames skipped
+whole), with ``torch._dynamo`` counters as a fallback for torch versions that log less.
+Dynamo's caches are reset when recording starts, so calls compiled by an earlier test
+break (and are counted) again here.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+import pytest
+
+MARKER = "mend"
+_ARTIFACT_SUFFIX = ".__graph_breaks"
+_AT = re.compile(r"in user code at (?P<file>.+?):(?P<line>\d+)")
+_REASON = re.compile(r"Graph Break Reason: (?P<reason>.*)")
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
+
+
+@dataclass(frozen=True)
+class RecordedBreak:
+    reason: str
+    file: Optional[str] = None
+    line: Optional[int] = None
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.file else "<unknown location>"
+        return f"{where}: {self.reason}"
+
+
+def parse_record(message: str) -> Optional[RecordedBreak]:
+    """One ``graph_breaks`` log message -> the break it reports (None if it reports none)."""
+    at, reason = _AT.search(message), _REASON.search(message)
+    if at:
+        return RecordedBreak(reason=_reason(message[reason.start("reason"):]) if reason else message.splitlines()[0],
+                             file=at.group("file"), line=int(at.group("line")))
+    if "skip" in message and "Graph break" in message:  # a frame skipped whole: the innermost user frame
+        frames = _FRAME.findall(message)
+        file, line = frames[-1] if frames else (None, None)
+        first = message.splitlines()[0].strip()
+        return RecordedBreak(reason=first, file=file, line=int(line) if line else None)
+    return None
+
+
+def _reason(text: str) -> str:
+    """Dynamo's reason in one line: "<graph-break type>: <explanation>" where the torch gives
+    both (2.6+), else its first line. The generic "Encountered graph break when attempting
+    to trace CALL" preamble says nothing about the cause and is dropped."""
+    block = text.split("User code traceback:")[0].split("Developer debug context:")[0]
+    lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    body = [ln for ln in lines if not ln.startswith("Encountered graph break when")] or lines
+    explanation = next((ln[len("Explanation:"):].strip() for ln in body if ln.startswith("Explanation:")), "")
+    head = body[0]
+    return f"{head}: {explanation}" if explanation and not head.startswith("Explanation:") else head
+
+
+class _Handler(logging.Handler):
+    def __init__(self, sink: list) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.sink = sink
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            parsed = parse_record(record.getMessage())
+        except Exception:  # a log format we do not know must never fail the user's test
+            return
+        if parsed is not None:
+            self.sink.append(parsed)
+
+
+class BreakRecorder:
+    """Records the graph breaks of compiled calls between ``start()`` and ``stop()``."""
+
+    def __init__(self, max_breaks: Optional[int] = None) -> None:
+        self.max_breaks = max_breaks
+        self._records: list[RecordedBreak] = []
+        self._loggers: list[tuple[logging.Logger, int, bool]] = []
+        self._handler = _Handler(self._records)
+        self._counter_before: dict[str, int] = {}
+        self._counter_after: Optional[dict[str, int]] = None
+        self.active = False
+
+    # -- recording -----------------------------------------------------------------------
+    def start(self) -> "BreakRecorder":
+        import torch._dynamo  # the first use pays torch's import, not pytest's start-up
+        import torch._logging  # noqa: F401  (registers the artifact loggers)
+
+        torch._dynamo.reset()
+        manager = logging.Logger.manager
+        names = [n for n in list(manager.loggerDict) if n.endswith(_ARTIFACT_SUFFIX)]
+        for name in names:
+            log = logging.getLogger(name)
+            self._loggers.append((log, log.level, log.propagate))
+            log.setLevel(logging.DEBUG)
+            log.propagate = False  # ours to read, not torch's handlers to print on the test's stderr
+            log.addHandler(self._handler)
+        self._counter_before = self._graph_break_counter()
+        self.active = True
+        return self
+
+    def stop(self) -> None:
+        if not self.active:
+            return
+        self._counter_after = self._graph_break_counter()
+        for log, level, propagate in self._loggers:
+            log.removeHandler(self._handler)
+            log.setLevel(level)
+            log.propagate = propagate
+        self._loggers.clear()
+        self.active = False
+
+    @staticmethod
+    def _graph_break_counter() -> dict[str, int]:
+        try:
+            from torch._dynamo.utils import counters
+
+            return dict(counters.get("graph_break", {}))
+        except Exception:  # counters moved in this torch: the log alone decides
+            return {}
+
+    # -- results -------------------------------------------------------------------------
+    @property
+    def breaks(self) -> list[RecordedBreak]:
+        """Distinct breaks (a recompile logs the same site again; it is one break)."""
+        seen: dict[tuple, RecordedBreak] = {}
+        for b in self._records:
+            seen.setdefault((b.file, b.line, b.reason), b)
+        out = list(seen.values())
+        if not out:
+            after = self._counter_after if self._counter_after is not None else self._graph_break_counter()
+            for reason, n in sorted(after.items()):
+                if n > self._counter_before.get(reason, 0):
+                    out.append(RecordedBreak(reason=str(reason)))
+        return out
+
+    @property
+    def count(self) -> int:
+        return len(self.breaks)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def failure_message(self, allowed: int) -> str:
+        lines = [f"{self.count} graph break(s) in compiled calls, {allowed} allowed (@pytest.mark.mend):"]
+        lines += [f"  {b}" for b in self.breaks]
+        return "\n".join(lines)
+
+    def assert_at_most(self, allowed: int) -> None:
+        if self.count > allowed:
+            pytest.fail(self.failure_message(allowed), pytrace=False)
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line(
+        "markers", f"{MARKER}(max_breaks=0): fail the test when its torch.compile'd calls graph-break more "
+                   "than max_breaks times (graphmend)")
+
+
+def _max_breaks(item) -> Optional[int]:
+    marker = item.get_closest_marker(MARKER)
+    if marker is None:
+        return None
+    value = marker.kwargs.get("max_breaks", marker.args[0] if marker.args else 0)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.mend(max_breaks=...) needs a non-negative int, "
+                                f"got {value!r}")
+    return value
+
+
+@pytest.fixture
+def mend_breaks(request):
+    """The breaks of compiled calls in this test; with the marker, its limit is enforced."""
+    recorder = BreakRecorder(max_breaks=_max_breaks(request.node))
+    request.node._mend_recorder = recorder
+    recorder.start()
+    yield recorder
+    recorder.stop()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item) -> None:
+    # The marker alone is enough: record without asking for the fixture.
+    if item.get_closest_marker(MARKER) is not None and "mend_breaks" not in getattr(item, "fixturenames", ()):
+        recorder = BreakRecorder(max_breaks=_max_breaks(item))
+        item._mend_recorder = recorder
+        recorder.start()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    result = yield  # a test that failed on its own raises here: that failure is the one to show
+    recorder: Optional[BreakRecorder] = getattr(item, "_mend_recorder", None)
+    if recorder is not None and recorder.max_breaks is not None:
+        recorder.stop()
+        recorder.assert_at_most(recorder.max_breaks)
+    return result
+
+
+def pytest_runtest_teardown(item) -> None:
+    recorder: Optional[BreakRecorder] = getattr(item, "_mend_recorder", None)
+    if recorder is not None:
+        recorder.stop()

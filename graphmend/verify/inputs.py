@@ -1,0 +1,50 @@
+"""Inputs for the differential run: the example and perturbed variants (torch, lazily)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+# name -> what happens to floating-point tensors (ints and bools kept, except "random")
+VARIANTS: list[str] = ["example", "negated", "random", "scaled_x10", "scaled_x0.1", "zeros", "random_2", "random_3"]
+
+
+def _map(obj: Any, fn: Callable) -> Any:
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        return fn(obj)
+    if isinstance(obj, tuple):
+        return tuple(_map(v, fn) for v in obj)
+    if isinstance(obj, list):
+        return [_map(v, fn) for v in obj]
+    if isinstance(obj, dict):
+        return {k: _map(v, fn) for k, v in obj.items()}
+    return obj
+
+
+def variant(name: str, args: tuple, kwargs: dict, seed: int = 0) -> tuple[tuple, dict]:
+    import torch
+
+    gen = torch.Generator().manual_seed(seed + VARIANTS.index(name) if name in VARIANTS else seed)
+
+    def f(t):
+        if name == "example":
+            return t.clone()
+        if t.dtype.is_floating_point:
+            if name == "negated":
+                return -t
+            if name == "scaled_x10":
+                return t * 10
+            if name == "scaled_x0.1":
+                return t * 0.1
+            if name == "zeros":
+                return torch.zeros_like(t)
+            if name.startswith("random"):
+                scale = t.abs().max().item() if t.numel() else 1.0
+                return (torch.randn(t.shape, generator=gen, dtype=torch.float32) * (scale or 1.0)).to(t.dtype)
+        if name.startswith("random") and t.dtype in (torch.int64, torch.int32) and t.numel():
+            lo, hi = int(t.min()), int(t.max())
+            return torch.randint(lo, hi + 1, t.shape, generator=gen, dtype=t.dtype)
+        return t.clone()
+
+    return _map(args, f), _map(kwargs, f)

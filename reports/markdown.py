@@ -1,0 +1,176 @@
+"""Markdown for a pull-request comment: summary line, tables, breaks as ``path:line``, diffs.
+
+GitHub-flavoured: pipes and newlines in cells are escaped, raw ``<``/``>``/``&`` in prose are
+entity-escaped so a message can never inject HTML into the comment, and code spans and fences
+are made longer than any backtick run inside them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from graphmend.model import Report
+from reports.paths import location, rel
+
+
+def _esc(text: str) -> str:
+    """Prose: entity-escape HTML and neutralise markdown emphasis/link characters."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return re.sub(r"([\\`*_\[\]|#])", r"\\\1", text)
+
+
+def _cell(text: str) -> str:
+    return _esc(text).replace("\r\n", "\n").replace("\n", "<br>")
+
+
+def _code(text: str) -> str:
+    """An inline code span that survives backticks in ``text`` (pipes still escaped for tables)."""
+    runs = [len(m) for m in re.findall(r"`+", text)]
+    fence = "`" * (max(runs, default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}".replace("|", "\\|").replace("\n", " ")
+
+
+def _fence(body: str, lang: str) -> list[str]:
+    runs = [len(m) for m in re.findall(r"`{3,}", body)]
+    fence = "`" * max(3, max(runs, default=0) + 1)
+    return [f"{fence}{lang}", body.rstrip("\n"), fence]
+
+
+def _opt(value, fmt: str = "{}") -> str:
+    return "" if value is None else fmt.format(value)
+
+
+def render_markdown(r: Report) -> str:
+    out: list[str] = []
+    s = r.summary
+    out.append(f"## graphmend: `mend {r.command}`")
+    out.append("")
+    if s is not None:
+        parts = [f"**{s.targets}** target{'s' if s.targets != 1 else ''}"]
+        if s.targets_failed:
+            parts.append(f"**{s.targets_failed}** failed")
+        parts += [f"**{s.graphs}** graphs", f"**{s.graph_breaks}** breaks counted by explain",
+                  f"**{s.breaks}** distinct breaks ({s.break_occurrences} occurrences)",
+                  f"**{s.frames_skipped}** skipped frames", f"**{s.findings}** static findings "
+                  f"({s.confirmed} confirmed, {s.potential} potential)"]
+        if r.fixes:
+            parts.append(f"fixes: **{s.fixes_verified}** verified, {s.fixes_rejected} rejected, {s.fixes_advice} advice")
+        if s.errors:
+            parts.append(f"**{s.errors}** errors")
+        out.append(", ".join(parts) + ".")
+        out.append("")
+    versions = [f"graphmend {r.graphmend_version or '?'}"]
+    if r.torch_version:
+        versions.append(f"torch {r.torch_version}")
+    if r.python_version:
+        versions.append(f"Python {r.python_version}")
+    if r.platform:
+        versions.append(r.platform)
+    out.append(f"<sub>{_esc(' · '.join(versions))}</sub>")
+
+    if r.targets:
+        out += ["", "### Targets", "", "| target | graphs | breaks | skipped frames | recompiles | time (s) | error |",
+                "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+        for t in r.targets:
+            out.append(f"| {_code(t.name)} | {t.graph_count} | {t.graph_break_count} | {t.frames_skipped} | "
+                       f"{len(t.recompiles)} | {t.duration_s:.2f} | {_cell(t.error or '')} |")
+
+    if s is not None and s.breaks:
+        out += ["", "### Graph breaks", ""]
+        for rule, count in s.break_rules.items():
+            group = [(t.name, b) for t in r.targets for b in t.breaks if b.rule == rule]
+            if not group:  # a summary out of step with the report: show what is there
+                continue
+            out.append(f"#### {rule} {_esc(group[0][1].category)} ({count})")
+            out.append("")
+            for target, b in group:
+                line = f"- {_code(location(b.file, b.line, r.root))}"
+                if b.function:
+                    line += f" in {_code(b.function)}"
+                if b.occurrences != 1:
+                    line += f" ×{b.occurrences}"
+                if not b.counted:
+                    line += f" *({_esc(b.kind.replace('_', ' '))}, not counted by explain)*"
+                line += f" — {_esc(b.reason)}"
+                out.append(line)
+                if b.source_line:
+                    out.append(f"  <br>{_code(b.source_line.strip())}")
+                if b.explanation:
+                    out.append(f"  <br>{_esc(b.explanation)}")
+                for hint in b.hints:
+                    out.append(f"  <br>Hint: {_esc(hint)}")
+                out.append(f"  <br>Target: {_code(target)}")
+            out.append("")
+
+    if s is not None and s.findings:
+        out += ["### Static findings", "", "| location | rule | status | function | message | fix |",
+                "| --- | --- | --- | --- | --- | --- |"]
+        for f in r.findings:
+            out.append(f"| {_code(location(f.file, f.line, r.root))} | {f.rule} | {f.status} | "
+                       f"{_code(f.function) if f.function else ''} | {_cell(f.message)} | "
+                       f"{_code(f.fix_hint) if f.fix_hint else ''} |")
+        out.append("")
+
+    if r.fixes:
+        out += ["### Fixes", ""]
+        for f in r.fixes:
+            line = f"- **{f.status}** {f.rule} {_code(location(f.file, f.line, r.root))}"
+            if f.function:
+                line += f" in {_code(f.function)}"
+            if f.reason:
+                line += f" — {_esc(f.reason)}"
+            out.append(line)
+            if f.diff:
+                out += [""] + ["  " + x if x else "" for x in _fence(f.diff, "diff")] + [""]
+            if f.advice:
+                out += [""] + ["  " + x if x else "" for x in _fence(f.advice, "python")] + [""]
+        out.append("")
+    if r.fix_targets:
+        out += ["| target | breaks before | after | outputs equal | remaining | never exercised |",
+                "| --- | ---: | ---: | --- | --- | --- |"]
+        for t in r.fix_targets:
+            equal = "" if t.outputs_equal is None else ("yes" if t.outputs_equal else "**NO**")
+            out.append(f"| {_code(t.name)} | {t.breaks_before} | {t.breaks_after} | {equal} | "
+                       f"{_cell(chr(10).join(t.remaining))} | {_cell(chr(10).join(t.unexercised_branches))} |")
+        out.append("")
+
+    if r.bench:
+        out += ["### Benchmark", "", "| target | arm | device | mode | cold (s) | median (ms) | IQR (ms) | graphs | "
+                "breaks | kernels | backend | outputs | error |",
+                "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |"]
+        for b in r.bench:
+            match = "skipped" if b.skipped else "" if b.outputs_match is None else \
+                ("match" if b.outputs_match else "**differ**" + (f": {_esc(b.mismatch)}" if b.mismatch else ""))
+            out.append(f"| {_code(b.target)} | {b.arm} | {b.device} | {b.mode} | {_opt(b.cold_s, '{:.3f}')} | "
+                       f"{_opt(b.median_ms, '{:.3f}')} | {_opt(b.iqr_ms, '{:.3f}')} | {_opt(b.graph_count)} | "
+                       f"{_opt(b.break_count)} | {_opt(b.kernel_count)} | {_esc(b.backend or '')} | {match} | "
+                       f"{_cell(b.error or '')} |")
+        out.append("")
+    if r.ratios:
+        out += ["| target | ratio (median time) | value | mode | device |", "| --- | --- | ---: | --- | --- |"]
+        for x in r.ratios:
+            out.append(f"| {_code(x.target)} | {x.name} | {_opt(x.value, '{:.3f}×') or 'n/a'} | {x.mode} | {x.device} |")
+        out.append("")
+
+    if r.check is not None:
+        c = r.check
+        out += [f"### Check against {_code(c.baseline)}", "",
+                f"**{len(c.new)}** new, {len(c.stale)} stale, {c.known} known"
+                + (" (baseline updated)." if c.updated else "."), ""]
+        for failed in c.failed_targets:
+            out.append(f"- **failed target** {_esc(failed)}")
+        for e in c.new:
+            out.append(f"- **new** ({e.origin}) {e.rule} {_code(location(e.file, e.line, r.root))} in {_code(e.function)}: "
+                       f"{_esc(e.message)} {_code(e.source)}" + (f" — fix: {_code(e.fix_hint)}" if e.fix_hint else ""))
+        for e in c.stale:
+            out.append(f"- stale {e.rule} {_code(rel(e.file, r.root))} in {_code(e.function)}: {_code(e.source)}")
+        out.append("")
+
+    if r.errors:
+        out += ["### Errors", ""]
+        for e in r.errors:
+            out.append(f"- {_code(rel(e.file, r.root))}" + (f" ({_code(e.target)})" if e.target else "")
+                       + f": {_esc(e.message)}")
+        out.append("")
+    return "\n".join(out).rstrip("\n") + "\n"

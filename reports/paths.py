@@ -1,0 +1,37 @@
+"""Paths as reports show them: relative to ``Report.root`` where they lie under it.
+
+A pure string operation (no filesystem access, no resolving), so renders are the same on
+every machine and a saved report re-renders identically anywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+
+def rel(path: Optional[str], root: str) -> str:
+    """``path`` relative to ``root`` when it starts with it, else unchanged ("" for None)."""
+    if not path:
+        return ""
+    if root:
+        base = root.rstrip("/\\")
+        for sep in ("/", "\\"):
+            if path.startswith(base + sep):
+                return path[len(base) + 1:].replace("\\", "/")
+    return path
+
+
+def is_under(path: Optional[str], root: str) -> bool:
+    return bool(path) and rel(path, root) != path
+
+
+def location(path: Optional[str], line: Optional[int], root: str, col: Optional[int] = None) -> str:
+    """``path:line`` or ``path:line:col`` (col shown 1-based; the model holds it 0-based)."""
+    if not path:
+        return "<unknown location>"
+    text = rel(path, root)
+    if line is not None:
+        text += f":{line}"
+        if col is not None:
+            text += f":{col + 1}"
+    return text

@@ -1,0 +1,1 @@
+"""The JSON Schema of the report (``report.schema.json``), shipped as package data."""

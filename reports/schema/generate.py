@@ -1,0 +1,116 @@
+"""Regenerates report.schema.json from the data model: ``python -m reports.schema.generate``.
+
+Run it after adding a field to graphmend/model.py (tests/test_reports_schema.py says when);
+descriptions live here. Fields with a default are optional, so older 1.x reports validate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from pathlib import Path
+
+from graphmend.model import Report
+
+DESC = {
+ "Report": "Everything one mend command produced.",
+ "Report.schema_version": "Version of this JSON form; a new major version is incompatible.",
+ "Report.command": "The mend command that produced the report (analyze, fix, bench, check, run).",
+ "Report.root": "The analysed root; file paths under it are shown relative to it.",
+ "Report.summary": "Totals over the report, so that renderers never count.",
+ "Report.files_scanned": "Python files the static scan read.",
+ "TargetResult": "The dynamic capture of one target.",
+ "TargetResult.name": "<path relative to the analysed root>::<function>.",
+ "TargetResult.graph_count": "Graphs, as torch._dynamo.explain counts them.",
+ "TargetResult.graph_break_count": "Graph breaks, as torch._dynamo.explain counts them.",
+ "TargetResult.frames_skipped": "Frames Dynamo skipped (a break inside a loop skips the whole frame).",
+ "TargetResult.error": "Null, or why the target could not be captured.",
+ "TargetResult.breaks": "Every distinct break Dynamo's log shows, counted by explain or not.",
+ "Break": "One distinct graph break at its innermost user frame.",
+ "Break.rule": "GMxxx rule code; GM9xx when no rule explains the break.",
+ "Break.reason": "Dynamo's first line.",
+ "Break.gb_type": "Dynamo's graph-break type, where the installed torch has one.",
+ "Break.registry_id": "Id in torch's graph-break registry (GB0xxx).",
+ "Break.col": "0-based column of the offending expression.",
+ "Break.end_col": "0-based exclusive end column of the offending expression on `line`.",
+ "Break.stack": "User frames, innermost last.",
+ "Break.counted": "False for breaks explain does not count (frame skipped, break at a resume start).",
+ "Break.kind": "graph_break or frame_skipped.",
+ "Finding": "A static finding: a break pattern in the source.",
+ "Finding.status": "confirmed (a dynamic break hit the same place) or potential.",
+ "Finding.col": "0-based column.",
+ "Finding.end_col": "0-based exclusive end column.",
+ "Fix": "One proposed source rewrite and its verdict.",
+ "Fix.status": "verified, rejected or advice.",
+ "Fix.diff": "Unified diff of the rewrite.",
+ "Fix.import_root": "For out-of-tree fixes: the sys.path entry the module came from.",
+ "FixTarget": "A target re-traced with every verified fix applied.",
+ "BenchRow": "One arm of one benchmarked target.",
+ "BenchRow.arm": "eager, original, mended or reference.",
+ "BenchRow.cold_s": "First call, compile included, in seconds.",
+ "BenchRow.median_ms": "Median steady-state time per call in milliseconds.",
+ "BenchRow.iqr_ms": "Inter-quartile range of the steady-state times in milliseconds.",
+ "BenchRatio": "A ratio of median times within one run.",
+ "BenchRatio.name": "original/eager, mended/original or mended/reference.",
+ "CheckResult": "The comparison of breaks with the baseline (mend check).",
+ "CheckEntry": "A break keyed the way the baseline keys it.",
+ "CheckEntry.source": "The whitespace-normalised source line.",
+ "FileError": "A file or target that could not be processed; the run went on without it.",
+ "Summary": "Totals over one report.",
+ "Summary.break_rules": "Rule code -> distinct dynamic breaks.",
+ "Summary.finding_rules": "Rule code -> static findings.",
+ "Frame": "One user frame of a break's stack.",
+ "Recompile": "One recompilation Dynamo recorded.",
+}
+ENUMS = {"Finding.status": ["confirmed", "potential"], "Fix.status": ["verified", "rejected", "advice"],
+         "Break.kind": ["graph_break", "frame_skipped"], "Break.category": None}
+defs: dict = {}
+
+
+def sch(tp) -> dict:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        s = sch(args[0]); 
+        return {"anyOf": [s, {"type": "null"}]} if "$ref" in s else {**s, "type": [s["type"], "null"]} if isinstance(s.get("type"), str) else s
+    if origin is list:
+        return {"type": "array", "items": sch(typing.get_args(tp)[0])}
+    if origin is dict:
+        return {"type": "object", "additionalProperties": sch(typing.get_args(tp)[1])}
+    if dataclasses.is_dataclass(tp):
+        add(tp); return {"$ref": f"#/$defs/{tp.__name__}"}
+    return {str: {"type": "string"}, int: {"type": "integer"}, float: {"type": "number"}, bool: {"type": "boolean"}}[tp]
+def add(cls) -> None:
+    if cls.__name__ in defs: return
+    defs[cls.__name__] = None
+    hints = typing.get_type_hints(cls)
+    props = {}; req = []
+    for f in dataclasses.fields(cls):
+        s = dict(sch(hints[f.name]))
+        k = f"{cls.__name__}.{f.name}"
+        if k in DESC: s["description"] = DESC[k]
+        if ENUMS.get(k): s["enum"] = ENUMS[k]
+        props[f.name] = s
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            req.append(f.name)
+    defs[cls.__name__] = {"type": "object", "description": DESC.get(cls.__name__, cls.__doc__ or ""), "properties": props,
+                          "required": req, "additionalProperties": False}
+
+
+def schema() -> dict:
+    defs.clear()
+    add(Report)
+    root = defs.pop("Report")
+    root["properties"]["schema_version"]["pattern"] = r"^1\.[0-9]+$"
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": "https://graphmend.dev/schema/report-1.json",
+            "title": "graphmend report", **root, "$defs": dict(sorted(defs.items()))}
+
+
+PATH = Path(__file__).with_name("report.schema.json")
+
+if __name__ == "__main__":
+    PATH.write_text(json.dumps(schema(), indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {PATH}")

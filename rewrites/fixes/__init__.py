@@ -1,0 +1,76 @@
+"""Source repairs: libcst transforms, one module per rule family.
+
+``fix_source(text, lines=None, rules=(), tensor_lines=())`` plans every family's edits on
+the original tree and applies them in one pass; it returns the new text, the sites it
+rewrote and the findings it refused (with the reason). Nothing here imports torch, and
+nothing here decides a fix is SAFE: ``graphmend.verify`` does, by running it.
+
+Each family module holds ``RULES``, ``plan(analysis, context) -> Plan`` and its example
+cases: ``FIXED`` (before, after) pairs and ``NEGATIVE`` (source, reason-substring) cases
+that must be left untouched. ``tests/test_fix_cases.py`` runs them all.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Iterable, Optional, Sequence
+
+FAMILIES = ("gm4_guards", "gm2_defer", "gm3_scalars", "gm5_masks", "gm1_where", "gm6_advice")
+
+
+def family_modules():
+    return [importlib.import_module(f"rewrites.fixes.{name}") for name in FAMILIES]
+
+
+@dataclass
+class FixResult:
+    source: str
+    new_source: str
+    applied: list = field(default_factory=list)  # [base.Site]
+    refused: list = field(default_factory=list)  # [base.Refusal]
+    error: Optional[str] = None
+
+    @property
+    def changed(self) -> bool:
+        return self.new_source != self.source
+
+
+def fix_source(source: str, lines: Optional[Iterable[int]] = None, rules: Sequence[str] = (),
+               tensor_lines: Iterable[int] = ()) -> FixResult:
+    """Rewrite ``source``; ``lines`` limits the rewrites to statements covering those lines."""
+    import libcst as cst
+
+    from rewrites.fixes.base import Analysis, Context, apply_edits
+
+    try:
+        an = Analysis(source)
+    except cst.ParserSyntaxError as exc:
+        return FixResult(source, source, error=f"syntax error at line {exc.raw_line}: {exc.message}")
+    ctx = Context(lines=set(lines) if lines is not None else None, rules=tuple(rules),
+                  tensor_lines=set(tensor_lines))
+    edits, refused = [], []
+    claimed: list[tuple[int, int]] = []
+    for mod in family_modules():
+        p = mod.plan(an, ctx)
+        for e in p.edits:
+            # one statement, one family: a later family never rewrites inside an earlier one's
+            # statement-level rewrite (GM4 turns an ``if ...: raise`` that GM1 would refuse)
+            if e.site is not None and e.site.strategy in _STATEMENT_LEVEL:
+                span = (e.site.line, e.site.end_line)
+                if any(a <= span[0] <= b or span[0] <= a <= span[1] for a, b in claimed):
+                    continue
+                claimed.append(span)
+            edits.append(e)
+        refused.extend(r for r in p.refusals
+                       if not any(a <= r.line <= b for a, b in claimed))
+    new = apply_edits(an, edits)
+    try:
+        cst.parse_module(new)
+    except cst.ParserSyntaxError as exc:  # never hand back a file that does not parse
+        return FixResult(source, source, refused=refused, error=f"rewrite produced invalid code: {exc.message}")
+    applied = sorted((e.site for e in edits if e.site is not None), key=lambda s: s.line)
+    return FixResult(source, new, applied, sorted(refused, key=lambda r: r.line))
+
+
+_STATEMENT_LEVEL = {"where", "cond", "assert_async", "check"}

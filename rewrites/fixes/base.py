@@ -1,0 +1,491 @@
+"""What every fix family shares: the records a transform returns, the one-pass applier,
+import/helper insertion, and the small static judgements (is this expression a tensor?
+is it pure?) the families' preconditions are built from.
+
+A family plans edits on the ORIGINAL tree (positions from libcst's PositionProvider);
+``apply_edits`` then rewrites the tree in a single pass, replacing nodes by identity, so
+that line numbers the planners saw are the lines of the file on disk and edits nested in
+one another (a GM3 ``.item()`` inside a GM1 condition) compose.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
+
+import libcst as cst
+from libcst.metadata import ParentNodeProvider, PositionProvider
+
+
+@dataclass
+class Site:
+    """One rewrite that was applied to the source (lines of the original file)."""
+
+    rule: str
+    line: int
+    end_line: int
+    description: str
+    # Expressions whose truth value picks an arm, as (line, col, end_line, end_col) in the
+    # ORIGINAL source; verification records which arm each of them took.
+    conditions: list[tuple[int, int, int, int]] = field(default_factory=list)
+    strategy: str = ""  # "where" | "cond" | "defer" | "guard" | "assert_async" | ...
+
+
+@dataclass
+class Refusal:
+    """A finding this family recognised but would not rewrite, and why."""
+
+    rule: str
+    line: int
+    reason: str
+    advice: str = ""
+
+
+@dataclass
+class Edit:
+    """Replace ``node`` (a node of the original tree) by ``build(updated_node)``."""
+
+    node: cst.CSTNode
+    build: Callable[[cst.CSTNode], object]  # -> node | FlattenSentinel | RemovalSentinel
+    site: Optional[Site] = None
+    needs_torch: bool = True
+    helpers: tuple[str, ...] = ()  # module-level helper sources (see HELPERS)
+
+
+@dataclass
+class Plan:
+    edits: list[Edit] = field(default_factory=list)
+    refusals: list[Refusal] = field(default_factory=list)
+
+
+@dataclass
+class Context:
+    """What the planners may rely on. ``lines``: only statements covering one of these
+    (original) lines are rewritten (None: every match). ``rules``: selected codes or prefixes."""
+
+    lines: Optional[set[int]] = None
+    rules: Sequence[str] = ()
+    # lines where Dynamo itself said "a tensor decided a branch": the condition is a tensor
+    # even where the source alone cannot tell
+    tensor_lines: set[int] = field(default_factory=set)
+
+    def wants(self, code: str) -> bool:
+        return not self.rules or any(code.startswith(r) for r in self.rules)
+
+    def covers(self, start: int, end: int) -> bool:
+        return self.lines is None or any(start <= l <= end for l in self.lines)
+
+
+class Analysis:
+    """The parsed original with metadata, shared by all planners."""
+
+    def __init__(self, source: str):
+        self.module = cst.parse_module(source)
+        self.wrapper = cst.MetadataWrapper(self.module, unsafe_skip_copy=True)
+        self.pos = self.wrapper.resolve(PositionProvider)
+        self.parents = self.wrapper.resolve(ParentNodeProvider)
+
+    def span(self, node: cst.CSTNode) -> tuple[int, int]:
+        r = self.pos[node]
+        return r.start.line, r.end.line
+
+    def rng(self, node: cst.CSTNode) -> tuple[int, int, int, int]:
+        r = self.pos[node]
+        return r.start.line, r.start.column, r.end.line, r.end.column
+
+    def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        return self.parents.get(node)
+
+    def enclosing_function(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
+        p = self.parent(node)
+        while p is not None and not isinstance(p, cst.FunctionDef):
+            p = self.parent(p)
+        return p
+
+
+# -- applying --------------------------------------------------------------------------
+
+class _Apply(cst.CSTTransformer):
+    def __init__(self, edits: dict[int, Edit]):
+        super().__init__()
+        self.edits = edits
+
+    def on_leave(self, original_node, updated_node):  # type: ignore[override]
+        e = self.edits.get(id(original_node))
+        if e is None:
+            return updated_node
+        return e.build(updated_node)
+
+
+# Module-level helpers a fix may need, by name; inserted once, after the imports.
+HELPERS: dict[str, str] = {}
+
+
+def apply_edits(analysis: Analysis, edits: Sequence[Edit]) -> str:
+    if not edits:
+        return analysis.module.code
+    new = analysis.module.visit(_Apply({id(e.node): e for e in edits}))
+    assert isinstance(new, cst.Module)
+    if any(e.needs_torch for e in edits):
+        new = ensure_import(new, "torch")
+    helpers: list[str] = []
+    for e in edits:
+        for h in e.helpers:
+            if h not in helpers:
+                helpers.append(h)
+    for h in helpers:
+        new = ensure_helper(new, h)
+    return new.code
+
+
+def _is_import_stmt(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(
+        isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
+
+
+def _is_docstring(stmt: cst.CSTNode) -> bool:
+    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+            and isinstance(stmt.body[0], cst.Expr)
+            and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
+
+
+def _has_plain_import(module: cst.Module, name: str) -> bool:
+    for stmt in module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for s in stmt.body:
+                if isinstance(s, cst.Import):
+                    for alias in s.names:
+                        if alias.asname is None and cst.helpers.get_full_name_for_node(alias.name) == name:
+                            return True
+    return False
+
+
+def _insert_at(module: cst.Module) -> int:
+    """Index after the docstring, ``__future__`` imports and the leading import block."""
+    body = list(module.body)
+    i = 0
+    if body and _is_docstring(body[0]):
+        i = 1
+    last_import = None
+    for j in range(i, len(body)):
+        if _is_import_stmt(body[j]):
+            last_import = j
+        elif isinstance(body[j], (cst.If, cst.Try)) and j == (last_import or i - 1) + 1 and last_import is not None:
+            continue  # ``try: import x`` blocks right after the imports
+        else:
+            break
+    return (last_import + 1) if last_import is not None else i
+
+
+def ensure_import(module: cst.Module, name: str) -> cst.Module:
+    """``import name`` once, after the module's leading imports (idempotent)."""
+    if _has_plain_import(module, name):
+        return module
+    stmt = cst.parse_statement(f"import {name}\n")
+    body = list(module.body)
+    i = _insert_at(module)
+    # the future-import rule: nothing before ``from __future__``
+    while i < len(body) and isinstance(body[i], cst.SimpleStatementLine) and any(
+            isinstance(s, cst.ImportFrom) and cst.helpers.get_full_name_for_node(s.module) == "__future__"
+            for s in body[i].body if isinstance(s, cst.ImportFrom) and s.module is not None):
+        i += 1
+    body.insert(i, stmt)
+    return module.with_changes(body=body)
+
+
+def ensure_helper(module: cst.Module, name: str) -> cst.Module:
+    """Define helper ``name`` (source from HELPERS) at module level once (idempotent)."""
+    for stmt in module.body:
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+            return module
+    parsed = cst.parse_module(HELPERS[name])
+    body = list(module.body)
+    i = _insert_at(module)
+    new_stmts = list(parsed.body)
+    first = new_stmts[0]
+    new_stmts[0] = first.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
+    if i < len(body):
+        body[i] = body[i].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(),
+                                                      *[l for l in body[i].leading_lines if l.comment]])
+    body[i:i] = new_stmts
+    return module.with_changes(body=body)
+
+
+# -- static judgements -----------------------------------------------------------------
+
+def code(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node)
+
+
+def full_name(node: cst.CSTNode) -> Optional[str]:
+    try:
+        return cst.helpers.get_full_name_for_node(node)
+    except Exception:
+        return None
+
+
+TORCH_PREFIXES = ("torch.", "F.", "nn.functional.", "math.")
+# Tensor methods that compute a new value (no mutation, no host sync).
+PURE_METHODS = frozenset("""
+abs add sub mul div neg exp log log1p sqrt rsqrt sigmoid tanh relu softmax log_softmax sum mean
+max min amax amin argmax argmin prod std var norm clamp clamp_min clamp_max clip pow matmul bmm mm
+transpose permute reshape view view_as expand expand_as contiguous flatten unsqueeze squeeze to float
+half bfloat16 double int long bool type_as masked_fill where any all isnan isinf isfinite round
+floor ceil sign cumsum cumprod flip roll t chunk split narrow select index_select gather repeat
+new_zeros new_ones new_full new_empty zeros_like ones_like size dim numel eq ne lt le gt ge
+logical_and logical_or logical_not detach clone float_power lerp baddbmm addmm softplus gelu
+triu tril diagonal
+""".split())
+_SELF_NON_TENSOR = frozenset({"training", "config", "get_extended_attention_mask", "get_head_mask",
+                              "dtype", "device"})
+REDUCTIONS = frozenset("sum mean max min amax amin any all prod norm std var count_nonzero".split())
+BOOL_METHODS = frozenset("any all isnan isinf isfinite eq ne lt le gt ge logical_and logical_or logical_not bool".split())
+BOOL_TORCH = frozenset("any all isnan isinf isfinite eq ne lt le gt ge logical_and logical_or logical_not "
+                       "isclose isneginf isposinf is_nonzero".split())
+SIDE_EFFECT_CALLS = ("print", "logging.", "logger.", "log.", "warnings.", "_logger.", "LOGGER.", "open",
+                     "sys.stdout", "sys.stderr")
+LOG_METHODS = frozenset("debug info warning warn error exception critical log warning_once info_once".split())
+
+
+def tensorish(node: cst.BaseExpression, tensor_names: frozenset[str] = frozenset()) -> bool:
+    """Does ``node`` (probably) evaluate to a tensor? Conservative guesses, never imports."""
+    if isinstance(node, cst.Call):
+        fn = full_name(node.func) or ""
+        if fn.startswith("torch.") and fn not in ("torch.equal", "torch.is_tensor", "torch.numel"):
+            return True
+        if fn.startswith(("F.", "nn.functional.")):
+            return True
+        if fn.startswith("self.") and fn.count(".") == 1 and fn[5:] not in _SELF_NON_TENSOR:
+            return True  # a submodule call: ``self.proj(x)``
+        if isinstance(node.func, cst.Attribute):
+            m = node.func.attr.value
+            if m == "item" or m == "tolist" or m == "size" or m == "dim" or m == "numel":
+                return False
+            if m in PURE_METHODS or m in REDUCTIONS:
+                return tensorish(node.func.value, tensor_names) or m in REDUCTIONS or m in BOOL_METHODS
+        return False
+    if isinstance(node, cst.Name):
+        return node.value in tensor_names
+    if isinstance(node, cst.Comparison):
+        return tensorish(node.left, tensor_names) or any(
+            tensorish(c.comparator, tensor_names) for c in node.comparisons)
+    if isinstance(node, cst.BinaryOperation):
+        return tensorish(node.left, tensor_names) or tensorish(node.right, tensor_names)
+    if isinstance(node, cst.UnaryOperation):
+        return tensorish(node.expression, tensor_names)
+    if isinstance(node, cst.BooleanOperation):
+        return tensorish(node.left, tensor_names) and tensorish(node.right, tensor_names)
+    if isinstance(node, cst.Subscript):
+        return tensorish(node.value, tensor_names)
+    if isinstance(node, cst.Attribute):
+        return False
+    return False
+
+
+def has_item(node: cst.CSTNode) -> bool:
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            if isinstance(n.func, cst.Attribute) and n.func.attr.value == "item" and not n.args:
+                found.append(n)
+
+    node.visit(V())
+    return bool(found)
+
+
+class _StripItem(cst.CSTTransformer):
+    def leave_Call(self, original_node, updated_node):
+        f = updated_node.func
+        if isinstance(f, cst.Attribute) and f.attr.value == "item" and not updated_node.args:
+            return f.value
+        fn = full_name(f)
+        if fn in ("float", "int", "bool") and len(updated_node.args) == 1 and tensorish(updated_node.args[0].value):
+            return updated_node.args[0].value
+        return updated_node
+
+
+def strip_item(node: cst.BaseExpression) -> cst.BaseExpression:
+    """``t.sum().item() > 0`` -> ``t.sum() > 0``: the comparison stays on the tensor."""
+    return node.visit(_StripItem())  # type: ignore[return-value]
+
+
+def impurity(node: cst.CSTNode) -> Optional[str]:
+    """Why evaluating ``node`` twice or speculatively is not safe (None: pure enough).
+    Calls to non-torch functions are reported separately by ``calls_outside_torch``."""
+    why: list[str] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            fn = full_name(n.func) or ""
+            if fn == "print" or fn.startswith(SIDE_EFFECT_CALLS) and not fn.startswith("torch."):
+                why.append(f"calls {fn}() (a side effect)")
+            elif isinstance(n.func, cst.Attribute):
+                m = n.func.attr.value
+                if m.endswith("_") and not m.endswith("__") and m not in ("size_",):
+                    why.append(f"mutates in place ({code(n.func)})")
+                elif m in LOG_METHODS and fn.split(".")[0] in ("logger", "log", "logging", "_logger", "self"):
+                    why.append(f"logs ({fn})")
+                elif m in ("item", "tolist", "numpy", "cpu") and m != "cpu":
+                    why.append(f"reads a host value ({m}())")
+
+        def visit_NamedExpr(self, n) -> None:
+            why.append("assigns with :=")
+
+        def visit_Yield(self, n) -> None:
+            why.append("yields")
+
+        def visit_Await(self, n) -> None:
+            why.append("awaits")
+
+    node.visit(V())
+    return why[0] if why else None
+
+
+def calls_outside_torch(node: cst.CSTNode) -> list[str]:
+    """Names of calls that are not torch / tensor-method calls (modules, user functions)."""
+    out: list[str] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            fn = full_name(n.func) or code(n.func)
+            if fn.startswith(TORCH_PREFIXES):
+                return
+            if isinstance(n.func, cst.Attribute) and n.func.attr.value in PURE_METHODS:
+                return
+            if fn in ("float", "int", "min", "max", "abs", "len", "tuple", "list", "range", "isinstance", "getattr"):
+                return
+            out.append(fn)
+
+    node.visit(V())
+    return out
+
+
+def names_in(node: cst.CSTNode) -> set[str]:
+    out: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            out.add(n.value)
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)
+            return False  # ``x.attr``: attr is not a variable
+
+        def visit_Arg(self, n: cst.Arg) -> bool:
+            n.value.visit(self)
+            return False  # keyword names are not variables
+
+    node.visit(V())
+    return out
+
+
+class FunctionFacts:
+    """Names bound in a function before a line, used after a line, and guessed tensors."""
+
+    def __init__(self, analysis: Analysis, fn: Optional[cst.FunctionDef]):
+        self.analysis = analysis
+        self.fn = fn
+        self.bindings: list[tuple[str, int, Optional[cst.BaseExpression]]] = []  # (name, line, value)
+        self.uses: list[tuple[str, int]] = []
+        self.params: set[str] = set()
+        self.tensor_params: set[str] = set()
+        if fn is None:
+            return
+        for p in [*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params]:
+            self.params.add(p.name.value)
+            ann = full_name(p.annotation.annotation) if p.annotation else ""
+            if ann and ann.split(".")[-1] in ("Tensor", "FloatTensor", "LongTensor", "BoolTensor"):
+                self.tensor_params.add(p.name.value)
+            elif not ann and p.name.value in _tensor_param_names():
+                self.tensor_params.add(p.name.value)
+        for p in (fn.params.star_arg, fn.params.star_kwarg):
+            if isinstance(p, cst.Param):
+                self.params.add(p.name.value)
+        facts = self
+
+        class V(cst.CSTVisitor):
+            def visit_Assign(self, n: cst.Assign) -> None:
+                line = analysis.span(n)[0]
+                for t in n.targets:
+                    for name in _target_names(t.target):
+                        facts.bindings.append((name, line, n.value if isinstance(t.target, cst.Name) else None))
+
+            def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
+                if n.value is not None:
+                    for name in _target_names(n.target):
+                        facts.bindings.append((name, analysis.span(n)[0], n.value))
+
+            def visit_AugAssign(self, n: cst.AugAssign) -> None:
+                for name in _target_names(n.target):
+                    facts.bindings.append((name, analysis.span(n)[0], None))
+
+            def visit_For(self, n: cst.For) -> None:
+                for name in _target_names(n.target):
+                    facts.bindings.append((name, analysis.span(n)[0], None))
+
+            def visit_WithItem(self, n: cst.WithItem) -> None:
+                if n.asname is not None:
+                    for name in _target_names(n.asname.name):
+                        facts.bindings.append((name, analysis.span(n)[0], None))
+
+            def visit_Name(self, n: cst.Name) -> None:
+                facts.uses.append((n.value, analysis.span(n)[0]))
+
+        fn.body.visit(V())
+
+    def defined_before(self, name: str, line: int) -> bool:
+        return name in self.params or any(n == name and l < line for n, l, _ in self.bindings)
+
+    def used_after(self, name: str, line: int) -> bool:
+        return any(n == name and l > line for n, l in self.uses)
+
+    def tensor_names(self, before: int) -> frozenset[str]:
+        """Parameters annotated as tensors, and names last bound before ``before`` to a
+        tensor-looking value (iterated so ``a = t * 2; b = a + 1`` marks both)."""
+        known = set(self.tensor_params)
+        for _ in range(3):
+            for name, line, value in self.bindings:
+                if line < before and value is not None and tensorish(value, frozenset(known)):
+                    known.add(name)
+        return frozenset(known)
+
+
+def _tensor_param_names() -> frozenset[str]:
+    try:  # the static scanner's list of conventional tensor parameter names
+        from rewrites.tensors import TENSOR_PARAM_NAMES
+
+        return TENSOR_PARAM_NAMES
+    except ImportError:  # pragma: no cover
+        return frozenset({"x", "hidden_states", "inputs_embeds"})
+
+
+def _target_names(t: cst.CSTNode) -> list[str]:
+    if isinstance(t, cst.Name):
+        return [t.value]
+    if isinstance(t, (cst.Tuple, cst.List)):
+        out = []
+        for el in t.elements:
+            out.extend(_target_names(el.value))
+        return out
+    if isinstance(t, cst.StarredElement):
+        return _target_names(t.value)
+    return []
+
+
+def call(func: str, *args: cst.BaseExpression) -> cst.Call:
+    return cst.Call(func=cst.parse_expression(func), args=[cst.Arg(a) for a in args])
+
+
+def paren(node: cst.BaseExpression) -> cst.BaseExpression:
+    """Wrap in parentheses unless atomic (so it can be an operand)."""
+    if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float,
+                         cst.SimpleString)) or node.lpar:
+        return node
+    return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def strip_parens(node: cst.BaseExpression) -> cst.BaseExpression:
+    if getattr(node, "lpar", None):
+        return node.with_changes(lpar=[], rpar=[])
+    return node

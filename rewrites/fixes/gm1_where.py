@@ -1,0 +1,508 @@
+"""GM1xx: control flow on tensor values -> ``torch.where`` ([Where]) or ``torch.cond``.
+
+What it rewrites (when the condition is a tensor expression):
+
+* ``if c: x = A`` / ``else: x = B``      -> ``x = torch.where(c, A, B)`` (several names: one line each)
+* ``if c: x = f(x)`` (one arm)            -> ``x = torch.where(c, f(x), x)`` (``x`` bound before)
+* ``if/elif/else`` chains                 -> nested ``torch.where``
+* ``A if c else B``                       -> ``torch.where(c, A, B)``
+* ``if c: return A`` + ``return B``       -> ``return torch.where(c, A, B)`` (early return, both arms)
+* conditions: ``and``/``or``/``not`` -> ``torch.logical_and/or/not``; ``t.item() > 0`` -> ``t > 0``;
+  ``.any()``/``.all()`` and comparisons of reductions stay tensors; a bare tensor ``c`` -> ``(c).bool()``.
+* an arm that calls a module or a non-torch function (pure as far as the source shows)
+  -> ``torch.cond(c, lambda: A, lambda: B)`` instead: only the taken arm runs.
+
+Temporaries an arm binds and nothing reads afterwards are inlined into the values.
+
+Refused (with the reason): an arm with side effects (print, logging, I/O, ``x.add_``,
+``x[...] =``, ``obj.attr =``, ``+=``), an arm that raises or holds a nested block, a name
+bound on one path only and read later, an arm that is a Python constant (``torch.where``
+would turn it into a tensor), an early return followed by more than a ``return``, a
+condition that is not a tensor expression or mixes Python values into ``and``/``or``.
+
+Semantics: ``torch.where`` evaluates BOTH arms; that is why arms must be pure. Shapes of
+the two arms are broadcast by ``torch.where``; a shape that differs between the arms is
+caught by verification (outputs compared shape by shape), never assumed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import libcst as cst
+
+from rewrites.fixes.base import (Analysis, Context, Edit, FunctionFacts, Plan, Refusal, Site, call,
+                                 calls_outside_torch, code, full_name, impurity, names_in, paren,
+                                 strip_item, strip_parens, tensorish)
+
+RULES = ("GM101", "GM102", "GM103")
+
+
+class Refuse(Exception):
+    pass
+
+
+# -- conditions --------------------------------------------------------------------------
+
+def convert_condition(test: cst.BaseExpression, tnames: frozenset[str], forced: bool = False) -> cst.BaseExpression:
+    """A bool tensor equivalent to Python's truth value of ``test`` (raise Refuse if unsure)."""
+    test = strip_parens(strip_item(test))
+    if isinstance(test, cst.BooleanOperation):
+        left = convert_condition(test.left, tnames, False)
+        right = convert_condition(test.right, tnames, False)
+        op = "torch.logical_and" if isinstance(test.operator, cst.And) else "torch.logical_or"
+        return call(op, left, right)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return call("torch.logical_not", convert_condition(test.expression, tnames, forced))
+    if isinstance(test, cst.Comparison):
+        if len(test.comparisons) > 1:
+            raise Refuse("chained comparison: Python evaluates it with `and` short-circuiting")
+        op = test.comparisons[0].operator
+        if isinstance(op, (cst.Is, cst.IsNot, cst.In, cst.NotIn)):
+            raise Refuse(f"`{code(op).strip()}` comparison is not a tensor operation")
+        if tensorish(test, tnames) or forced:
+            return test
+        raise Refuse(f"condition `{code(test)}` is not a tensor expression")
+    if isinstance(test, cst.Call):
+        fn = full_name(test.func) or ""
+        if fn == "torch.equal":
+            raise Refuse("torch.equal returns a Python bool (see GM402 for the guard form)")
+        m = test.func.attr.value if isinstance(test.func, cst.Attribute) else ""
+        if m in ("any", "all", "isnan", "isinf", "bool", "logical_and", "logical_or", "logical_not") or fn in (
+                "torch.any", "torch.all", "torch.isnan", "torch.isinf", "torch.logical_and", "torch.logical_or",
+                "torch.logical_not", "torch.isclose", "torch.is_nonzero"):
+            if tensorish(test, tnames) or forced:
+                return test
+    if tensorish(test, tnames) or (forced and not isinstance(test, (cst.Attribute, cst.Name))):
+        return cst.Call(func=cst.Attribute(value=paren(test), attr=cst.Name("bool")), args=[])
+    raise Refuse(f"condition `{code(test)}` is not a tensor expression")
+
+
+# -- arms ------------------------------------------------------------------------------
+
+class _Subst(cst.CSTTransformer):
+    def __init__(self, env: dict[str, cst.BaseExpression]):
+        super().__init__()
+        self.env = env
+
+    def leave_Name(self, original_node, updated_node):
+        v = self.env.get(updated_node.value)
+        return paren(v) if v is not None else updated_node
+
+    def visit_Attribute(self, node) -> bool:
+        node.value.visit(self)
+        return True
+
+    def leave_Attribute(self, original_node, updated_node):
+        # only the object side is a variable; keep ``.attr`` as written
+        return updated_node.with_changes(attr=original_node.attr)
+
+    def leave_Arg(self, original_node, updated_node):
+        return updated_node.with_changes(keyword=original_node.keyword)
+
+
+def subst(node: cst.BaseExpression, env: dict[str, cst.BaseExpression]) -> cst.BaseExpression:
+    if not env or not (names_in(node) & set(env)):
+        return node
+    return node.visit(_Subst(env))  # type: ignore[return-value]
+
+
+@dataclass
+class Arm:
+    env: dict[str, cst.BaseExpression] = field(default_factory=dict)  # final value per bound name
+    order: list[str] = field(default_factory=list)
+    ret: Optional[cst.BaseExpression] = None
+    returns: bool = False
+    outside_calls: list[str] = field(default_factory=list)
+
+
+def _is_constant(e: cst.BaseExpression) -> bool:
+    e = strip_parens(e)
+    if isinstance(e, cst.UnaryOperation):
+        return _is_constant(e.expression)
+    return isinstance(e, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)) or (
+        isinstance(e, cst.Name) and e.value in ("None", "True", "False"))
+
+
+def _check_value(e: cst.BaseExpression, arm: Arm) -> None:
+    why = impurity(e)
+    if why:
+        raise Refuse(f"an arm {why}")
+    arm.outside_calls.extend(calls_outside_torch(e))
+
+
+def read_arm(stmts) -> Arm:
+    """The effect of a block of statements as name -> expression (substituted in order)."""
+    arm = Arm()
+    for i, stmt in enumerate(stmts):
+        if arm.returns:
+            raise Refuse("code after a return in an arm")
+        if isinstance(stmt, cst.SimpleStatementLine):
+            smalls = stmt.body
+        else:
+            kind = type(stmt).__name__.lower()
+            raise Refuse(f"an arm holds a nested `{kind}` block")
+        for s in smalls:
+            if isinstance(s, cst.Pass):
+                continue
+            if isinstance(s, cst.Assign):
+                if len(s.targets) != 1 or not isinstance(s.targets[0].target, cst.Name):
+                    t = s.targets[0].target
+                    what = "a subscript (in-place mutation)" if isinstance(t, cst.Subscript) else (
+                        "an attribute (state mutation)" if isinstance(t, cst.Attribute) else "several targets")
+                    raise Refuse(f"an arm assigns to {what}: `{code(s).strip()}`")
+                _check_value(s.value, arm)
+                name = s.targets[0].target.value
+                arm.env[name] = subst(s.value, arm.env)
+                if name not in arm.order:
+                    arm.order.append(name)
+                continue
+            if isinstance(s, cst.AnnAssign) and isinstance(s.target, cst.Name) and s.value is not None:
+                _check_value(s.value, arm)
+                arm.env[s.target.value] = subst(s.value, arm.env)
+                if s.target.value not in arm.order:
+                    arm.order.append(s.target.value)
+                continue
+            if isinstance(s, cst.AugAssign):
+                raise Refuse(f"an arm updates in place: `{code(s).strip()}`")
+            if isinstance(s, cst.Return):
+                if s.value is None:
+                    raise Refuse("an arm returns None")
+                _check_value(s.value, arm)
+                arm.ret = subst(s.value, arm.env)
+                arm.returns = True
+                continue
+            if isinstance(s, cst.Raise):
+                raise Refuse("an arm raises (see GM402 for guards)")
+            if isinstance(s, cst.Expr):
+                raise Refuse(f"an arm has a statement with side effects: `{code(s).strip()}`")
+            raise Refuse(f"an arm holds a `{type(s).__name__}` statement")
+    return arm
+
+
+def _block_stmts(block) -> list:
+    if isinstance(block, cst.IndentedBlock):
+        return list(block.body)
+    if isinstance(block, cst.SimpleStatementSuite):
+        return [cst.SimpleStatementLine(body=list(block.body))]
+    return []
+
+
+def chain(node: cst.If) -> tuple[list[tuple[cst.BaseExpression, list]], Optional[list]]:
+    """``if/elif/else`` as [(test, stmts), ...] and the final else's stmts (None: no else)."""
+    branches = [(node.test, _block_stmts(node.body))]
+    orelse = node.orelse
+    while isinstance(orelse, cst.If):
+        branches.append((orelse.test, _block_stmts(orelse.body)))
+        orelse = orelse.orelse
+    final = _block_stmts(orelse.body) if isinstance(orelse, cst.Else) else None
+    return branches, final
+
+
+def _select(tests: list[cst.BaseExpression], values: list[cst.BaseExpression], use_cond: bool) -> cst.BaseExpression:
+    """Nested where/cond: values has len(tests) + 1 entries (the last is the fallthrough)."""
+    if all(isinstance(strip_parens(v), cst.Tuple) for v in values):
+        ns = {len(strip_parens(v).elements) for v in values}
+        if len(ns) == 1 and not use_cond:
+            n = ns.pop()
+            parts = [_select(tests, [strip_parens(v).elements[i].value for v in values], use_cond) for i in range(n)]
+            return cst.Tuple(elements=[cst.Element(p) for p in parts])
+    if use_cond:
+        # torch.cond refuses a branch that returns one of its inputs unchanged (aliasing)
+        values = [cst.Call(func=cst.Attribute(value=v, attr=cst.Name("clone")), args=[])
+                  if isinstance(strip_parens(v), (cst.Name, cst.Attribute)) else v for v in values]
+    out = values[-1]
+    for test, val in zip(reversed(tests), reversed(values[:-1])):
+        if use_cond:
+            out = call("torch.cond", test, cst.Lambda(params=cst.Parameters(), body=val),
+                       cst.Lambda(params=cst.Parameters(), body=out))
+        else:
+            out = call("torch.where", test, val, out)
+    return out
+
+
+def _stmt(text_target: Optional[str], value: cst.BaseExpression, leading=()) -> cst.SimpleStatementLine:
+    small = cst.Return(value=value) if text_target is None else cst.Assign(
+        targets=[cst.AssignTarget(cst.parse_expression(text_target))], value=value)
+    return cst.SimpleStatementLine(body=[small], leading_lines=list(leading))
+
+
+# -- planning ------------------------------------------------------------------------------
+
+@dataclass
+class IfDecision:
+    keep: list[str]  # names assigned by the rewrite, in order
+    fallback: set[str]  # names whose missing-arm value is the name itself (bound before)
+    returns: bool
+    use_cond: bool
+    absorb_next: Optional[cst.CSTNode]  # a following ``return B`` folded in
+
+
+def decide_if(node: cst.If, an: Analysis, facts: FunctionFacts, tnames: frozenset[str], forced: bool,
+              next_stmt: Optional[cst.CSTNode]) -> IfDecision:
+    start, end = an.span(node)
+    branches, final = chain(node)
+    tests = [convert_condition(t, tnames, forced) for t, _ in branches]
+    arms = [read_arm(stmts) for _, stmts in branches]
+    final_arm = read_arm(final) if final is not None else None
+    absorb = None
+    if any(a.returns for a in arms) or (final_arm and final_arm.returns):
+        if final_arm is None:
+            # early return: ``if c: return A`` followed by ``return B``
+            if (isinstance(next_stmt, cst.SimpleStatementLine) and len(next_stmt.body) == 1
+                    and isinstance(next_stmt.body[0], cst.Return) and next_stmt.body[0].value is not None):
+                final_arm = read_arm([next_stmt])
+                absorb = next_stmt
+            else:
+                raise Refuse("early return followed by more than a `return`: the arms do not both return")
+        if not all(a.returns for a in arms) or not final_arm.returns:
+            raise Refuse("one arm returns and another falls through")
+        for a in [*arms, final_arm]:
+            if _is_constant(a.ret):
+                raise Refuse(f"an arm returns the Python constant `{code(a.ret)}`; torch.where would make it a tensor")
+        use_cond = any(a.outside_calls for a in [*arms, final_arm])
+        return IfDecision([], set(), True, use_cond, absorb)
+    all_arms = [*arms, *([final_arm] if final_arm else [])]
+    names: list[str] = []
+    for a in all_arms:
+        for n in a.order:
+            if n not in names:
+                names.append(n)
+    if not names:
+        raise Refuse("the arms assign nothing")
+    keep, fallback = [], set()
+    n_paths = len(arms) + 1
+    for n in names:
+        everywhere = sum(n in a.env for a in all_arms) == n_paths
+        if everywhere:
+            keep.append(n)
+        elif facts.defined_before(n, start):
+            keep.append(n)
+            fallback.add(n)
+        elif facts.used_after(n, end):
+            raise Refuse(f"`{n}` is bound on one path only and read afterwards")
+        # else: a temporary of one arm, already inlined into the kept values
+    if not keep:
+        raise Refuse("the arms only bind temporaries")
+    for a in all_arms:
+        for n in keep:
+            if n in a.env and _is_constant(a.env[n]):
+                raise Refuse(f"`{n}` is the Python constant `{code(a.env[n])}` on one path; torch.where would make it a tensor")
+    use_cond = any(a.outside_calls for a in all_arms)
+    return IfDecision(keep, fallback, False, use_cond, None)
+
+
+def build_if(updated: cst.If, d: IfDecision, tnames: frozenset[str], forced: bool, absorbed: Optional[cst.CSTNode]):
+    branches, final = chain(updated)
+    tests = [convert_condition(t, tnames, forced) for t, _ in branches]
+    arms = [read_arm(stmts) for _, stmts in branches]
+    if d.returns:
+        final_arm = read_arm(final if final is not None else [absorbed])
+        value = _select(tests, [a.ret for a in [*arms, final_arm]], d.use_cond)
+        return _stmt(None, value, updated.leading_lines)
+    final_arm = read_arm(final) if final is not None else Arm()
+    out = []
+    for i, n in enumerate(d.keep):
+        vals = [a.env.get(n, cst.Name(n)) for a in [*arms, final_arm]]
+        value = _select(tests, vals, d.use_cond)
+        out.append(_stmt(n, value, updated.leading_lines if i == 0 else ()))
+    return cst.FlattenSentinel(out) if len(out) > 1 else out[0]
+
+
+def _rule_for(test: cst.BaseExpression) -> str:
+    t = strip_parens(test)
+    if isinstance(t, cst.BooleanOperation) or (isinstance(t, cst.UnaryOperation) and isinstance(t.operator, cst.Not)):
+        return "GM103"
+    return "GM101"
+
+
+def _next_sibling(an: Analysis, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+    parent = an.parent(node)
+    body = getattr(parent, "body", None)
+    if isinstance(body, (list, tuple)):
+        seq = list(body)
+        for i, s in enumerate(seq):
+            if s is node:
+                return seq[i + 1] if i + 1 < len(seq) else None
+    return None
+
+
+def plan(an: Analysis, ctx: Context) -> Plan:
+    result = Plan()
+    ifs: list[cst.If] = []
+    ifexps: list[cst.IfExp] = []
+    elifs: set[int] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_If(self, n: cst.If) -> None:
+            ifs.append(n)
+            if isinstance(n.orelse, cst.If):
+                elifs.add(id(n.orelse))
+
+        def visit_IfExp(self, n: cst.IfExp) -> None:
+            ifexps.append(n)
+
+    an.module.visit(V())
+    facts_cache: dict[int, FunctionFacts] = {}
+    absorbed_ids: set[int] = set()
+
+    def facts_for(node) -> Optional[FunctionFacts]:
+        fn = an.enclosing_function(node)
+        if fn is None:
+            return None
+        if id(fn) not in facts_cache:
+            facts_cache[id(fn)] = FunctionFacts(an, fn)
+        return facts_cache[id(fn)]
+
+    for node in ifs:
+        if id(node) in elifs:
+            continue
+        branches, _ = chain(node)
+        test_lines = set()
+        for t, _ in branches:
+            a, b = an.span(t)
+            test_lines.update(range(a, b + 1))
+        start, end = an.span(node)
+        if ctx.lines is not None and not (test_lines & ctx.lines):
+            continue
+        rule = _rule_for(node.test)
+        if not ctx.wants(rule):
+            continue
+        facts = facts_for(node)
+        if facts is None:
+            continue
+        tnames = facts.tensor_names(start)
+        forced = bool(ctx.tensor_lines and test_lines & ctx.tensor_lines)
+        try:
+            # a Python-valued condition is not a break: say nothing about it
+            for t, _ in branches:
+                convert_condition(t, tnames, forced)
+        except Refuse as exc:
+            if ctx.lines is not None:
+                result.refusals.append(Refusal(rule, start, str(exc), advice=_ADVICE))
+            continue
+        try:
+            d = decide_if(node, an, facts, tnames, forced, _next_sibling(an, node))
+        except Refuse as exc:
+            result.refusals.append(Refusal(rule, start, str(exc), advice=_ADVICE))
+            continue
+        if d.absorb_next is not None:
+            if id(d.absorb_next) in absorbed_ids:
+                continue
+            absorbed_ids.add(id(d.absorb_next))
+            end = an.span(d.absorb_next)[1]
+        conds = [an.rng(t) for t, _ in branches]
+        strategy = "cond" if d.use_cond else "where"
+        what = "return" if d.returns else ", ".join(d.keep)
+        site = Site(rule, start, end, f"`if` on a tensor -> torch.{strategy} ({what})", conds, strategy)
+        absorbed_holder: dict[str, cst.CSTNode] = {}
+
+        def build(updated, d=d, tnames=tnames, forced=forced, holder=absorbed_holder):
+            return build_if(updated, d, tnames, forced, holder.get("next", d.absorb_next))
+
+        result.edits.append(Edit(node, build, site))
+        if d.absorb_next is not None:
+            def remove(updated, holder=absorbed_holder):
+                holder["next"] = updated
+                return cst.RemovalSentinel.REMOVE
+
+            # the absorbed ``return B`` comes after the ``if``: libcst leaves it later, so the
+            # If's build sees the original node; inner edits inside B are rare (and refused:
+            # an inner edit would be lost) -- record it so verification would catch it.
+            result.edits.append(Edit(d.absorb_next, remove, None))
+
+    for node in ifexps:
+        start, end = an.span(node)
+        tl = an.span(node.test)
+        test_lines = set(range(tl[0], tl[1] + 1))
+        if ctx.lines is not None and not (set(range(start, end + 1)) & ctx.lines):
+            continue
+        if not ctx.wants("GM102"):
+            continue
+        facts = facts_for(node)
+        if facts is None:
+            continue
+        tnames = facts.tensor_names(start)
+        forced = bool(ctx.tensor_lines and test_lines & ctx.tensor_lines)
+        try:
+            convert_condition(node.test, tnames, forced)
+        except Refuse as exc:
+            if ctx.lines is not None and forced:
+                result.refusals.append(Refusal("GM102", start, str(exc), advice=_ADVICE))
+            continue
+        try:
+            arm = Arm()
+            for v in (node.body, node.orelse):
+                _check_value(v, arm)
+                if _is_constant(v):
+                    raise Refuse(f"an arm is the Python constant `{code(v)}`; torch.where would make it a tensor")
+        except Refuse as exc:
+            result.refusals.append(Refusal("GM102", start, str(exc), advice=_ADVICE))
+            continue
+        use_cond = bool(arm.outside_calls)
+        site = Site("GM102", start, end, f"ternary on a tensor -> torch.{'cond' if use_cond else 'where'}",
+                    [an.rng(node.test)], "cond" if use_cond else "where")
+
+        def build_exp(updated, tnames=tnames, forced=forced, use_cond=use_cond):
+            test = convert_condition(updated.test, tnames, forced)
+            return _select([test], [updated.body, updated.orelse], use_cond)
+
+        result.edits.append(Edit(node, build_exp, site))
+    return result
+
+
+_ADVICE = ("rewrite the branch as `x = torch.where(cond, a, b)` when both sides are cheap and pure, or "
+           "`torch.cond(cond, true_fn, false_fn, operands)` when they call modules; move side effects out")
+
+FIXED = [
+    (
+        "def f(x):\n    if x.sum() > 0:\n        y = x * 2\n    else:\n        y = x - 1\n    return y\n",
+        "import torch\ndef f(x):\n    y = torch.where(x.sum() > 0, x * 2, x - 1)\n    return y\n",
+    ),
+    (
+        "import torch\n\ndef f(x):\n    # keep me\n    if x.mean().item() > 0.5:\n        y = x + 1\n        z = x * 3\n    "
+        "else:\n        y = x\n        z = x\n    return y + z\n",
+        "import torch\n\ndef f(x):\n    # keep me\n    y = torch.where(x.mean() > 0.5, x + 1, x)\n    "
+        "z = torch.where(x.mean() > 0.5, x * 3, x)\n    return y + z\n",
+    ),
+    (
+        "import torch\ndef f(x):\n    x = x + 1\n    if x.max() > 3:\n        x = x / 2\n    return x\n",
+        "import torch\ndef f(x):\n    x = x + 1\n    x = torch.where(x.max() > 3, x / 2, x)\n    return x\n",
+    ),
+    (
+        "import torch\ndef f(x):\n    if (x > 1).any():\n        y = x * 2\n    elif (x < -1).all():\n        y = -x\n"
+        "    else:\n        y = x\n    return y\n",
+        "import torch\ndef f(x):\n    y = torch.where((x > 1).any(), x * 2, torch.where((x < -1).all(), -x, x))\n    return y\n",
+    ),
+    (
+        "import torch\ndef f(x):\n    return x * 2 if x.sum() > 0 else x - 1\n",
+        "import torch\ndef f(x):\n    return torch.where(x.sum() > 0, x * 2, x - 1)\n",
+    ),
+    (
+        "import torch\ndef f(x):\n    if x.sum() > 0 and not (x.max() > 5):\n        return x * 2\n    return x + 1\n",
+        "import torch\ndef f(x):\n    return torch.where(torch.logical_and(x.sum() > 0, torch.logical_not(x.max() > 5)), x * 2, x + 1)\n",
+    ),
+    (
+        "import torch\ndef f(self, x):\n    if x.sum() > 0:\n        return self.proj(x)\n    else:\n        return x\n",
+        "import torch\ndef f(self, x):\n    return torch.cond(x.sum() > 0, lambda: self.proj(x), lambda: x.clone())\n",
+    ),
+    (
+        "import torch\ndef f(h):\n    if torch.isinf(h).any() or torch.isnan(h).any():\n        c = torch.finfo(h.dtype).max - 10\n"
+        "        h = torch.clamp(h, min=-c, max=c)\n    return h\n",
+        "import torch\ndef f(h):\n    h = torch.where(torch.logical_or(torch.isinf(h).any(), torch.isnan(h).any()), "
+        "torch.clamp(h, min=-(torch.finfo(h.dtype).max - 10), max=(torch.finfo(h.dtype).max - 10)), h)\n    return h\n",
+    ),
+]
+
+NEGATIVE = [
+    ("def f(x):\n    if x.sum() > 0:\n        print('pos')\n        y = x\n    else:\n        y = -x\n    return y\n",
+     "side effects"),
+    ("def f(x):\n    if x.sum() > 0:\n        x.add_(1)\n    return x\n", "side effects"),
+    ("def f(x):\n    if x.sum() > 0:\n        x[0] = 1\n    return x\n", "subscript"),
+    ("def f(x):\n    if x.sum() > 0:\n        y = x * 2\n    return y\n", "one path only"),
+    ("def f(x):\n    if x.sum() > 0:\n        raise ValueError('bad')\n    return x\n", "raises"),
+    ("def f(x, n):\n    if n > 0:\n        y = x * 2\n    else:\n        y = x\n    return y\n", None),
+    ("def f(x):\n    if x.sum() > 0:\n        y = 1.0\n    else:\n        y = x\n    return y\n", "constant"),
+    ("def f(self, x):\n    if x.sum() > 0:\n        self.count = x\n    return x\n", "attribute"),
+]

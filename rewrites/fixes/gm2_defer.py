@@ -1,0 +1,143 @@
+"""GM2xx: side effects inside compiled code ([Defer]).
+
+``print(...)`` (GM201) is routed through a module-level helper ``_mend_print`` that the
+module registers in ``torch._dynamo.config.reorderable_logging_functions`` (torch >= 2.5;
+on older torch the registration is skipped and the call breaks as before):
+
+* eager: ``_mend_print`` calls ``print`` with the same arguments -- the output is
+  byte-identical;
+* under ``torch.compile``: Dynamo records the call instead of breaking the graph and
+  replays it after the graph has run, with the same arguments (tensors printed with the
+  values the graph computed). What the user sees: the same line, printed after the
+  compiled region's other work instead of in the middle of it.
+
+Logger methods (GM202: ``logger.info/warning/...``, ``logging.warning``, transformers'
+``logger.warning_once``) and ``warnings.warn`` (GM203) are guarded on the same line::
+
+    if not torch.compiler.is_compiling(): logger.warning("...")
+
+* eager: the call runs exactly as before, from the same line (log records and warnings
+  keep their file:line; only the echoed source line of a warning shows the guard);
+* under ``torch.compile``: the call is skipped -- the message is NOT emitted. Routing
+  these through a reorderable helper would change the caller Python's logging and
+  warnings attribute the message to (the helper), so eager output would differ; dropping
+  them under compile is the price of keeping eager byte-identical.
+``torch.compiler.is_compiling`` exists from torch 2.3, so both forms work on 2.9 to 2.14.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from rewrites.fixes.base import (HELPERS, LOG_METHODS, Analysis, Context, Edit, Plan, Refusal, Site,
+                                 full_name)
+
+RULES = ("GM201", "GM202", "GM203")
+
+PRINT_HELPER = "_mend_print"
+HELPERS[PRINT_HELPER] = '''def _mend_print(*args, **kwargs):
+    # mend GM201: eager prints as before; torch.compile replays it after the graph
+    print(*args, **kwargs)
+
+
+try:
+    import torch._dynamo as _mend_dynamo
+
+    _mend_dynamo.config.reorderable_logging_functions.add(_mend_print)
+except (ImportError, AttributeError):  # torch < 2.5: the print breaks as before
+    pass
+'''
+
+_LOGGER_OBJECTS = ("logger", "log", "_logger", "LOGGER", "logging", "_LOGGER", "LOG")
+
+
+def classify_call(call: cst.Call) -> str | None:
+    fn = full_name(call.func) or ""
+    if fn == "print":
+        return "GM201"
+    if fn in ("warnings.warn", "warn", "warnings.warn_explicit"):
+        return "GM203"
+    if isinstance(call.func, cst.Attribute):
+        m = call.func.attr.value
+        if m in ("warning_once", "info_once"):
+            return "GM202"
+        owner = fn.rsplit(".", 1)[0] if "." in fn else ""
+        if m in LOG_METHODS and owner.split(".")[-1] in _LOGGER_OBJECTS:
+            return "GM202"
+    return None
+
+
+def plan(an: Analysis, ctx: Context) -> Plan:
+    result = Plan()
+    stmts: list[tuple[cst.SimpleStatementLine, cst.Call, str]] = []
+
+    class V(cst.CSTVisitor):
+        def visit_SimpleStatementLine(self, n: cst.SimpleStatementLine) -> None:
+            if len(n.body) == 1 and isinstance(n.body[0], cst.Expr) and isinstance(n.body[0].value, cst.Call):
+                rule = classify_call(n.body[0].value)
+                if rule:
+                    stmts.append((n, n.body[0].value, rule))
+
+    an.module.visit(V())
+    for stmt, callnode, rule in stmts:
+        if not ctx.wants(rule):
+            continue
+        start, end = an.span(stmt)
+        fn = an.enclosing_function(stmt)
+        if not ctx.covers(start, end) or fn is None or fn.name.value == PRINT_HELPER:
+            continue
+        if rule == "GM201":
+            site = Site(rule, start, end, "print -> _mend_print (replayed after the graph under torch.compile)",
+                        strategy="defer")
+
+            def build(updated: cst.SimpleStatementLine):
+                c = updated.body[0].value
+                return updated.with_changes(body=[updated.body[0].with_changes(
+                    value=c.with_changes(func=cst.Name(PRINT_HELPER)))])
+
+            result.edits.append(Edit(stmt, build, site, needs_torch=False, helpers=(PRINT_HELPER,)))
+        else:
+            if not isinstance(an.parent(stmt), cst.IndentedBlock):
+                result.refusals.append(Refusal(rule, start, "the call shares a line with other code"))
+                continue
+            what = "warnings.warn" if rule == "GM203" else (full_name(callnode.func) or "logging call")
+            site = Site(rule, start, end, f"{what} skipped under torch.compile (eager unchanged)", strategy="guard")
+
+            def build_guard(updated: cst.SimpleStatementLine):
+                return cst.If(
+                    test=cst.parse_expression("not torch.compiler.is_compiling()"),
+                    body=cst.SimpleStatementSuite(body=list(updated.body), trailing_whitespace=updated.trailing_whitespace),
+                    leading_lines=updated.leading_lines,
+                )
+
+            result.edits.append(Edit(stmt, build_guard, site))
+    return result
+
+
+FIXED = [
+    (
+        "import torch\n\n\ndef f(x):\n    y = x + 1\n    print('y is', y)  # tell\n    return y\n",
+        "import torch\n\n\ndef _mend_print(*args, **kwargs):\n"
+        "    # mend GM201: eager prints as before; torch.compile replays it after the graph\n"
+        "    print(*args, **kwargs)\n\n\ntry:\n    import torch._dynamo as _mend_dynamo\n\n"
+        "    _mend_dynamo.config.reorderable_logging_functions.add(_mend_print)\n"
+        "except (ImportError, AttributeError):  # torch < 2.5: the print breaks as before\n    pass\n\n\n"
+        "def f(x):\n    y = x + 1\n    _mend_print('y is', y)  # tell\n    return y\n",
+    ),
+    (
+        "import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(x):\n"
+        "    logger.warning_once('slow path %s', 3)\n    return x * 2\n",
+        "import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(x):\n"
+        "    if not torch.compiler.is_compiling(): logger.warning_once('slow path %s', 3)\n    return x * 2\n",
+    ),
+    (
+        "import warnings\ndef f(x):\n    warnings.warn('deprecated')\n    return x * 2\n",
+        "import warnings\nimport torch\ndef f(x):\n    if not torch.compiler.is_compiling(): warnings.warn('deprecated')\n    return x * 2\n",
+    ),
+]
+
+NEGATIVE = [
+    ("print('module level')\n", None),
+    ("def f(x):\n    y = print\n    return x\n", None),
+    ("def f(x):\n    if x: logger.info('a')\n    return x\n", None),
+]

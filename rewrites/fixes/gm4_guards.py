@@ -1,0 +1,172 @@
+"""GM4xx: validation guards on tensor values ([Trap]).
+
+* ``assert <tensor cond>, msg`` (GM401)            -> ``torch._assert_async(<cond>, msg)``
+* ``if <tensor cond>: raise E(msg)`` (GM402)        -> ``torch._assert_async(torch.logical_not(<cond>), msg)``
+* ``if not torch.equal(a, b): raise E(msg)`` (GM402) ->
+  ``torch._check(a.shape == b.shape, lambda: msg)`` + ``torch._assert_async((a == b).all(), msg)``
+
+The check stays in the graph: no break, and a failing check still stops the program
+with the message kept. Differences a user sees: the error is a ``RuntimeError`` (not
+``AssertionError`` / ``E``); on CUDA ``_assert_async`` reports asynchronously (at the
+next synchronisation); ``python -O`` no longer strips the former ``assert``.
+``torch._assert_async(t, msg)`` exists from torch 2.1, ``torch._check`` from 2.1.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from rewrites.fixes.base import (Analysis, Context, Edit, FunctionFacts, Plan, Refusal, Site, call, code,
+                                 full_name, impurity, strip_parens)
+from rewrites.fixes.gm1_where import Refuse, convert_condition
+
+RULES = ("GM401", "GM402")
+
+
+def _message(exc: Optional[cst.BaseExpression], fallback: str) -> cst.BaseExpression:
+    if exc is None:
+        return cst.SimpleString(repr(fallback))
+    if isinstance(exc, cst.Call):
+        if exc.args and exc.args[0].keyword is None:
+            return exc.args[0].value
+        return cst.SimpleString(repr(full_name(exc.func) or fallback))
+    return cst.SimpleString(repr(fallback))
+
+
+def _line(small: cst.BaseSmallStatement, leading=()) -> cst.SimpleStatementLine:
+    return cst.SimpleStatementLine(body=[small], leading_lines=list(leading))
+
+
+def _equal_args(test: cst.BaseExpression) -> Optional[tuple[cst.BaseExpression, cst.BaseExpression]]:
+    """``not torch.equal(a, b)`` -> (a, b)."""
+    t = strip_parens(test)
+    if isinstance(t, cst.UnaryOperation) and isinstance(t.operator, cst.Not):
+        inner = strip_parens(t.expression)
+        if isinstance(inner, cst.Call) and full_name(inner.func) == "torch.equal" and len(inner.args) == 2:
+            return inner.args[0].value, inner.args[1].value
+    return None
+
+
+def plan(an: Analysis, ctx: Context) -> Plan:
+    result = Plan()
+    asserts: list[cst.SimpleStatementLine] = []
+    raises: list[cst.If] = []
+
+    class V(cst.CSTVisitor):
+        def visit_SimpleStatementLine(self, n) -> None:
+            if len(n.body) == 1 and isinstance(n.body[0], cst.Assert):
+                asserts.append(n)
+
+        def visit_If(self, n: cst.If) -> None:
+            body = n.body.body if isinstance(n.body, cst.IndentedBlock) else []
+            if (n.orelse is None and len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine)
+                    and len(body[0].body) == 1 and isinstance(body[0].body[0], cst.Raise)):
+                raises.append(n)
+
+    an.module.visit(V())
+    facts: dict[int, FunctionFacts] = {}
+
+    def tnames(node):
+        fn = an.enclosing_function(node)
+        if fn is None:
+            return None
+        if id(fn) not in facts:
+            facts[id(fn)] = FunctionFacts(an, fn)
+        return facts[id(fn)].tensor_names(an.span(node)[0])
+
+    for stmt in asserts if ctx.wants("GM401") else []:
+        start, end = an.span(stmt)
+        names = tnames(stmt)
+        if names is None or not ctx.covers(start, end):
+            continue
+        node: cst.Assert = stmt.body[0]
+        forced = bool(set(range(start, end + 1)) & ctx.tensor_lines)
+        try:
+            convert_condition(node.test, names, forced)
+        except Refuse as exc:
+            if ctx.lines is not None:
+                result.refusals.append(Refusal("GM401", start, str(exc)))
+            continue
+        if node.msg is not None and impurity(node.msg):
+            result.refusals.append(Refusal("GM401", start, f"the message {impurity(node.msg)}"))
+            continue
+        site = Site("GM401", start, end, "assert on a tensor -> torch._assert_async (message kept)",
+                    strategy="assert_async")
+
+        def build(updated, names=names, forced=forced):
+            a: cst.Assert = updated.body[0]
+            cond = convert_condition(a.test, names, forced)
+            msg = a.msg if a.msg is not None else cst.SimpleString(repr(f"assertion failed: {code(a.test)}"))
+            return _line(cst.Expr(call("torch._assert_async", cond, msg)), updated.leading_lines).with_changes(
+                trailing_whitespace=updated.trailing_whitespace)
+
+        result.edits.append(Edit(stmt, build, site))
+
+    for node in raises if ctx.wants("GM402") else []:
+        start, end = an.span(node)
+        names = tnames(node)
+        if names is None:
+            continue
+        tl = an.span(node.test)
+        if ctx.lines is not None and not (set(range(tl[0], end + 1)) & ctx.lines):
+            continue
+        raise_node: cst.Raise = node.body.body[0].body[0]
+        eq = _equal_args(node.test)
+        forced = bool(set(range(tl[0], tl[1] + 1)) & ctx.tensor_lines)
+        if eq is None:
+            try:
+                convert_condition(node.test, names, forced)
+            except Refuse as exc:
+                if ctx.lines is not None and forced:
+                    result.refusals.append(Refusal("GM402", start, str(exc)))
+                continue
+        if raise_node.exc is not None and impurity(raise_node.exc):
+            result.refusals.append(Refusal("GM402", start, f"the exception {impurity(raise_node.exc)}"))
+            continue
+        site = Site("GM402", start, end, "`if ...: raise` on a tensor -> torch._assert_async (message kept)",
+                    strategy="assert_async")
+
+        def build_raise(updated, names=names, forced=forced):
+            r: cst.Raise = updated.body.body[0].body[0]
+            msg = _message(r.exc, "check failed")
+            eqa = _equal_args(updated.test)
+            if eqa is not None:
+                a, b = eqa
+                shape_ok = cst.Comparison(left=cst.Attribute(value=a, attr=cst.Name("shape")), comparisons=[
+                    cst.ComparisonTarget(cst.Equal(), cst.Attribute(value=b, attr=cst.Name("shape")))])
+                check = call("torch._check", shape_ok, cst.Lambda(params=cst.Parameters(), body=msg))
+                eq_all = cst.Call(func=cst.Attribute(value=cst.Comparison(
+                    left=a, comparisons=[cst.ComparisonTarget(cst.Equal(), b)],
+                    lpar=[cst.LeftParen()], rpar=[cst.RightParen()]), attr=cst.Name("all")), args=[])
+                return cst.FlattenSentinel([_line(cst.Expr(check), updated.leading_lines),
+                                            _line(cst.Expr(call("torch._assert_async", eq_all, msg)))])
+            cond = convert_condition(updated.test, names, forced)
+            return _line(cst.Expr(call("torch._assert_async", call("torch.logical_not", cond), msg)),
+                         updated.leading_lines)
+
+        result.edits.append(Edit(node, build_raise, site))
+    return result
+
+
+FIXED = [
+    (
+        "import torch\ndef f(x):\n    assert (x >= 0).all(), 'negative input'\n    return x.sqrt()\n",
+        "import torch\ndef f(x):\n    torch._assert_async((x >= 0).all(), 'negative input')\n    return x.sqrt()\n",
+    ),
+    (
+        "import torch\ndef f(x):\n    if (x < 0).any():\n        raise ValueError('negative input')\n    return x.sqrt()\n",
+        "import torch\ndef f(x):\n    torch._assert_async(torch.logical_not((x < 0).any()), 'negative input')\n    return x.sqrt()\n",
+    ),
+    (
+        "import torch\ndef f(a, b):\n    if not torch.equal(a, b):\n        raise RuntimeError('tied weights differ')\n    return a + b\n",
+        "import torch\ndef f(a, b):\n    torch._check(a.shape == b.shape, lambda: 'tied weights differ')\n"
+        "    torch._assert_async((a == b).all(), 'tied weights differ')\n    return a + b\n",
+    ),
+]
+
+NEGATIVE = [
+    ("def f(x, n):\n    assert n > 0, 'n'\n    return x\n", None),
+    ("def f(x):\n    assert x.dim() == 2\n    return x\n", None),
+]

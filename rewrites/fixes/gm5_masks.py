@@ -1,0 +1,105 @@
+"""GM5xx: data-dependent shapes.
+
+Mask-then-reduce (GM502) becomes masked arithmetic of a fixed shape:
+
+* ``x[m].sum()``  -> ``torch.where(m, x, 0).sum()``
+* ``x[m].mean()`` -> ``(torch.where(m, x, 0).sum() / m.sum())``  (empty mask: nan, as before)
+* ``x[m].max()``  -> ``torch.where(m, x, float("-inf")).max()`` -- ``min`` with ``+inf``.
+  Caveat: on an EMPTY mask the original raises and the rewrite returns -inf/+inf; and an
+  integer ``x`` becomes float (verification then rejects it).
+
+Valid when ``m`` has the shape of ``x`` (verification checks outputs on real inputs). Other
+GM5xx ops (``nonzero``, ``unique``, ``repeat_interleave``, ``masked_select``) get advice:
+``torch._dynamo.config.capture_dynamic_output_shape_ops = True`` keeps them in the graph
+with unbacked symbolic sizes -- at the cost of guards that may fail later ("could not
+guard on data-dependent expression") and of recompiles; prefer a fixed-shape formulation.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from rewrites.fixes.base import (Analysis, Context, Edit, FunctionFacts, Plan, Site, call, code, full_name,
+                                 paren)
+
+RULES = ("GM502",)
+
+_REDUCE = {"sum": "0", "mean": "0", "max": 'float("-inf")', "min": 'float("inf")', "amax": 'float("-inf")',
+           "amin": 'float("inf")'}
+_BOOLISH = ("any", "all", "isnan", "isinf", "isfinite", "bool", "logical_and", "logical_or", "logical_not",
+            "eq", "ne", "lt", "le", "gt", "ge")
+
+
+def maskish(m: cst.BaseExpression, bindings) -> bool:
+    if isinstance(m, cst.Comparison):
+        return True
+    if isinstance(m, cst.UnaryOperation) and isinstance(m.operator, cst.BitInvert):
+        return maskish(m.expression, bindings)
+    if isinstance(m, cst.Call):
+        fn = full_name(m.func) or ""
+        return fn.split(".")[-1] in _BOOLISH
+    if isinstance(m, cst.Name):
+        vals = [v for n, _, v in bindings if n == m.value]
+        return len(vals) == 1 and vals[0] is not None and maskish(vals[0], bindings)
+    return False
+
+
+def plan(an: Analysis, ctx: Context) -> Plan:
+    result = Plan()
+    if not ctx.wants("GM502"):
+        return result
+    found: list[cst.Call] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            f = n.func
+            if (isinstance(f, cst.Attribute) and f.attr.value in _REDUCE and not n.args
+                    and isinstance(f.value, cst.Subscript) and len(f.value.slice) == 1
+                    and isinstance(f.value.slice[0].slice, cst.Index)):
+                found.append(n)
+
+    an.module.visit(V())
+    for node in found:
+        start, end = an.span(node)
+        fn = an.enclosing_function(node)
+        if fn is None or not ctx.covers(start, end):
+            continue
+        facts = FunctionFacts(an, fn)
+        mask = node.func.value.slice[0].slice.value
+        if not maskish(mask, facts.bindings):
+            continue
+        op = node.func.attr.value
+        caveat = " (empty mask: returns inf instead of raising)" if op not in ("sum", "mean") else ""
+        site = Site("GM502", start, end, f"x[mask].{op}() -> masked {op}{caveat}", strategy="mask")
+
+        def build(updated: cst.Call, op=op):
+            sub: cst.Subscript = updated.func.value
+            x, m = sub.value, sub.slice[0].slice.value
+            filled = call("torch.where", m, x, cst.parse_expression(_REDUCE[op]))
+            if op == "mean":
+                total = cst.Call(func=cst.Attribute(value=filled, attr=cst.Name("sum")), args=[])
+                count = cst.Call(func=cst.Attribute(value=paren(m), attr=cst.Name("sum")), args=[])
+                return cst.BinaryOperation(left=total, operator=cst.Divide(), right=count,
+                                           lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            return cst.Call(func=cst.Attribute(value=filled, attr=cst.Name(op)), args=[])
+
+        result.edits.append(Edit(node, build, site))
+    return result
+
+
+FIXED = [
+    (
+        "import torch\ndef f(x):\n    return x[x > 0].sum()\n",
+        "import torch\ndef f(x):\n    return torch.where(x > 0, x, 0).sum()\n",
+    ),
+    (
+        "import torch\ndef f(x, y):\n    keep = y != 0\n    return x[keep].mean() + x[keep].max()\n",
+        "import torch\ndef f(x, y):\n    keep = y != 0\n    return (torch.where(keep, x, 0).sum() / keep.sum()) + "
+        "torch.where(keep, x, float(\"-inf\")).max()\n",
+    ),
+]
+
+NEGATIVE = [
+    ("import torch\ndef f(x, i):\n    return x[i].sum()\n", None),
+    ("import torch\ndef f(x):\n    return x[0].sum()\n", None),
+]

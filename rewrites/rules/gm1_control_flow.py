@@ -1,0 +1,137 @@
+"""GM1xx: Python control flow that depends on tensor values.
+
+Dynamo traces one path through the program; a Python ``if``/``while``/ternary/``and``
+whose condition is a tensor's *value* (not its shape) needs ``bool(tensor)``, which Dynamo
+cannot know at trace time: the graph ends there and resumes after the branch.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from rewrites.rules._util import is_raise_only, snippet
+from rewrites.rules.base import Rule
+from rewrites.tensors import LIMITS, TENSORISH
+
+_WHERE_FIX = ("Express both outcomes as tensors and select with `torch.where(cond, a, b)` when both "
+              "arms are cheap, pure and shape-compatible (several assigned names, elif chains and early "
+              "returns included); otherwise `torch.cond(pred, true_fn, false_fn, operands)` for branches "
+              "that call modules or span statements but are pure.")
+_WHERE_PRE = ("Both arms free of side effects and in-place mutation, no `raise`, every name assigned on "
+              "both paths, and the two results broadcastable to one shape and dtype.")
+_NOT_BREAKS = ("Not reported: conditions on shape and metadata (`x.shape[0] > 1`, `x.dim() == 3`, "
+               "`x.dtype == torch.float16`, `len(layers) > 2`), identity tests (`mask is None`), "
+               "attributes (`self.training`, `self.config.flag`), `isinstance`, and "
+               "`torch.jit.is_scripting()` / `torch.compiler.is_compiling()`. ")
+
+GM101 = Rule(
+    code="GM101", name="tensor-condition-if", category="control-flow",
+    summary="`if`/`elif` whose condition is a tensor value.",
+    why=("Dynamo needs a Python bool to pick a branch; the value of a tensor is unknown while tracing "
+         "(`Data-dependent branching`), so the graph breaks at the `if` and resumes in each branch."),
+    fix=_WHERE_FIX, preconditions=_WHERE_PRE, limits=_NOT_BREAKS + LIMITS, gb_ids=("GB0170", "GB0035"),
+    valid=(
+        "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x, mask=None):\n"
+        "        if x.shape[0] > 1 and x.dim() == 3:\n            x = x * 2\n"
+        "        if mask is None or self.training or self.config.flag:\n            x = x + 1\n"
+        "        if isinstance(x, torch.Tensor) and len(self.layers) > 2:\n            x = x - 1\n"
+        "        if x.dtype == torch.float16 or x.device.type == 'cuda':\n            x = x.float()\n"
+        "        if torch.jit.is_scripting() or torch.compiler.is_compiling():\n            pass\n"
+        "        return x\n",
+        "def f(n: int, items):\n    if n > 2 and items:\n        return 1\n    return 0\n",
+    ),
+    invalid=(
+        "import torch\n\ndef f(x: torch.Tensor):\n    if (x > 0).any():\n        return x\n    return -x\n",
+        "import torch\n\n@torch.compile\ndef f(h):\n    if h.abs().max() > 1e4:\n        h = h / 2\n    return h\n",
+        "def f(t):\n    if t.item() > 0:\n        return 1\n    return 0\n",
+        "import torch\n\ndef f(x: torch.Tensor):\n    if torch.isinf(x).any():\n        x = torch.nan_to_num(x)\n    return x\n",
+        "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x):\n"
+        "        s = x.sum()\n        if x.shape[0] > 1:\n            pass\n        elif s > 0:\n            x = x * 2\n        return x\n",
+        "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.proj = nn.Linear(4, 4)\n\n    def forward(self, inp):\n        y = self.proj(inp)\n"
+        "        if y.mean() > 0:\n            return y\n        return inp\n",
+    ),
+)
+
+GM102 = Rule(
+    code="GM102", name="tensor-condition-ternary", category="control-flow",
+    summary="Conditional expression `a if cond else b` on a tensor value.",
+    why="A ternary evaluates `bool(cond)` exactly like an `if`: a tensor condition breaks the graph.",
+    fix="`torch.where(cond, a, b)` (both sides evaluated, then selected element-wise).",
+    preconditions="Both sides cheap and free of side effects; results broadcastable to one shape.",
+    limits=_NOT_BREAKS + LIMITS, gb_ids=("GB0170",),
+    valid=("import torch\n\ndef f(x: torch.Tensor):\n    return x if x.shape[0] > 1 else x * 2\n",),
+    invalid=("import torch\n\ndef f(x: torch.Tensor):\n    return x if x.sum() > 0 else -x\n",),
+)
+
+GM103 = Rule(
+    code="GM103", name="tensor-bool-operator", category="control-flow",
+    summary="`and` / `or` / `not` applied to tensors outside a condition.",
+    why=("`a and b` and `not a` call `bool()` on their tensor operands to decide what to return, the "
+         "same data-dependent branch as an `if`."),
+    fix="Use element-wise logic: `torch.logical_and(a, b)`, `a & b`, `~a` / `torch.logical_not(a)`.",
+    preconditions="Operands are boolean (or 0/1) tensors of broadcastable shapes.",
+    limits=("Inside an `if`/`while`/`assert`/ternary condition the statement's own rule reports it. " + LIMITS),
+    gb_ids=("GB0170",),
+    valid=("import torch\n\ndef f(a: torch.Tensor, b: torch.Tensor):\n    return a & b, ~a\n",
+           "def f(a, b):\n    return a and not b\n"),
+    invalid=("import torch\n\ndef f(a: torch.Tensor, b: torch.Tensor):\n    return a and b\n",
+             "import torch\n\ndef f(a: torch.Tensor):\n    ok = not (a > 0).all()\n    return ok\n"),
+)
+
+GM104 = Rule(
+    code="GM104", name="tensor-condition-while", category="control-flow",
+    summary="`while` loop whose condition is a tensor value.",
+    why=("Each iteration evaluates `bool(cond)`; with a tensor condition the trip count is data-dependent, "
+         "Dynamo breaks at the loop (often skipping the whole frame: breaks inside loops are not resumable)."),
+    fix=("A fixed trip count with a `torch.where`-masked update, or `torch._higher_order_ops.while_loop` "
+         "when the body is pure."),
+    preconditions="The body is pure tensor arithmetic and a bound on the iterations is known.",
+    limits=LIMITS, gb_ids=("GB0170", "GB7000"),
+    valid=("def f(n: int):\n    while n > 0:\n        n -= 1\n    return n\n",),
+    invalid=("import torch\n\ndef f(x: torch.Tensor, tol: float):\n    err = (x - x.mean()).abs().max()\n"
+             "    while err > tol:\n        x = x * 0.5\n        err = err * 0.5\n    return x\n",),
+)
+
+RULES = (GM101, GM102, GM103, GM104)
+
+
+def _check_if(node: ast.If, ctx) -> None:
+    if ctx.is_data_dependent(node.test) and not (is_raise_only(node.body) and not node.orelse):
+        ctx.report("GM101", node.test, f"`if {snippet(node.test)}` branches on a tensor value",
+                   "torch.where(cond, a, b) or torch.cond")
+
+
+def _check_while(node: ast.While, ctx) -> None:
+    if ctx.is_data_dependent(node.test):
+        ctx.report("GM104", node.test, f"`while {snippet(node.test)}` loops on a tensor value",
+                   "fixed trip count with a torch.where-masked update")
+
+
+def _check_ifexp(node: ast.IfExp, ctx) -> None:
+    if ctx.is_data_dependent(node.test):
+        ctx.report("GM102", node.test, f"ternary on a tensor value `{snippet(node.test)}`",
+                   "torch.where(cond, a, b)")
+
+
+def _check_boolop(node: ast.BoolOp, ctx) -> None:
+    if ctx.in_test:
+        return
+    for v in node.values:
+        if ctx.kind(v) in TENSORISH:
+            op = "and" if type(node.op) is ast.And else "or"
+            ctx.report("GM103", node, f"`{op}` on a tensor `{snippet(v)}` calls bool() on it",
+                       "torch.logical_and / torch.logical_or (or & and |)")
+            return
+
+
+def _check_not(node: ast.UnaryOp, ctx) -> None:
+    if ctx.in_test or type(node.op) is not ast.Not:
+        return
+    if ctx.kind(node.operand) in TENSORISH:
+        ctx.report("GM103", node, f"`not` on a tensor `{snippet(node.operand)}` calls bool() on it",
+                   "torch.logical_not(x) or ~x")
+
+
+HOOKS = {ast.If: (_check_if,), ast.While: (_check_while,), ast.IfExp: (_check_ifexp,),
+         ast.BoolOp: (_check_boolop,), ast.UnaryOp: (_check_not,)}

@@ -1,0 +1,132 @@
+"""GM2xx: side effects Dynamo cannot put in a graph (printing, logging, warnings, I/O).
+
+A graph is a pure function of tensors; a call that writes to the outside world must run
+in Python at that point in the program, so Dynamo ends the graph before it and resumes
+after it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from rewrites.rules.base import Rule
+
+_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal",
+                          "log", "warning_once", "info_once", "warning_advice", "debug_once"})
+_LOGGER_NAME = re.compile(r"(^|_)(log|logger|logging)$", re.IGNORECASE)
+_IO_CALLS = frozenset({"sys.stdout.write", "sys.stderr.write", "sys.stdout.flush", "sys.stderr.flush",
+                       "torch.save", "torch.load", "builtins.open", "io.open", "os.system"})
+
+_DEFER = ("Keep eager behaviour byte-identical and remove the break under compilation: guard the call "
+          "with `if not torch.compiler.is_compiling():` (the message is then skipped in compiled runs), or "
+          "defer it: compute the tensor values inside the graph and emit the message after the compiled "
+          "call returns.")
+
+GM201 = Rule(
+    code="GM201", name="print-call", category="side-effect",
+    summary="`print(...)` inside a compiled region.",
+    why=("`print` writes to stdout: Dynamo cannot record it in a graph, so it breaks the graph, runs the "
+         "print eagerly and resumes after it; printing a tensor also forces its value."),
+    fix=_DEFER + " Or list `print` in `torch._dynamo.config.reorderable_logging_functions` (Dynamo then "
+                 "moves the print after the graph).",
+    preconditions="The printed values are not used afterwards; the print has no other effect.",
+    limits="Only the builtin `print` (not a local function or import named print).",
+    gb_ids=("GB0059",),
+    valid=("import torch\n\ndef f(x: torch.Tensor):\n    return x.sin()\n",
+           "from rich import print\n\ndef f(x):\n    print(x)\n"),
+    invalid=("import torch\n\ndef f(x: torch.Tensor):\n    print('x', x.shape)\n    return x\n",),
+)
+
+GM202 = Rule(
+    code="GM202", name="logging-call", category="side-effect",
+    summary="A `logging.Logger` method (`logger.info`, `logger.warning_once`, `logging.warning`) in a compiled region.",
+    why=("Logger methods are not traceable (`logging.Logger method not supported for non-export cases`): "
+         "the graph breaks at the call."),
+    fix=_DEFER + " Alternatively list the method in `torch._dynamo.config.ignore_logger_methods`.",
+    preconditions="The logged values are not used afterwards.",
+    limits=("A logger is recognised by its name (`logger`, `log`, `_logger`, `LOGGER`, `self.logger`, "
+            "`logging`): a logger stored under another name is not seen."),
+    gb_ids=("GB0291",),
+    valid=("def f(catalog):\n    catalog.info('x')\n    return catalog\n",),
+    invalid=("import logging\nlogger = logging.getLogger(__name__)\n\ndef f(x):\n    logger.warning_once('slow path')\n    return x\n",
+             "import logging\n\ndef f(x):\n    logging.info('x=%s', x)\n    return x\n"),
+)
+
+GM203 = Rule(
+    code="GM203", name="warnings-warn", category="side-effect",
+    summary="`warnings.warn(...)` inside a compiled region.",
+    why="`warnings.warn` is a skipped C-level function for Dynamo: calling it breaks the graph.",
+    fix=_DEFER, preconditions="The warning's arguments are plain Python values or are computed outside the graph.",
+    limits="`warnings.warn` and `from warnings import warn` aliases.",
+    gb_ids=("GB0007",),
+    valid=("def f(x, warn):\n    warn('x')\n    return x\n",),
+    invalid=("import warnings\n\ndef f(x):\n    warnings.warn('deprecated')\n    return x\n",
+             "from warnings import warn as w\n\ndef f(x):\n    w('deprecated')\n    return x\n"),
+)
+
+GM204 = Rule(
+    code="GM204", name="io-call", category="side-effect",
+    summary="File or stream I/O (`open`, `sys.stdout.write`, `torch.save`) inside a compiled region.",
+    why="I/O cannot be captured in a graph; Dynamo breaks at the call.",
+    fix="Move the I/O out of the compiled function (before or after the compiled call).",
+    preconditions="Advice only: moving I/O changes when it happens.",
+    limits="`open`, `sys.stdout/stderr.write/flush`, `torch.save/load`, `os.system` by name.",
+    gb_ids=("GB0007",),
+    valid=("def f(x, sink):\n    sink.write(x)\n    return x\n",),
+    invalid=("import sys\n\ndef f(x):\n    sys.stdout.write('step\\n')\n    return x\n",
+             "def f(x):\n    with open('log.txt', 'a') as fh:\n        fh.write('x')\n    return x\n"),
+)
+
+RULES = (GM201, GM202, GM203, GM204)
+
+
+def _logger_receiver(node: ast.AST) -> bool:
+    t = type(node)
+    if t is ast.Name:
+        return bool(_LOGGER_NAME.search(node.id))
+    if t is ast.Attribute:
+        return bool(_LOGGER_NAME.search(node.attr))
+    if t is ast.Call:  # logging.getLogger(__name__).info(...)
+        f = node.func
+        return type(f) is ast.Attribute and f.attr in ("getLogger", "get_logger")
+    return False
+
+
+def _check_call(node: ast.Call, ctx) -> None:
+    f = node.func
+    tf = type(f)
+    if tf is ast.Name:
+        name = f.id
+        if name == "print":
+            if "print" not in ctx.fa.imports:
+                ctx.report("GM201", node, "`print` breaks the graph", "guard with torch.compiler.is_compiling() or defer")
+            return
+        if name == "open":
+            if "open" not in ctx.fa.imports and "open" not in ctx.env:
+                ctx.report("GM204", node, "`open` (file I/O) breaks the graph", "move the I/O out of the compiled region")
+            return
+        qn = ctx.fa.imports.get(name)
+        if qn in ("warnings.warn", "warnings.warn_explicit"):
+            ctx.report("GM203", node, f"`{name}` (warnings.warn) breaks the graph", "guard or defer the warning")
+        elif qn in _IO_CALLS:
+            ctx.report("GM204", node, f"`{name}` ({qn}) is I/O and breaks the graph", "move the I/O out of the compiled region")
+        return
+    if tf is not ast.Attribute:
+        return
+    m = f.attr
+    if m in _LOG_METHODS:
+        recv = f.value
+        qn = ctx.resolve(f)
+        if qn is not None and qn.startswith("warnings."):
+            ctx.report("GM203", node, f"`{qn}` breaks the graph", "guard or defer the warning")
+        elif (qn is not None and qn.startswith("logging.")) or (qn is None and _logger_receiver(recv)):
+            ctx.report("GM202", node, f"logger call `.{m}(...)` breaks the graph", "guard with torch.compiler.is_compiling() or defer")
+        return
+    if m in ("write", "flush", "save", "load", "system"):
+        qn = ctx.resolve(f)
+        if qn in _IO_CALLS:
+            ctx.report("GM204", node, f"`{qn}` is I/O and breaks the graph", "move the I/O out of the compiled region")
+
+
+HOOKS = {ast.Call: (_check_call,)}

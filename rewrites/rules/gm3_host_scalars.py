@@ -1,0 +1,94 @@
+"""GM3xx: reading tensor data back into Python (`.item()`, `.tolist()`, `int(t)`, `.numpy()`).
+
+Under the default configuration (`capture_scalar_outputs=False`) Dynamo cannot represent a
+Python number read from a tensor: the graph ends so the value can be computed eagerly.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from rewrites.rules._util import snippet
+from rewrites.rules.base import Rule
+from rewrites.tensors import LIMITS, SCALAR_CONVERSIONS, TENSORISH
+
+_KEEP = ("Keep the value a tensor: use the 0-d tensor directly in the arithmetic or the GM1xx condition "
+         "that consumes it (`x * t` instead of `x * t.item()`).")
+
+GM301 = Rule(
+    code="GM301", name="item-call", category="host-scalar",
+    summary="`Tensor.item()` in a compiled region.",
+    why=("`.item()` returns a Python number computed from tensor data; with `capture_scalar_outputs=False` "
+         "(the default) Dynamo breaks the graph to compute it (`Unsupported Tensor.item() call`)."),
+    fix=_KEEP + " Where the scalar must be a Python value, `torch._dynamo.config.capture_scalar_outputs = True` "
+                "for that region (an unbacked SymInt/SymFloat; measure it).",
+    preconditions="The scalar only feeds tensor arithmetic or a condition the GM1xx rewrite handles.",
+    limits="Any zero-argument `.item()` call is reported, whatever the receiver.",
+    gb_ids=("GB0124",),
+    valid=("def f(d):\n    return d.items()\n",),
+    invalid=("import torch\n\ndef f(x: torch.Tensor):\n    s = x.sum().item()\n    return x * s\n",),
+)
+
+GM302 = Rule(
+    code="GM302", name="tolist-call", category="host-scalar",
+    summary="`Tensor.tolist()` in a compiled region.",
+    why="`.tolist()` materialises tensor data as Python lists: Dynamo breaks the graph to run it eagerly.",
+    fix="Keep the data in tensors; index or iterate the tensor instead, or move the conversion out of the region.",
+    preconditions="Advice only unless the list only feeds tensor construction.",
+    limits="Any zero-argument `.tolist()` call is reported.",
+    gb_ids=("GB0109",),
+    valid=("def f(x: list):\n    return list(x)\n",),
+    invalid=("import torch\n\ndef f(x: torch.Tensor):\n    sizes = x.tolist()\n    return sizes\n",),
+)
+
+GM303 = Rule(
+    code="GM303", name="python-scalar-conversion", category="host-scalar",
+    summary="`int(t)`, `float(t)`, `bool(t)` on a tensor value.",
+    why="Converting a tensor to a Python scalar reads its data, like `.item()`; the graph breaks.",
+    fix=_KEEP, preconditions="The scalar only feeds tensor arithmetic.",
+    limits="Conversions of shapes (`int(x.shape[0])`) are not reported. " + LIMITS,
+    gb_ids=("GB0124",),
+    valid=("import torch\n\ndef f(x: torch.Tensor):\n    return int(x.shape[0]) + int(x.size(1))\n",),
+    invalid=("import torch\n\ndef f(x: torch.Tensor):\n    n = int(x.sum())\n    return n\n",),
+)
+
+GM304 = Rule(
+    code="GM304", name="numpy-conversion", category="host-scalar",
+    summary="`Tensor.numpy()` in a compiled region.",
+    why=("`.numpy()` hands tensor memory to NumPy; unless `torch._dynamo.config.trace_numpy` covers the "
+         "following NumPy code, Dynamo breaks the graph (`Tensor.numpy() with trace_numpy=False`)."),
+    fix="Stay in torch (the torch equivalent of the NumPy function), or move the NumPy code out of the region.",
+    preconditions="Advice only.",
+    limits="Any `.numpy()` call is reported.",
+    gb_ids=("GB0105",),
+    valid=("import numpy\n\ndef f(x):\n    return numpy.zeros(3)\n",),
+    invalid=("import torch\n\ndef f(x: torch.Tensor):\n    return x.cpu().numpy()\n",),
+)
+
+RULES = (GM301, GM302, GM303, GM304)
+
+
+def _check_call(node: ast.Call, ctx) -> None:
+    f = node.func
+    tf = type(f)
+    if tf is ast.Attribute:
+        m = f.attr
+        if m == "item":
+            if not node.args and not node.keywords:
+                ctx.report("GM301", node, f"`{snippet(f.value, 40)}.item()` reads a tensor value into Python",
+                           "keep it a tensor")
+        elif m == "tolist":
+            if not node.args and not node.keywords:
+                ctx.report("GM302", node, f"`{snippet(f.value, 40)}.tolist()` reads tensor data into Python",
+                           "keep the data in tensors")
+        elif m == "numpy":
+            if not node.args and ctx.resolve(f) is None:
+                ctx.report("GM304", node, f"`{snippet(f.value, 40)}.numpy()` leaves torch",
+                           "stay in torch or move out of the region")
+    elif tf is ast.Name and f.id in SCALAR_CONVERSIONS and len(node.args) == 1 and f.id not in ctx.fa.imports:
+        if ctx.kind(node.args[0]) in TENSORISH:
+            ctx.report("GM303", node, f"`{f.id}({snippet(node.args[0], 40)})` reads a tensor value into Python",
+                       "keep it a tensor")
+
+
+HOOKS = {ast.Call: (_check_call,)}

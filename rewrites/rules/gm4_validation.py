@@ -1,0 +1,68 @@
+"""GM4xx: validation guards on tensor values (`assert (x >= 0).all()`, `if ...: raise`).
+
+A check on tensor data is a data-dependent branch whose failure path raises; Dynamo breaks
+the graph to evaluate it eagerly.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from rewrites.rules._util import is_raise_only, snippet
+from rewrites.rules.base import Rule
+from rewrites.tensors import LIMITS, TENSORISH
+
+_TRAP = ("Turn the check into a graph op that keeps the message: `torch._assert_async(cond, msg)` "
+         "(checked on device, asynchronously) or `torch._check(cond, lambda: msg)` for conditions on "
+         "sizes and scalars.")
+
+GM401 = Rule(
+    code="GM401", name="tensor-assert", category="validation",
+    summary="`assert` on a tensor value.",
+    why=("`assert cond` calls `bool(cond)` on a data-dependent value. Dynamo rewrites `assert <tensor>` with no "
+         "message or a constant string message into `torch._assert_async` itself (no break); with a computed "
+         "message (an f-string, a call) or a condition read into Python (`.item()`, `torch.equal`) it breaks "
+         "the graph (or fails with `Data-dependent assertion failed`)."),
+    fix=_TRAP, preconditions="The condition is a boolean tensor (or reduces to one with `.all()`).",
+    limits=("Asserts on shapes (`assert x.dim() == 3`) and tensor asserts with a constant message are not "
+            "reported. " + LIMITS),
+    gb_ids=("GB0034", "GB0170"),
+    valid=("import torch\n\ndef f(x: torch.Tensor):\n    assert x.dim() == 3, 'need 3-d'\n    return x\n",
+           "import torch\n\ndef f(x: torch.Tensor):\n    assert (x >= 0).all(), 'negative input'\n    return x.sqrt()\n"),
+    invalid=("import torch\n\ndef f(x: torch.Tensor):\n    assert (x >= 0).all(), f'negative input {x.min()}'\n    return x.sqrt()\n",
+             "import torch\n\ndef f(a: torch.Tensor, b: torch.Tensor):\n    assert torch.equal(a, b)\n    return a\n"),
+)
+
+GM402 = Rule(
+    code="GM402", name="tensor-check-raise", category="validation",
+    summary="`if <tensor condition>: raise ...` (e.g. `if not torch.equal(a, b): raise`).",
+    why="The `if` needs the tensor's value to decide whether to raise: a data-dependent branch, the graph breaks.",
+    fix=_TRAP, preconditions="The `if` body is only the `raise`, with no `else`.",
+    limits=LIMITS, gb_ids=("GB0170",),
+    valid=("import torch\n\ndef f(x: torch.Tensor):\n    if x.shape[-1] != 4:\n        raise ValueError('bad')\n    return x\n",),
+    invalid=("import torch\n\ndef f(a: torch.Tensor, b: torch.Tensor):\n    if not torch.equal(a, b):\n"
+             "        raise ValueError('mismatch')\n    return a\n",
+             "import torch\n\ndef f(x: torch.Tensor):\n    if (x < 0).any():\n        raise ValueError('negative')\n    return x\n"),
+)
+
+RULES = (GM401, GM402)
+
+
+def _check_assert(node: ast.Assert, ctx) -> None:
+    msg = node.msg
+    if msg is None or (type(msg) is ast.Constant and isinstance(msg.value, str)):
+        # Dynamo turns `assert <tensor>[, "constant"]` into torch._assert_async itself
+        if ctx.kind(node.test) in TENSORISH:
+            return
+    if ctx.is_data_dependent(node.test):
+        ctx.report("GM401", node, f"`assert {snippet(node.test)}` checks a tensor value",
+                   "torch._assert_async(cond, msg)")
+
+
+def _check_if(node: ast.If, ctx) -> None:
+    if is_raise_only(node.body) and not node.orelse and ctx.is_data_dependent(node.test):
+        ctx.report("GM402", node.test, f"`if {snippet(node.test)}: raise` checks a tensor value",
+                   "torch._assert_async(cond, msg) / torch._check")
+
+
+HOOKS = {ast.Assert: (_check_assert,), ast.If: (_check_if,)}

@@ -1,0 +1,167 @@
+"""GM5xx: operators whose output shape depends on tensor data.
+
+`nonzero`, boolean-mask indexing, `unique`, `repeat_interleave` with tensor counts and
+`masked_select` produce a tensor whose size is only known after running: by default
+(`capture_dynamic_output_shape_ops=False`) Dynamo breaks the graph at them.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from rewrites.rules._util import snippet
+from rewrites.rules.base import Rule
+from rewrites.tensors import BOOL, LIMITS, OTHER, TENSOR, TENSORISH
+
+_KNOB = ("Otherwise `torch._dynamo.config.capture_dynamic_output_shape_ops = True` keeps the op in the graph "
+         "as an unbacked size: later ops then cannot specialise on it (slower kernels, possible guard errors).")
+
+GM501 = Rule(
+    code="GM501", name="nonzero", category="dynamic-shape",
+    summary="`nonzero`, `argwhere` or one-argument `torch.where(cond)`.",
+    why="The number of true elements decides the output size (`Dynamic shape operator`): the graph breaks.",
+    fix=("Keep a fixed shape: use the mask itself (`x * mask`, `torch.where(mask, x, 0)`) instead of the "
+         "indices. " + _KNOB),
+    preconditions="Advice only: index lists cannot in general be replaced by masks.",
+    limits="Method calls `.nonzero()` / `.argwhere()` on any receiver; `torch.nonzero`, `torch.argwhere`.",
+    gb_ids=("GB0036",),
+    valid=("import torch\n\ndef f(c: torch.Tensor, a: torch.Tensor):\n    return torch.where(c, a, 0)\n",),
+    invalid=("import torch\n\ndef f(x: torch.Tensor):\n    return torch.nonzero(x > 0)\n",
+             "import torch\n\ndef f(x: torch.Tensor):\n    idx = torch.where(x > 0)\n    return idx\n",
+             "import torch\n\ndef f(x: torch.Tensor):\n    return (x > 0).nonzero()\n"),
+)
+
+GM502 = Rule(
+    code="GM502", name="boolean-mask-index", category="dynamic-shape",
+    summary="Indexing a tensor with a boolean mask (`x[mask]`).",
+    why="`x[mask]` has as many rows as `mask` has true values: a data-dependent size, the graph breaks.",
+    fix=("Mask-then-reduce (`x[mask].sum()`, `.mean()`, `.max()`) becomes masked arithmetic "
+         "(`(x * mask).sum()`, `torch.where(mask, x, -inf).max()`). " + _KNOB),
+    preconditions="The masked result is only reduced, not returned or reshaped.",
+    limits=("The index must be provably boolean (a comparison of tensors, `torch.isnan`..., `~m`, `.bool()`, a "
+            "name assigned from those or annotated `BoolTensor`) or a name ending in `mask`/`masks` (or starting `masked_`) indexing a known "
+            "tensor; assignment `x[mask] = v` is fine and not reported. "
+            + LIMITS),
+    gb_ids=("GB0036",),
+    valid=("import torch\n\ndef f(x: torch.Tensor, idx: torch.Tensor):\n    x[x < 0] = 0\n    return x[idx]\n",),
+    invalid=("import torch\n\ndef f(x: torch.Tensor):\n    mask = x > 0\n    return x[mask].sum()\n",),
+)
+
+GM503 = Rule(
+    code="GM503", name="unique", category="dynamic-shape",
+    summary="`torch.unique` / `Tensor.unique` / `unique_consecutive`.",
+    why="The number of distinct values decides the output size: the graph breaks.",
+    fix="Compute it outside the compiled region, or bound it (`torch.bincount(x, minlength=K)`). " + _KNOB,
+    preconditions="Advice only.",
+    limits="Calls named `unique`/`unique_consecutive` on tensors or through torch.",
+    gb_ids=("GB0036",),
+    valid=("import numpy as np\n\ndef f(a):\n    return np.unique(a)\n",),
+    invalid=("import torch\n\ndef f(x: torch.Tensor):\n    return torch.unique(x)\n",),
+)
+
+GM504 = Rule(
+    code="GM504", name="repeat-interleave-tensor", category="dynamic-shape",
+    summary="`repeat_interleave` with tensor repeat counts.",
+    why="Tensor-valued counts make the output length data-dependent: the graph breaks.",
+    fix="Pass `output_size=` (a Python int) when the total is known, or use integer repeats. " + _KNOB,
+    preconditions="Advice only.",
+    limits="Counts must be provably a tensor. " + LIMITS,
+    gb_ids=("GB0036",),
+    valid=("import torch\n\ndef f(x: torch.Tensor):\n    return x.repeat_interleave(2, dim=0)\n",),
+    invalid=("import torch\n\ndef f(x: torch.Tensor, counts: torch.Tensor):\n    return x.repeat_interleave(counts, dim=0)\n",),
+)
+
+GM505 = Rule(
+    code="GM505", name="masked-select", category="dynamic-shape",
+    summary="`torch.masked_select` / `Tensor.masked_select`.",
+    why="Like `x[mask]`, the output has as many elements as the mask has true values.",
+    fix="Masked arithmetic (`torch.where(mask, x, 0)`) when the result is only reduced. " + _KNOB,
+    preconditions="The selected values are only reduced.",
+    limits="Calls named `masked_select`.",
+    gb_ids=("GB0036",),
+    valid=("import torch\n\ndef f(x: torch.Tensor, m: torch.Tensor):\n    return x.masked_fill(m, 0)\n",),
+    invalid=("import torch\n\ndef f(x: torch.Tensor, m: torch.Tensor):\n    return torch.masked_select(x, m)\n",),
+)
+
+RULES = (GM501, GM502, GM503, GM504, GM505)
+
+_MASK_NAME = re.compile(r"(^|_)masks?$|^masked_", re.IGNORECASE)
+_NAMES = frozenset({"nonzero", "argwhere", "where", "unique", "unique_consecutive", "repeat_interleave",
+                    "masked_select"})
+
+
+def _check_call(node: ast.Call, ctx) -> None:
+    f = node.func
+    tf = type(f)
+    if tf is ast.Attribute:
+        m = f.attr
+    elif tf is ast.Name:
+        m = f.id
+    else:
+        return
+    if m not in _NAMES:
+        return
+    qn = ctx.resolve(f)
+    via_torch = qn is not None and qn.startswith("torch.") and qn.count(".") == 1
+    if qn is not None and not via_torch:
+        return  # numpy.unique, another module's function
+    method = qn is None and tf is ast.Attribute
+    if qn is None and not method:
+        return  # a local function named like a torch op
+    if method and ctx.kind(f.value) == OTHER and type(f.value) is ast.Name and m in ("where", "unique"):
+        return  # e.g. df.where / some_list_like.unique: no evidence of a tensor
+    if m in ("nonzero", "argwhere"):
+        ctx.report("GM501", node, f"`{m}` has a data-dependent output shape", "use the mask instead of indices")
+    elif m == "where":
+        if via_torch and len(node.args) == 1 and not node.keywords:
+            ctx.report("GM501", node, "one-argument `torch.where(cond)` is `nonzero`: data-dependent shape",
+                       "torch.where(cond, a, b)")
+    elif m in ("unique", "unique_consecutive"):
+        ctx.report("GM503", node, f"`{m}` has a data-dependent output shape", "compute outside or bound it")
+    elif m == "masked_select":
+        ctx.report("GM505", node, "`masked_select` has a data-dependent output shape", "torch.where(mask, x, 0)")
+    elif m == "repeat_interleave":
+        if any(k.arg == "output_size" for k in node.keywords):
+            return
+        counts = None
+        args = node.args if method else node.args[1:]
+        if via_torch and len(node.args) == 1:
+            counts = node.args[0]  # torch.repeat_interleave(counts)
+        elif args:
+            counts = args[0]
+        else:
+            counts = next((k.value for k in node.keywords if k.arg == "repeats"), None)
+        if counts is not None and ctx.kind(counts) in TENSORISH:
+            ctx.report("GM504", node, f"`repeat_interleave` with tensor counts `{snippet(counts, 30)}`",
+                       "pass output_size= or integer repeats")
+
+
+def _is_mask_index(e: ast.AST, ctx) -> bool:
+    k = ctx.kind(e)
+    if k == BOOL:
+        return True
+    # a tensor (or unknown) named like a mask: `x[attention_mask]`, `loss[masked_positions]`
+    return type(e) is ast.Name and k in (TENSOR, OTHER) and _MASK_NAME.search(e.id) is not None
+
+
+def _check_subscript(node: ast.Subscript, ctx) -> None:
+    if type(node.ctx) is not ast.Load:
+        return
+    idx = node.slice
+    ti = type(idx)
+    if ti is ast.Constant or ti is ast.Slice:
+        return
+    elts = idx.elts if ti is ast.Tuple else (idx,)
+    for e in elts:
+        if _is_mask_index(e, ctx):
+            base = ctx.kind(node.value)
+            # indexing by a bool tensor is data-dependent for any tensor-like base; a name
+            # heuristic needs the base to be known as a tensor
+            if base in TENSORISH or (base == OTHER and ctx.kind(e) == BOOL):
+                ctx.report("GM502", node, f"boolean-mask index `{snippet(node, 50)}` has a data-dependent shape",
+                           "masked arithmetic for mask-then-reduce")
+            return
+
+
+HOOKS = {ast.Call: (_check_call,), ast.Subscript: (_check_subscript,)}

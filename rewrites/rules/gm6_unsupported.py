@@ -1,0 +1,144 @@
+"""GM6xx: Python that Dynamo does not trace (deepcopy, generators, requires_grad mutation,
+NumPy on tensors, skipped or disabled functions)."""
+
+from __future__ import annotations
+
+import ast
+
+from rewrites.analyzer import DISABLE_NAMES
+from rewrites.rules._util import snippet
+from rewrites.rules.base import Rule
+from rewrites.tensors import LIMITS, TENSORISH
+
+GM601 = Rule(
+    code="GM601", name="deepcopy", category="unsupported-python",
+    summary="`copy.deepcopy(...)` inside a compiled region.",
+    why="Dynamo does not trace `copy.deepcopy` of tensors or modules (`copy.deepcopy()`): the graph breaks.",
+    fix="Use `t.clone()` for tensors; copy modules outside the compiled region.",
+    preconditions="Advice only (automatic only for a tensor argument: `.clone()`).",
+    limits="`copy.deepcopy` and `from copy import deepcopy` aliases.",
+    gb_ids=("GB0179", "GB4198"),
+    valid=("import torch\n\ndef f(x: torch.Tensor):\n    return x.clone()\n",),
+    invalid=("import copy\n\ndef f(x):\n    return copy.deepcopy(x)\n",
+             "from copy import deepcopy\n\ndef f(x):\n    return deepcopy(x)\n"),
+)
+
+GM602 = Rule(
+    code="GM602", name="generator", category="unsupported-python",
+    summary="A generator in a compiled region: `yield` in a compiled function, or a generator expression passed to a non-builtin callable.",
+    why=("Dynamo inlines generator expressions consumed by builtins (`tuple`, `sum`, `any`...) but breaks "
+         "on generator objects that escape to other code (`Attempt to trace generator`)."),
+    fix="Materialise the values first: pass a list comprehension (`f([g(x) for x in xs])`) instead of a generator.",
+    preconditions="The generator is finite and has no side effects.",
+    limits=("`yield` is reported only in functions that are compiled roots (a `forward` or a `torch.compile`d "
+            "function), not in generator helpers."),
+    gb_ids=("GB0003",),
+    valid=("def f(xs):\n    return sum(x * 2 for x in xs), tuple(x for x in xs), ''.join(str(x) for x in xs)\n",),
+    invalid=("def f(xs, g):\n    return g(x * 2 for x in xs)\n",
+             "import torch\n\n@torch.compile\ndef f(xs):\n    for x in xs:\n        yield x\n"),
+)
+
+GM603 = Rule(
+    code="GM603", name="requires-grad-mutation", category="unsupported-python",
+    summary="Setting `requires_grad` (`t.requires_grad = ...`, `t.requires_grad_()`) inside a compiled region.",
+    why="Autograd metadata changes cannot be recorded in the graph (`setattr() on Tensor.requires_grad`).",
+    fix="Set `requires_grad` before calling the compiled function.",
+    preconditions="Advice only.",
+    limits="Attribute assignment and the `requires_grad_` method, on any receiver.",
+    gb_ids=("GB0206", "GB0125"),
+    valid=("import torch\n\ndef f(x: torch.Tensor):\n    return x.requires_grad\n",),
+    invalid=("import torch\n\ndef f(x: torch.Tensor):\n    x.requires_grad_(True)\n    return x\n",
+             "import torch\n\ndef f(x: torch.Tensor):\n    x.requires_grad = False\n    return x\n"),
+)
+
+GM604 = Rule(
+    code="GM604", name="numpy-call-on-tensor", category="unsupported-python",
+    summary="A NumPy function called with a tensor argument.",
+    why=("NumPy calls on tensors are traced only when `torch._dynamo.config.trace_numpy` supports the "
+         "function; otherwise the graph breaks (`attempted to trace numpy function`)."),
+    fix="Use the torch equivalent (`np.exp(t)` → `torch.exp(t)`).",
+    preconditions="A torch function with the same semantics exists.",
+    limits="The argument must be provably a tensor. " + LIMITS,
+    gb_ids=("GB0293", "GB0294"),
+    valid=("import numpy as np\n\ndef f(n: int):\n    return np.arange(n)\n",),
+    invalid=("import numpy as np\nimport torch\n\ndef f(x: torch.Tensor):\n    return np.exp(x)\n",),
+)
+
+GM605 = Rule(
+    code="GM605", name="non-traceable-call", category="unsupported-python",
+    summary="A call Dynamo will not trace: `torch._dynamo.graph_break()`, `breakpoint()`, `pdb.set_trace()`, or a function marked `torch.compiler.disable`.",
+    why="Dynamo skips these functions on purpose (`Skip calling torch.compiler.disable()d function`): the graph ends at the call.",
+    fix="Remove the debugging call, or drop `disable` from the function once its body traces.",
+    preconditions="Advice only.",
+    limits="`disable`d functions are recognised by their decorator in the same file (functions and methods of the same class).",
+    gb_ids=("GB0098", "GB0025", "GB0007"),
+    valid=("import torch\n\ndef f(x: torch.Tensor):\n    return torch.relu(x)\n",),
+    invalid=("import torch\n\n@torch.compiler.disable\ndef helper(x):\n    return x\n\ndef f(x):\n    return helper(x)\n",
+             "import torch\n\ndef f(x):\n    torch._dynamo.graph_break()\n    return x\n"),
+)
+
+RULES = (GM601, GM602, GM603, GM604, GM605)
+
+_GEN_OK = frozenset({"tuple", "list", "set", "frozenset", "dict", "sum", "any", "all", "max", "min", "sorted",
+                     "enumerate", "zip", "map", "filter", "reversed", "iter", "next", "join", "extend", "update",
+                     "cat", "stack", "Size", "len", "str", "OrderedDict", "Counter", "deque"})
+_SKIPPED = frozenset({"torch._dynamo.graph_break", "pdb.set_trace", "ipdb.set_trace", "torch._dynamo.skip_frame"})
+
+
+def _check_call(node: ast.Call, ctx) -> None:
+    f = node.func
+    tf = type(f)
+    name = f.attr if tf is ast.Attribute else f.id if tf is ast.Name else None
+    if name is None:
+        if tf is ast.Call and ctx.resolve(f.func) in DISABLE_NAMES:
+            ctx.report("GM605", node, "calling a `disable`d function skips tracing", "drop disable or move the call out")
+        return
+    if name == "requires_grad_" and tf is ast.Attribute:
+        ctx.report("GM603", node, f"`{snippet(f.value, 30)}.requires_grad_()` mutates autograd state",
+                   "set requires_grad before the compiled call")
+    elif name == "deepcopy":
+        if ctx.resolve(f) == "copy.deepcopy":
+            ctx.report("GM601", node, "`copy.deepcopy` is not traceable", "t.clone() for tensors")
+    elif name == "breakpoint" and tf is ast.Name:
+        ctx.report("GM605", node, "`breakpoint()` stops tracing", "remove the debugging call")
+    elif name in ("graph_break", "set_trace", "skip_frame"):
+        qn = ctx.resolve(f)
+        if qn in _SKIPPED:
+            ctx.report("GM605", node, f"`{qn}()` ends the graph", "remove the call")
+    else:
+        disabled = ctx.fa.index.disabled
+        if disabled:
+            if tf is ast.Name and name in disabled:
+                ctx.report("GM605", node, f"`{name}` is marked torch.compiler.disable: the graph breaks at the call",
+                           "drop disable once the function traces")
+            elif tf is ast.Attribute and type(f.value) is ast.Name and f.value.id == "self" and ctx.cls is not None \
+                    and f"{ctx.cls.name}.{name}" in disabled:
+                ctx.report("GM605", node, f"`self.{name}` is marked torch.compiler.disable: the graph breaks at the call",
+                           "drop disable once the function traces")
+    if tf is ast.Attribute and type(f.value) is ast.Name:
+        root = ctx.fa.imports.get(f.value.id)
+        if root == "numpy" and any(ctx.kind(a) in TENSORISH for a in node.args):
+            ctx.report("GM604", node, f"NumPy `{f.value.id}.{name}` on a tensor", f"torch.{name}")
+    if node.args and name not in _GEN_OK and (tf is ast.Name or ctx.resolve(f) is None or not ctx.resolve(f).startswith("torch.")):
+        for a in node.args:
+            if type(a) is ast.GeneratorExp:
+                if tf is ast.Name and name in ("print",):
+                    break
+                ctx.report("GM602", a, f"generator expression passed to `{name}`", "pass a list comprehension")
+                break
+
+
+def _check_assign(node: ast.Assign, ctx) -> None:
+    for t in node.targets:
+        if type(t) is ast.Attribute and t.attr == "requires_grad":
+            ctx.report("GM603", t, f"assigning `{snippet(t, 40)}` mutates autograd state",
+                       "set requires_grad before the compiled call")
+
+
+def _check_yield(node: ast.AST, ctx) -> None:
+    ctx.report("GM602", node, "`yield` makes the compiled function a generator", "return a list or tuple",
+               needs_root=True)
+
+
+HOOKS = {ast.Call: (_check_call,), ast.Assign: (_check_assign,), ast.Yield: (_check_yield,),
+         ast.YieldFrom: (_check_yield,)}

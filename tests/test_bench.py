@@ -1,0 +1,156 @@
+"""``mend bench``: one real CPU bench of a tiny target/reference pair (shared by the tests
+below), the CUDA path where a GPU exists, and the pure parts (stats, arms, ratios)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from graphmend.bench.arms import parse_arms, resolve
+from graphmend.bench.stage import BenchOptions, failed, ratios_for
+from graphmend.bench.stats import iqr, median, ratio
+from graphmend.config import Config
+from graphmend.model import BenchRow, Report
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURE = REPO / "tests" / "fixtures" / "bench"
+SCHEMA = REPO / "reports" / "schema" / "report.schema.json"
+
+
+def _mend_bench(*args: str, out: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"  # no compile-worker pool on a 2-core box
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+    return subprocess.run([sys.executable, "-m", "graphmend", "bench", *args, "-q", "-f", "json", "-o", str(out)],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=1500)
+
+
+@pytest.fixture(scope="module")
+def cpu_bench(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench") / "report.json"
+    proc = _mend_bench(str(FIXTURE), "--runs", "3", "--warmup", "1", out=out)
+    return proc, out
+
+
+def test_cpu_bench_end_to_end(cpu_bench):
+    proc, out = cpu_bench
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads(out.read_text())
+    if SCHEMA.exists():
+        import jsonschema
+
+        jsonschema.validate(data, json.loads(SCHEMA.read_text()))
+    report = Report.from_dict(data)
+    assert report.command == "bench" and not report.errors
+    rows = {r.arm: r for r in report.bench}
+    assert set(rows) == {"eager", "original", "mended", "reference"}  # the reference is an arm, not a target
+    assert {r.target for r in report.bench} == {"mlp_pair.py::mend_target_mlp"}
+    ran = [r for r in report.bench if not r.skipped]
+    assert {"eager", "original", "reference"} <= {r.arm for r in ran}
+    for r in ran:
+        assert r.error is None, r.error
+        assert r.cold_s > 0 and r.median_ms > 0 and r.iqr_ms >= 0 and r.runs == 3
+        assert r.outputs_match is True, r.mismatch
+        assert r.peak_mem_mb is not None and r.memory == "cpu_peak_rss_delta"
+        assert r.device == "cpu" and r.mode == "default" and r.dtype == "float32"
+    # every arm its own fresh Inductor cache
+    caches = [r.cache_dir for r in ran]
+    assert all(caches) and len(set(caches)) == len(caches)
+    # compiled arms: C++/OpenMP kernels; the original breaks (logger, data-dependent if), the reference does not
+    for arm in ("original", "reference"):
+        assert rows[arm].backend.startswith("cpp") and rows[arm].kernel_count > 0
+    assert rows["eager"].backend is None and rows["eager"].graph_count is None
+    assert rows["original"].break_count >= 1 and rows["original"].graph_count >= 2
+    assert rows["reference"].break_count == 0 and rows["reference"].graph_count == 1
+    mended = rows["mended"]
+    if mended.skipped:
+        assert mended.error and mended.error.startswith("mended arm")
+    else:
+        assert mended.outputs_match is True and mended.break_count < rows["original"].break_count
+    names = {x.name: x.value for x in report.ratios}
+    assert names["original/eager"] == pytest.approx(rows["original"].median_ms / rows["eager"].median_ms)
+    assert names["reference/original"] == pytest.approx(rows["reference"].median_ms / rows["original"].median_ms)
+    assert "mended/reference" in names
+
+
+@pytest.mark.skipif(not __import__("importlib").util.find_spec("torch"), reason="torch is not installed")
+def test_cuda_path(tmp_path):
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device on this machine: the Triton path of mend bench is not exercised here")
+    out = tmp_path / "cuda.json"
+    proc = _mend_bench(f"{FIXTURE}/mlp_pair.py::mend_target_mlp", "--device", "cuda", "--dtype", "float16",
+                       "--runs", "3", "--warmup", "1", "--arms", "eager,original,reference", out=out)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = {r.arm: r for r in Report.from_json(out.read_text()).bench}
+    assert rows["original"].backend == "triton" and rows["original"].kernel_count > 0
+    assert rows["reference"].outputs_match is True and rows["eager"].memory == "cuda_max_allocated"
+
+
+def test_usage_errors_exit_2():
+    from typer.testing import CliRunner
+
+    from graphmend.cli.app import app
+
+    runner = CliRunner()
+    bad_arm = runner.invoke(app, ["bench", str(FIXTURE), "--arms", "eager,jit"])
+    assert bad_arm.exit_code == 2 and "jit" in bad_arm.output
+    missing = runner.invoke(app, ["bench", "no/such/dir"])
+    assert missing.exit_code == 2 and "no/such/dir" in missing.output
+    import torch
+
+    if not torch.cuda.is_available():
+        cuda = runner.invoke(app, ["bench", str(FIXTURE), "--device", "cuda"])
+        assert cuda.exit_code == 2 and "--device cuda" in cuda.output
+
+
+def test_resolve_pairs_reference_and_picks_one_target():
+    items, errors = resolve([str(FIXTURE)], Config(root=REPO))
+    assert not errors
+    assert [(i.spec.function, i.reference) for i in items] == [("mend_target_mlp", "mend_target_mlp_reference")]
+    items, _ = resolve([f"{FIXTURE}/mlp_pair.py::mend_target_mlp_reference"], Config(root=REPO))
+    assert [(i.spec.function, i.reference) for i in items] == [("mend_target_mlp_reference", None)]
+    items, errors = resolve([f"{FIXTURE}/mlp_pair.py::mend_target_nope"], Config(root=REPO))
+    assert not items and "mend_target_nope" in errors[0].message
+    assert parse_arms("reference, eager") == ["eager", "reference"]
+    with pytest.raises(ValueError, match="jit"):
+        parse_arms("jit")
+
+
+def test_stats_ratios_and_failure():
+    assert median([3.0, 1.0, 2.0]) == 2.0 and iqr([1.0]) == 0.0 and iqr([]) is None
+    assert iqr([1.0, 2.0, 3.0, 4.0, 5.0]) == pytest.approx(2.0)
+    assert ratio(2.0, 4.0) == 0.5 and ratio(None, 1.0) is None and ratio(1.0, 0.0) is None
+    rows = [BenchRow("t", "eager", "cpu", "default", median_ms=1.0),
+            BenchRow("t", "original", "cpu", "default", median_ms=3.0, cold_s=10.0),
+            BenchRow("t", "mended", "cpu", "default", error="mended arm skipped: no fix", skipped=True)]
+    got = {x.name: x.value for x in ratios_for("t", rows, BenchOptions())}
+    assert got["original/eager"] == 3.0 and got["mended/original"] is None and "mended/reference" not in got
+    report = Report(command="bench", bench=rows)
+    assert not failed(report)
+    rows[1].outputs_match = False
+    assert failed(report)
+
+
+def test_output_comparison_nested_and_tolerances():
+    import torch
+
+    from graphmend.bench.measure import compare, convert, to_plain, tolerance_for
+
+    a = torch.ones(3)
+    out = to_plain({"x": (a, {"n": 2}), "y": None})
+    assert compare(out, to_plain({"x": (a + 1e-6, {"n": 2}), "y": None}), *tolerance_for("float32", None)) is None
+    why = compare(out, to_plain({"x": (a + 1.0, {"n": 2}), "y": None}), *tolerance_for("float32", None))
+    assert why and "['x'][0]" in why and "max abs diff 1" in why
+    assert compare(out, to_plain({"x": (a, {"n": 3}), "y": None}), 1e-3, 1e-4)
+    assert tolerance_for("float16", None)[0] > tolerance_for("float32", None)[0]
+    assert tolerance_for("float32", {"rtol": 0.5, "atol": 0.25}) == (0.5, 0.25)
+    assert tolerance_for("float16", {"float16": {"atol": 1.0}})[1] == 1.0
+    moved = convert({"a": [torch.zeros(2, dtype=torch.float64), torch.arange(2)]}, "cpu", torch.float16)
+    assert moved["a"][0].dtype == torch.float16 and moved["a"][1].dtype == torch.int64

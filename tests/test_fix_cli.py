@@ -1,0 +1,74 @@
+"""``mend fix`` end to end on tests/fixtures/fix/project: verified fixes written
+atomically (mode kept), a shape-changing rewrite rejected by verification, out-of-tree
+nothing, a second run changes nothing. One expensive run shared by the module."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "fix" / "project"
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _mend(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "graphmend", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=900, env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+@pytest.fixture(scope="module")
+def fixed(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fixproj")
+    proj = root / "project"
+    shutil.copytree(FIXTURE, proj)
+    os.chmod(proj / "models.py", 0o640)
+    original = (proj / "models.py").read_text()
+    first = _mend("fix", "--write", "--format", "json", "--quiet", str(proj), cwd=root)
+    return proj, original, first
+
+
+def test_first_run_writes_verified_fixes(fixed):
+    proj, original, first = fixed
+    assert first.returncode == 0, first.stderr  # everything verified was written
+    report = json.loads(first.stdout)
+    by_rule = {(f["rule"], f["status"]) for f in report["fixes"]}
+    for rule in ("GM101", "GM401", "GM201", "GM502", "GM203", "GM102"):
+        assert (rule, "verified") in by_rule, report["fixes"]
+    rejected = [f for f in report["fixes"] if f["status"] == "rejected"]
+    assert len(rejected) == 1 and "shape" in rejected[0]["reason"], rejected
+    assert all(f["diff"].startswith("--- a/") for f in report["fixes"] if f["status"] == "verified")
+    targets = {t["name"].split("::")[1]: t for t in report["fix_targets"]}
+    assert targets["mend_target_chatty"]["breaks_before"] >= 2 and targets["mend_target_chatty"]["breaks_after"] == 0
+    assert targets["mend_target_gate"]["breaks_after"] < targets["mend_target_gate"]["breaks_before"]
+    assert all(t["outputs_equal"] for n, t in targets.items() if n != "mend_target_broadcast")
+    text = (proj / "models.py").read_text()
+    assert text != original
+    assert "torch.where(h.sum() > 0, h * 2, h - 1)" in text
+    assert "if x.sum() > 0:\n            y = x.sum(0)" in text  # the rejected one is untouched
+    assert "# decided on values: a graph break" in text  # comments kept
+    assert text.count("def _mend_print") == 1 and text.count("\nimport torch\n") == 1
+    assert (proj / "models.py").stat().st_mode & 0o777 == 0o640  # mode kept
+    compile(text, "models.py", "exec")
+
+
+def test_second_run_changes_nothing(fixed):
+    proj, _, _ = fixed
+    before = (proj / "models.py").read_text()
+    second = _mend("fix", "--write", str(proj), cwd=proj.parent)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.strip() == ""
+    assert (proj / "models.py").read_text() == before
+    assert "GM102" not in second.stderr and "mend_target_chatty: breaks 0 -> 0" in second.stderr
+
+
+def test_usage_errors_exit_2(tmp_path):
+    r = _mend("fix", "--rule", "XYZ", str(tmp_path), cwd=tmp_path)
+    assert r.returncode == 2 and "--rule" in r.stderr
+    r = _mend("fix", str(tmp_path / "missing"), cwd=tmp_path)
+    assert r.returncode == 2 and "does not exist" in r.stderr

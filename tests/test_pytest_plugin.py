@@ -1,0 +1,143 @@
+"""The pytest plugin (``pytest11`` entry point): the mend marker and the mend_breaks fixture.
+
+One inner pytest run (pytester, in a subprocess so its torch import and Dynamo state stay
+out of this process) covers every case; it is the expensive part, so it runs once.
+"""
+
+from __future__ import annotations
+
+import re
+
+pytest_plugins = ["pytester"]
+
+CONFTEST = '''
+import sys
+
+
+def pytest_collection_finish(session):
+    # the plugin is loaded by now (entry point) and must not have imported torch
+    print("TORCH-AT-COLLECTION", "torch" in sys.modules)
+'''
+
+# torch is imported inside the tests, not at the top, so the conftest can tell whether the
+# plugin imported it.
+INNER = '''
+import pytest
+
+
+def noisy(x):
+    y = x + 1
+    print("hello from noisy")  # the break
+    return y * 2
+
+
+def twice(x):
+    y = x + 1
+    print("one")
+    y = y * 2
+    print("two")
+    return y - 1
+
+
+def clean(x):
+    return x.relu() * 2
+
+
+@pytest.mark.mend(max_breaks=0)
+def test_prints_fails():
+    import torch
+    torch.compile(noisy, backend="eager")(torch.ones(3))
+
+
+@pytest.mark.mend(max_breaks=0)
+def test_clean_passes():
+    import torch
+    torch.compile(clean, backend="eager")(torch.ones(3))
+
+
+@pytest.mark.mend(max_breaks=1)
+def test_one_allowed():
+    import torch
+    torch.compile(noisy, backend="eager")(torch.ones(3))
+
+
+@pytest.mark.mend(max_breaks=1)
+def test_two_over_one():
+    import torch
+    torch.compile(twice, backend="eager")(torch.ones(3))
+
+
+def test_fixture_counts(mend_breaks):
+    import torch
+    torch.compile(noisy, backend="eager")(torch.ones(3))
+    assert mend_breaks.count == 1
+    (b,) = mend_breaks.breaks
+    assert b.file.endswith("test_inner.py") and b.line == LINE_NOISY
+    mend_breaks.assert_at_most(0)
+
+
+def test_unmarked_ignored():
+    import torch
+    torch.compile(noisy, backend="eager")(torch.ones(3))
+
+
+@pytest.mark.mend(max_breaks=0)
+def test_own_failure_wins():
+    import torch
+    torch.compile(noisy, backend="eager")(torch.ones(3))
+    assert False, "the test's own assertion"
+'''
+
+
+def _line(text: str, needle: str, nth: int = 0) -> int:
+    """1-based line of the nth line holding ``needle`` in the file pytester wrote."""
+    return [i for i, ln in enumerate(text.splitlines(), 1) if needle in ln][nth]
+
+
+def _outcomes(out: str) -> dict[str, str]:
+    return {m.group(2): m.group(1) for m in re.finditer(r"^(PASSED|FAILED|ERROR) test_inner\.py::(\w+)", out, re.M)}
+
+
+def _section(out: str, name: str) -> str:
+    return out.split(f"_ {name} _", 1)[1].split("\n___", 1)[0]
+
+
+def test_marker_and_fixture_in_a_real_pytest_run(pytester):
+    pytester.makeconftest(CONFTEST)
+    path = pytester.makepyfile(test_inner=INNER)
+    text = path.read_text()
+    noisy, one, two = _line(text, "hello from noisy"), _line(text, 'print("one")'), _line(text, 'print("two")')
+    path.write_text(text.replace("LINE_NOISY", str(noisy)))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:xdist", "-s", "--strict-markers",
+                                           "-rA", timeout=600)
+    out = result.stdout.str() + result.stderr.str()
+    outcome = _outcomes(out)
+
+    # loading the plugin imported no torch; --strict-markers knew the marker
+    assert "TORCH-AT-COLLECTION False" in out
+    assert "not found in `markers`" not in out and "ERROR" not in outcome.values(), out
+
+    # a compiled function that prints: the test fails, the break listed with file:line and reason
+    assert outcome["test_prints_fails"] == "FAILED", out
+    failure = _section(out, "test_prints_fails")
+    assert "1 graph break(s) in compiled calls, 0 allowed" in failure
+    assert f"test_inner.py:{noisy}" in failure and "`print`" in failure  # Dynamo's reason names it
+
+    # a clean one passes; max_breaks=1 allows one and not two
+    assert outcome["test_clean_passes"] == "PASSED"
+    assert outcome["test_one_allowed"] == "PASSED"
+    assert outcome["test_two_over_one"] == "FAILED"
+    over = _section(out, "test_two_over_one")
+    assert "2 graph break(s) in compiled calls, 1 allowed" in over
+    assert f"test_inner.py:{one}" in over and f"test_inner.py:{two}" in over
+
+    # the fixture: count and location right (its asserts passed), then assert_at_most(0) failed
+    assert outcome["test_fixture_counts"] == "FAILED"
+    fixture = _section(out, "test_fixture_counts")
+    assert "1 graph break(s) in compiled calls, 0 allowed" in fixture and "AssertionError" not in fixture
+
+    # unmarked tests are not checked; a test's own failure is the one reported
+    assert outcome["test_unmarked_ignored"] == "PASSED"
+    assert outcome["test_own_failure_wins"] == "FAILED"
+    assert "the test's own assertion" in _section(out, "test_own_failure_wins")
+    result.assert_outcomes(passed=3, failed=4)

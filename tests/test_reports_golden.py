@@ -1,0 +1,139 @@
+"""Golden files: each renderer over the fixed sample report; a changed renderer is a reviewable diff.
+
+Regenerate with ``MEND_UPDATE_GOLDEN=1 python -m pytest tests/test_reports_golden.py``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from graphmend.model import Report, summarize
+from reports import FORMATS, render
+from reports.github import escape_data, escape_property
+from reports.paths import location, rel
+from reports.text import caret
+
+HERE = Path(__file__).parent
+SAMPLE = HERE / "fixtures" / "reports" / "sample_report.json"
+GOLDEN = HERE / "golden"
+EXT = {"text": "txt", "json": "json", "md": "md", "html": "html", "sarif": "sarif", "github": "github"}
+UPDATE = os.environ.get("MEND_UPDATE_GOLDEN") == "1"
+
+
+@pytest.fixture(scope="module")
+def sample() -> Report:
+    return Report.from_json(SAMPLE.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def rendered(sample) -> dict[str, str]:
+    # SARIF's rule texts come from the rewrites catalog when present: pin the golden file to the
+    # renderer alone (catalog wiring is tested in test_reports_schema.py).
+    import reports.rules as rules
+
+    saved = rules._catalog_entry
+    rules._catalog_entry = lambda code: None
+    try:
+        return {fmt: render(sample, fmt) for fmt in FORMATS}
+    finally:
+        rules._catalog_entry = saved
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_golden(rendered, fmt):
+    path = GOLDEN / f"report.{EXT[fmt]}"
+    if UPDATE:
+        path.write_text(rendered[fmt], encoding="utf-8")
+    assert path.exists(), f"missing {path}; create it with MEND_UPDATE_GOLDEN=1"
+    assert rendered[fmt] == path.read_text(encoding="utf-8"), \
+        f"{fmt} output differs from {path}; if intended, regenerate with MEND_UPDATE_GOLDEN=1 and review the diff"
+
+
+def test_sample_is_current(sample):
+    # the fixture's summary must be what the stage would compute, and its JSON the model's own form
+    assert sample.summary == summarize(sample)
+    assert sample.to_json() + "\n" == SAMPLE.read_text(encoding="utf-8"), \
+        "the model changed: rewrite the sample with Report.from_json(...).to_json()"
+
+
+def test_outputs_hold_no_machine_paths(rendered):
+    for fmt, text in rendered.items():
+        assert str(HERE.parent) not in text, fmt
+        assert not re.search(r"\d{4}-\d\d-\d\dT\d\d:", text), f"{fmt} has a timestamp"
+
+
+def test_render_fills_missing_summary(sample):
+    bare = dataclasses.replace(sample, summary=None)
+    assert render(bare, "md") == render(sample, "md")
+    assert bare.summary is None  # the caller's report is left alone
+
+
+def test_unknown_format_is_a_value_error(sample):
+    with pytest.raises(ValueError, match="unknown --format 'pdf'"):
+        render(sample, "pdf")
+
+
+def test_paths_relative_only_under_root():
+    assert rel("/home/dev/proj/models/a.py", "/home/dev/proj") == "models/a.py"
+    assert rel("/home/dev/proj/models/a.py", "/home/dev/proj/") == "models/a.py"
+    assert rel("/home/dev/project2/a.py", "/home/dev/proj") == "/home/dev/project2/a.py"
+    assert rel("/x/a.py", "") == "/x/a.py"
+    assert location("/r/a.py", 3, "/r", col=0) == "a.py:3:1"
+    assert location(None, None, "/r") == "<unknown location>"
+
+
+def test_text_caret_sits_under_the_expression(rendered):
+    lines = rendered["text"].splitlines()
+    i = next(i for i, ln in enumerate(lines) if ln.endswith("if h.sum() > 0:"))
+    src, marks = lines[i], lines[i + 1]
+    start = src.index("h.sum()")
+    assert marks[start:] == "^" * len("h.sum() > 0")
+    assert marks[:start].strip(" |") == ""
+    assert caret("  x", None, None) == ""
+    assert caret("\tab", 1, None) == "\t^"
+
+
+def test_text_groups_breaks_by_rule_and_shows_totals(rendered):
+    text = rendered["text"]
+    assert text.index("GM101 control-flow  1 break") < text.index("GM201 side-effect  1 break") < text.index("GM900")
+    assert "models/gate.py:18:12 in GateBlock.forward  x2" in text
+    assert "frame skipped; not counted by explain()" in text
+    assert "Total: 3 targets, 1 failed, 4 graphs, 2 breaks counted by explain" in text
+    assert "\x1b[" not in text
+
+
+def test_text_colour_only_when_asked(sample):
+    assert "\x1b[" in render(sample, "text", color=True)
+
+
+def test_markdown_has_locations_and_fenced_diffs(rendered):
+    md = rendered["md"]
+    assert "| `models/gate.py::mend_target_gate` | 3 | 2 | 0 | 1 | 1.23 |  |" in md
+    assert "- `models/gate.py:18` in `GateBlock.forward` ×2" in md
+    assert "  ```diff\n  --- a/models/gate.py" in md
+    assert "&lt;condition&gt; &amp; message" in md  # no raw HTML reaches the PR comment
+
+
+def test_html_is_self_contained_and_escaped(rendered):
+    html = rendered["html"]
+    assert not re.search(r"https?://|(src|href)=|url\(|<script|<link|@import", html, re.I)
+    assert "&lt;not traceable&gt;" in html and "<not traceable>" not in html
+    assert html.count('class="graph-bar"') == 3 and html.count('class="bench-chart"') == 2
+
+
+def test_github_escaping():
+    assert escape_data("50% a\r\nb") == "50%25 a%0D%0Ab"
+    assert escape_property("a:b,c%") == "a%3Ab%2Cc%25"
+
+
+def test_github_levels(rendered):
+    lines = rendered["github"].splitlines()
+    assert "::error file=models/gate.py,line=18,col=12,endColumn=22,title=GM101::Data-dependent branching%0A" \
+        in "\n".join(lines)
+    assert any(ln.startswith("::warning file=models/guard.py,line=7,col=9") and "100%25, a:b" in ln for ln in lines)
+    assert all(ln.startswith(("::error", "::warning", "::notice")) for ln in lines)

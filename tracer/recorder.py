@@ -1,0 +1,288 @@
+"""In-process recording of what Dynamo does: graphs (through a recording backend), every
+break its ``graph_breaks`` log artifact shows, and recompiles. Imports torch.
+
+Used by the worker (one target at a time) and by ``mend run`` (a whole program).
+"""
+
+from __future__ import annotations
+
+import linecache
+import logging
+import os
+import re
+import sys
+import sysconfig
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from graphmend.model import Break, Frame, Recompile
+from tracer.classify import category_of, classify
+from tracer.messages import ParsedBreak, parse_log_record, parse_recompile
+from tracer.registry import registry_id
+
+_HERE = str(Path(__file__).resolve().parent)
+_GRAPHMEND = str(Path(__file__).resolve().parent.parent / "graphmend")
+_STDLIB = os.path.join(sysconfig.get_paths()["stdlib"], "")
+_RESUME_RE = re.compile(r"^(?:torch_dynamo_)?resume_in_(?P<name>.+?)_at_\d+$")
+
+
+def _torch_dir() -> str:
+    import torch
+
+    return str(Path(torch.__file__).resolve().parent)
+
+
+def is_user_file(path: str, torch_dir: str) -> bool:
+    if not path or path.startswith("<"):
+        return False
+    try:
+        p = str(Path(path).resolve())
+    except OSError:
+        p = path
+    if p.startswith(_STDLIB) and "site-packages" not in p and "dist-packages" not in p:
+        return False  # copy.py, logging/, warnings.py: the user line is the caller's
+    return not (p.startswith(torch_dir + os.sep) or p.startswith(_HERE + os.sep)
+                or p.startswith(_GRAPHMEND + os.sep))
+
+
+def function_name(code_name: str) -> str:
+    """``torch_dynamo_resume_in_forward_at_12`` -> ``forward``."""
+    m = _RESUME_RE.match(code_name)
+    return m.group("name") if m else code_name
+
+
+def compiled_key(co_name: str, co_filename: str) -> str:
+    """How a compiled region is named: resume functions fold into the function they resume."""
+    return f"{function_name(co_name)} ({co_filename})"
+
+
+def _compiling_code() -> Optional[types.CodeType]:
+    """The code object Dynamo is converting right now (read off the interpreter stack:
+    ``convert_frame._compile(code, ...)``; defensive across versions)."""
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code.co_filename.endswith("convert_frame.py"):
+            code = f.f_locals.get("code")
+            if isinstance(code, types.CodeType):
+                return code
+            frame = f.f_locals.get("frame")
+            code = getattr(frame, "f_code", None)
+            if isinstance(code, types.CodeType):
+                return code
+        f = f.f_back
+    return None
+
+
+@dataclass
+class _Raw:
+    parsed: ParsedBreak
+    compiled: Optional[str]
+
+
+@dataclass
+class Recording:
+    graphs: int = 0
+    ops_per_graph: list[int] = field(default_factory=list)
+    # (file, line) of each graph compiled because of a break: the breaks explain() counts
+    break_sites: list[tuple[str, int]] = field(default_factory=list)
+    raw: list[_Raw] = field(default_factory=list)
+    recompiles: list[Recompile] = field(default_factory=list)
+
+
+class _Handler(logging.Handler):
+    def __init__(self, recorder: "Recorder"):
+        super().__init__(logging.DEBUG)
+        self.recorder = recorder
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.recorder._on_record(record)
+        except Exception:  # a parsing surprise must never break the user's run
+            pass
+
+
+class Recorder:
+    """Install with ``with Recorder() as rec:``; read ``rec.recording`` / ``rec.breaks()``."""
+
+    ARTIFACTS = ("__graph_breaks", "__recompiles")
+
+    def __init__(self, own_backend: bool = True, launcher_files: tuple[str, ...] = ()) -> None:
+        # own_backend: graphs go through self.backend, so which breaks explain() counts is
+        # known; otherwise (mend run) every graph break is taken as counted.
+        self.own_backend = own_backend
+        # Frames of whatever launched the user's code (mend's console script, typer,
+        # runpy): the user stack starts after the last of them.
+        self.launcher_files = tuple(launcher_files)
+        self._enabled_artifacts: list[str] = []
+        self.recording = Recording()
+        self._handler = _Handler(self)
+        self._saved: list[tuple[logging.Logger, int, bool]] = []
+        self._torch_dir = _torch_dir()
+
+    # -- install / remove ---------------------------------------------------------------
+    def _artifact_loggers(self) -> list[logging.Logger]:
+        import torch._dynamo  # noqa: F401  (registers the artifact loggers)
+
+        names = set()
+        try:
+            from torch._logging._internal import log_registry
+
+            names.update(log_registry.get_artifact_log_qnames())
+        except Exception:
+            pass
+        names.update(n for n in list(logging.root.manager.loggerDict) if isinstance(n, str))
+        # The modules that log them, in case they are not created yet.
+        names.update({"torch._dynamo.symbolic_convert.__graph_breaks", "torch._dynamo.exc.__graph_breaks",
+                      "torch._dynamo.guards.__recompiles", "torch._dynamo.convert_frame.__recompiles"})
+        return [logging.getLogger(n) for n in sorted(names) if n.startswith("torch") and n.endswith(self.ARTIFACTS)]
+
+    def __enter__(self) -> "Recorder":
+        for log in self._artifact_loggers():
+            self._saved.append((log, log.level, log.propagate))
+            log.setLevel(logging.DEBUG)
+            if not _user_enabled(log):
+                log.propagate = False  # ours only; what the user asked TORCH_LOGS for still shows
+            log.addHandler(self._handler)
+        # Recompile reasons are only formatted when the artifact is on in torch's log state.
+        try:
+            from torch._logging._internal import log_state
+
+            for name in ("recompiles",):
+                if not log_state.is_artifact_enabled(name):
+                    log_state.enable_artifact(name)
+                    self._enabled_artifacts.append(name)
+        except Exception:
+            pass
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for log, level, propagate in self._saved:
+            log.removeHandler(self._handler)
+            log.setLevel(level)
+            log.propagate = propagate
+        self._saved.clear()
+        try:
+            from torch._logging._internal import log_state
+
+            for name in self._enabled_artifacts:
+                log_state.artifact_names.discard(name)
+        except Exception:
+            pass
+        self._enabled_artifacts.clear()
+
+    # -- the recording backend ----------------------------------------------------------
+    def backend(self, gm: Any, example_inputs: Any) -> Callable[..., Any]:
+        """Counts graphs and ops like ``torch._dynamo.explain``; compiles nothing."""
+        rec = self.recording
+        rec.graphs += 1
+        rec.ops_per_graph.append(sum(1 for n in gm.graph.nodes if n.op == "call_function"))
+        reason = getattr(gm, "compile_subgraph_reason", None)
+        if reason is not None and getattr(reason, "graph_break", False):
+            stack = getattr(reason, "user_stack", None) or []
+            if stack:
+                rec.break_sites.append((stack[-1].filename, stack[-1].lineno))
+        return gm.forward
+
+    # -- log records --------------------------------------------------------------------
+    def _on_record(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if record.name.endswith("__recompiles"):
+            r = parse_recompile(text)
+            if r:
+                self.recording.recompiles.append(Recompile(function=r["function"], reason=r["reason"],
+                                                           file=r["file"], line=r["line"]))
+            return
+        parsed = parse_log_record(text)
+        if parsed is None:
+            return
+        code = _compiling_code()
+        compiled = None
+        if code is not None:
+            compiled = compiled_key(code.co_name, code.co_filename)
+        self.recording.raw.append(_Raw(parsed, compiled))
+
+    # -- results ------------------------------------------------------------------------
+    def breaks(self) -> list[Break]:
+        """Distinct breaks, first-seen order; repeats folded into ``occurrences``."""
+        out: list[Break] = []
+        index: dict[tuple, Break] = {}
+        counted_sites = list(self.recording.break_sites)
+        for raw in self.recording.raw:
+            b = self._to_break(raw)
+            key = (b.file, b.line, b.gb_type or b.reason, b.kind)
+            if key in index:
+                index[key].occurrences += 1
+                continue
+            if raw.parsed.duplicate:
+                # a short duplicate whose full record we did not see: match on place alone
+                prior = next((x for x in out if (x.file, x.line) == (b.file, b.line)), None)
+                if prior is not None:
+                    prior.occurrences += 1
+                    continue
+            if b.kind == "graph_break" and not self.own_backend:
+                b.counted = True
+            elif b.kind == "graph_break" and (b.file, b.line) in counted_sites:
+                counted_sites.remove((b.file, b.line))
+                b.counted = True
+            else:
+                b.counted = False
+            index[key] = b
+            out.append(b)
+        return out
+
+    def _to_break(self, raw: _Raw) -> Break:
+        p = raw.parsed
+        stack = p.stack
+        if self.launcher_files:
+            cut = max((i for i, s in enumerate(stack) if _is_launcher(s.file, self.launcher_files)), default=-1)
+            stack = stack[cut + 1:]
+        user = [s for s in stack if is_user_file(s.file, self._torch_dir)]
+        inner = user[-1] if user else None
+        file = inner.file if inner else (p.file if p.file and is_user_file(p.file, self._torch_dir) else None)
+        line = inner.line if inner else (p.line if file else None)
+        function = inner.function if inner else None
+        source = inner.source_line if inner else None
+        col = None
+        following: list[str] = []
+        if file and line:
+            full = linecache.getline(file, line)
+            if full:
+                source = full.strip()
+                indent = len(full) - len(full.lstrip())
+                col = indent + (inner.caret_col if inner and inner.caret_col is not None and inner.caret_col >= 0 else 0)
+                following = [linecache.getline(file, line + k) for k in (1, 2, 3)]
+        kind = "frame_skipped" if p.frame_skipped else "graph_break"
+        rule = classify(p.gb_type, p.message, source, following, frame_skipped=p.frame_skipped)
+        return Break(
+            rule=rule, category=category_of(rule), reason=p.reason, explanation=p.explanation,
+            hints=list(p.hints), gb_type=p.gb_type, registry_id=p.registry_id or registry_id(p.gb_type),
+            file=file, line=line, col=col, source_line=source,
+            function=function_name(function) if function else None,
+            stack=[Frame(file=s.file, line=s.line, function=s.function) for s in user],
+            counted=False, kind=kind, compiled_function=raw.compiled,
+        )
+
+
+def _is_launcher(path: str, launchers: tuple[str, ...]) -> bool:
+    return any(path == l or (l.endswith(os.sep) and path.startswith(l)) for l in launchers)
+
+
+def _user_enabled(log: logging.Logger) -> bool:
+    """Whether the user asked for this artifact themselves (TORCH_LOGS / set_logs)."""
+    try:
+        from torch._logging._internal import log_state
+
+        return bool(log_state.is_artifact_enabled(getattr(log, "artifact_name", "")))
+    except Exception:
+        return False
+
+
+def frame_counters() -> dict[str, int]:
+    try:
+        from torch._dynamo.utils import counters
+
+        return dict(counters.get("frames", {}))
+    except Exception:
+        return {}
