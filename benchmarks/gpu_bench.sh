@@ -9,7 +9,11 @@
 # well under 10 minutes per set and mode, so they can be run one call at a time.
 # Needs torch with CUDA, transformers (hf set), typer + rich (the CLI) and libcst (mend fix,
 # for the mended arm). A folder of extra packages can be carried and put on the path:
-#   pip install --target .gpu-site libcst typer rich   (here), then carry .gpu-site
+#   pip install --target build/gpu-site --python-version 3.12 --only-binary=:all: \
+#       --platform manylinux2014_x86_64 typer rich libcst        (here: match the GPU box's Python)
+#   then delete from it what the box has (typing_extensions; PYTHONPATH comes before site-packages,
+#   so only packages the box lacks may be there) and carry build/gpu-site.
+# MEND_EXTRA_SITE names the folder (default .gpu-site, or build/gpu-site when that exists). Env: OUT, RUNS, WARMUP, TIMEOUT, MEND_TARGETS.
 # Without libcst the mended arm is reported as unavailable, with the reason; the others run.
 set -u
 cd "$(dirname "$0")/.."
@@ -21,6 +25,7 @@ WARMUP="${WARMUP:-10}"
 TIMEOUT="${TIMEOUT:-240}"
 mkdir -p "$OUT"
 EXTRA="${MEND_EXTRA_SITE:-$PWD/.gpu-site}"
+[ -z "${MEND_EXTRA_SITE:-}" ] && [ ! -d "$EXTRA" ] && [ -d "$PWD/build/gpu-site" ] && EXTRA="$PWD/build/gpu-site"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 [ -d "$EXTRA" ] && export PYTHONPATH="$PYTHONPATH:$EXTRA"
 
@@ -68,6 +73,8 @@ case "$SET" in all) SETS=(corpus hf) ;; *) SETS=("$SET") ;; esac
 status=0
 for set_name in "${SETS[@]}"; do
   if [ "$set_name" = corpus ]; then TARGETS=("${CORPUS_TARGETS[@]}"); else TARGETS=("${HF_TARGETS[@]}"); fi
+  # MEND_TARGETS="a.py::t b.py::u" replaces the list (a quick check, or one target per call)
+  [ -n "${MEND_TARGETS:-}" ] && read -r -a TARGETS <<< "$MEND_TARGETS"
   for mode in "${MODE_LIST[@]}"; do
     stem="$OUT/bench-$set_name-$mode-fp16"
     echo "== $set_name / $mode -> $stem.{json,md}"

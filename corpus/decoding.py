@@ -112,7 +112,8 @@ class RepetitionPenaltyStep(nn.Module):
     def forward(self, prev_tokens, state):
         logits, state = self.decoder.step(prev_tokens[:, -1], state)
         seen = torch.zeros_like(logits, dtype=torch.bool).scatter(1, prev_tokens, True)
-        if seen.any() and logits.max() > 0:
+        should_penalise = seen.any() and logits.max() > 0
+        if should_penalise:
             penalised = torch.where(logits > 0, logits / self.penalty, logits * self.penalty)
             logits = torch.where(seen, penalised, logits)
         logits = logits if state.abs().max() < 10 else logits / 2

@@ -108,24 +108,3 @@ def mend_target_hf_nllb_moe():
                           max_position_embeddings=64, expert_capacity=8)
     ids, mask = _text_batch()
     return T.NllbMoeModel(cfg).eval(), (), dict(input_ids=ids, attention_mask=mask, decoder_input_ids=ids[:, :8])
-
-
-def mend_target_hf_deberta_v2():
-    T = _transformers()
-    torch.manual_seed(0)
-    cfg = T.DebertaV2Config(vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=LAYERS, num_attention_heads=HEADS,
-                            intermediate_size=FFN, relative_attention=True, pos_att_type=["p2c", "c2p"])
-    ids, mask = _text_batch()
-    return T.DebertaV2Model(cfg).eval(), (), dict(input_ids=ids, attention_mask=mask)
-
-
-def mend_target_hf_wavlm():
-    T = _transformers()
-    torch.manual_seed(0)
-    cfg = T.WavLMConfig(hidden_size=HIDDEN, num_hidden_layers=LAYERS, num_attention_heads=HEADS, intermediate_size=FFN,
-                        conv_dim=(32, 32), conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16,
-                        num_conv_pos_embedding_groups=4, num_buckets=32, max_bucket_distance=64)
-    values = torch.randn(2, 1600)
-    mask = torch.ones(2, 1600, dtype=torch.long)
-    mask[1, 1200:] = 0  # the second utterance is padded
-    return T.WavLMModel(cfg).eval(), (), dict(input_values=values * mask, attention_mask=mask)

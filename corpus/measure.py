@@ -6,6 +6,7 @@ The manifest (``manifest.toml``) is filled from this output, never by guessing::
     python corpus/measure.py attention.py       # one file
     python corpus/measure.py --json             # machine-readable
     python corpus/measure.py --toml             # manifest skeleton (counts + break sites)
+    python corpus/measure.py --check            # differences from manifest.toml, as TOML to paste
 
 Run from anywhere; it imports corpus modules as the package ``corpus``.
 """
@@ -17,6 +18,7 @@ import contextlib
 import ast
 import importlib
 import json
+import linecache
 import sys
 import time
 import traceback
@@ -47,6 +49,20 @@ def _site(user_stack) -> tuple[str | None, int | None, str | None]:
     return None, None, None
 
 
+def _rule(reason: str, user_stack) -> str | None:
+    """The rule code the tracer's classifier gives this break (None without the tracer)."""
+    try:
+        from tracer.classify import classify
+    except ImportError:
+        return None
+    frames = list(user_stack or [])
+    if not frames:
+        return classify(None, reason)
+    fr = frames[-1]
+    following = [linecache.getline(fr.filename, fr.lineno + i).rstrip() for i in (1, 2, 3)]
+    return classify(None, reason, linecache.getline(fr.filename, fr.lineno).strip(), following)
+
+
 def measure(file: str, function: str) -> dict:
     import torch
 
@@ -75,9 +91,37 @@ def measure(file: str, function: str) -> dict:
         if key in seen:
             continue
         seen.add(key)
-        sites.append({"file": f, "line": line, "function": func, "reason": str(r.reason).splitlines()[0][:160]})
+        sites.append({"file": f, "line": line, "function": func, "reason": str(r.reason).splitlines()[0][:160],
+                      "rule": _rule(str(r.reason), getattr(r, "user_stack", None))})
     row["sites"] = sites
     return row
+
+
+def check(rows: list[dict]) -> int:
+    """Print, as a per-torch TOML table to paste, every target whose counts differ."""
+    import tomllib
+
+    import torch
+
+    key = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+    manifest = tomllib.loads((CORPUS / "manifest.toml").read_text(encoding="utf-8"))["targets"]
+    bad = 0
+    for r in rows:
+        entry = manifest.get(r["target"])
+        if entry is None:
+            print(f"# {r['target']}: not in manifest.toml")
+            bad += 1
+            continue
+        want = {**entry, **entry.get("torch", {}).get(key, {})}
+        got = (r.get("graph_count"), r.get("graph_break_count"))
+        if "error" in r or got != (want["graph_count"], want["graph_break_count"]):
+            bad += 1
+            print(f"# {r['target']}: manifest {want['graph_count']}/{want['graph_break_count']}, "
+                  f"measured {r.get('error') or '%s/%s' % got}")
+            if "error" not in r:
+                print(f'[targets."{r["target"]}".torch."{key}"]\ngraph_count = {got[0]}\ngraph_break_count = {got[1]}\n')
+    print(f"# {len(rows)} targets measured on torch {torch.__version__}, {bad} differ")
+    return 1 if bad else 0
 
 
 def main(argv=None) -> int:
@@ -85,15 +129,18 @@ def main(argv=None) -> int:
     p.add_argument("files", nargs="*", help="corpus files (default: all)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--toml", action="store_true")
+    p.add_argument("--check", action="store_true", help="compare with manifest.toml; exit 1 on a difference")
+    p.add_argument("--skip-hf", action="store_true", help="leave out hf_models.py (slow; needs transformers)")
     p.add_argument("-k", default="", help="only targets whose name contains this")
     ns = p.parse_args(argv)
-    files = ns.files or sorted(f.name for f in CORPUS.glob("*.py") if f.name not in ("measure.py", "__init__.py"))
+    skip = {"measure.py", "__init__.py"} | ({"hf_models.py"} if ns.skip_hf else set())
+    files = ns.files or sorted(f.name for f in CORPUS.glob("*.py") if f.name not in skip)
     rows = []
     for f in files:
         for fn in target_names(CORPUS / Path(f).name):
             if ns.k in fn:
                 rows.append(measure(Path(f).name, fn))
-                if not (ns.json or ns.toml):
+                if not (ns.json or ns.toml or ns.check):
                     r = rows[-1]
                     if "error" in r:
                         print(f"{r['target']}: ERROR {r['error']}")
@@ -101,6 +148,8 @@ def main(argv=None) -> int:
                     print(f"{r['target']}: graphs={r['graph_count']} breaks={r['graph_break_count']} ({r['seconds']}s)")
                     for s in r["sites"]:
                         print(f"    {s['file']}:{s['line']} in {s['function']}: {s['reason']}")
+    if ns.check:
+        return check(rows)
     if ns.json:
         import torch
         print(json.dumps({"torch": torch.__version__, "targets": rows}, indent=2))

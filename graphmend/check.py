@@ -49,7 +49,9 @@ def python_files(paths: Sequence[Path], config: Config) -> list[Path]:
                 rel = Path(p.name)
             if not (config.exclude and is_excluded(rel, config.exclude)):
                 out.append(p)
-    return out
+    # A file named twice (or inside a folder also named) is one file: its breaks count once.
+    seen: set[Path] = set()
+    return [p for p in out if not (p.resolve() in seen or seen.add(p.resolve()))]
 
 
 def run_check(files: Optional[Sequence[Path]], config: Config, baseline_path: Path, options: CheckOptions,

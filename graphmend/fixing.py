@@ -219,6 +219,16 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
     fix_targets: list[FixTarget] = []
     advance = progress("verifying", len(before)) if progress and before else None
     texts = {p: c.original for p, c in cands.items()}
+    # which target hit which lines: a target verifies the rewrites its own breaks asked for,
+    # plus the static-only ones in files it runs through
+    hit: dict[tuple[str, str], set[int]] = {}
+    hit_any: dict[str, list[set[int]]] = {}
+    for t in before:
+        for b in t.breaks:
+            if b.file and b.line:
+                hit.setdefault((t.name, _real(b.file)), set()).add(b.line)
+    for (name, f), ls in hit.items():
+        hit_any.setdefault(f, []).append(ls)
     for t, spec in zip(before, found.targets):
         files = _break_files(t) & {p for p, c in cands.items() if c.sites}
         ft = FixTarget(name=t.name, breaks_before=len(t.breaks), breaks_after=len(t.breaks))
@@ -228,11 +238,13 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
             if advance:
                 advance(t.name)
             continue
-        sites = [s for p in sorted(files) for s in cands[p].sites]
+        sites = [s for p in sorted(files) for s in cands[p].sites
+                 if s.trigger & hit.get((t.name, p), set()) or not any(s.trigger & v for v in hit_any.get(p, []))]
         if sites:
             _verify_sites(spec, t, sites, cands, texts, options, config, ft)
         else:
-            ft.outputs_equal = True
+            ft.outputs_equal = True  # nothing rewritten: the program is the original
+            ft.remaining = [f"{b.rule} {os.path.basename(b.file or '')}:{b.line}: {b.reason}" for b in t.breaks]
         fix_targets.append(ft)
         if advance:
             advance(t.name)

@@ -70,7 +70,7 @@ def _reason(text: str) -> str:
         return ""
     body = [ln for ln in lines if not ln.startswith("Encountered graph break when")] or lines
     explanation = next((ln[len("Explanation:"):].strip() for ln in body if ln.startswith("Explanation:")), "")
-    head = body[0]
+    head = body[0].rstrip(":")
     return f"{head}: {explanation}" if explanation and not head.startswith("Explanation:") else head
 
 
@@ -102,8 +102,11 @@ class BreakRecorder:
 
     # -- recording -----------------------------------------------------------------------
     def start(self) -> "BreakRecorder":
-        import torch._dynamo  # the first use pays torch's import, not pytest's start-up
-        import torch._logging  # noqa: F401  (registers the artifact loggers)
+        try:
+            import torch._dynamo  # the first use pays torch's import, not pytest's start-up
+            import torch._logging  # noqa: F401  (registers the artifact loggers)
+        except ImportError as exc:
+            pytest.fail(f"@pytest.mark.mend / mend_breaks need PyTorch, which cannot be imported: {exc}", pytrace=False)
 
         torch._dynamo.reset()
         manager = logging.Logger.manager

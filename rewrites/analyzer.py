@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Optional
+from typing import NamedTuple, Optional
 
 from rewrites.tensors import (BOOL, BOOL_METHODS, DATA_DEPENDENT, HOST, HOST_METHODS, META, META_ATTRS,
-                              META_BUILTINS, META_METHODS, MODULE, NON_TENSOR_METHODS, OTHER,
+                              META_METHODS, MODULE, NON_TENSOR_METHODS, OTHER,
                               SCALAR_CONVERSIONS, TENSOR, TENSOR_ATTRS, TENSOR_ONLY_METHODS,
                               TENSOR_PARAM_NAMES, TENSORISH, TORCH_BOOL_FUNCS, TORCH_HOST_FUNCS,
-                              TORCH_NON_TENSOR_FUNCS, TORCH_NON_TENSOR_SUBMODULES,
-                              TORCH_TENSOR_SUBMODULES)
+                              TORCH_NON_TENSOR_FUNCS, TORCH_TENSOR_SUBMODULES)
 
 COMPILE_NAMES = frozenset({"torch.compile", "torch._dynamo.optimize"})
 DISABLE_NAMES = frozenset({"torch._dynamo.disable", "torch.compiler.disable", "torch._disable_dynamo",

@@ -71,7 +71,8 @@ BOOL_METHODS = frozenset({"any", "all", "isnan", "isinf", "isfinite", "eq", "ne"
                           "logical_and", "logical_or", "logical_not", "logical_xor", "bool",
                           "isneginf", "isposinf", "signbit", "isclose", "isin", "__eq__"})
 
-# torch.<x> submodules whose calls do not return tensors (queries, context managers, config).
+# torch.<x> submodules whose calls do not return tensors (queries, context managers, config);
+# documentation: any torch.<sub>.<f> outside TORCH_TENSOR_SUBMODULES already counts as OTHER.
 TORCH_NON_TENSOR_SUBMODULES = frozenset({
     "jit", "compiler", "_dynamo", "cuda", "backends", "distributed", "utils", "fx", "onnx", "_C",
     "autograd", "testing", "_utils", "overrides", "library", "hub", "mps", "xpu", "version",

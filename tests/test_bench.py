@@ -118,6 +118,11 @@ def test_resolve_pairs_reference_and_picks_one_target():
     assert [(i.spec.function, i.reference) for i in items] == [("mend_target_mlp_reference", None)]
     items, errors = resolve([f"{FIXTURE}/mlp_pair.py::mend_target_nope"], Config(root=REPO))
     assert not items and "mend_target_nope" in errors[0].message
+    from graphmend.bench.arms import BenchItem, PatchSource
+    from graphmend.discovery import TargetSpec
+
+    patches, why = PatchSource(Config(root=REPO), 10).patches_for(BenchItem(TargetSpec("pkg.m::f", "f", module="pkg.m")))
+    assert patches is None and why.startswith("mended arm") and "pkg.m::f" in why
     assert parse_arms("reference, eager") == ["eager", "reference"]
     with pytest.raises(ValueError, match="jit"):
         parse_arms("jit")

@@ -108,6 +108,8 @@ def test_non_python_ignored_missing_file_and_bad_baseline_exit_2(project, monkey
     (project / "notes.txt").write_text("print(x)\n")
     r = mend(project, monkeypatch, "notes.txt")
     assert r.exit_code == 0 and "0 new" in r.output  # nothing to check, not the whole tree
+    twice = json.loads(mend(project, monkeypatch, "pkg/model.py", "pkg", "./pkg/model.py", "-f", "json").stdout)
+    assert len(twice["check"]["new"]) == 1  # one file named three ways is checked once
     r = mend(project, monkeypatch, "pkg/other.py", "gone.py")
     assert r.exit_code == 2 and "gone.py" in r.output
     (project / "broken.json").write_text("{not json")

@@ -53,17 +53,9 @@ def discovered():
     from graphmend.config import Config
     from graphmend.discovery import discover
 
-    found = discover([str(CORPUS)], Config(root=ROOT) if _config_takes_root() else Config())
+    found = discover([str(CORPUS)], Config(root=ROOT))
     assert not found.errors, found.errors
     return found.targets
-
-
-def _config_takes_root() -> bool:
-    import dataclasses
-
-    from graphmend.config import Config
-
-    return any(f.name == "root" for f in dataclasses.fields(Config))
 
 
 def _load(name: str):
@@ -176,3 +168,24 @@ def test_capture_matches_manifest(local, captured):
             wrong.append(f"{name}: capture {r.graph_count}/{r.graph_break_count} ({r.error}), "
                          f"manifest {want['graph_count']}/{want['graph_break_count']}")
     assert not wrong, "\n".join(wrong)
+
+
+def _tensors(out) -> list:
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)):
+        return [t for v in out for t in _tensors(v)]
+    return []
+
+
+def test_targets_are_deterministic(local):
+    """Two builds of a target (each seeds itself) give the same outputs: fix and bench rely on it."""
+    for name in local:
+        outs = []
+        for _ in range(2):
+            fn, args, kwargs = _load(name)
+            with torch.no_grad(), contextlib.redirect_stdout(io.StringIO()):
+                outs.append(_tensors(fn(*args, **kwargs)))
+        assert outs[0] and len(outs[0]) == len(outs[1]), name
+        for a, b in zip(*outs):
+            torch.testing.assert_close(a, b, rtol=0, atol=0, msg=lambda m: f"{name}: {m}")

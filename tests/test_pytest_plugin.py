@@ -141,3 +141,25 @@ def test_marker_and_fixture_in_a_real_pytest_run(pytester):
     assert outcome["test_own_failure_wins"] == "FAILED"
     assert "the test's own assertion" in _section(out, "test_own_failure_wins")
     result.assert_outcomes(passed=3, failed=4)
+
+
+def test_parse_record_reads_every_log_form_torch_writes():
+    from graphmend.pytest_plugin import parse_record
+
+    new = ("Graph break in user code at /m/net.py:8\nGraph Break Reason: Encountered graph break when attempting "
+           "to trace CALL: a function call, e.g. f(x, y):\n\nFailed to trace builtin operator\n  Explanation: Dynamo "
+           "does not know how to trace builtin operator `print`\n  Hint: avoid it\n\nUser code traceback:\n"
+           '  File "/m/net.py", line 8, in forward\n')
+    b = parse_record(new)
+    assert (b.file, b.line) == ("/m/net.py", 8)
+    assert b.reason == "Failed to trace builtin operator: Dynamo does not know how to trace builtin operator `print`"
+    dup = ("Graph break (user stack suppressed due to duplicate graph break) in user code at /m/net.py:9\n"
+           "Graph Break Reason: call_function BuiltinVariable(print) [] {}")
+    assert str(parse_record(dup)) == "/m/net.py:9: call_function BuiltinVariable(print) [] {}"
+    skip = ("Graph break: torch.compile cannot properly resume from this graph break, which results in a skip.\n"
+            "torch.compile will skip tracing the frame forward (/m/net.py line 5) and fall back to eager.\n"
+            "The graph break occurred in the following user code:\n"
+            '  File "/m/run.py", line 3, in main\n  File "/m/net.py", line 11, in forward\n')
+    b = parse_record(skip)
+    assert (b.file, b.line) == ("/m/net.py", 11) and "skip" in b.reason
+    assert parse_record("Step 1: torchdynamo start tracing forward") is None

@@ -4,15 +4,16 @@ The captures run once per session (workers in parallel); the explain reference r
 targets in one process."""
 import dataclasses
 import json
-import subprocess
-import sys
+
 from pathlib import Path
 
 import pytest
 
 from graphmend.config import Config
 from graphmend.discovery import discover
-from tracer.capture import capture_targets
+from graphmend.jobs import Job, run_jobs
+from graphmend.model import TargetResult, from_dict
+from tracer.capture import WORKER
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ROOT / "tests" / "fixtures" / "dynamic" / "models"
@@ -28,24 +29,25 @@ def _specs():
 
 @pytest.fixture(scope="session")
 def captured():
+    """Capture every target, and run explain() on it in the same worker (after the capture,
+    with torch._dynamo.reset() between): one start-up per file instead of two passes."""
     specs = _specs()
-    return specs, {r.name: r for r in capture_targets(specs, jobs=2, timeout=240)}
+    groups = {}
+    for s in specs:
+        groups.setdefault(s.file, []).append(s)
+    jobs = [Job(WORKER, {"targets": [dataclasses.asdict(s) for s in g], "explain": True}, label=g[0].file,
+                timeout=240 * len(g)) for g in groups.values()]
+    results, explained = {}, {}
+    for g, outcome in zip(groups.values(), run_jobs(jobs, parallel=2)):
+        assert outcome.result and "results" in outcome.result, outcome.error or outcome.stderr
+        for s, r, e in zip(g, outcome.result["results"], outcome.result["explain"]):
+            results[s.name] = from_dict(TargetResult, r)
+            explained[s.name] = e
+    return specs, results, explained
 
 
-@pytest.fixture(scope="session")
-def explained(tmp_path_factory, captured):
-    specs, _ = captured
-    path = tmp_path_factory.mktemp("explain") / "specs.json"
-    path.write_text(json.dumps([dataclasses.asdict(s) for s in specs]))
-    proc = subprocess.run([sys.executable, str(ROOT / "tests/fixtures/dynamic/explain_ref.py"), str(path)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=600)
-    line = [l for l in proc.stdout.splitlines() if l.startswith("EXPLAIN-JSON ")]
-    assert line, proc.stderr[-2000:]
-    return json.loads(line[-1][len("EXPLAIN-JSON "):])
-
-
-def test_counts_equal_explain(captured, explained):
-    specs, results = captured
+def test_counts_equal_explain(captured):
+    specs, results, explained = captured
     assert len(results) == len(specs) >= 5
     mismatches = []
     for name, ref in explained.items():
@@ -61,7 +63,7 @@ def test_counts_equal_explain(captured, explained):
 
 
 def test_counted_breaks_match_break_count(captured):
-    _, results = captured
+    _, results, _ = captured
     for r in results.values():
         if r.error:
             continue
@@ -70,7 +72,7 @@ def test_counted_breaks_match_break_count(captured):
 
 
 def test_small_models(captured):
-    _, res = captured
+    _, res, _ = captured
     get = lambda fn: res[f"small.py::{fn}"]
     b = get("mend_target_branch")
     assert (b.graph_count, b.graph_break_count, b.error) == (2, 1, None)

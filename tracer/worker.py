@@ -74,8 +74,32 @@ def capture_spec(spec: dict[str, Any]) -> TargetResult:
     return capture_loaded(name, file, spec["function"], loaded.fn, loaded.args, loaded.kwargs)
 
 
+def explain_counts(spec: dict[str, Any]) -> Any:
+    """``[graph_count, graph_break_count]`` from torch._dynamo.explain, or the error text
+    (the tests' reference, run in the same worker to share its start-up)."""
+    import warnings
+
+    import torch
+
+    from graphmend.targets import load_target
+
+    try:
+        t = load_target(spec)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            e = torch._dynamo.explain(t.fn)(*t.args, **t.kwargs)
+        return [e.graph_count, e.graph_break_count]
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        torch._dynamo.reset()
+
+
 def handle(payload: dict[str, Any]) -> dict[str, Any]:
-    return {"results": [to_dict(capture_spec(spec)) for spec in payload["targets"]]}
+    out = {"results": [to_dict(capture_spec(spec)) for spec in payload["targets"]]}
+    if payload.get("explain"):
+        out["explain"] = [explain_counts(spec) for spec in payload["targets"]]
+    return out
 
 
 if __name__ == "__main__":

@@ -226,13 +226,20 @@ def synchronize(device: str) -> None:
 
 
 class PeakMemory:
-    """CUDA: ``torch.cuda.max_memory_allocated`` (absolute, MiB). CPU: growth of the
-    process's peak resident set (ru_maxrss) over the measured calls, in MiB."""
+    """CUDA: ``torch.cuda.max_memory_allocated`` over the timed runs (absolute, weights
+    included, the compiler's transient allocations excluded), MiB. CPU: growth of the
+    process's peak resident set (ru_maxrss, a high-water mark that cannot be reset, so
+    compilation included) from just before the first call, MiB."""
 
     def __init__(self, device: str) -> None:
         self.device = device
         self.kind = "cuda_max_allocated" if device.startswith("cuda") else "cpu_peak_rss_delta"
         self._start = 0.0
+
+    def steady(self) -> None:
+        """Called after warm-up: on CUDA the peak restarts there."""
+        if self.device.startswith("cuda"):
+            torch.cuda.reset_peak_memory_stats()
 
     @staticmethod
     def _maxrss_mb() -> float:

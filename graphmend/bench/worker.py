@@ -108,6 +108,7 @@ def run_arm(payload: dict[str, Any]) -> dict[str, Any]:
         for _ in range(warmup):
             compiled(*args, **kwargs)
         measure.synchronize(device)
+        mem.steady()
         times = []
         for _ in range(runs):
             t0 = time.perf_counter()

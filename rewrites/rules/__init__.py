@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 from dataclasses import replace
 from types import ModuleType
 from typing import Callable, Optional
@@ -53,4 +52,4 @@ def hooks_for(codes: frozenset[str]) -> dict[type, tuple[Callable, ...]]:
     return {k: tuple(v) for k, v in hooks.items()}
 
 
-__all__ = ["RULES", "RULES_BY_CODE", "HOOKS", "Rule", "get_rule", "category_of", "hooks_for", "ast"]
+__all__ = ["RULES", "RULES_BY_CODE", "HOOKS", "Rule", "get_rule", "category_of", "hooks_for"]

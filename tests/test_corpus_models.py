@@ -1,0 +1,109 @@
+"""The real-model corpus (corpus/hf_models.py): builds offline, runs, and breaks as recorded.
+
+Each model is built once per module and explained once; its eager outputs must be finite
+and its counts must equal the manifest's ``hf = true`` entries for the installed torch.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import importlib
+import io
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+# selectable with -m "not slow"; runs by default
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "corpus"
+HF_FILE = CORPUS / "hf_models.py"
+
+
+def _targets() -> list[str]:
+    tree = ast.parse(HF_FILE.read_text(encoding="utf-8"))
+    return [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("mend_target")]
+
+
+def _module():
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    return importlib.import_module("corpus.hf_models")
+
+
+def _flat(out) -> list:
+    """Every tensor in a model output (ModelOutput, tuple, dict, nested)."""
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, dict) or hasattr(out, "to_tuple"):
+        return [t for v in (out.values() if isinstance(out, dict) else out.to_tuple()) for t in _flat(v)]
+    if isinstance(out, (tuple, list)):
+        return [t for v in out for t in _flat(v)]
+    return []
+
+
+@pytest.fixture(scope="module")
+def manifest() -> dict:
+    data = tomllib.loads((CORPUS / "manifest.toml").read_text(encoding="utf-8"))["targets"]
+    return {k: v for k, v in data.items() if v.get("hf")}
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict:
+    """name -> (eager outputs, graph_count, graph_break_count); built and explained once."""
+    pytest.importorskip("transformers", reason='the hf corpus needs transformers: pip install "graphmend[hf]"')
+    mod = _module()
+    out = {}
+    for fn_name in _targets():
+        fn, args, *rest = getattr(mod, fn_name)()
+        kwargs = rest[0] if rest else {}
+        with contextlib.redirect_stdout(io.StringIO()):
+            with torch.no_grad():
+                eager = fn(*args, **kwargs)
+            torch._dynamo.reset()  # explained as measure.py and the tracer do: grad mode on
+            ex = torch._dynamo.explain(fn)(*args, **kwargs)
+        out[f"hf_models.py::{fn_name}"] = (eager, ex.graph_count, ex.graph_break_count)
+    torch._dynamo.reset()
+    return out
+
+
+def test_at_least_eight_breaking_models_are_recorded(manifest):
+    assert set(manifest) == {f"hf_models.py::{t}" for t in _targets()}
+    breaking = [k for k, v in manifest.items() if v["graph_break_count"] > 0 and not v["clean"]]
+    assert len(breaking) >= 8, breaking
+    for name, entry in manifest.items():
+        assert entry.get("model") and entry["categories"], name
+
+
+def test_models_run_and_outputs_are_finite(runs):
+    for name, (eager, _, _) in runs.items():
+        tensors = [t for t in _flat(eager) if t.is_floating_point()]
+        assert tensors, f"{name}: no floating-point output"
+        for t in tensors:
+            assert torch.isfinite(t).all(), f"{name}: non-finite output"
+
+
+def test_counts_match_manifest(runs, manifest):
+    key = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+    wrong = []
+    for name, (_, graphs, breaks) in runs.items():
+        entry = dict(manifest[name])
+        entry.update(entry.get("torch", {}).get(key, {}))
+        if (graphs, breaks) != (entry["graph_count"], entry["graph_break_count"]):
+            wrong.append(f"{name}: explain {graphs}/{breaks}, manifest {entry['graph_count']}/{entry['graph_break_count']}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_targets_say_what_to_install_without_transformers(monkeypatch):
+    """Without transformers every hf target raises ImportError naming the extra."""
+    mod = _module()
+    monkeypatch.setitem(sys.modules, "transformers", None)  # makes `import transformers` raise ImportError
+    for fn_name in _targets():
+        with pytest.raises(ImportError, match=r'pip install "graphmend\[hf\]"'):
+            getattr(mod, fn_name)()
