@@ -42,7 +42,7 @@ CORPUS_TARGETS=(
 )
 HF_TARGETS=(
   corpus/hf_models.py::mend_target_hf_xlm
-  corpus/hf_models.py::mend_target_hf_deberta_v2
+  corpus/hf_models.py::mend_target_hf_switch_transformers
   corpus/hf_models.py::mend_target_hf_longformer
 )
 

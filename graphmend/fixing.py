@@ -58,6 +58,7 @@ class FileCandidate:
     tensor_lines: set[int]
     in_tree: bool
     import_root: Optional[str]
+    shape_lines: set[int] = field(default_factory=set)  # Dynamo: data-dependent shape here
     sites: list[SiteRecord] = field(default_factory=list)
     refusals: list = field(default_factory=list)
 
@@ -67,6 +68,9 @@ class FixRun:
     report: Report
     patches: dict[str, str]  # every verified fix applied: abs path -> new text
     candidates: dict[str, FileCandidate]
+    # per target name: the breaks left with every verified fix applied (original file:line
+    # for breaks that were there before; patched coordinates for new ones)
+    remaining: dict[str, list[Break]] = field(default_factory=dict)
 
     def in_tree_patches(self) -> dict[str, str]:
         return {p: t for p, t in self.patches.items() if self.candidates[p].in_tree}
@@ -206,8 +210,10 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
             c.lines.add(b.line)
             if b.rule in CONTROL_RULES:
                 c.tensor_lines.add(b.line)
+            if b.rule.startswith("GM50"):
+                c.shape_lines.add(b.line)
     for c in cands.values():
-        r = fix_source(c.original, c.lines, options.rules, c.tensor_lines)
+        r = fix_source(c.original, c.lines, options.rules, c.tensor_lines, c.shape_lines)
         if r.error:
             report.errors.append(_file_error(c.path, r.error))
         c.refusals = list(r.refused)
@@ -217,6 +223,7 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
 
     # 3. verify, per target
     fix_targets: list[FixTarget] = []
+    remaining: dict[str, list[Break]] = {t.name: list(t.breaks) for t in before}
     advance = progress("verifying", len(before)) if progress and before else None
     texts = {p: c.original for p, c in cands.items()}
     # which target hit which lines: a target verifies the rewrites its own breaks asked for,
@@ -241,7 +248,7 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
         sites = [s for p in sorted(files) for s in cands[p].sites
                  if s.trigger & hit.get((t.name, p), set()) or not any(s.trigger & v for v in hit_any.get(p, []))]
         if sites:
-            _verify_sites(spec, t, sites, cands, texts, options, config, ft)
+            remaining[t.name] = _verify_sites(spec, t, sites, cands, texts, options, config, ft)
         else:
             ft.outputs_equal = True  # nothing rewritten: the program is the original
             ft.remaining = [f"{b.rule} {os.path.basename(b.file or '')}:{b.line}: {b.reason}" for b in t.breaks]
@@ -263,12 +270,12 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
             else:
                 s.status = REJECTED
         if ok_lines:
-            r = fix_source(c.original, ok_lines, options.rules, c.tensor_lines)
+            r = fix_source(c.original, ok_lines, options.rules, c.tensor_lines, c.shape_lines)
             if r.changed and not r.error:
                 patches[c.path] = r.new_source
     report.fix_targets = fix_targets
     report.fixes = _fix_records(cands, findings, before, options, advice_for)
-    return FixRun(report, patches, cands)
+    return FixRun(report, patches, cands, remaining)
 
 
 def _file_error(path: str, message: str):
@@ -287,12 +294,13 @@ def _patch_for(c: FileCandidate, sites: Sequence[SiteRecord], rules) -> Optional
     lines = set().union(*(s.trigger for s in sites)) if sites else set()
     if not lines:
         return None
-    r = fix_source(c.original, lines, rules, c.tensor_lines)
+    r = fix_source(c.original, lines, rules, c.tensor_lines, c.shape_lines)
     return r.new_source if r.changed and not r.error else None
 
 
 def _verify_sites(spec, before: TargetResult, sites: list[SiteRecord], cands, texts, options: FixOptions,
-                  config: Config, ft: FixTarget) -> None:
+                  config: Config, ft: FixTarget) -> list[Break]:
+    """Verify ``sites`` for one target; fills ``ft``; returns the breaks left."""
     from graphmend.verify.run import verify_target
 
     timeout = options.timeout or config.timeout
@@ -349,6 +357,8 @@ def _verify_sites(spec, before: TargetResult, sites: list[SiteRecord], cands, te
                 final = None
         else:
             final = None
+    elif any(verdicts.values()):
+        final = None  # the one rewrite failed: nothing is applied
     for s in sites:
         why = verdicts.get(id(s))
         s.verdicts.append(why is None)
@@ -359,10 +369,13 @@ def _verify_sites(spec, before: TargetResult, sites: list[SiteRecord], cands, te
         ft.outputs_equal = True
         ft.unexercised_branches = final.unexercised
         ft.remaining = final.remaining_reasons
-    else:
-        ft.outputs_equal = None if final is None else (not final.mismatches)
-        ft.error = None if final is None else final.error
-        ft.remaining = [f"{b.rule} {os.path.basename(b.file or '')}:{b.line}: {b.reason}" for b in before.breaks]
+        return list(final.remaining_breaks)
+    # no rewrite passed: the program stays the original (its outputs trivially equal); why
+    # each rewrite failed is in its Fix record
+    ft.outputs_equal = True
+    ft.error = v.error if v.error and v.error.startswith("original run") else None
+    ft.remaining = [f"{b.rule} {os.path.basename(b.file or '')}:{b.line}: {b.reason}" for b in before.breaks]
+    return list(before.breaks)
 
 
 def _fix_records(cands: dict[str, FileCandidate], findings, before: list[TargetResult], options: FixOptions,
@@ -373,7 +386,7 @@ def _fix_records(cands: dict[str, FileCandidate], findings, before: list[TargetR
     covered: set[tuple[str, int]] = set()
     for c in cands.values():
         for s in c.sites:
-            r = fix_source(c.original, s.trigger, options.rules, c.tensor_lines)
+            r = fix_source(c.original, s.trigger, options.rules, c.tensor_lines, c.shape_lines)
             label = _label(c)
             fixes.append(Fix(file=c.path, line=s.site.line, end_line=s.site.end_line, rule=s.site.rule,
                              status=s.status, reason=s.reason or s.site.description,

@@ -226,6 +226,35 @@ class Summary:
 
 
 @dataclass
+class CorpusRow:
+    """One target of the corpus table (``mend corpus``): breaks before and after ``mend fix``."""
+
+    target: str  # "<file>::<function>"
+    before_by_category: dict[str, int] = field(default_factory=dict)
+    breaks_before: int = 0
+    breaks_after: int = 0
+    fixed: int = 0  # breaks_before - breaks_after, never below 0
+    fixable: Optional[int] = None  # manifest sites marked fixable (and reported by this torch)
+    fixable_removed: Optional[int] = None
+    outputs_equal: Optional[bool] = None
+    unexercised: list[str] = field(default_factory=list)
+    remaining: list[str] = field(default_factory=list)  # "rule file:line: why it stays"
+    error: Optional[str] = None
+    hf: bool = False
+
+
+@dataclass
+class CorpusTable:
+    root: str
+    torch_version: Optional[str] = None
+    transformers_version: Optional[str] = None
+    skipped_hf: bool = False
+    categories: list[str] = field(default_factory=list)  # column order
+    rows: list[CorpusRow] = field(default_factory=list)
+    totals: Optional[CorpusRow] = None
+
+
+@dataclass
 class Report:
     """Everything one command produced; what renderers render and JSON carries."""
 

@@ -1,8 +1,11 @@
 """The corpus manifest against what the installed torch reports.
 
-Counts are checked twice: with bare ``torch._dynamo.explain`` in this process (the
-definition of the numbers) and through ``tracer.capture.capture_targets`` (what
-``mend analyze corpus/`` reports). Capture runs once per module, with ``jobs=2``.
+Counts are checked twice: with bare ``torch._dynamo.explain`` (the definition of the
+numbers) and with the tracer's capture (what ``mend analyze corpus/`` reports). Both come
+from the session's ``corpus_capture`` (tests/conftest.py: one worker per corpus file, the
+capture then explain after ``torch._dynamo.reset()``), shared with test_tracer_capture and
+test_corpus_models. Each site's rule is checked against the tracer's and the static
+scanner's.
 """
 
 from __future__ import annotations
@@ -68,22 +71,20 @@ def _load(name: str):
 
 
 @pytest.fixture(scope="module")
-def explained(local) -> dict:
+def explained(local, corpus_capture) -> dict:
     """name -> (graph_count, graph_break_count, break lines in the target's file)."""
     out = {}
     for name in local:
-        fn, args, kwargs = _load(name)
-        torch._dynamo.reset()
-        with contextlib.redirect_stdout(io.StringIO()):
-            ex = torch._dynamo.explain(fn)(*args, **kwargs)
-        file = str(CORPUS / name.split("::")[0])
+        ref = corpus_capture.explained[name]
+        assert not isinstance(ref, str), f"{name}: explain raised {ref}"
+        graphs, breaks, stacks = ref
+        file = Path(name.split("::")[0]).name
         lines = set()
-        for r in ex.break_reasons:
-            frames = [f for f in (getattr(r, "user_stack", None) or []) if str(Path(f.filename).resolve()).startswith(str(CORPUS))]
+        for stack in stacks:
+            frames = [(f, ln) for f, ln in stack if str(Path(f).resolve()).startswith(str(CORPUS))]
             if frames:
-                lines.add((Path(frames[-1].filename).name, frames[-1].lineno))
-        out[name] = (ex.graph_count, ex.graph_break_count, {ln for f, ln in lines if f == Path(file).name})
-    torch._dynamo.reset()
+                lines.add((Path(frames[-1][0]).name, frames[-1][1]))
+        out[name] = (graphs, breaks, {ln for f, ln in lines if f == file})
     return out
 
 
@@ -153,10 +154,8 @@ def test_references_match_their_broken_sibling(local, explained):
 
 
 @pytest.fixture(scope="module")
-def captured(discovered, local):
-    capture = pytest.importorskip("tracer.capture", reason="tracer.capture (issue 2) is not importable yet")
-    specs = [t for t in discovered if t.name in local]
-    return {r.name: r for r in capture.capture_targets(specs, jobs=2, timeout=300, on_done=None)}
+def captured(local, corpus_capture):
+    return {name: corpus_capture.results[name] for name in local}
 
 
 def test_capture_matches_manifest(local, captured):
@@ -167,6 +166,41 @@ def test_capture_matches_manifest(local, captured):
         if r.error or (r.graph_count, r.graph_break_count) != (want["graph_count"], want["graph_break_count"]):
             wrong.append(f"{name}: capture {r.graph_count}/{r.graph_break_count} ({r.error}), "
                          f"manifest {want['graph_count']}/{want['graph_break_count']}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_capture_rules_match_manifest_sites(local, captured):
+    """The tracer's rule at every site Dynamo reports (before any correlation with the scan)."""
+    wrong = []
+    for name, entry in local.items():
+        file = CORPUS / name.split("::")[0]
+        for s in entry.get("sites", []):
+            if not s.get("dynamic", True):
+                continue
+            rules = {b.rule for b in captured[name].breaks if b.file and Path(b.file).resolve() == file and b.line == s["line"]}
+            if s["rule"] not in rules:
+                wrong.append(f"{name}:{s['line']}: tracer {sorted(rules)}, manifest {s['rule']}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_scan_rules_match_manifest_sites(local):
+    """The static scanner's rule at every site Dynamo breaks on (a ``dynamic = false`` site
+    may be one the scanner rightly leaves out: Dynamo traces it)."""
+    from rewrites.scan import scan_source
+
+    found: dict[str, dict[int, set]] = {}
+    wrong = []
+    for name, entry in local.items():
+        file = name.split("::")[0]
+        if file not in found:
+            res = scan_source((CORPUS / file).read_text(encoding="utf-8"), path=str(CORPUS / file), module=f"corpus.{Path(file).stem}")
+            assert res.error is None, (file, res.error)
+            found[file] = {}
+            for f, _key, _root in res.findings:
+                found[file].setdefault(f.line, set()).add(f.rule)
+        for s in entry.get("sites", []):
+            if s.get("dynamic", True) and s["rule"] not in found[file].get(s["line"], set()):
+                wrong.append(f"{name}:{s['line']}: scanner {sorted(found[file].get(s['line'], set()))}, manifest {s['rule']}")
     assert not wrong, "\n".join(wrong)
 
 

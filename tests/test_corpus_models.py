@@ -1,7 +1,9 @@
 """The real-model corpus (corpus/hf_models.py): builds offline, runs, and breaks as recorded.
 
-Each model is built once per module and explained once; its eager outputs must be finite
-and its counts must equal the manifest's ``hf = true`` entries for the installed torch.
+Each model is built and run eagerly once per module; its outputs must be finite. Its
+``torch._dynamo.explain`` counts come from the session's ``corpus_capture`` (tests/conftest.py,
+shared with test_tracer_capture and test_corpus_manifest) and must equal the manifest's
+``hf = true`` entries for the installed torch.
 """
 
 from __future__ import annotations
@@ -55,21 +57,21 @@ def manifest() -> dict:
 
 
 @pytest.fixture(scope="module")
-def runs() -> dict:
-    """name -> (eager outputs, graph_count, graph_break_count); built and explained once."""
+def runs(corpus_capture) -> dict:
+    """name -> (eager outputs, graph_count, graph_break_count)."""
     pytest.importorskip("transformers", reason='the hf corpus needs transformers: pip install "graphmend[hf]"')
     mod = _module()
     out = {}
     for fn_name in _targets():
+        name = f"hf_models.py::{fn_name}"
         fn, args, *rest = getattr(mod, fn_name)()
         kwargs = rest[0] if rest else {}
-        with contextlib.redirect_stdout(io.StringIO()):
-            with torch.no_grad():
-                eager = fn(*args, **kwargs)
-            torch._dynamo.reset()  # explained as measure.py and the tracer do: grad mode on
-            ex = torch._dynamo.explain(fn)(*args, **kwargs)
-        out[f"hf_models.py::{fn_name}"] = (eager, ex.graph_count, ex.graph_break_count)
-    torch._dynamo.reset()
+        with contextlib.redirect_stdout(io.StringIO()), torch.no_grad():
+            eager = fn(*args, **kwargs)
+        # explained as measure.py and the tracer do: grad mode on, after torch._dynamo.reset()
+        ref = corpus_capture.explained[name]
+        assert not isinstance(ref, str), f"{name}: explain raised {ref}"
+        out[name] = (eager, ref[0], ref[1])
     return out
 
 

@@ -72,3 +72,34 @@ def test_fixed_case_same_values(family, i, before, after):
             continue
         got = fb(*args)
         torch.testing.assert_close(got, want, equal_nan=True)
+
+
+def test_mask_name_rewritten_only_where_dynamo_saw_a_dynamic_shape():
+    from rewrites.fixes import gm5_masks
+
+    for before, after, lines in gm5_masks.FIXED_WITH_LINES:
+        assert not fix_source(before).changed  # statically, `m` could be an index tensor
+        r = fix_source(before, lines=lines, shape_lines=lines)
+        assert r.new_source == after and [s.rule for s in r.applied] == ["GM502"]
+
+
+def test_size_list_assert_split_per_dimension_where_dynamo_broke():
+    from rewrites.fixes import gm4_guards
+
+    for before, after, lines in gm4_guards.FIXED_WITH_LINES:
+        r = fix_source(before, lines=lines)
+        assert r.new_source == after
+        ns_a, ns_b = {}, {}
+        exec(before, ns_a)
+        exec(after, ns_b)
+        import torch
+
+        for shape, n in (((3, 4), 3), ((3, 4), 2), ((3,), 3), ((3, 4, 1), 3)):
+            x = torch.zeros(shape)
+            outcomes = []
+            for ns in (ns_a, ns_b):
+                try:
+                    outcomes.append(ns["f"](x, n).shape)
+                except AssertionError as exc:
+                    outcomes.append(str(exc))
+            assert outcomes[0] == outcomes[1]

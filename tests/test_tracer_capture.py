@@ -1,49 +1,18 @@
 """Capture against torch._dynamo.explain, on every corpus target and the tracer's fixtures.
 
-The captures run once per session (workers in parallel); the explain reference runs all
-targets in one process."""
-import dataclasses
-import json
-
+The captures and the explain reference come from the session's ``corpus_capture``
+(tests/conftest.py): one worker per file, explain run in the same worker after the capture."""
 from pathlib import Path
 
 import pytest
 
-from graphmend.config import Config
-from graphmend.discovery import discover
-from graphmend.jobs import Job, run_jobs
-from graphmend.model import TargetResult, from_dict
-from tracer.capture import WORKER
-
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ROOT / "tests" / "fixtures" / "dynamic" / "models"
-CORPUS = ROOT / "corpus"
 
 
-def _specs():
-    specs = discover([str(SMALL)], Config()).targets
-    if CORPUS.is_dir():
-        specs += discover([str(CORPUS)], Config()).targets
-    return specs
-
-
-@pytest.fixture(scope="session")
-def captured():
-    """Capture every target, and run explain() on it in the same worker (after the capture,
-    with torch._dynamo.reset() between): one start-up per file instead of two passes."""
-    specs = _specs()
-    groups = {}
-    for s in specs:
-        groups.setdefault(s.file, []).append(s)
-    jobs = [Job(WORKER, {"targets": [dataclasses.asdict(s) for s in g], "explain": True}, label=g[0].file,
-                timeout=240 * len(g)) for g in groups.values()]
-    results, explained = {}, {}
-    for g, outcome in zip(groups.values(), run_jobs(jobs, parallel=2)):
-        assert outcome.result and "results" in outcome.result, outcome.error or outcome.stderr
-        for s, r, e in zip(g, outcome.result["results"], outcome.result["explain"]):
-            results[s.name] = from_dict(TargetResult, r)
-            explained[s.name] = e
-    return specs, results, explained
+@pytest.fixture(scope="module")
+def captured(corpus_capture):
+    return corpus_capture.specs, corpus_capture.results, corpus_capture.explained
 
 
 def test_counts_equal_explain(captured):
@@ -55,10 +24,10 @@ def test_counts_equal_explain(captured):
         if isinstance(ref, str):  # explain itself failed: so must the capture
             assert r.error, name
             continue
-        graphs, breaks = ref
+        graphs, breaks = ref[0], ref[1]
         # explain reports graph_count - 1, i.e. -1 for a target that compiled nothing
         if (r.graph_count, r.graph_break_count) != (graphs, max(breaks, 0)):
-            mismatches.append((name, (r.graph_count, r.graph_break_count), ref))
+            mismatches.append((name, (r.graph_count, r.graph_break_count), ref[:2]))
     assert not mismatches
 
 

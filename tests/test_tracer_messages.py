@@ -62,3 +62,50 @@ def test_recompile():
 def test_source_line_decides(src, following, rule):
     gb = "Unsupported Tensor.item() call with capture_scalar_outputs=False" if rule == "GM303" else "Data-dependent branching"
     assert classify(gb, gb, src, following) == rule
+
+
+_NONZERO = ("Dynamic shape operator\n  Explanation: Operator `aten.nonzero.default`'s output shape depends on "
+            "input Tensor data.\n  Developer debug context: aten.nonzero.default")
+_EQUAL = ("Data dependent operator\n  Explanation: Operator `aten.equal.default` has a non-Tensor output whose "
+          "value is dependent on the data of Tensor inputs.\n  Developer debug context: aten.equal.default")
+
+
+@pytest.mark.parametrize("src,rule", [
+    ("mean = x[mask].mean()", "GM502"), ("x[mask] = 0", "GM502"),
+    ("y = (a * b)[keep].sum()", "GM502"), ("idx = mask.nonzero()", "GM501"),
+    ("idx = torch.nonzero(mask)", "GM501"), ("rows = torch.argwhere(m)", "GM501"),
+    ("(rows,) = torch.where(m > 0)", "GM501"), ("y = x[torch.where(m)[0]]", "GM501"),
+    ("y = torch.where(m, x, 0)[m]", "GM502"), ("y = f(x)", "GM501"),
+])
+def test_nonzero_op_is_told_apart_by_the_source_line(src, rule):
+    """A boolean-mask index runs aten.nonzero as well: Dynamo's text is the same."""
+    assert classify("Dynamic shape operator", _NONZERO, src) == rule
+
+
+def test_shape_op_named_by_dynamo_wins_over_a_subscript():
+    msg = _NONZERO.replace("nonzero", "unique")
+    assert classify("Dynamic shape operator", msg, "seen = torch.unique(labels[0, keep])") == "GM503"
+    msg = _NONZERO.replace("nonzero", "masked_select")
+    assert classify("Dynamic shape operator", msg, "k = torch.masked_select(s, m[0])") == "GM505"
+
+
+@pytest.mark.parametrize("src,following,rule", [
+    ("if not torch.equal(a, b):", ["    raise ValueError('x')"], "GM402"),
+    ("if torch.equal(a, b):", ["    # same", "    x = x + 1"], "GM101"),
+    ("assert torch.equal(a, a.bool().to(a.dtype))", [], "GM401"),
+    ("while not torch.equal(a, b):", ["    a = a + 1"], "GM104"),
+    ("same = torch.equal(a, b)", [], "GM900"),  # not a condition: left to the static finding
+])
+def test_data_dependent_operator_in_a_condition(src, following, rule):
+    assert classify("Data dependent operator", _EQUAL, src, following) == rule
+
+
+@pytest.mark.parametrize("src,message,rule", [
+    ("k = torch.masked_select(s, m[0])", "Dynamic shape operator", "GM505"),
+    ("r = x.repeat_interleave(counts)", "Dynamic shape operator", "GM504"),
+    ("", _NONZERO.replace("Dynamic shape", "Encountered graph break when attempting to trace BINARY_SUBSCR: "
+                          "a binary subscript, e.g. x[attr]:\n\nDynamic shape"), "GM502"),
+    ("", _NONZERO, "GM501"),
+])
+def test_shape_rule_without_an_op_name_or_a_source_line(src, message, rule):
+    assert classify("Dynamic shape operator", message, src) == rule

@@ -56,6 +56,8 @@ _TEXT_RULES: Sequence[tuple[re.Pattern[str], str]] = [
 ]
 _DYNAMIC_SHAPE = re.compile(r"dynamic[ _-]shape operator|output shape depends on|data-dependent output shape|"
                             r"DynamicOutputShapeException", re.I)
+# Operators Dynamo names in its text (the developer context: ``aten.nonzero.default``), in
+# the order they are tried on the source line when the text names none.
 _SHAPE_OPS: Sequence[tuple[re.Pattern[str], str]] = [
     (re.compile(r"masked_select"), "GM505"),
     (re.compile(r"repeat_interleave"), "GM504"),
@@ -63,6 +65,51 @@ _SHAPE_OPS: Sequence[tuple[re.Pattern[str], str]] = [
     (re.compile(r"nonzero|argwhere"), "GM501"),
     (re.compile(r"aten\.index\b|index\.Tensor|aten\.index_put"), "GM502"),
 ]
+_NONZERO_CALL = re.compile(r"\.nonzero\(|\bnonzero\(|\bargwhere\(")
+_WHERE_CALL = re.compile(r"\bwhere\(")
+# ``x[...]``, ``f(x)[...]``, ``t[...][...]``: a subscript (a mask index runs aten.nonzero)
+_SUBSCRIPT = re.compile(r"[\w)\]]\s*\[")
+_SUBSCR_OPCODE = re.compile(r"\b(BINARY_SUBSCR|STORE_SUBSCR)\b|a binary subscript|subscript", re.I)
+# Data-dependent operators whose non-Tensor result (``torch.equal``'s bool) feeds Python:
+# the break is the condition's, not a value read (those are ``_local_scalar_dense``).
+_DATA_DEPENDENT_OP = re.compile(r"Data dependent operator|non-Tensor output whose value is dependent", re.I)
+_SCALAR_READ_SRC = re.compile(r"\.item\(|\.tolist\(|\.numpy\(|(?<![\w.])(int|float|bool)\(")
+_CONDITION_SRC = re.compile(r"^(if|elif|while|assert)\b|\bif\b.+\belse\b")
+
+
+def _one_arg_where(src: str) -> bool:
+    """``torch.where(cond)`` (one argument: the nonzero form), not ``where(c, a, b)``."""
+    for m in _WHERE_CALL.finditer(src):
+        depth, i = 1, m.end()
+        while i < len(src) and depth:
+            ch = src[i]
+            if ch in "([{":
+                depth += 1
+            elif ch in ")]}":
+                depth -= 1
+            elif ch == "," and depth == 1:
+                break
+            i += 1
+        if depth == 0:
+            return True
+    return False
+
+
+def _shape_rule(message: str, src: str) -> str:
+    """A dynamic-shape break. Dynamo names the aten op, but a boolean-mask index ``x[mask]``
+    runs ``aten.nonzero`` too: the source line tells it from a ``nonzero`` call."""
+    named = next((rule for rx, rule in _SHAPE_OPS if rx.search(message)), None)
+    if named in ("GM505", "GM504", "GM503"):
+        return named
+    if named is None:  # a wording that names no op: the calls on the line may
+        for rx, rule in _SHAPE_OPS[:3]:
+            if rx.search(src):
+                return rule
+    if _NONZERO_CALL.search(src) or _one_arg_where(src):
+        return "GM501"
+    if _SUBSCRIPT.search(src) or (not src and _SUBSCR_OPCODE.search(message)):
+        return "GM502"
+    return named or "GM501"
 
 
 def _branch_rule(source_line: str, following: Sequence[str]) -> str:
@@ -97,10 +144,11 @@ def classify(gb_type: Optional[str], message: str, source_line: Optional[str] = 
             re.search(r"data[- ]dependent (branching|jump)|generic_jump", first, re.I):
         return _branch_rule(src, following_lines)
     if _DYNAMIC_SHAPE.search(gb) or _DYNAMIC_SHAPE.search(message):
-        for rx, rule in _SHAPE_OPS:
-            if rx.search(message) or rx.search(src):
-                return rule
-        return "GM502" if "[" in src else "GM501"
+        return _shape_rule(message, src)
+    if (_DATA_DEPENDENT_OP.search(gb) or _DATA_DEPENDENT_OP.search(first)) and \
+            "_local_scalar_dense" not in message and not _SCALAR_READ_SRC.search(src) and \
+            _CONDITION_SRC.search(src.strip()):
+        return _branch_rule(src, following_lines)
     rule = _BY_GB_TYPE.get(gb)
     if rule is None:
         for rx, r in _TEXT_RULES:

@@ -75,8 +75,9 @@ def capture_spec(spec: dict[str, Any]) -> TargetResult:
 
 
 def explain_counts(spec: dict[str, Any]) -> Any:
-    """``[graph_count, graph_break_count]`` from torch._dynamo.explain, or the error text
-    (the tests' reference, run in the same worker to share its start-up)."""
+    """``[graph_count, graph_break_count, stacks]`` from torch._dynamo.explain, or the error
+    text: the tests' reference, run in the same worker to share its start-up. ``stacks`` holds
+    each break reason's user stack as ``[file, line]`` pairs, innermost last."""
     import warnings
 
     import torch
@@ -88,7 +89,9 @@ def explain_counts(spec: dict[str, Any]) -> Any:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             e = torch._dynamo.explain(t.fn)(*t.args, **t.kwargs)
-        return [e.graph_count, e.graph_break_count]
+        stacks = [[[str(getattr(f, "filename", "")), getattr(f, "lineno", None)]
+                   for f in (getattr(r, "user_stack", None) or [])] for r in (getattr(e, "break_reasons", None) or [])]
+        return [e.graph_count, e.graph_break_count, stacks]
     except Exception as exc:
         return f"{type(exc).__name__}: {exc}"
     finally:

@@ -54,6 +54,8 @@ def _register() -> None:
     app.command("bench")(bench.bench)
     from graphmend.cli import fix
     app.command("fix")(fix.fix)
+    from graphmend.cli import corpus
+    app.command("corpus")(corpus.corpus)
 
 
 _register()

@@ -25,6 +25,8 @@ class Verdict:
     unexercised: list[str] = field(default_factory=list)
     remaining_reasons: list[str] = field(default_factory=list)
     after: Optional[TargetResult] = None
+    # the breaks left, in ORIGINAL coordinates (before-breaks still there) plus new ones
+    remaining_breaks: list = field(default_factory=list)
 
 
 def verify_target(spec: Any, patches: dict[str, str], conditions: dict[str, list], before: TargetResult,
@@ -69,6 +71,8 @@ def verify_target(spec: Any, patches: dict[str, str], conditions: dict[str, list
         v.key_lines.setdefault(k, []).append(b.line)
         if k in after_keys:
             v.remaining_keys.append(k)
+            v.remaining_breaks.append(b)
+    v.remaining_breaks += [b for k, b in after_keys.items() if k not in before_keys]
     v.remaining_reasons = [f"{b.rule} {os.path.basename(b.file or '')}:{b.line}: {b.reason}" for b in after.breaks]
     return v
 

@@ -37,8 +37,10 @@ class FixResult:
 
 
 def fix_source(source: str, lines: Optional[Iterable[int]] = None, rules: Sequence[str] = (),
-               tensor_lines: Iterable[int] = ()) -> FixResult:
-    """Rewrite ``source``; ``lines`` limits the rewrites to statements covering those lines."""
+               tensor_lines: Iterable[int] = (), shape_lines: Iterable[int] = ()) -> FixResult:
+    """Rewrite ``source``; ``lines`` limits the rewrites to statements covering those lines.
+    ``tensor_lines``: Dynamo said a tensor decided a branch there; ``shape_lines``: Dynamo
+    said an op's output shape depended on data there (a boolean-mask index)."""
     import libcst as cst
 
     from rewrites.fixes.base import Analysis, Context, apply_edits
@@ -48,7 +50,7 @@ def fix_source(source: str, lines: Optional[Iterable[int]] = None, rules: Sequen
     except cst.ParserSyntaxError as exc:
         return FixResult(source, source, error=f"syntax error at line {exc.raw_line}: {exc.message}")
     ctx = Context(lines=set(lines) if lines is not None else None, rules=tuple(rules),
-                  tensor_lines=set(tensor_lines))
+                  tensor_lines=set(tensor_lines), shape_lines=set(shape_lines))
     edits, refused = [], []
     claimed: list[tuple[int, int]] = []
     for mod in family_modules():

@@ -68,6 +68,8 @@ class Context:
     # lines where Dynamo itself said "a tensor decided a branch": the condition is a tensor
     # even where the source alone cannot tell
     tensor_lines: set[int] = field(default_factory=set)
+    # lines where Dynamo said "dynamic shape operator": an index there is a boolean mask
+    shape_lines: set[int] = field(default_factory=set)
 
     def wants(self, code: str) -> bool:
         return not self.rules or any(code.startswith(r) for r in self.rules)
@@ -300,8 +302,11 @@ class _StripItem(cst.CSTTransformer):
         if isinstance(f, cst.Attribute) and f.attr.value == "item" and not updated_node.args:
             return f.value
         fn = full_name(f)
-        if fn in ("float", "int", "bool") and len(updated_node.args) == 1 and tensorish(updated_node.args[0].value):
+        if fn in ("float", "bool") and len(updated_node.args) == 1 and tensorish(updated_node.args[0].value):
             return updated_node.args[0].value
+        if fn == "int" and len(updated_node.args) == 1 and tensorish(updated_node.args[0].value):
+            # int() truncates toward zero, as a cast to int64 does
+            return cst.Call(func=cst.Attribute(value=paren(updated_node.args[0].value), attr=cst.Name("long")), args=[])
         return updated_node
 
 

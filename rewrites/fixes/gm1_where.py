@@ -17,7 +17,7 @@ Temporaries an arm binds and nothing reads afterwards are inlined into the value
 Refused (with the reason): an arm with side effects (print, logging, I/O, ``x.add_``,
 ``x[...] =``, ``obj.attr =``, ``+=``), an arm that raises or holds a nested block, a name
 bound on one path only and read later, an arm that is a Python constant (``torch.where``
-would turn it into a tensor), an early return followed by more than a ``return``, a
+would turn it into a tensor), an early return whose following code is not pure assignments ending in ``return``, a
 condition that is not a tensor expression or mixes Python values into ``and``/``or``.
 
 Semantics: ``torch.where`` evaluates BOTH arms; that is why arms must be pure. Shapes of
@@ -77,6 +77,28 @@ def convert_condition(test: cst.BaseExpression, tnames: frozenset[str], forced: 
     if tensorish(test, tnames) or (forced and not isinstance(test, (cst.Attribute, cst.Name))):
         return cst.Call(func=cst.Attribute(value=paren(test), attr=cst.Name("bool")), args=[])
     raise Refuse(f"condition `{code(test)}` is not a tensor expression")
+
+
+def _bool_valued(test: cst.BaseExpression, tnames: frozenset[str], forced: bool) -> None:
+    """Refuse unless ``test`` is a boolean tensor as written (comparison, ``.any()``, ...):
+    then Python's ``a and b`` returns a bool tensor equal to ``torch.logical_and(a, b)``."""
+    t = strip_parens(test)
+    if isinstance(t, (cst.BooleanOperation,)):
+        _bool_valued(t.left, tnames, forced)
+        _bool_valued(t.right, tnames, forced)
+        return
+    conv = convert_condition(t, tnames, forced)
+    if isinstance(conv, cst.Call) and isinstance(conv.func, cst.Attribute) and conv.func.attr.value == "bool" \
+            and not (isinstance(t, cst.Call) and isinstance(t.func, cst.Attribute) and t.func.attr.value == "bool"):
+        raise Refuse(f"`{code(t)}` is not a boolean tensor: `and`/`or` would return its value, not a bool")
+    if has_item_call(t):
+        raise Refuse(f"`{code(t)}` is a Python number (`.item()`): `and`/`or` of it is not a tensor")
+
+
+def has_item_call(node: cst.CSTNode) -> bool:
+    from rewrites.fixes.base import has_item
+
+    return has_item(node)
 
 
 # -- arms ------------------------------------------------------------------------------
@@ -236,12 +258,12 @@ class IfDecision:
     fallback: set[str]  # names whose missing-arm value is the name itself (bound before)
     returns: bool
     use_cond: bool
-    absorb_next: Optional[cst.CSTNode]  # a following ``return B`` folded in
+    absorb_next: Optional[list]  # the statements after the ``if`` up to ``return B``, folded in
 
 
 def decide_if(node: cst.If, an: Analysis, facts: FunctionFacts, tnames: frozenset[str], forced: bool,
-              next_stmt: Optional[cst.CSTNode]) -> IfDecision:
-    start, end = an.span(node)
+              tail: Optional[list], span: Optional[tuple[int, int]] = None) -> IfDecision:
+    start, end = span or an.span(node)
     branches, final = chain(node)
     tests = [convert_condition(t, tnames, forced) for t, _ in branches]
     arms = [read_arm(stmts) for _, stmts in branches]
@@ -249,13 +271,16 @@ def decide_if(node: cst.If, an: Analysis, facts: FunctionFacts, tnames: frozense
     absorb = None
     if any(a.returns for a in arms) or (final_arm and final_arm.returns):
         if final_arm is None:
-            # early return: ``if c: return A`` followed by ``return B``
-            if (isinstance(next_stmt, cst.SimpleStatementLine) and len(next_stmt.body) == 1
-                    and isinstance(next_stmt.body[0], cst.Return) and next_stmt.body[0].value is not None):
-                final_arm = read_arm([next_stmt])
-                absorb = next_stmt
-            else:
-                raise Refuse("early return followed by more than a `return`: the arms do not both return")
+            # early return: ``if c: return A`` followed by pure assignments and ``return B``
+            # (the rest of the block): the fall-through path becomes the other arm
+            if not tail or not _ends_in_return(tail[-1]):
+                raise Refuse("early return not followed by a `return` at the end of the block")
+            try:
+                final_arm = read_arm(tail)
+            except Refuse as exc:
+                raise Refuse(f"early return; the code after it cannot become an arm: {exc}")
+            _check_reuse(tail, final_arm)
+            absorb = tail
         if not all(a.returns for a in arms) or not final_arm.returns:
             raise Refuse("one arm returns and another falls through")
         for a in [*arms, final_arm]:
@@ -293,12 +318,12 @@ def decide_if(node: cst.If, an: Analysis, facts: FunctionFacts, tnames: frozense
     return IfDecision(keep, fallback, False, use_cond, None)
 
 
-def build_if(updated: cst.If, d: IfDecision, tnames: frozenset[str], forced: bool, absorbed: Optional[cst.CSTNode]):
+def build_if(updated: cst.If, d: IfDecision, tnames: frozenset[str], forced: bool, absorbed: Optional[list]):
     branches, final = chain(updated)
     tests = [convert_condition(t, tnames, forced) for t, _ in branches]
     arms = [read_arm(stmts) for _, stmts in branches]
     if d.returns:
-        final_arm = read_arm(final if final is not None else [absorbed])
+        final_arm = read_arm(final if final is not None else list(absorbed or []))
         value = _select(tests, [a.ret for a in [*arms, final_arm]], d.use_cond)
         return _stmt(None, value, updated.leading_lines)
     final_arm = read_arm(final) if final is not None else Arm()
@@ -310,6 +335,81 @@ def build_if(updated: cst.If, d: IfDecision, tnames: frozenset[str], forced: boo
     return cst.FlattenSentinel(out) if len(out) > 1 else out[0]
 
 
+def _and_operands(test: cst.BaseExpression) -> list:
+    t = strip_parens(test)
+    if isinstance(t, cst.BooleanOperation) and isinstance(t.operator, cst.And):
+        return _and_operands(t.left) + _and_operands(t.right)
+    return [t]
+
+
+def _and_of(ops: list) -> cst.BaseExpression:
+    out = ops[0]
+    for o in ops[1:]:
+        out = cst.BooleanOperation(left=out, operator=cst.And(), right=o)
+    return out
+
+
+def _python_operand(op: cst.BaseExpression, tnames: frozenset[str]) -> bool:
+    """An operand that is a Python value (``self.training``, ``mask is not None``): no
+    tensor in sight and not convertible without Dynamo's word."""
+    from rewrites.fixes.base import has_item
+
+    if has_item(op) or tensorish(op, tnames):
+        return False
+    try:
+        convert_condition(op, tnames, False)
+    except Refuse:
+        return impurity(op) is None
+    return False
+
+
+def split_and(test: cst.BaseExpression, tnames: frozenset[str], forced: bool):
+    """``if P and T:`` (P Python, T tensor, any order) -> (P operands, T operands), or None.
+    The Python part stays a Python ``if`` (Dynamo specialises on it), the tensor part
+    becomes a ``torch.where`` inside it. Both parts are pure, so evaluating T when Python
+    would have short-circuited it (``T and P`` with T false) changes nothing."""
+    ops = _and_operands(test)
+    if len(ops) < 2:
+        return None
+    py = [o for o in ops if _python_operand(o, tnames)]
+    tn = [o for o in ops if not any(o is p for p in py)]
+    if not py or not tn:
+        return None
+    try:
+        convert_condition(_and_of(tn), tnames, forced)
+    except Refuse:
+        return None
+    if any(impurity(o) for o in tn):
+        return None
+    return py, tn
+
+
+def _plan_split(an: Analysis, node: cst.If, facts: FunctionFacts, tnames, forced, split, rule, result: Plan) -> None:
+    start, end = an.span(node)
+    py, tn = split
+    inner = cst.If(test=_and_of(tn), body=node.body)
+    try:
+        d = decide_if(inner, an, facts, tnames, forced, [], span=(start, end))
+        if d.returns:
+            raise Refuse("an arm returns: the Python part of the condition cannot stay an `if` around it")
+    except Refuse as exc:
+        result.refusals.append(Refusal(rule, start, f"after splitting the Python part off: {exc}", advice=_ADVICE))
+        return
+    site = Site(rule, start, end, f"`if <python> and <tensor>` -> `if <python>:` + torch.{'cond' if d.use_cond else 'where'} "
+                f"({', '.join(d.keep)})", [an.rng(o) for o in tn], "cond" if d.use_cond else "where")
+
+    def build(updated: cst.If, d=d):
+        got = split_and(updated.test, tnames, forced)
+        if got is None:  # an inner edit changed the test: keep the statement as it was
+            return updated
+        upy, utn = got
+        new = build_if(cst.If(test=_and_of(utn), body=updated.body), d, tnames, forced, None)
+        stmts = list(new.nodes) if isinstance(new, cst.FlattenSentinel) else [new]
+        return cst.If(test=_and_of(upy), body=cst.IndentedBlock(body=stmts), leading_lines=updated.leading_lines)
+
+    result.edits.append(Edit(node, build, site))
+
+
 def _rule_for(test: cst.BaseExpression) -> str:
     t = strip_parens(test)
     if isinstance(t, cst.BooleanOperation) or (isinstance(t, cst.UnaryOperation) and isinstance(t.operator, cst.Not)):
@@ -317,15 +417,62 @@ def _rule_for(test: cst.BaseExpression) -> str:
     return "GM101"
 
 
-def _next_sibling(an: Analysis, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+def _siblings_after(an: Analysis, node: cst.CSTNode) -> list:
     parent = an.parent(node)
     body = getattr(parent, "body", None)
     if isinstance(body, (list, tuple)):
         seq = list(body)
         for i, s in enumerate(seq):
             if s is node:
-                return seq[i + 1] if i + 1 < len(seq) else None
-    return None
+                return seq[i + 1:]
+    return []
+
+
+def _ends_in_return(stmt: cst.CSTNode) -> bool:
+    return (isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[-1], cst.Return)
+            and stmt.body[-1].value is not None)
+
+
+def _check_reuse(stmts: list, arm: "Arm") -> None:
+    """Inlining a temporary read twice would run its module call twice: refuse that."""
+    reads: dict[tuple[str, int], int] = {}  # (name, binding number) -> reads of that binding
+    version: dict[str, int] = {}
+    costly: set[tuple[str, int]] = set()
+    for st in stmts:
+        for sm in getattr(st, "body", []):
+            val = getattr(sm, "value", None)
+            if val is not None:
+                for n in _name_uses(val):
+                    if n in version:
+                        reads[(n, version[n])] = reads.get((n, version[n]), 0) + 1
+            if isinstance(sm, (cst.Assign, cst.AnnAssign)) and val is not None:
+                tgt = sm.targets[0].target if isinstance(sm, cst.Assign) else sm.target
+                if isinstance(tgt, cst.Name):
+                    version[tgt.value] = version.get(tgt.value, 0) + 1
+                    if calls_outside_torch(val):
+                        costly.add((tgt.value, version[tgt.value]))
+    for key in costly:
+        if reads.get(key, 0) > 1:
+            raise Refuse(f"`{key[0]}` is computed by a call and read twice after the early return")
+
+
+def _name_uses(node: cst.CSTNode) -> list[str]:
+    out: list[str] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            out.append(n.value)
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)
+            return False
+
+        def visit_Arg(self, n: cst.Arg) -> bool:
+            n.value.visit(self)
+            return False
+
+    node.visit(V())
+    return out
 
 
 def plan(an: Analysis, ctx: Context) -> Plan:
@@ -333,6 +480,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
     ifs: list[cst.If] = []
     ifexps: list[cst.IfExp] = []
     elifs: set[int] = set()
+    boolvals: list[tuple[cst.SimpleStatementLine, cst.BooleanOperation]] = []
 
     class V(cst.CSTVisitor):
         def visit_If(self, n: cst.If) -> None:
@@ -342,6 +490,13 @@ def plan(an: Analysis, ctx: Context) -> Plan:
 
         def visit_IfExp(self, n: cst.IfExp) -> None:
             ifexps.append(n)
+
+        def visit_SimpleStatementLine(self, n: cst.SimpleStatementLine) -> None:
+            # ``m = a and b`` / ``return a or b`` on tensor booleans (conditions are the ifs')
+            for sm in n.body:
+                v = getattr(sm, "value", None) if isinstance(sm, (cst.Assign, cst.AnnAssign, cst.Return)) else None
+                if isinstance(v, cst.BooleanOperation):
+                    boolvals.append((n, v))
 
     an.module.visit(V())
     facts_cache: dict[int, FunctionFacts] = {}
@@ -379,38 +534,63 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             for t, _ in branches:
                 convert_condition(t, tnames, forced)
         except Refuse as exc:
-            if ctx.lines is not None:
+            split = split_and(node.test, tnames, forced)
+            if split is not None and node.orelse is None:
+                _plan_split(an, node, facts, tnames, forced, split, rule, result)
+            elif split is not None:
+                result.refusals.append(Refusal(rule, start, "the condition mixes a Python value and a tensor "
+                                               "(`and`) and the `if` has an else/elif: splitting it off would "
+                                               "change which arm runs", advice=_ADVICE))
+            elif ctx.lines is not None:
                 result.refusals.append(Refusal(rule, start, str(exc), advice=_ADVICE))
             continue
         try:
-            d = decide_if(node, an, facts, tnames, forced, _next_sibling(an, node))
+            d = decide_if(node, an, facts, tnames, forced, _siblings_after(an, node))
         except Refuse as exc:
             result.refusals.append(Refusal(rule, start, str(exc), advice=_ADVICE))
             continue
-        if d.absorb_next is not None:
-            if id(d.absorb_next) in absorbed_ids:
+        if d.absorb_next:
+            if any(id(x) in absorbed_ids for x in d.absorb_next):
                 continue
-            absorbed_ids.add(id(d.absorb_next))
-            end = an.span(d.absorb_next)[1]
+            absorbed_ids.update(id(x) for x in d.absorb_next)
+            end = an.span(d.absorb_next[-1])[1]
         conds = [an.rng(t) for t, _ in branches]
         strategy = "cond" if d.use_cond else "where"
         what = "return" if d.returns else ", ".join(d.keep)
         site = Site(rule, start, end, f"`if` on a tensor -> torch.{strategy} ({what})", conds, strategy)
-        absorbed_holder: dict[str, cst.CSTNode] = {}
 
-        def build(updated, d=d, tnames=tnames, forced=forced, holder=absorbed_holder):
-            return build_if(updated, d, tnames, forced, holder.get("next", d.absorb_next))
+        def build(updated, d=d, tnames=tnames, forced=forced):
+            return build_if(updated, d, tnames, forced, d.absorb_next)
 
         result.edits.append(Edit(node, build, site))
-        if d.absorb_next is not None:
-            def remove(updated, holder=absorbed_holder):
-                holder["next"] = updated
-                return cst.RemovalSentinel.REMOVE
+        for absorbed in d.absorb_next or []:
+            # the absorbed statements come after the ``if``: libcst leaves them later, so the
+            # If's build reads the original nodes; an inner edit inside them would be lost
+            # (verification would catch it).
+            result.edits.append(Edit(absorbed, lambda updated: cst.RemovalSentinel.REMOVE, None))
 
-            # the absorbed ``return B`` comes after the ``if``: libcst leaves it later, so the
-            # If's build sees the original node; inner edits inside B are rare (and refused:
-            # an inner edit would be lost) -- record it so verification would catch it.
-            result.edits.append(Edit(d.absorb_next, remove, None))
+    for stmt, node in boolvals:
+        start, end = an.span(stmt)
+        if not ctx.covers(start, end) or not ctx.wants("GM103"):
+            continue
+        facts = facts_for(stmt)
+        if facts is None:
+            continue
+        tnames = facts.tensor_names(start)
+        forced = bool(ctx.tensor_lines and set(range(start, end + 1)) & ctx.tensor_lines)
+        try:
+            for operand in (node.left, node.right):
+                _bool_valued(operand, tnames, forced)
+            convert_condition(node, tnames, forced)
+        except Refuse as exc:
+            if forced:
+                result.refusals.append(Refusal("GM103", start, str(exc), advice=_ADVICE))
+            continue
+        op = "and" if isinstance(node.operator, cst.And) else "or"
+        site = Site("GM103", start, end, f"`{op}` of tensor booleans -> torch.logical_{op}",
+                    [an.rng(node.left)], "logical")
+        result.edits.append(Edit(node, lambda updated, tnames=tnames, forced=forced:
+                                 convert_condition(updated, tnames, forced), site))
 
     for node in ifexps:
         start, end = an.span(node)
@@ -495,7 +675,27 @@ FIXED = [
     ),
 ]
 
+FIXED += [
+    (  # ``and`` mixing a Python value and a tensor: the Python part stays an ``if``
+        "import torch\ndef f(x):\n    flag = x.dim() == 2\n    if flag and x.sum() > 0:\n        x = x * 2\n    return x\n",
+        "import torch\ndef f(x):\n    flag = x.dim() == 2\n    if flag:\n        x = torch.where(x.sum() > 0, x * 2, x)\n    return x\n",
+    ),
+    (  # early return; the rest of the block (pure assignments, then return) is the other arm
+        "import torch\ndef f(x):\n    y = x * 2\n    if y.sum() > 0:\n        return y\n    z = y - 1\n    return z * 3\n",
+        "import torch\ndef f(x):\n    y = x * 2\n    return torch.where(y.sum() > 0, y, (y - 1) * 3)\n",
+    ),
+    (  # ``and`` of tensor booleans outside a condition
+        "import torch\ndef f(x):\n    m = (x > 0).any() and x.max() < 5\n    return x * m\n",
+        "import torch\ndef f(x):\n    m = torch.logical_and((x > 0).any(), x.max() < 5)\n    return x * m\n",
+    ),
+]
+
 NEGATIVE = [
+    ("def f(x):\n    y = x * 2\n    if y.sum() > 0:\n        return y\n    print(y)\n    return y\n",
+     "cannot become an arm"),
+    ("def f(self, x):\n    if x.sum() > 0:\n        return x\n    h = self.proj(x)\n    return h + h\n",
+     "read twice"),
+    ("import torch\ndef f(x):\n    m = x.sum() and x.max() > 0\n    return m\n", None),
     ("def f(x):\n    if x.sum() > 0:\n        print('pos')\n        y = x\n    else:\n        y = -x\n    return y\n",
      "side effects"),
     ("def f(x):\n    if x.sum() > 0:\n        x.add_(1)\n    return x\n", "side effects"),

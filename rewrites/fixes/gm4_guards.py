@@ -49,15 +49,54 @@ def _equal_args(test: cst.BaseExpression) -> Optional[tuple[cst.BaseExpression, 
     return None
 
 
+def call_method(obj: cst.BaseExpression, name: str, *args: cst.BaseExpression) -> cst.Call:
+    return cst.Call(func=cst.Attribute(value=obj, attr=cst.Name(name)), args=[cst.Arg(a) for a in args])
+
+
+def _size_list_compare(test: cst.BaseExpression):
+    """``list(t.size()) == [a, b, c]`` -> (t, [a, b, c]); else None. Dynamo cannot compare a
+    list holding symbolic sizes (a break); the same assert written per dimension --
+    ``t.dim() == 3 and t.size(0) == a and ...`` -- is the same truth value (equal lists:
+    equal lengths, equal items; ``and`` stops before a missing dimension) and traces."""
+    t = strip_parens(test)
+    if not (isinstance(t, cst.Comparison) and len(t.comparisons) == 1
+            and isinstance(t.comparisons[0].operator, cst.Equal)):
+        return None
+    left, right = strip_parens(t.left), strip_parens(t.comparisons[0].comparator)
+    if isinstance(left, (cst.List, cst.Tuple)) and not isinstance(right, (cst.List, cst.Tuple)):
+        left, right = right, left
+    if not isinstance(right, cst.List) or any(not isinstance(e, cst.Element) for e in right.elements):
+        return None
+    if not (isinstance(left, cst.Call) and full_name(left.func) == "list" and len(left.args) == 1):
+        return None
+    inner = strip_parens(left.args[0].value)
+    if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) and inner.func.attr.value == "size" \
+            and not inner.args:
+        obj = inner.func.value
+    elif isinstance(inner, cst.Attribute) and inner.attr.value == "shape":
+        obj = inner.value
+    else:
+        return None
+    if impurity(obj) or any(impurity(e.value) for e in right.elements):
+        return None
+    return obj, [e.value for e in right.elements]
+
+
 def plan(an: Analysis, ctx: Context) -> Plan:
     result = Plan()
     asserts: list[cst.SimpleStatementLine] = []
     raises: list[cst.If] = []
 
+    size_asserts: list = []
+
     class V(cst.CSTVisitor):
         def visit_SimpleStatementLine(self, n) -> None:
             if len(n.body) == 1 and isinstance(n.body[0], cst.Assert):
-                asserts.append(n)
+                got = _size_list_compare(n.body[0].test)
+                if got is not None:
+                    size_asserts.append((n, got[0], got[1]))
+                else:
+                    asserts.append(n)
 
         def visit_If(self, n: cst.If) -> None:
             body = n.body.body if isinstance(n.body, cst.IndentedBlock) else []
@@ -103,6 +142,32 @@ def plan(an: Analysis, ctx: Context) -> Plan:
                 trailing_whitespace=updated.trailing_whitespace)
 
         result.edits.append(Edit(stmt, build, site))
+
+    for stmt, sized, elems in size_asserts if ctx.wants("GM401") else []:
+        start, end = an.span(stmt)
+        # only where Dynamo broke on it: elsewhere the list comparison traces fine
+        if ctx.lines is None or not ctx.covers(start, end):
+            continue
+        site = Site("GM401", start, end, "assert on a size list -> one comparison per dimension (same assert)",
+                    strategy="check")
+
+        def build_size(updated, n=len(elems)):
+            a: cst.Assert = updated.body[0]
+            got = _size_list_compare(a.test)
+            if got is None:
+                return updated
+            t, items = got
+            parts = [cst.Comparison(left=call_method(t, "dim"), comparisons=[
+                cst.ComparisonTarget(cst.Equal(), cst.Integer(str(n)))])]
+            for i, e in enumerate(items):
+                parts.append(cst.Comparison(left=call_method(t, "size", cst.Integer(str(i))), comparisons=[
+                    cst.ComparisonTarget(cst.Equal(), e)]))
+            test = parts[0]
+            for p_ in parts[1:]:
+                test = cst.BooleanOperation(left=test, operator=cst.And(), right=p_)
+            return updated.with_changes(body=[a.with_changes(test=test)])
+
+        result.edits.append(Edit(stmt, build_size, site, needs_torch=False))
 
     for node in raises if ctx.wants("GM402") else []:
         start, end = an.span(node)
@@ -166,7 +231,17 @@ FIXED = [
     ),
 ]
 
+FIXED_WITH_LINES = [
+    # (before, after, lines): only where Dynamo broke on the list comparison
+    (
+        "def f(x, n):\n    assert list(x.size()) == [n, 4], f'bad {x.size()}'\n    return x\n",
+        "def f(x, n):\n    assert x.dim() == 2 and x.size(0) == n and x.size(1) == 4, f'bad {x.size()}'\n    return x\n",
+        {2},
+    ),
+]
+
 NEGATIVE = [
+    ("def f(x, n):\n    assert list(x.size()) == [n, 4]\n    return x\n", None),  # no break reported there
     ("def f(x, n):\n    assert n > 0, 'n'\n    return x\n", None),
     ("def f(x):\n    assert x.dim() == 2\n    return x\n", None),
 ]

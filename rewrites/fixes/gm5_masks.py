@@ -66,7 +66,10 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             continue
         facts = FunctionFacts(an, fn)
         mask = node.func.value.slice[0].slice.value
-        if not maskish(mask, facts.bindings):
+        # a bare name is a mask when Dynamo broke on a data-dependent shape at this line
+        # (an integer index has a fixed shape); verification compares the outputs anyway
+        dyn = bool(set(range(start, end + 1)) & ctx.shape_lines) and isinstance(mask, (cst.Name, cst.Attribute))
+        if not (maskish(mask, facts.bindings) or dyn):
             continue
         op = node.func.attr.value
         caveat = " (empty mask: returns inf instead of raising)" if op not in ("sum", "mean") else ""
@@ -96,6 +99,15 @@ FIXED = [
         "import torch\ndef f(x, y):\n    keep = y != 0\n    return x[keep].mean() + x[keep].max()\n",
         "import torch\ndef f(x, y):\n    keep = y != 0\n    return (torch.where(keep, x, 0).sum() / keep.sum()) + "
         "torch.where(keep, x, float(\"-inf\")).max()\n",
+    ),
+]
+
+FIXED_WITH_LINES = [
+    # (before, after, shape_lines): a bare-name mask, known as one because Dynamo broke there
+    (
+        "import torch\ndef f(x, m):\n    return x[m].sum()\n",
+        "import torch\ndef f(x, m):\n    return torch.where(m, x, 0).sum()\n",
+        {3},
     ),
 ]
 

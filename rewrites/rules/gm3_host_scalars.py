@@ -59,13 +59,31 @@ GM304 = Rule(
          "following NumPy code, Dynamo breaks the graph (`Tensor.numpy() with trace_numpy=False`)."),
     fix="Stay in torch (the torch equivalent of the NumPy function), or move the NumPy code out of the region.",
     preconditions="Advice only.",
-    limits="Any `.numpy()` call is reported.",
+    limits=("Any `.numpy()` call is reported, except one passed straight to a NumPy function: there "
+            "the NumPy call is what breaks (GM604)."),
     gb_ids=("GB0105",),
-    valid=("import numpy\n\ndef f(x):\n    return numpy.zeros(3)\n",),
+    valid=("import numpy\n\ndef f(x):\n    return numpy.zeros(3)\n",
+           "import numpy as np\nimport torch\n\ndef f(x: torch.Tensor, xp, fp):\n    return np.interp(x.numpy(), xp, fp)\n"),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    return x.cpu().numpy()\n",),
 )
 
 RULES = (GM301, GM302, GM303, GM304)
+
+# Set on a `t.numpy()` call passed straight to a NumPy function (the parent call is visited
+# first): Dynamo traces `.numpy()` there (trace_numpy) and breaks on the NumPy function, GM604.
+NUMPY_ARG = "_graphmend_numpy_arg"
+
+
+def numpy_conversion(arg: ast.AST) -> bool:
+    """``<expr>.numpy()`` (no arguments)."""
+    return (type(arg) is ast.Call and type(arg.func) is ast.Attribute and arg.func.attr == "numpy"
+            and not arg.args and not arg.keywords)
+
+
+def mark_numpy_args(call: ast.Call) -> None:
+    for a in list(call.args) + [k.value for k in call.keywords]:
+        if numpy_conversion(a):
+            setattr(a, NUMPY_ARG, True)
 
 
 def _check_call(node: ast.Call, ctx) -> None:
@@ -82,9 +100,11 @@ def _check_call(node: ast.Call, ctx) -> None:
                 ctx.report("GM302", node, f"`{snippet(f.value, 40)}.tolist()` reads tensor data into Python",
                            "keep the data in tensors")
         elif m == "numpy":
-            if not node.args and ctx.resolve(f) is None:
+            if not node.args and ctx.resolve(f) is None and not getattr(node, NUMPY_ARG, False):
                 ctx.report("GM304", node, f"`{snippet(f.value, 40)}.numpy()` leaves torch",
                            "stay in torch or move out of the region")
+        elif (ctx.resolve(f) or "").startswith("numpy."):
+            mark_numpy_args(node)
     elif tf is ast.Name and f.id in SCALAR_CONVERSIONS and len(node.args) == 1 and f.id not in ctx.fa.imports:
         if ctx.kind(node.args[0]) in TENSORISH:
             ctx.report("GM303", node, f"`{f.id}({snippet(node.args[0], 40)})` reads a tensor value into Python",

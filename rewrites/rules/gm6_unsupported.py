@@ -8,6 +8,7 @@ import ast
 from rewrites.analyzer import DISABLE_NAMES
 from rewrites.rules._util import snippet
 from rewrites.rules.base import Rule
+from rewrites.rules.gm3_host_scalars import numpy_conversion
 from rewrites.tensors import LIMITS, TENSORISH
 
 GM601 = Rule(
@@ -58,10 +59,12 @@ GM604 = Rule(
          "function; otherwise the graph breaks (`attempted to trace numpy function`)."),
     fix="Use the torch equivalent (`np.exp(t)` → `torch.exp(t)`).",
     preconditions="A torch function with the same semantics exists.",
-    limits="The argument must be provably a tensor. " + LIMITS,
+    limits=("An argument must be provably a tensor, or a tensor's `.numpy()` (Dynamo traces that as a "
+            "tensor and breaks on the NumPy function). " + LIMITS),
     gb_ids=("GB0293", "GB0294"),
     valid=("import numpy as np\n\ndef f(n: int):\n    return np.arange(n)\n",),
-    invalid=("import numpy as np\nimport torch\n\ndef f(x: torch.Tensor):\n    return np.exp(x)\n",),
+    invalid=("import numpy as np\nimport torch\n\ndef f(x: torch.Tensor):\n    return np.exp(x)\n",
+             "import numpy as np\nimport torch\n\ndef f(x: torch.Tensor, xp, fp):\n    return np.interp(x.detach().numpy(), xp, fp)\n"),
 )
 
 GM605 = Rule(
@@ -117,7 +120,7 @@ def _check_call(node: ast.Call, ctx) -> None:
                            "drop disable once the function traces")
     if tf is ast.Attribute and type(f.value) is ast.Name:
         root = ctx.fa.imports.get(f.value.id)
-        if root == "numpy" and any(ctx.kind(a) in TENSORISH for a in node.args):
+        if root == "numpy" and any(ctx.kind(a) in TENSORISH or numpy_conversion(a) for a in node.args):
             ctx.report("GM604", node, f"NumPy `{f.value.id}.{name}` on a tensor", f"torch.{name}")
     if node.args and name not in _GEN_OK and (tf is ast.Name or ctx.resolve(f) is None or not ctx.resolve(f).startswith("torch.")):
         for a in node.args:

@@ -1,0 +1,60 @@
+"""``mend corpus [PATH]``: analyze + fix over the corpus, written as the docs/corpus.md table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from graphmend.cli.common import EXIT_CLEAN, EXIT_FINDINGS, fail, progress_bar, require_torch, show_progress, write_atomic
+
+
+def corpus(
+    path: Path = typer.Argument(Path("corpus"), help="The corpus folder (with manifest.toml)."),
+    output: Path = typer.Option(Path("docs/corpus.md"), "--output", "-o", help="Where the markdown table goes."),
+    skip_hf: bool = typer.Option(False, "--skip-hf", help="Leave out the transformers models (hf = true files)."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds per worker (default 300)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar, no summary on stderr."),
+) -> None:
+    """Regenerate the corpus table: breaks by category before, after `mend fix`, why the rest stay.
+
+    Exit 1 when a target's outputs changed or a fixable site was not removed, else 0."""
+    from graphmend.config import ConfigError, load_config
+    from graphmend.corpus_table import CorpusError, build_table
+    from reports.corpus_md import render
+
+    if not path.is_dir():
+        raise fail(f"path is not a folder: {path}")
+    try:
+        config = load_config([path])
+    except ConfigError as exc:
+        raise fail(str(exc))
+    require_torch("corpus")
+    enabled = show_progress(quiet)
+    stack = []
+
+    def progress(description: str, total: int):
+        cm = progress_bar(description, total, enabled)
+        bar = cm.__enter__()
+        stack.append(cm)
+        return bar.advance
+
+    try:
+        table, _ = build_table(path, config, skip_hf=skip_hf, timeout=timeout, progress=progress)
+    except CorpusError as exc:
+        raise fail(str(exc))
+    finally:
+        for cm in reversed(stack):
+            cm.__exit__(None, None, None)
+    try:
+        write_atomic(output, render(table))
+    except OSError as exc:
+        raise fail(f"cannot write --output {output}: {exc.strerror or exc}")
+    t = table.totals
+    if not quiet and t is not None:
+        typer.echo(f"mend: wrote {output}: breaks {t.breaks_before} -> {t.breaks_after}"
+                   + (f", fixable removed {t.fixable_removed}/{t.fixable}" if t.fixable is not None else "")
+                   + f", outputs equal: {t.outputs_equal}", err=True)
+    bad = t is not None and (t.outputs_equal is False or (t.fixable is not None and t.fixable_removed != t.fixable))
+    raise typer.Exit(EXIT_FINDINGS if bad else EXIT_CLEAN)

@@ -1,0 +1,106 @@
+"""Fixtures shared by several test files because they are expensive.
+
+``corpus_capture``: every target of the tracer's small fixtures and of ``corpus/`` (the
+transformers models included) captured ONCE per session by the tracer's worker, with
+``torch._dynamo.explain`` run on the same target right after in the same worker (one torch
+start-up per file). test_tracer_capture (capture == explain), test_corpus_manifest and
+test_corpus_models (both == corpus/manifest.toml) all read it.
+
+Under pytest-xdist every worker process has its own session: the first one to ask computes
+the capture and leaves it as JSON next to the session's temp folders; the others wait on a
+lock and read it. Nothing here imports torch at import time (the static-scan tests run
+without it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = ROOT / "tests" / "fixtures" / "dynamic" / "models"
+CORPUS = ROOT / "corpus"
+
+
+@dataclasses.dataclass
+class CorpusCapture:
+    specs: list  # TargetSpec, tracer fixtures then corpus, discovery order
+    results: dict  # name -> TargetResult
+    # name -> [graph_count, graph_break_count, [[file, line], ...] per break reason] or the
+    # error text when explain itself raised
+    explained: dict
+
+
+def corpus_specs() -> list:
+    from graphmend.config import Config
+    from graphmend.discovery import discover
+
+    specs = list(discover([str(SMALL)], Config(root=ROOT)).targets)
+    if CORPUS.is_dir():
+        found = discover([str(CORPUS)], Config(root=ROOT))
+        assert not found.errors, found.errors
+        specs += found.targets
+    return specs
+
+
+def _capture(specs: list) -> dict[str, Any]:
+    from graphmend.jobs import Job, run_jobs
+    from tracer.capture import WORKER
+
+    groups: dict[str, list] = {}
+    for s in specs:
+        groups.setdefault(s.file, []).append(s)
+    # A big file (the transformers models: ~3 of the ~5 minutes of CPU) is split in two
+    # workers, started first, so that both cores stay busy to the end.
+    ordered = []
+    for g in sorted(groups.values(), key=len, reverse=True):
+        ordered += [g[0::2], g[1::2]] if len(g) >= 6 else [g]
+    jobs = [Job(WORKER, {"targets": [dataclasses.asdict(s) for s in g], "explain": True}, label=g[0].file,
+                timeout=240 * len(g)) for g in ordered]
+    results, explained = {}, {}
+    for g, outcome in zip(ordered, run_jobs(jobs, parallel=2)):
+        assert outcome.result and "results" in outcome.result, (g[0].file, outcome.error or outcome.stderr)
+        for s, r, e in zip(g, outcome.result["results"], outcome.result["explain"]):
+            results[s.name] = r
+            explained[s.name] = e
+    return {"results": results, "explained": explained}
+
+
+def _shared(tmp_path_factory) -> dict[str, Any]:
+    """The capture, computed once across pytest-xdist workers (one per session without xdist)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return _capture(corpus_specs())
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): each worker captures for itself
+        return _capture(corpus_specs())
+    # getbasetemp() is per worker; its parent is the run's, shared by all workers
+    root = tmp_path_factory.getbasetemp().parent
+    data, lock = root / "corpus_capture.json", root / "corpus_capture.lock"
+    with open(lock, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            if data.exists():
+                return json.loads(data.read_text(encoding="utf-8"))
+            out = _capture(corpus_specs())
+            tmp = data.with_suffix(".tmp")
+            tmp.write_text(json.dumps(out), encoding="utf-8")
+            tmp.replace(data)
+            return out
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@pytest.fixture(scope="session")
+def corpus_capture(tmp_path_factory) -> CorpusCapture:
+    from graphmend.model import TargetResult, from_dict
+
+    raw = _shared(tmp_path_factory)
+    specs = corpus_specs()
+    results = {k: from_dict(TargetResult, v) for k, v in raw["results"].items()}
+    return CorpusCapture(specs=specs, results=results, explained=raw["explained"])
