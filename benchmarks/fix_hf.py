@@ -2,7 +2,7 @@
 and on the corpus: breaks before / after (re-traced with every verified fix applied),
 outputs equal, branches never exercised, and why each remaining break stays.
 
-    python benchmarks/fix_hf.py                      # the default five hf models
+    python benchmarks/fix_hf.py                      # the eight hf models of corpus/hf_models.py
     python benchmarks/fix_hf.py xlm flaubert led     # chosen hf targets (suffix of mend_target_hf_)
     python benchmarks/fix_hf.py --corpus             # every corpus/*.py file instead
     python benchmarks/fix_hf.py --json out.json
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT = ["xlm", "flaubert", "deberta_v2", "switch_transformers", "led", "longformer"]
+DEFAULT = ["longformer", "bigbird", "reformer", "led", "switch_transformers", "xlm", "flaubert", "nllb_moe"]
 
 
 def run_paths(paths, timeout: float):

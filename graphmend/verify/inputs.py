@@ -5,7 +5,10 @@ from __future__ import annotations
 from typing import Any, Callable
 
 # name -> what happens to floating-point tensors (ints and bools kept, except "random")
-VARIANTS: list[str] = ["example", "negated", "random", "scaled_x10", "scaled_x0.1", "zeros", "random_2", "random_3"]
+VARIANTS: list[str] = ["example", "negated", "random", "scaled_x10", "scaled_x0.1", "zeros", "random_2", "random_3",
+                        # only run while a rewritten branch has not gone both ways: overflow
+                        # checks (x1000), thresholds on positions / lengths (integers halved)
+                        "scaled_x1000", "ints_halved"]
 
 
 def _map(obj: Any, fn: Callable) -> Any:
@@ -37,11 +40,15 @@ def variant(name: str, args: tuple, kwargs: dict, seed: int = 0) -> tuple[tuple,
                 return t * 10
             if name == "scaled_x0.1":
                 return t * 0.1
+            if name == "scaled_x1000":
+                return t * 1000
             if name == "zeros":
                 return torch.zeros_like(t)
             if name.startswith("random"):
                 scale = t.abs().max().item() if t.numel() else 1.0
                 return (torch.randn(t.shape, generator=gen, dtype=torch.float32) * (scale or 1.0)).to(t.dtype)
+        if name == "ints_halved" and t.dtype in (torch.int64, torch.int32):
+            return torch.div(t, 2, rounding_mode="floor")
         if name.startswith("random") and t.dtype in (torch.int64, torch.int32) and t.numel():
             lo, hi = int(t.min()), int(t.max())
             return torch.randint(lo, hi + 1, t.shape, generator=gen, dtype=t.dtype)

@@ -65,6 +65,9 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
     except TargetError as exc:
         return {"error": str(exc)}
     module = _module_of(loaded.fn)
+    # the weights and buffers BEFORE any run: a stateful module (a KV cache) changes its
+    # buffers as it runs, and the patched side must start where the original started
+    initial = {k: v.detach().clone() for k, v in module.state_dict().items()} if module is not None else None
     tolerance = getattr(loaded.target, "tolerance", None)
     result: dict[str, Any] = {"served": list(finder.served) if finder else []}
     if mode == "original":
@@ -87,7 +90,7 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
             outputs.append(out)
             ran.append(name)
         state = {"inputs": inputs, "outputs": outputs,
-                 "weights": module.state_dict() if module is not None else None}
+                 "weights": initial}
         torch.save(state, payload["state"])
         result.update(ran=ran, unexercised=recorder.missing(keys, reached_only=True),
                       example_ok=bool(outputs) and outputs[0][0] == "ok")

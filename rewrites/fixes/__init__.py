@@ -51,6 +51,17 @@ def fix_source(source: str, lines: Optional[Iterable[int]] = None, rules: Sequen
         return FixResult(source, source, error=f"syntax error at line {exc.raw_line}: {exc.message}")
     ctx = Context(lines=set(lines) if lines is not None else None, rules=tuple(rules),
                   tensor_lines=set(tensor_lines), shape_lines=set(shape_lines))
+    try:
+        return _fix(an, ctx, source)
+    except Exception as exc:  # a transform bug on one file never stops the run
+        return FixResult(source, source, error=f"rewrite failed ({type(exc).__name__}: {exc}); file left unchanged")
+
+
+def _fix(an, ctx, source: str) -> FixResult:
+    import libcst as cst
+
+    from rewrites.fixes.base import apply_edits
+
     edits, refused = [], []
     claimed: list[tuple[int, int]] = []
     for mod in family_modules():

@@ -491,6 +491,8 @@ def paren(node: cst.BaseExpression) -> cst.BaseExpression:
 
 
 def strip_parens(node: cst.BaseExpression) -> cst.BaseExpression:
+    if isinstance(node, cst.Tuple) and not node.elements:
+        return node  # ``()`` is only valid with its parentheses
     if getattr(node, "lpar", None):
         return node.with_changes(lpar=[], rpar=[])
     return node

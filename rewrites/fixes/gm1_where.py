@@ -6,7 +6,11 @@ What it rewrites (when the condition is a tensor expression):
 * ``if c: x = f(x)`` (one arm)            -> ``x = torch.where(c, f(x), x)`` (``x`` bound before)
 * ``if/elif/else`` chains                 -> nested ``torch.where``
 * ``A if c else B``                       -> ``torch.where(c, A, B)``
-* ``if c: return A`` + ``return B``       -> ``return torch.where(c, A, B)`` (early return, both arms)
+* ``if c: return A`` + ``return B``       -> ``return torch.where(c, A, B)`` (early return, both arms);
+  the code between them (pure assignments) becomes part of the fall-through arm
+* ``if <python> and <tensor>: ...``         -> ``if <python>:`` around the rewritten tensor part
+  (``self.training``, ``mask is not None``: Dynamo specialises on those; no else/elif)
+* ``m = a and b`` (``or``) on boolean tensors -> ``m = torch.logical_and(a, b)``
 * conditions: ``and``/``or``/``not`` -> ``torch.logical_and/or/not``; ``t.item() > 0`` -> ``t > 0``;
   ``.any()``/``.all()`` and comparisons of reductions stay tensors; a bare tensor ``c`` -> ``(c).bool()``.
 * an arm that calls a module or a non-torch function (pure as far as the source shows)
@@ -143,6 +147,8 @@ def _is_constant(e: cst.BaseExpression) -> bool:
     e = strip_parens(e)
     if isinstance(e, cst.UnaryOperation):
         return _is_constant(e.expression)
+    if isinstance(e, cst.Tuple):  # ``()`` / ``(None, 1)``: a Python value, not a tensor
+        return all(_is_constant(el.value) for el in e.elements)
     return isinstance(e, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)) or (
         isinstance(e, cst.Name) and e.value in ("None", "True", "False"))
 
@@ -226,7 +232,7 @@ def _select(tests: list[cst.BaseExpression], values: list[cst.BaseExpression], u
     """Nested where/cond: values has len(tests) + 1 entries (the last is the fallthrough)."""
     if all(isinstance(strip_parens(v), cst.Tuple) for v in values):
         ns = {len(strip_parens(v).elements) for v in values}
-        if len(ns) == 1 and not use_cond:
+        if len(ns) == 1 and not use_cond and min(ns) > 0:
             n = ns.pop()
             parts = [_select(tests, [strip_parens(v).elements[i].value for v in values], use_cond) for i in range(n)]
             return cst.Tuple(elements=[cst.Element(p) for p in parts])
@@ -354,12 +360,19 @@ def _python_operand(op: cst.BaseExpression, tnames: frozenset[str]) -> bool:
     tensor in sight and not convertible without Dynamo's word."""
     from rewrites.fixes.base import has_item
 
+    t = strip_parens(op)
+    if isinstance(t, cst.Comparison) and all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in t.comparisons) \
+            and not has_item(t):
+        return True  # ``mask is not None``: identity, never a tensor operation
     if has_item(op) or tensorish(op, tnames):
         return False
+    if impurity(op) is not None or any(c not in ("isinstance", "hasattr", "len", "getattr", "callable")
+                                       for c in calls_outside_torch(op)):
+        return False  # a call could have effects: moving it before the tensor part is not safe
     try:
         convert_condition(op, tnames, False)
     except Refuse:
-        return impurity(op) is None
+        return True
     return False
 
 
@@ -696,6 +709,7 @@ NEGATIVE = [
     ("def f(self, x):\n    if x.sum() > 0:\n        return x\n    h = self.proj(x)\n    return h + h\n",
      "read twice"),
     ("import torch\ndef f(x):\n    m = x.sum() and x.max() > 0\n    return m\n", None),
+    ("def f(x):\n    if x.sum() > 0:\n        return ()\n    return ()\n", "constant"),
     ("def f(x):\n    if x.sum() > 0:\n        print('pos')\n        y = x\n    else:\n        y = -x\n    return y\n",
      "side effects"),
     ("def f(x):\n    if x.sum() > 0:\n        x.add_(1)\n    return x\n", "side effects"),

@@ -55,9 +55,11 @@ def call_method(obj: cst.BaseExpression, name: str, *args: cst.BaseExpression) -
 
 def _size_list_compare(test: cst.BaseExpression):
     """``list(t.size()) == [a, b, c]`` -> (t, [a, b, c]); else None. Dynamo cannot compare a
-    list holding symbolic sizes (a break); the same assert written per dimension --
-    ``t.dim() == 3 and t.size(0) == a and ...`` -- is the same truth value (equal lists:
-    equal lengths, equal items; ``and`` stops before a missing dimension) and traces."""
+    list holding symbolic sizes (a break); ``torch._check(t.dim() == 3)``, then
+    ``torch._check(t.size(0) == a)``... is the same condition (equal lists: equal lengths,
+    equal items; the checks stop at the first failure) and traces even on sizes that come
+    from data (unbacked). Differences: a failure raises RuntimeError (not AssertionError),
+    and ``python -O`` keeps the checks."""
     t = strip_parens(test)
     if not (isinstance(t, cst.Comparison) and len(t.comparisons) == 1
             and isinstance(t.comparisons[0].operator, cst.Equal)):
@@ -148,7 +150,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         # only where Dynamo broke on it: elsewhere the list comparison traces fine
         if ctx.lines is None or not ctx.covers(start, end):
             continue
-        site = Site("GM401", start, end, "assert on a size list -> one comparison per dimension (same assert)",
+        site = Site("GM401", start, end, "assert on a size list -> torch._check per dimension (message kept)",
                     strategy="check")
 
         def build_size(updated, n=len(elems)):
@@ -157,17 +159,19 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             if got is None:
                 return updated
             t, items = got
+            msg = a.msg if a.msg is not None else cst.SimpleString(repr(f"assertion failed: {code(a.test)}"))
             parts = [cst.Comparison(left=call_method(t, "dim"), comparisons=[
                 cst.ComparisonTarget(cst.Equal(), cst.Integer(str(n)))])]
             for i, e in enumerate(items):
                 parts.append(cst.Comparison(left=call_method(t, "size", cst.Integer(str(i))), comparisons=[
                     cst.ComparisonTarget(cst.Equal(), e)]))
-            test = parts[0]
-            for p_ in parts[1:]:
-                test = cst.BooleanOperation(left=test, operator=cst.And(), right=p_)
-            return updated.with_changes(body=[a.with_changes(test=test)])
+            # one check per dimension, in order (the dim check first, so size(i) exists);
+            # the message is built only on failure, as the assert's was
+            lines = [_line(cst.Expr(call("torch._check", p_, cst.Lambda(params=cst.Parameters(), body=msg))),
+                           updated.leading_lines if i == 0 else ()) for i, p_ in enumerate(parts)]
+            return cst.FlattenSentinel(lines)
 
-        result.edits.append(Edit(stmt, build_size, site, needs_torch=False))
+        result.edits.append(Edit(stmt, build_size, site))
 
     for node in raises if ctx.wants("GM402") else []:
         start, end = an.span(node)
@@ -235,7 +239,9 @@ FIXED_WITH_LINES = [
     # (before, after, lines): only where Dynamo broke on the list comparison
     (
         "def f(x, n):\n    assert list(x.size()) == [n, 4], f'bad {x.size()}'\n    return x\n",
-        "def f(x, n):\n    assert x.dim() == 2 and x.size(0) == n and x.size(1) == 4, f'bad {x.size()}'\n    return x\n",
+        "import torch\ndef f(x, n):\n    torch._check(x.dim() == 2, lambda: f'bad {x.size()}')\n"
+        "    torch._check(x.size(0) == n, lambda: f'bad {x.size()}')\n"
+        "    torch._check(x.size(1) == 4, lambda: f'bad {x.size()}')\n    return x\n",
         {2},
     ),
 ]
