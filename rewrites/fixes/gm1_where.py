@@ -389,10 +389,10 @@ def split_and(test: cst.BaseExpression, tnames: frozenset[str], forced: bool):
     if not py or not tn:
         return None
     try:
-        convert_condition(_and_of(tn), tnames, forced)
+        converted = convert_condition(_and_of(tn), tnames, forced)
     except Refuse:
         return None
-    if any(impurity(o) for o in tn):
+    if impurity(converted):  # (``.item()`` is gone by now: the comparison stays a tensor)
         return None
     return py, tn
 
