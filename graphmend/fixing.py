@@ -16,11 +16,9 @@ writes user files; ``graphmend.cli.fix`` does, under ``--write``.
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import os
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence

@@ -92,7 +92,7 @@ class Finding:
     rule: str
     file: str
     line: int
-    col: int
+    col: int  # 0-based characters, like Break.col; renderers show col + 1
     message: str
     function: Optional[str] = None
     category: str = ""

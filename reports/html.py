@@ -273,7 +273,7 @@ def _breaks(r: Report) -> str:
                        f'<div class="why"><b>Dynamo:</b> {_e(b.reason)}</div>'
                        + (f'<div class="why">{_e(b.explanation)}</div>' if b.explanation else "")
                        + "".join(f'<div class="hint">{_e(h)}</div>' for h in b.hints)
-                       + (f'<div class="small">stack: ' + " → ".join(
+                       + ('<div class="small">stack: ' + " → ".join(
                            f"<code>{_e(fr.function)}</code> ({_e(location(fr.file, fr.line, r.root))})" for fr in b.stack)
                           + "</div>" if len(b.stack) > 1 else "")
                        + "</div>")

@@ -2,8 +2,9 @@
 no libcst. Files are parsed once, in worker processes when ``jobs > 1``; the compiled-region
 analysis then runs over the small per-file indexes and filters the findings.
 
-Positions: ``line`` and ``col`` are 1-based (``col`` counts characters, like ruff);
-``end_line`` / ``end_col`` point just past the flagged expression (1-based, exclusive).
+Positions follow the data model: ``line`` 1-based, ``col`` 0-based in characters (not
+ast's UTF-8 bytes); ``end_line`` / ``end_col`` point just past the flagged expression
+(exclusive). Renderers show ``col + 1``, as SARIF and editors count.
 """
 
 from __future__ import annotations
@@ -87,14 +88,14 @@ def _suppressed(sup, code: str, line: int, stmt_line: int) -> bool:
 
 
 def _col(lines: list[str], line: int, col0: Optional[int]) -> Optional[int]:
-    """ast's UTF-8 byte offset -> 1-based character column."""
+    """ast's UTF-8 byte offset -> 0-based character column (the model's convention)."""
     if col0 is None:
         return None
     if 0 < line <= len(lines):
         text = lines[line - 1]
         if not text.isascii():
-            return len(text.encode("utf-8")[:col0].decode("utf-8", "ignore")) + 1
-    return col0 + 1
+            return len(text.encode("utf-8")[:col0].decode("utf-8", "ignore"))
+    return col0
 
 
 def scan_source(text: str, path: str = "<string>", module: str = "", is_package: bool = False,
@@ -140,7 +141,7 @@ def scan_source(text: str, path: str = "<string>", module: str = "", is_package:
             src = lines[r.line - 1].strip() if 0 < r.line <= len(lines) else None
             end_col = _col(lines, r.end_line or r.line, r.end_col0)
             result.findings.append((Finding(
-                rule=r.code, file=path, line=r.line, col=_col(lines, r.line, r.col0) or 1, message=r.message,
+                rule=r.code, file=path, line=r.line, col=_col(lines, r.line, r.col0) or 0, message=r.message,
                 function=r.function, category=category_of(r.code), end_line=r.end_line,
                 end_col=end_col, source_line=src, fix_hint=r.fix_hint), r.func_key, r.needs_root))
     return result

@@ -1,4 +1,3 @@
-from pathlib import Path
 
 from graphmend.config import Config
 from graphmend.discovery import discover, parse_target_ref

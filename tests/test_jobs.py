@@ -1,8 +1,7 @@
 """Worker subprocesses: results, errors, timeouts and signals, with a tiny worker module."""
-import sys
 import textwrap
 
-from graphmend.jobs import Job, run_job, run_jobs
+from graphmend.jobs import Job, run_jobs
 
 
 def _worker(tmp_path):

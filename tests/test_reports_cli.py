@@ -11,7 +11,6 @@ import pytest
 from typer.testing import CliRunner
 
 from graphmend.cli.app import app
-from graphmend.model import Report
 
 SAMPLE = Path(__file__).parent / "fixtures" / "reports" / "sample_report.json"
 

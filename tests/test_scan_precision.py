@@ -67,7 +67,7 @@ def test_assert_forms():
 def test_positions_and_fields():
     src = "import torch\n\ndef f(x: torch.Tensor):\n    s = 'é'; v = x.sum().item()\n    return v\n"
     (finding, key, _root), = scan_source(src, path="/abs/f.py").findings
-    assert (finding.rule, finding.line, finding.col) == ("GM301", 4, 18)  # 1-based characters, not bytes
-    assert finding.end_line == 4 and finding.end_col == 32
+    assert (finding.rule, finding.line, finding.col) == ("GM301", 4, 17)  # 0-based characters, not bytes
+    assert finding.end_line == 4 and finding.end_col == 31
     assert finding.function == "f" and key == "f" and finding.category == "host-scalar"
     assert finding.source_line == "s = 'é'; v = x.sum().item()" and finding.status == "potential"

@@ -7,8 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from graphmend.cli.common import (EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, Format, check_paths, fail,
-                                  progress_bar, render_or_fail, require_torch, show_progress)
+from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, Format, check_paths, fail, progress_hook, render_or_fail, require_torch)
 
 
 def analyze(
@@ -41,22 +40,10 @@ def analyze(
     except ConfigError as exc:
         raise fail(str(exc))
     tv = None if static_only else require_torch("analyze")
-    enabled = show_progress(quiet)
-    stack = []
-
-    def progress(description: str, total: int):
-        cm = progress_bar(description, total, enabled)
-        bar = cm.__enter__()
-        stack.append(cm)
-        return bar.advance
-
-    try:
+    with progress_hook(quiet) as progress:
         report = run_analyze(paths, config, AnalyzeOptions(static=not dynamic_only, dynamic=not static_only,
                                                            jobs=jobs, timeout=timeout),
                              progress=progress, torch_version=tv)
-    finally:
-        for cm in reversed(stack):
-            cm.__exit__(None, None, None)
     render_or_fail(report, format.value, output)
     has_breaks = any(t.breaks or t.graph_break_count for t in report.targets) or bool(report.findings)
     if any(t.error for t in report.targets) and not has_breaks:

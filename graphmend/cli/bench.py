@@ -9,8 +9,7 @@ from typing import List, Optional
 
 import typer
 
-from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, fail, progress_bar, render_or_fail, require_torch,
-                                  show_progress)
+from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, fail, progress_hook, render_or_fail, require_torch)
 
 
 class BenchFormat(str, Enum):
@@ -79,20 +78,8 @@ def bench(
 
     options = BenchOptions(device=device.value, mode=mode.value, dtype=dtype.value, runs=runs, warmup=warmup,
                            timeout=timeout, arms=chosen, keep_cache=keep_cache)
-    enabled = show_progress(quiet)
-    stack = []
-
-    def progress(description: str, total: int):
-        cm = progress_bar(description, total, enabled)
-        bar = cm.__enter__()
-        stack.append(cm)
-        return bar.advance
-
-    try:
+    with progress_hook(quiet) as progress:
         report = run_bench(targets, config, options, progress=progress, torch_version=tv)
-    finally:
-        for cm in reversed(stack):
-            cm.__exit__(None, None, None)
     render_or_fail(report, format.value, output)
     if not report.bench and report.errors:
         raise typer.Exit(EXIT_FINDINGS)

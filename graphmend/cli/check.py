@@ -11,8 +11,7 @@ from typing import List, Optional
 
 import typer
 
-from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, Format, fail, progress_bar, render_or_fail,
-                                  require_torch, show_progress, write_atomic)
+from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, Format, fail, progress_hook, render_or_fail, require_torch, write_atomic)
 
 # Formats whose renderer shows Report.check.new itself (reports/).
 CHECK_AWARE_FORMATS = ("text", "md", "html", "github")
@@ -54,23 +53,13 @@ def check(
         raise fail(f"--baseline {baseline_path} is a folder; give a file path")
     tv = require_torch("check --dynamic") if dynamic else None
 
-    enabled = show_progress(quiet)
-    stack = []
-
-    def progress(description: str, total: int):
-        cm = progress_bar(description, total, enabled)
-        stack.append(cm)
-        return cm.__enter__().advance
-
-    try:
-        outcome = run_check(files if files else None, config, baseline_path,
-                            CheckOptions(dynamic=dynamic, update=update_baseline, jobs=jobs, timeout=timeout),
-                            torch_version=tv, progress=progress)
-    except BaselineError as exc:
-        raise fail(str(exc))
-    finally:
-        for cm in reversed(stack):
-            cm.__exit__(None, None, None)
+    with progress_hook(quiet) as progress:
+        try:
+            outcome = run_check(files if files else None, config, baseline_path,
+                                CheckOptions(dynamic=dynamic, update=update_baseline, jobs=jobs, timeout=timeout),
+                                torch_version=tv, progress=progress)
+        except BaselineError as exc:
+            raise fail(str(exc))
 
     report, result = outcome.report, outcome.report.check
     if outcome.baseline_text is not None:

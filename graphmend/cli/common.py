@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 import typer
 
@@ -110,6 +110,18 @@ def progress_bar(description: str, total: int, enabled: bool) -> Iterator["Progr
                   console=Console(stderr=True), transient=True) as progress:
         task = progress.add_task(description, total=total, item="")
         yield Progressor(progress, task)
+
+
+@contextmanager
+def progress_hook(quiet: bool) -> Iterator[Callable[[str, int], Callable[[str], None]]]:
+    """The ``progress(description, total) -> advance(item)`` hook stages take (stages never
+    print); every bar it opens is closed when the block ends."""
+    enabled = show_progress(quiet)
+    with ExitStack() as stack:
+        def progress(description: str, total: int) -> Callable[[str], None]:
+            return stack.enter_context(progress_bar(description, total, enabled)).advance
+
+        yield progress
 
 
 class Progressor:

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from graphmend.cli.common import EXIT_CLEAN, EXIT_FINDINGS, fail, progress_bar, require_torch, show_progress, write_atomic
+from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, fail, progress_hook, require_torch, write_atomic)
 
 
 def corpus(
@@ -31,22 +31,11 @@ def corpus(
     except ConfigError as exc:
         raise fail(str(exc))
     require_torch("corpus")
-    enabled = show_progress(quiet)
-    stack = []
-
-    def progress(description: str, total: int):
-        cm = progress_bar(description, total, enabled)
-        bar = cm.__enter__()
-        stack.append(cm)
-        return bar.advance
-
-    try:
-        table, _ = build_table(path, config, skip_hf=skip_hf, timeout=timeout, progress=progress)
-    except CorpusError as exc:
-        raise fail(str(exc))
-    finally:
-        for cm in reversed(stack):
-            cm.__exit__(None, None, None)
+    with progress_hook(quiet) as progress:
+        try:
+            table, _ = build_table(path, config, skip_hf=skip_hf, timeout=timeout, progress=progress)
+        except CorpusError as exc:
+            raise fail(str(exc))
     try:
         write_atomic(output, render(table))
     except OSError as exc:

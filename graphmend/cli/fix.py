@@ -10,8 +10,7 @@ from typing import List, Optional
 
 import typer
 
-from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, check_paths, emit, fail, progress_bar,
-                                  require_torch, show_progress, write_atomic)
+from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, check_paths, emit, fail, progress_hook, require_torch, write_atomic)
 
 
 class FixFormat(str, Enum):
@@ -46,21 +45,9 @@ def fix(
     except ConfigError as exc:
         raise fail(str(exc))
     require_torch("fix")
-    enabled = show_progress(quiet)
-    stack = []
-
-    def progress(description: str, total: int):
-        cm = progress_bar(description, total, enabled)
-        bar = cm.__enter__()
-        stack.append(cm)
-        return bar.advance
-
-    try:
+    with progress_hook(quiet) as progress:
         run = run_fix(paths, config, FixOptions(rules=rules, jobs=jobs, timeout=timeout, follow=not no_follow),
                       progress=progress)
-    finally:
-        for cm in reversed(stack):
-            cm.__exit__(None, None, None)
     report = run.report
     in_tree, out_tree = run.in_tree_patches(), run.out_of_tree_patches()
     labels = {p: _label(run.candidates[p]) for p in run.patches}

@@ -43,7 +43,7 @@ def fix_source(source: str, lines: Optional[Iterable[int]] = None, rules: Sequen
     said an op's output shape depended on data there (a boolean-mask index)."""
     import libcst as cst
 
-    from rewrites.fixes.base import Analysis, Context, apply_edits
+    from rewrites.fixes.base import Analysis, Context
 
     try:
         an = Analysis(source)

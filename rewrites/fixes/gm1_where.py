@@ -271,7 +271,8 @@ def decide_if(node: cst.If, an: Analysis, facts: FunctionFacts, tnames: frozense
               tail: Optional[list], span: Optional[tuple[int, int]] = None) -> IfDecision:
     start, end = span or an.span(node)
     branches, final = chain(node)
-    tests = [convert_condition(t, tnames, forced) for t, _ in branches]
+    for t, _ in branches:  # raises Refuse for a condition that cannot become a tensor expression
+        convert_condition(t, tnames, forced)
     arms = [read_arm(stmts) for _, stmts in branches]
     final_arm = read_arm(final) if final is not None else None
     absorb = None

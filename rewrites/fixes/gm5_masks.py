@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rewrites.fixes.base import (Analysis, Context, Edit, FunctionFacts, Plan, Site, call, code, full_name,
+from rewrites.fixes.base import (Analysis, Context, Edit, FunctionFacts, Plan, Site, call, full_name,
                                  paren)
 
 RULES = ("GM502",)
