@@ -54,6 +54,20 @@ def test_recompile():
     assert r["function"] == "f" and r["line"] == 3 and "rank mismatch" in r["reason"]
 
 
+def test_recompile_keeps_the_newest_guard_without_source_comments():
+    # recorded from torch 2.13 (corpus/decoding.py), stack lines shortened
+    text = ("Recompiling function torch_dynamo_resume_in_forward_at_44 in /c/decoding.py:44\n"
+            "    triggered by the following guard failure(s):\n"
+            "    - 1/2: len(tokens) == 2                                         # tokens.append(token)  "
+            "# c/decoding.py:47 in torch_dynamo_resume_in_forward_at_44\n"
+            "      User stack trace:\n      File \"/c/decoding.py\", line 47, in torch_dynamo_resume_in_forward_at_44\n"
+            "    - 1/1: len(tokens) == 1                                         # tokens.append(token)\n"
+            "    - 1/0: tensor 'state' requires_grad mismatch. expected requires_grad=0")
+    r = parse_recompile(text)
+    assert r["line"] == 44
+    assert r["reason"] == "len(tokens) == 2 (2 older compiled version(s) failed their guards too)"
+
+
 @pytest.mark.parametrize("src,following,rule", [
     ("while x.sum() > 0:", [], "GM104"), ("y = a if t.any() else b", [], "GM102"),
     ("ok = t.any() and flag", [], "GM103"), ("if torch.equal(a, b):", ["    raise X"], "GM402"),

@@ -185,13 +185,24 @@ def parse_log_record(text: str) -> Optional[ParsedBreak]:
 _RECOMPILE_RE = re.compile(r"Recompiling function (?P<fn>\S+) in (?P<file>.+?):(?P<line>\d+)")
 
 
+_GUARD_ENTRY_RE = re.compile(r"^\s*-\s*\d+/\d+:\s*(.+)$", re.M)
+
+
 def parse_recompile(text: str) -> Optional[dict]:
     """``Recompiling function f in FILE:LINE\\n    triggered by the following guard failure(s): ...``"""
     m = _RECOMPILE_RE.search(text)
     if not m:
         return None
     rest = text[m.end():].strip()
-    reasons = [l.strip().lstrip("- ").strip() for l in rest.splitlines()
-               if l.strip() and not l.strip().startswith("triggered by")]
-    return {"function": m.group("fn"), "file": m.group("file"), "line": int(m.group("line")),
-            "reason": "; ".join(reasons) or rest}
+    # One "- N/M: guard  # source  # file:line ..." entry per cached version, newest first,
+    # each followed by its user stack: the newest entry's guard is the reason; the source
+    # comments and stacks only repeat what file/line already say.
+    entries = [g.split("  #")[0].strip() for g in _GUARD_ENTRY_RE.findall(rest)]
+    if entries:
+        reason = entries[0]
+        if len(entries) > 1:
+            reason += f" ({len(entries) - 1} older compiled version(s) failed their guards too)"
+    else:
+        lines = [l.strip() for l in rest.splitlines() if l.strip() and not l.strip().startswith("triggered by")]
+        reason = lines[0] if lines else rest
+    return {"function": m.group("fn"), "file": m.group("file"), "line": int(m.group("line")), "reason": reason}
