@@ -83,10 +83,13 @@ def discover(paths: Sequence[str | os.PathLike[str]], config: Config) -> Discove
     errors: list[FileError] = []
     files = list(iter_python_files(paths, config.exclude))
     for f in files:
-        name_root = Path(paths[0]) if len(paths) == 1 and Path(paths[0]).is_dir() else Path.cwd()
+        name_root = Path.cwd()
         for p in paths:
             if Path(p).is_dir() and Path(f).resolve().is_relative_to(Path(p).resolve()):
                 name_root = Path(p)
+                break
+            if Path(p).is_file() and Path(p).resolve() == Path(f).resolve():
+                name_root = Path(p).parent  # a file given directly: named by its file name
                 break
         try:
             data = f.read_bytes()

@@ -25,6 +25,7 @@ from typing import Callable, Optional, Sequence
 
 from graphmend.config import Config
 from graphmend.model import ADVICE, REJECTED, VERIFIED, Break, Fix, FixTarget, Report, TargetResult, new_report
+from graphmend.sources import analysed_root
 
 CONTROL_RULES = ("GM101", "GM102", "GM103", "GM401", "GM402")
 MAX_ISOLATED = 12  # rewrites verified one by one when their set fails, per target
@@ -147,7 +148,7 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
     from rewrites.fixes import fix_source
     from rewrites.fixes.gm6_advice import advice_for
 
-    root = str(Path(paths[0]).resolve()) if len(paths) == 1 else str(Path.cwd())
+    root = analysed_root(paths)
     report = new_report("fix", root=root, torch_version=_torch_version())
     tree = [_real(str(Path(p).resolve())) for p in paths]
 

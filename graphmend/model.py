@@ -49,7 +49,7 @@ class Break:
     file: Optional[str] = None
     line: Optional[int] = None
     col: Optional[int] = None  # 0-based, as ast/libcst/Dynamo give it; renderers show col + 1
-    source_line: Optional[str] = None
+    source_line: Optional[str] = None  # the file's line as it is (indentation kept; col indexes it)
     function: Optional[str] = None
     occurrences: int = 1
     stack: list[Frame] = field(default_factory=list)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from graphmend.config import Config
 from graphmend.discovery import discover
 from graphmend.model import Report, new_report
+from graphmend.sources import analysed_root
 
 ProgressHook = Callable[[str, int], Callable[[str], None]]  # (description, total) -> advance(item)
 
@@ -25,7 +25,7 @@ class AnalyzeOptions:
 
 def analyze(paths: Sequence[str | os.PathLike[str]], config: Config, options: AnalyzeOptions,
             progress: Optional[ProgressHook] = None, torch_version: Optional[str] = None) -> Report:
-    root = str(Path(paths[0]).resolve()) if len(paths) == 1 else str(Path.cwd())
+    root = analysed_root(paths)
     report = new_report("analyze", root=root, torch_version=torch_version if options.dynamic else None)
     if options.static:
         from rewrites.scan import scan_paths

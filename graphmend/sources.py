@@ -76,6 +76,15 @@ def iter_python_files(paths: Sequence[str | os.PathLike[str]],
                 yield f
 
 
+def analysed_root(paths: Sequence[str | os.PathLike[str]]) -> str:
+    """The folder report paths are shown relative to: the one folder given (a lone file's
+    folder), else the working directory."""
+    if len(paths) != 1:
+        return str(Path.cwd())
+    first = Path(paths[0]).resolve()
+    return str(first.parent if first.is_file() else first)
+
+
 def is_excluded(rel: Path, patterns: Sequence[str]) -> bool:
     """Glob match on the relative posix path (``*`` crosses folders, as in ruff's
     ``exclude``); a pattern without ``/`` also matches any single path component."""

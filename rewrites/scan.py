@@ -138,7 +138,8 @@ def scan_source(text: str, path: str = "<string>", module: str = "", is_package:
             if key in seen:
                 continue
             seen.add(key)
-            src = lines[r.line - 1].strip() if 0 < r.line <= len(lines) else None
+            # the whole line, indentation kept: col and end_col index into it (renderers draw the caret)
+            src = lines[r.line - 1].rstrip("\r\n") if 0 < r.line <= len(lines) else None
             end_col = _col(lines, r.end_line or r.line, r.end_col0)
             result.findings.append((Finding(
                 rule=r.code, file=path, line=r.line, col=_col(lines, r.line, r.col0) or 0, message=r.message,

@@ -70,4 +70,4 @@ def test_positions_and_fields():
     assert (finding.rule, finding.line, finding.col) == ("GM301", 4, 17)  # 0-based characters, not bytes
     assert finding.end_line == 4 and finding.end_col == 31
     assert finding.function == "f" and key == "f" and finding.category == "host-scalar"
-    assert finding.source_line == "s = 'é'; v = x.sum().item()" and finding.status == "potential"
+    assert finding.source_line == "    s = 'é'; v = x.sum().item()" and finding.status == "potential"

@@ -249,7 +249,7 @@ class Recorder:
         if file and line:
             full = linecache.getline(file, line)
             if full:
-                source = full.strip()
+                source = full.rstrip("\r\n")  # indentation kept: col indexes into this line
                 indent = len(full) - len(full.lstrip())
                 col = indent + (inner.caret_col if inner and inner.caret_col is not None and inner.caret_col >= 0 else 0)
                 following = [linecache.getline(file, line + k) for k in (1, 2, 3)]
