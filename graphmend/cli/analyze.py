@@ -45,7 +45,6 @@ def analyze(
                                                            jobs=jobs, timeout=timeout),
                              progress=progress, torch_version=tv)
     render_or_fail(report, format.value, output)
-    has_breaks = any(t.breaks or t.graph_break_count for t in report.targets) or bool(report.findings)
-    if any(t.error for t in report.targets) and not has_breaks:
-        raise typer.Exit(EXIT_FINDINGS)
-    raise typer.Exit(EXIT_FINDINGS if has_breaks else EXIT_CLEAN)
+    # a target that errored is a finding too: its breaks are unknown
+    failed = any(t.breaks or t.graph_break_count or t.error for t in report.targets) or bool(report.findings)
+    raise typer.Exit(EXIT_FINDINGS if failed else EXIT_CLEAN)

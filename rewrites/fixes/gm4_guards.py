@@ -25,6 +25,11 @@ from rewrites.fixes.gm1_where import Refuse, convert_condition
 RULES = ("GM401", "GM402")
 
 
+def _assert_message(a: cst.Assert) -> cst.BaseExpression:
+    """The assert's own message, or the one Python would have shown (its condition)."""
+    return a.msg if a.msg is not None else cst.SimpleString(repr(f"assertion failed: {code(a.test)}"))
+
+
 def _message(exc: Optional[cst.BaseExpression], fallback: str) -> cst.BaseExpression:
     if exc is None:
         return cst.SimpleString(repr(fallback))
@@ -139,7 +144,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         def build(updated, names=names, forced=forced):
             a: cst.Assert = updated.body[0]
             cond = convert_condition(a.test, names, forced)
-            msg = a.msg if a.msg is not None else cst.SimpleString(repr(f"assertion failed: {code(a.test)}"))
+            msg = _assert_message(a)
             return _line(cst.Expr(call("torch._assert_async", cond, msg)), updated.leading_lines).with_changes(
                 trailing_whitespace=updated.trailing_whitespace)
 
@@ -159,7 +164,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             if got is None:
                 return updated
             t, items = got
-            msg = a.msg if a.msg is not None else cst.SimpleString(repr(f"assertion failed: {code(a.test)}"))
+            msg = _assert_message(a)
             parts = [cst.Comparison(left=call_method(t, "dim"), comparisons=[
                 cst.ComparisonTarget(cst.Equal(), cst.Integer(str(n)))])]
             for i, e in enumerate(items):
