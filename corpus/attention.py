@@ -116,10 +116,10 @@ class SparseGlobalAttention(nn.Module):
         self.attn = SelfAttention(cfg)
         self.norm = nn.LayerNorm(cfg.hidden_size)
 
-    def _band_mask(self, seq: int, dtype: torch.dtype) -> torch.Tensor:
-        pos = torch.arange(seq)
+    def _band_mask(self, seq: int, like: torch.Tensor) -> torch.Tensor:
+        pos = torch.arange(seq, device=like.device)
         far = (pos[None, :] - pos[:, None]).abs() > self.cfg.window
-        return torch.zeros(seq, seq, dtype=dtype).masked_fill(far, torch.finfo(dtype).min)
+        return torch.zeros(seq, seq, dtype=like.dtype, device=like.device).masked_fill(far, torch.finfo(like.dtype).min)
 
     def forward(self, hidden, attention_mask, global_attention_mask):
         padding = _expand_padding_mask(attention_mask, hidden.dtype)
@@ -127,9 +127,9 @@ class SparseGlobalAttention(nn.Module):
         if is_global:
             out = self.attn(hidden, padding)
         elif attention_mask.min() == 0:
-            out = self.attn(hidden, padding + self._band_mask(hidden.shape[1], hidden.dtype))
+            out = self.attn(hidden, padding + self._band_mask(hidden.shape[1], hidden))
         else:
-            out = self.attn(hidden, self._band_mask(hidden.shape[1], hidden.dtype)[None, None])
+            out = self.attn(hidden, self._band_mask(hidden.shape[1], hidden)[None, None])
         return self.norm(hidden + out)
 
 

@@ -41,7 +41,7 @@ class FrameMaskingEncoder(nn.Module):
     def forward(self, input_values, attention_mask):
         hidden = self.features(input_values)
         frame_lengths = self.features.output_lengths(attention_mask.sum(-1))
-        frame_mask = torch.zeros(hidden.shape[:2], dtype=torch.bool)
+        frame_mask = torch.zeros(hidden.shape[:2], dtype=torch.bool, device=hidden.device)
         for b, n in enumerate(frame_lengths.tolist()):
             frame_mask[b, :n] = True
         hidden = hidden * frame_mask[..., None]
@@ -52,7 +52,7 @@ class FrameMaskingEncoderFixed(FrameMaskingEncoder):
     def forward(self, input_values, attention_mask):
         hidden = self.features(input_values)
         frame_lengths = self.features.output_lengths(attention_mask.sum(-1))
-        frame_mask = torch.arange(hidden.shape[1])[None, :] < frame_lengths[:, None]
+        frame_mask = torch.arange(hidden.shape[1], device=hidden.device)[None, :] < frame_lengths[:, None]
         hidden = hidden * frame_mask[..., None]
         return self.norm(hidden), frame_mask
 

@@ -51,7 +51,7 @@ class CachedAttention(nn.Module):
         b, s, _ = hidden.shape
         q, k, v = self.qkv(hidden).view(b, s, 3, self.cfg.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         keys, values = self.cache.update(k, v, cache_position)
-        visible = torch.arange(self.cfg.max_cache_len)[None, :] <= cache_position[:, None]
+        visible = torch.arange(self.cfg.max_cache_len, device=q.device)[None, :] <= cache_position[:, None]
         scores = (q @ keys.transpose(-1, -2)).masked_fill(~visible, float("-inf"))
         return (scores.softmax(-1) @ values).transpose(1, 2).reshape(b, s, -1)
 

@@ -68,7 +68,7 @@ class CausalLM(nn.Module):
         b, s = input_ids.shape
         h = self.embed(input_ids)
         q, k, v = self.qkv(h).view(b, s, 3, self.cfg.num_heads, -1).permute(2, 0, 3, 1, 4)
-        causal = torch.ones(s, s, dtype=torch.bool).tril()
+        causal = torch.ones(s, s, dtype=torch.bool, device=h.device).tril()
         allowed = causal[None, None] & attention_mask[:, None, None, :].bool()
         scores = (q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])).masked_fill(~allowed, torch.finfo(h.dtype).min)
         ctx = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, s, -1)

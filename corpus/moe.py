@@ -109,7 +109,7 @@ class GroupedExperts(nn.Module):
         tokens = hidden.reshape(-1, hidden.shape[-1])
         scores, experts = self.gate(tokens).softmax(-1).topk(self.top_k, dim=-1)
         per_expert = nn.functional.one_hot(experts.flatten(), self.w_in.shape[0]).sum(0)
-        expert_ids = torch.arange(self.w_in.shape[0]).repeat_interleave(per_expert)
+        expert_ids = torch.arange(self.w_in.shape[0], device=tokens.device).repeat_interleave(per_expert)
         order = experts.flatten().argsort(stable=True)
         x = tokens.repeat_interleave(self.top_k, dim=0)[order]
         y = torch.bmm(torch.relu(torch.bmm(x[:, None], self.w_in[expert_ids])), self.w_out[expert_ids])[:, 0]

@@ -49,7 +49,7 @@ class DynamicNTKRotary(nn.Module):
         seq_len = position_ids.max() + 1
         if seq_len > self.cfg.original_max_position:
             base = self._ntk_base(seq_len)
-            inv_freq = 1.0 / (base ** (torch.arange(0, self.dim, 2).float() / self.dim))
+            inv_freq = 1.0 / (base ** (torch.arange(0, self.dim, 2, device=position_ids.device).float() / self.dim))
         else:
             inv_freq = self.inv_freq
         freqs = position_ids[..., None].float() * inv_freq
@@ -60,7 +60,7 @@ class DynamicNTKRotary(nn.Module):
 class DynamicNTKRotaryFixed(DynamicNTKRotary):
     def forward(self, q, k, position_ids):
         seq_len = position_ids.max() + 1
-        scaled = 1.0 / (self._ntk_base(seq_len) ** (torch.arange(0, self.dim, 2).float() / self.dim))
+        scaled = 1.0 / (self._ntk_base(seq_len) ** (torch.arange(0, self.dim, 2, device=position_ids.device).float() / self.dim))
         inv_freq = torch.where(seq_len > self.cfg.original_max_position, scaled, self.inv_freq)
         freqs = position_ids[..., None].float() * inv_freq
         emb = torch.cat((freqs, freqs), dim=-1)[:, None]

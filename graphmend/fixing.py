@@ -37,6 +37,7 @@ class FixOptions:
     jobs: int = 1
     timeout: Optional[float] = None
     follow: bool = True  # fix breaks in files outside the analysed paths (overlay / --patch only)
+    only: tuple[str, ...] = ()  # target function names to verify (all when empty): one bench target
 
 
 @dataclass
@@ -168,6 +169,8 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
     findings = [f for f in findings if config.rule_enabled(f.rule) and _selected(f.rule, options.rules)]
     report.findings = findings
     found = discover(paths, config)
+    if options.only:
+        found.targets = [t for t in found.targets if t.function in options.only]
     seen = {(e.file, e.message) for e in report.errors}
     report.errors.extend(e for e in found.errors if (e.file, e.message) not in seen)
     before: list[TargetResult] = []

@@ -74,3 +74,14 @@ def test_usage_errors_exit_2(tmp_path):
     assert r.returncode == 2 and "--rule" in r.stderr
     r = _mend("fix", str(tmp_path / "missing"), cwd=tmp_path)
     assert r.returncode == 2 and "does not exist" in r.stderr
+
+
+def test_only_verifies_the_named_target():
+    # what the bench's mended arm asks for: one target's fixes, the file's other targets not run
+    from graphmend.config import load_config
+    from graphmend.fixing import FixOptions, run_fix
+
+    run = run_fix([FIXTURE], load_config([FIXTURE]), FixOptions(only=("mend_target_gate",), timeout=300))
+    assert [t.name.split("::")[1] for t in run.report.fix_targets] == ["mend_target_gate"]
+    assert [t.name.split("::")[1] for t in run.report.targets] == ["mend_target_gate"]
+    assert "torch.where(h.sum() > 0, h * 2, h - 1)" in run.patches[str(FIXTURE / "models.py")]

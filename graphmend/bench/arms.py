@@ -75,12 +75,13 @@ def resolve(refs: Sequence[str], config: Config) -> tuple[list[BenchItem], list[
 
 class PatchSource:
     """The verified patches of ``mend fix`` (abs path -> patched source), computed once per
-    file: the fix pipeline verifies every target of the file, and each target's mended arm
-    runs that file's verified fixes through the import overlay."""
+    target: the fix pipeline verifies that target alone (a file of eight transformers models
+    would otherwise verify all eight for each), and its mended arm runs the fixes verified
+    for it through the import overlay."""
 
     def __init__(self, config: Config, timeout: Optional[float]) -> None:
         self.config, self.timeout = config, timeout
-        self._by_file: dict[str, tuple[Optional[dict[str, str]], str]] = {}
+        self._by_target: dict[tuple[str, str], tuple[Optional[dict[str, str]], str]] = {}
         self.unavailable = ""
         try:
             importlib.import_module("graphmend.overlay")
@@ -96,18 +97,19 @@ class PatchSource:
         file = item.spec.file
         if not file:
             return None, f"mended arm unavailable: {item.spec.name} is given as a module, mend fix works on files"
-        if file not in self._by_file:
-            self._by_file[file] = self._run(file)
-        patches, why = self._by_file[file]
+        key = (file, item.spec.function)
+        if key not in self._by_target:
+            self._by_target[key] = self._run(file, item.spec.function)
+        patches, why = self._by_target[key]
         if why:
             return None, why
         if not patches:
             return None, f"mended arm skipped: mend fix verified no fix for {item.spec.name} (mended = original)"
         return patches, ""
 
-    def _run(self, file: str) -> tuple[Optional[dict[str, str]], str]:
+    def _run(self, file: str, function: str) -> tuple[Optional[dict[str, str]], str]:
         try:
-            options = self._fixing.FixOptions(timeout=self.timeout)
+            options = self._fixing.FixOptions(timeout=self.timeout, only=(function,))
             patches = self._fixing.verified_patches([file], self.config, options)
         except Exception as exc:  # the fix pipeline failing costs only the mended arm
             return None, f"mended arm unavailable: mend fix failed on {file}: {type(exc).__name__}: {exc}"
