@@ -86,4 +86,4 @@ def _fix(an, ctx, source: str) -> FixResult:
     return FixResult(source, new, applied, sorted(refused, key=lambda r: r.line))
 
 
-_STATEMENT_LEVEL = {"where", "cond", "assert_async", "check"}
+_STATEMENT_LEVEL = {"where", "cond", "assert_async", "check", "guard_if"}

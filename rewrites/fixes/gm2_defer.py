@@ -23,6 +23,16 @@ Logger methods (GM202: ``logger.info/warning/...``, ``logging.warning``, transfo
   warnings attribute the message to (the helper), so eager output would differ; dropping
   them under compile is the price of keeping eager byte-identical.
 ``torch.compiler.is_compiling`` exists from torch 2.3, so both forms work on 2.9 to 2.14.
+
+An ``if`` whose body only logs or warns (``if (counts > cap).any(): logger.warning(...)``)
+breaks twice: on the tensor condition and on the call. Its condition is guarded instead::
+
+    if not torch.compiler.is_compiling() and ((counts > cap).any()):
+        logger.warning(...)
+
+* eager: the condition is evaluated and the message emitted exactly as before;
+* under ``torch.compile``: neither the condition nor the call runs -- no break, and (as
+  for a lone logger call) no message.
 """
 
 from __future__ import annotations
@@ -67,8 +77,60 @@ def classify_call(call: cst.Call) -> str | None:
     return None
 
 
+def _only_logs(block) -> bool:
+    """Every statement of ``block`` is a logger/warnings call (not print: GM201 keeps it)."""
+    if not isinstance(block, cst.IndentedBlock) or not block.body:
+        return False
+    for st in block.body:
+        if not (isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1
+                and isinstance(st.body[0], cst.Expr) and isinstance(st.body[0].value, cst.Call)
+                and classify_call(st.body[0].value) in ("GM202", "GM203")):
+            return False
+    return True
+
+
+def _plan_logging_ifs(an: Analysis, ctx: Context, result: Plan) -> set[int]:
+    """Guard the condition of ``if`` statements that only log; returns the ids of the calls
+    they hold (handled here, not one by one)."""
+    ifs: list[cst.If] = []
+
+    class V(cst.CSTVisitor):
+        def visit_If(self, n: cst.If) -> None:
+            if n.orelse is None and _only_logs(n.body):
+                ifs.append(n)
+
+    an.module.visit(V())
+    taken: set[int] = set()
+    for node in ifs:
+        start, end = an.span(node)
+        calls = [st.body[0].value for st in node.body.body]
+        rules = {classify_call(c) for c in calls}
+        rule = "GM202" if "GM202" in rules else "GM203"
+        if not ctx.wants(rule) or not ctx.covers(start, end) or an.enclosing_function(node) is None:
+            continue
+        if isinstance(an.parent(node), cst.If):  # an ``elif``: guarding it would change the chain
+            continue
+        if "is_compiling" in an.module.code_for_node(node.test):
+            taken.update(id(c) for c in calls)
+            continue  # already guarded (a second run changes nothing)
+        taken.update(id(c) for c in calls)
+        site = Site(rule, start, end, "an `if` that only logs: condition and call skipped under torch.compile "
+                    "(eager unchanged)", strategy="guard_if")
+
+        def build(updated: cst.If):
+            inner = updated.test.with_changes(
+                lpar=[cst.LeftParen()], rpar=[cst.RightParen()]) if not updated.test.lpar else updated.test
+            guard = cst.BooleanOperation(left=cst.parse_expression("not torch.compiler.is_compiling()"),
+                                         operator=cst.And(), right=inner)
+            return updated.with_changes(test=guard)
+
+        result.edits.append(Edit(node, build, site))
+    return taken
+
+
 def plan(an: Analysis, ctx: Context) -> Plan:
     result = Plan()
+    in_ifs = _plan_logging_ifs(an, ctx, result)
     stmts: list[tuple[cst.SimpleStatementLine, cst.Call, str]] = []
 
     class V(cst.CSTVisitor):
@@ -80,7 +142,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
 
     an.module.visit(V())
     for stmt, callnode, rule in stmts:
-        if not ctx.wants(rule):
+        if not ctx.wants(rule) or id(callnode) in in_ifs:
             continue
         start, end = an.span(stmt)
         fn = an.enclosing_function(stmt)
@@ -136,8 +198,19 @@ FIXED = [
     ),
 ]
 
+FIXED.append((
+    "import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(x, cap):\n"
+    "    if (x > cap).any():  # overflow\n        logger.warning('over %d', int((x > cap).sum()))\n"
+    "        warnings.warn('over')\n    return x.clamp(max=cap)\n",
+    "import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(x, cap):\n"
+    "    if not torch.compiler.is_compiling() and ((x > cap).any()):  # overflow\n"
+    "        logger.warning('over %d', int((x > cap).sum()))\n"
+    "        warnings.warn('over')\n    return x.clamp(max=cap)\n",
+))
+
 NEGATIVE = [
     ("print('module level')\n", None),
     ("def f(x):\n    y = print\n    return x\n", None),
     ("def f(x):\n    if x: logger.info('a')\n    return x\n", None),
+    ("def f(x):\n    if not torch.compiler.is_compiling() and (x.any()):\n        logger.info('a')\n    return x\n", None),
 ]

@@ -1,0 +1,378 @@
+"""Survey which transformers models break under torch.compile, and where.
+
+Builds TINY models from config classes (never ``from_pretrained``; random weights), feeds a
+realistic batch (2 sequences, the second right-padded in the attention mask; encoder-decoders
+get ``decoder_input_ids``) and records ``torch._dynamo.explain`` for each, in eval() under
+no_grad. Each model runs in its own subprocess with a timeout, one at a time, so a hang or a
+crash never stops the rest.
+
+    PYTHONPATH=build/tf4 python benchmarks/survey_hf.py --out benchmarks/results/hf-survey-4.46.3
+    python benchmarks/survey_hf.py --out benchmarks/results/hf-survey-5.x      # installed transformers
+    python benchmarks/survey_hf.py --only bert gpt2 --out /tmp/s               # a few models
+
+Writes ``OUT.json`` (every model, every break reason with its innermost transformers frame)
+and ``OUT.md`` (summary table, then the distinct break sites ranked by how many models share
+them, with their source line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import inspect
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+VOCAB, HIDDEN, HEADS, FFN, LAYERS = 1000, 64, 4, 128, 2
+
+# Config __init__ parameter names that mean the same thing across architectures; only the
+# ones a config's signature names are passed (setting others after __init__ would miss
+# values the config derives in __init__, e.g. head_dim).
+GENERIC = [  # pairs, not a dict: LAYERS and 2 kv heads share a value
+    (VOCAB, ["vocab_size", "src_vocab_size", "tgt_vocab_size"]),
+    (HIDDEN, ["hidden_size", "d_model", "n_embd", "emb_dim", "dim", "embed_dim", "n_embed", "d_embed"]),
+    (LAYERS, ["num_hidden_layers", "n_layer", "num_layers", "n_layers", "encoder_layers", "decoder_layers",
+              "num_decoder_layers", "num_encoder_layers"]),
+    (HEADS, ["num_attention_heads", "n_head", "n_heads", "num_heads", "encoder_attention_heads",
+             "decoder_attention_heads", "num_encoder_attention_heads", "num_decoder_attention_heads"]),
+    (FFN, ["intermediate_size", "d_ff", "encoder_ffn_dim", "decoder_ffn_dim", "ffn_dim", "n_inner", "d_inner",
+           "dff", "hidden_dim"]),
+    (128, ["max_position_embeddings", "n_positions", "n_ctx", "max_seq_len", "max_encoder_position_embeddings",
+           "max_decoder_position_embeddings", "max_positions", "context_length"]),
+    (16, ["head_dim", "d_kv", "d_head"]),
+    (2, ["num_key_value_heads"]),
+]
+MOE = dict(num_experts=4, num_local_experts=4, num_experts_per_tok=2, moe_intermediate_size=64,
+           shared_expert_intermediate_size=64)
+
+# model_type -> (extra config kwargs, options). options: seq, pad_from, extra (input builder name)
+SPECS: dict[str, tuple[dict, dict]] = {
+    # encoders
+    "bert": ({}, {}), "roberta": ({}, {}), "xlm-roberta": ({}, {}), "camembert": ({}, {}),
+    "roberta-prelayernorm": ({}, {}), "electra": ({"embedding_size": 64}, {}),
+    "albert": ({"embedding_size": 32}, {}), "distilbert": ({}, {}), "deberta": ({}, {}),
+    "deberta-v2": ({}, {}), "megatron-bert": ({}, {}), "ernie": ({}, {}), "nezha": ({}, {}),
+    "convbert": ({"embedding_size": 64}, {}), "data2vec-text": ({}, {}), "mpnet": ({}, {}),
+    "ibert": ({"quant_mode": False}, {}), "layoutlm": ({}, {}), "roformer": ({"embedding_size": 64}, {}),
+    "rembert": ({"input_embedding_size": 32, "output_embedding_size": 32}, {}),
+    "squeezebert": ({"embedding_size": 64}, {}),
+    "mobilebert": ({"embedding_size": 32, "intra_bottleneck_size": 32, "true_hidden_size": 32,
+                    "num_feedforward_networks": 1}, {}),
+    "funnel": ({"block_sizes": [1, 1], "n_head": HEADS, "d_head": 16}, {}),
+    "esm": ({"pad_token_id": 1, "mask_token_id": 4}, {}),
+    "luke": ({"entity_vocab_size": 100, "entity_emb_size": 32}, {}),
+    "xmod": ({"default_language": "en_XX"}, {}),
+    "canine": ({"downsampling_rate": 4, "local_transformer_stride": 4}, {}),
+    "fnet": ({}, {}), "nystromformer": ({"num_landmarks": 4, "segment_means_seq_len": 16}, {}),
+    "yoso": ({}, {}), "mra": ({}, {"seq": 64, "pad_from": 56}),
+    "mega": ({"ema_projection_size": 4, "shared_representation_size": 32}, {}),
+    "longformer": ({"attention_window": 8}, {"extra": "global_attention"}),
+    "big_bird": ({"block_size": 4, "num_random_blocks": 2, "attention_type": "block_sparse"},
+                 {"seq": 64, "pad_from": 56}),
+    "reformer": ({"num_attention_heads": 2, "attention_head_size": 32, "feed_forward_size": FFN,
+                  "attn_layers": ["local", "lsh"], "axial_pos_embds": False, "max_position_embeddings": 64,
+                  "local_attn_chunk_length": 8, "lsh_attn_chunk_length": 8, "num_buckets": 4,
+                  "is_decoder": False}, {}),
+    "xlm": ({}, {}), "flaubert": ({}, {}), "xlnet": ({}, {}),
+    "splinter": ({}, {}), "tapas": ({}, {}), "bert-generation": ({}, {}),
+    # decoders
+    "gpt2": ({}, {}), "openai-gpt": ({}, {}), "gpt_bigcode": ({}, {}), "gpt_neo": ({"attention_types": [[["global", "local"], 1]], "window_size": 8}, {}),
+    "gptj": ({"rotary_dim": 8}, {}), "codegen": ({"rotary_dim": 8}, {}), "gpt_neox": ({}, {}),
+    "gpt_neox_japanese": ({}, {}), "opt": ({"word_embed_proj_dim": HIDDEN}, {}), "bloom": ({}, {}),
+    "ctrl": ({}, {}), "biogpt": ({}, {}), "xglm": ({}, {}), "falcon": ({}, {}),
+    "mpt": ({"expansion_ratio": 2}, {}), "llama": ({}, {}), "mistral": ({}, {}), "mixtral": (MOE, {}),
+    "qwen2": ({}, {}), "qwen2_moe": (MOE, {}), "phi": ({}, {}), "phi3": ({}, {}), "phimoe": (MOE, {}),
+    "gemma": ({}, {}), "gemma2": ({}, {}), "olmo": ({}, {}), "olmoe": (MOE, {}), "stablelm": ({}, {}),
+    "persimmon": ({}, {}), "starcoder2": ({}, {}), "cohere": ({}, {}), "granite": ({}, {}),
+    "granitemoe": (MOE, {}), "jetmoe": ({"num_local_experts": 4, "num_experts_per_tok": 2, "kv_channels": 16}, {}),
+    "nemotron": ({}, {}), "glm": ({}, {}),
+    "dbrx": ({"attn_config": {"kv_n_heads": 2}, "ffn_config": {"ffn_hidden_size": FFN, "moe_num_experts": 4,
+                                                               "moe_top_k": 2}}, {}),
+    "jamba": ({"num_experts": 4, "expert_layer_period": 2, "expert_layer_offset": 1, "attn_layer_period": 2,
+               "attn_layer_offset": 1, "use_mamba_kernels": False, "mamba_d_state": 8}, {}),
+    "recurrent_gemma": ({"lru_width": HIDDEN, "attention_window_size": 16, "num_key_value_heads": 1,
+                         "block_types": ["recurrent", "attention"]}, {}),
+    "mamba": ({"state_size": 8}, {}), "rwkv": ({"attention_hidden_size": HIDDEN}, {}),
+    "transfo-xl": ({"cutoffs": [200, 500], "div_val": 1, "mem_len": 16}, {}),
+    # encoder-decoders
+    "t5": ({}, {}), "mt5": ({}, {}), "umt5": ({}, {}), "longt5": ({}, {}),
+    "bart": ({}, {}), "mbart": ({}, {}), "plbart": ({}, {}), "mvp": ({}, {}), "pegasus": ({}, {}),
+    "pegasus_x": ({"block_size": 8, "num_global_tokens": 4}, {}), "marian": ({"decoder_vocab_size": VOCAB}, {}),
+    "blenderbot": ({}, {}), "blenderbot-small": ({}, {}), "m2m_100": ({}, {}),
+    "led": ({"attention_window": 8}, {}),
+    "bigbird_pegasus": ({"block_size": 4, "num_random_blocks": 2, "attention_type": "block_sparse"},
+                        {"seq": 64, "pad_from": 56}),
+    "prophetnet": ({"ngram": 2, "num_buckets": 32}, {}), "xlm-prophetnet": ({"ngram": 2, "num_buckets": 32}, {}),
+    "fsmt": ({"langs": ["en", "de"]}, {}),
+    "switch_transformers": ({"num_layers": 1, "num_decoder_layers": 1, "num_experts": 2, "expert_capacity": 8,
+                             "num_sparse_encoder_layers": 1, "num_sparse_decoder_layers": 1}, {}),
+    "nllb-moe": ({"num_experts": 2, "encoder_sparse_step": 2, "decoder_sparse_step": 2, "expert_capacity": 8}, {}),
+}
+
+
+def config_kwargs(cls, extra: dict) -> dict:
+    try:
+        params = set(inspect.signature(cls.__init__).parameters)
+    except (TypeError, ValueError):
+        params = set()
+    kw = {name: value for value, names in GENERIC for name in names if name in params}
+    kw.update({k: v for k, v in MOE.items() if k in params and k not in extra})
+    kw.update(extra)
+    return kw
+
+
+def build(model_type: str):
+    """The model (eval) and its inputs, or raise with why it cannot be built."""
+    import torch
+    import transformers as T
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    extra, opts = SPECS[model_type]
+    cfg_cls = CONFIG_MAPPING[model_type]
+    cfg = cfg_cls(**config_kwargs(cfg_cls, extra))
+    # special token ids beyond the tiny vocabulary would index out of the embedding
+    for attr in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id", "sep_token_id"):
+        val = getattr(cfg, attr, None)
+        if isinstance(val, int) and val >= VOCAB:
+            setattr(cfg, attr, 2)
+    torch.manual_seed(0)
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+    names = MODEL_MAPPING_NAMES.get(model_type)
+    if isinstance(names, (tuple, list)):  # e.g. funnel: AutoModel would need config.architectures
+        model = getattr(T, names[0])(cfg).eval()
+    else:
+        model = T.AutoModel.from_config(cfg).eval()
+    seq, pad_from = opts.get("seq", 16), opts.get("pad_from", 10)
+    ids = torch.randint(5, VOCAB, (2, seq))
+    mask = torch.ones(2, seq, dtype=torch.long)
+    mask[1, pad_from:] = 0  # the second sequence is right-padded
+    inputs = {"input_ids": ids, "attention_mask": mask}
+    if getattr(cfg, "is_encoder_decoder", False):
+        inputs["decoder_input_ids"] = ids[:, :8]
+    if opts.get("extra") == "global_attention":
+        glob = torch.zeros_like(mask)
+        glob[:, 0] = 1
+        inputs["global_attention_mask"] = glob
+    accepted = inspect.signature(model.forward).parameters
+    if not any(p.kind == p.VAR_KEYWORD for p in accepted.values()):
+        inputs = {k: v for k, v in inputs.items() if k in accepted}
+    return model, inputs
+
+
+def innermost(stack, marker: str):
+    for fr in reversed(stack or []):
+        fn = fr.filename.replace(os.sep, "/")
+        if marker in fn:
+            return fr, fn
+    return None, None
+
+
+def categorize(reason: str, source: str) -> str:
+    r, s = reason.lower(), (source or "").strip()
+    if re.search(r"\blogger\.|logging|warnings\.warn|\bprint\(|warning_once", s) or \
+            any(w in r for w in ("logger", "logging", "warnings.warn", "builtin print", "print(")):
+        return "side effect (print/logger/warnings)"
+    if "numpy" in r or re.search(r"\bnp\.|numpy", s):
+        return "numpy"
+    if any(w in r for w in ("nonzero", "dynamic shape operator", "data dependent output", "data-dependent output",
+                            "unique", "masked_select", "boolean mask", "dynamic-shape")):
+        return "data-dependent shape"
+    if any(w in r for w in (".item()", "tensor.item", "tolist", "__int__", "__float__", "__bool__", "scalar output",
+                            "unbacked")) or re.search(r"\.item\(\)|\.tolist\(\)", s):
+        return "host scalar (.item/.tolist/int/float)"
+    if s.startswith("assert") or s.startswith("raise") or "assert" in r or "exception" in r:
+        return "guard (assert/raise on tensor)"
+    if "data-dependent branching" in r or "jump" in r or s.startswith(("if ", "elif ", "while ")) or \
+            re.search(r"\bif\b.*\belse\b", s):
+        return "control flow (if-on-tensor)"
+    return "other: " + reason.splitlines()[0][:90] if reason else "other"
+
+
+def survey_one(model_type: str) -> dict:
+    import linecache
+    import warnings
+
+    import torch
+    import transformers
+
+    warnings.filterwarnings("ignore")
+    torch.set_num_threads(1)
+    out = {"model": model_type, "transformers": transformers.__version__, "torch": torch.__version__}
+    t0 = time.perf_counter()
+    try:
+        model, inputs = build(model_type)
+    except Exception as exc:  # recorded as unbuildable, the survey goes on
+        out["build_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+        return out
+    out["model_class"] = type(model).__name__
+    out["inputs"] = {k: list(v.shape) for k, v in inputs.items()}
+    torch._dynamo.reset()
+    try:
+        with torch.no_grad():
+            ex = torch._dynamo.explain(model)(**inputs)
+    except Exception as exc:
+        out["explain_error"] = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:300]}"
+        out["seconds"] = round(time.perf_counter() - t0, 1)
+        return out
+    finally:
+        torch._dynamo.reset()
+    out["graph_count"] = ex.graph_count
+    out["graph_break_count"] = ex.graph_break_count
+    out["op_count"] = ex.op_count
+    reasons = []
+    for br in ex.break_reasons:
+        text = str(getattr(br, "reason", ""))
+        stack = list(getattr(br, "user_stack", None) or [])
+        fr, fn = innermost(stack, "/transformers/")
+        rec = {"reason": (text.splitlines() or [""])[0][:400], "graph_break": bool(getattr(br, "graph_break", True))}
+        if fr is not None:
+            rel = fn.rsplit("/transformers/", 1)[1]
+            src = (fr.line or linecache.getline(fr.filename, fr.lineno) or "").strip()
+            rec.update(file=rel, line=fr.lineno, func=fr.name, source=src)
+        if stack:
+            last = stack[-1]
+            rec["innermost"] = f"{last.filename.replace(os.sep, '/').split('/site-packages/')[-1]}:{last.lineno}"
+        rec["category"] = categorize(text, rec.get("source", ""))
+        reasons.append(rec)
+    out["break_reasons"] = reasons
+    out["seconds"] = round(time.perf_counter() - t0, 1)
+    return out
+
+
+def run_child(model_type: str, timeout: float) -> dict:
+    cmd = [sys.executable, os.path.abspath(__file__), "--one", model_type]
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=os.environ.copy())
+    except subprocess.TimeoutExpired:
+        return {"model": model_type, "explain_error": f"timeout after {timeout:.0f}s"}
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith("{"):
+            res = json.loads(line)
+            res["wall_seconds"] = round(time.perf_counter() - t0, 1)
+            return res
+    tail = (proc.stderr.strip().splitlines() or ["no output"])[-1][:300]
+    return {"model": model_type, "explain_error": f"child exited {proc.returncode}: {tail}"}
+
+
+def site_table(results: list[dict]):
+    """Distinct break sites (file:line) -> models hitting them, reasons, categories, source."""
+    sites: dict[str, dict] = {}
+    for res in results:
+        for br in res.get("break_reasons", []):
+            if not br.get("graph_break", True):
+                continue
+            key = f"{br['file']}:{br['line']}" if "file" in br else f"(no transformers frame) {br.get('innermost', '?')}"
+            s = sites.setdefault(key, {"site": key, "models": [], "hits": 0, "source": br.get("source", ""),
+                                       "func": br.get("func", ""), "categories": collections.Counter(),
+                                       "reasons": collections.Counter()})
+            s["hits"] += 1
+            if res["model"] not in s["models"]:
+                s["models"].append(res["model"])
+            s["categories"][br["category"]] += 1
+            s["reasons"][br["reason"][:160]] += 1
+    ranked = sorted(sites.values(), key=lambda s: (-len(s["models"]), -s["hits"], s["site"]))
+    for s in ranked:
+        s["category"] = s["categories"].most_common(1)[0][0]
+        s["categories"] = dict(s["categories"])
+        s["reasons"] = dict(s["reasons"].most_common(3))
+    return ranked
+
+
+def render_md(meta: dict, results: list[dict], sites: list[dict]) -> str:
+    esc = lambda t: str(t).replace("|", "\\|").replace("\n", " ")
+    lines = [f"# torch.compile graph-break survey: transformers {meta['transformers']}, torch {meta['torch']}", "",
+             f"{meta['models_tried']} architectures tried, {meta['built']} built and explained, "
+             f"{meta['breaking']} break ({meta['total_breaks']} breaks in all, {len(sites)} distinct sites). "
+             f"Wall time {meta['wall_seconds']:.0f} s.", "",
+             "| model | graphs | breaks | distinct sites | site categories |", "|---|---|---|---|---|"]
+    for r in results:
+        if "graph_break_count" not in r:
+            continue
+        brs = [b for b in r.get("break_reasons", []) if b.get("graph_break", True)]
+        keys = {(b.get("file"), b.get("line")) for b in brs}
+        cats = collections.Counter(b["category"] for b in brs)
+        lines.append(f"| {r['model']} | {r['graph_count']} | {r['graph_break_count']} | {len(keys)} | "
+                     f"{esc(', '.join(f'{c} x{n}' for c, n in cats.most_common()))} |")
+    lines += ["", "## Not measured", "", "| model | why |", "|---|---|"]
+    for r in results:
+        if "graph_break_count" not in r:
+            lines.append(f"| {r['model']} | {esc(r.get('build_error') or r.get('explain_error'))} |")
+    lines += ["", "## Break sites, most shared first", "",
+              "| # | site | models | hits | category | source | reason (Dynamo) |", "|---|---|---|---|---|---|---|"]
+    for i, s in enumerate(sites, 1):
+        lines.append(f"| {i} | {esc(s['site'])} | {len(s['models'])}: {esc(', '.join(s['models']))} | {s['hits']} | "
+                     f"{esc(s['category'])} | `{esc(s['source'])}` | {esc(next(iter(s['reasons']), ''))} |")
+    cats = collections.Counter()
+    for s in sites:
+        for c, n in s["categories"].items():
+            cats[c] += n
+    lines += ["", "## Breaks by category", "", "| category | breaks |", "|---|---|"]
+    lines += [f"| {esc(c)} | {n} |" for c, n in cats.most_common()]
+    return "\n".join(lines) + "\n"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", help="output prefix: writes OUT.json and OUT.md")
+    ap.add_argument("--only", nargs="*", help="model types to survey (default: all in SPECS)")
+    ap.add_argument("--timeout", type=float, default=120, help="seconds per model (subprocess)")
+    ap.add_argument("--budget", type=float, default=1500, help="stop starting new models after this many seconds")
+    ap.add_argument("--one", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.one:
+        print(json.dumps(survey_one(a.one)), flush=True)
+        return
+    if not a.out:
+        ap.error("--out is required")
+    import transformers
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    names = a.only or list(SPECS)
+    unknown = [n for n in names if n not in SPECS]
+    if unknown:
+        ap.error(f"--only: unknown model type(s) {', '.join(unknown)}; known: {', '.join(SPECS)}")
+    start = time.perf_counter()
+    results = []
+    for name in names:
+        if name not in CONFIG_MAPPING_NAMES:
+            results.append({"model": name, "build_error": f"not in transformers {transformers.__version__}"})
+        elif time.perf_counter() - start > a.budget:
+            results.append({"model": name, "explain_error": "skipped: survey budget spent"})
+        else:
+            results.append(run_child(name, a.timeout))
+        r = results[-1]
+        print(f"{name:24s} {r.get('graph_break_count', '-')!s:>4} breaks  "
+              f"{r.get('build_error') or r.get('explain_error') or ''}"[:160] + f"  ({r.get('wall_seconds', 0)} s)",
+              file=sys.stderr, flush=True)
+    import torch
+    sites = site_table(results)
+    explained = [r for r in results if "graph_break_count" in r]
+    meta = {"transformers": transformers.__version__, "torch": torch.__version__, "models_tried": len(results),
+            "built": len(explained), "breaking": sum(1 for r in explained if r["graph_break_count"] > 0),
+            "total_breaks": sum(r["graph_break_count"] for r in explained),
+            "wall_seconds": round(time.perf_counter() - start, 1),
+            "command": " ".join([os.path.relpath(sys.executable) if False else "python"] + sys.argv)}
+    out = Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(out.with_name(out.name + ".json"), json.dumps({"meta": meta, "results": results, "sites": sites},
+                                                               indent=1))
+    write_atomic(out.with_name(out.name + ".md"), render_md(meta, results, sites))
+    print(f"{meta['breaking']}/{meta['built']} models break, {meta['total_breaks']} breaks, {len(sites)} sites; "
+          f"wrote {out}.json, {out}.md in {meta['wall_seconds']:.0f} s", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
