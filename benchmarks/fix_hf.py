@@ -6,6 +6,7 @@ outputs equal, branches never exercised, and why each remaining break stays.
     python benchmarks/fix_hf.py xlm flaubert led     # chosen hf targets (suffix of mend_target_hf_)
     python benchmarks/fix_hf.py --corpus             # every corpus/*.py file instead
     python benchmarks/fix_hf.py --json out.json
+    PYTHONPATH=build/tf4 python benchmarks/fix_hf.py --survey t5 canine   # survey_hf.py's builders
 
 Each hf target is wrapped in a one-line module in a temporary folder, so that the model
 code mend repairs lives outside the analysed tree (in site-packages): the overlay path.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 import time
@@ -42,6 +44,20 @@ def measure_hf(name: str, timeout: float) -> dict:
     return summarise(run, time.perf_counter() - start)
 
 
+def measure_survey(model_type: str, timeout: float) -> dict:
+    """A model as benchmarks/survey_hf.py builds it (any transformers version on the path)."""
+    name = re.sub(r"\W", "_", model_type)
+    with tempfile.TemporaryDirectory(prefix="mend-fixhf-") as tmp:
+        (Path(tmp) / f"hf_{name}.py").write_text(
+            f"import sys\nsys.path.insert(0, {str(ROOT / 'benchmarks')!r})\n"
+            f"from survey_hf import build as _build\n\n\n"
+            f"def mend_target_{name}():\n    model, inputs = _build({model_type!r})\n"
+            f"    return model, (), inputs\n", encoding="utf-8")
+        start = time.perf_counter()
+        run = run_paths([tmp], timeout)
+    return summarise(run, time.perf_counter() - start)
+
+
 def summarise(run, seconds: float) -> dict:
     rep = run.report
     return {
@@ -59,6 +75,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("names", nargs="*")
     ap.add_argument("--corpus", action="store_true")
+    ap.add_argument("--survey", action="store_true", help="names are model types built by survey_hf.py")
     ap.add_argument("--json")
     ap.add_argument("--timeout", type=float, default=300)
     a = ap.parse_args()
@@ -72,7 +89,7 @@ def main() -> None:
     else:
         for n in a.names or DEFAULT:
             try:
-                results[n] = measure_hf(n, a.timeout)
+                results[n] = measure_survey(n, a.timeout) if a.survey else measure_hf(n, a.timeout)
             except Exception as exc:  # one model failing never stops the rest
                 results[n] = {"error": f"{type(exc).__name__}: {exc}"}
             print(n, json.dumps(results[n]), flush=True)

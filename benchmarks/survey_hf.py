@@ -180,6 +180,8 @@ def categorize(reason: str, source: str) -> str:
         return "side effect (print/logger/warnings)"
     if "numpy" in r or re.search(r"\bnp\.|numpy", s):
         return "numpy"
+    if "_local_scalar_dense" in r or r.startswith("data dependent operator"):  # a tensor used as a Python number (arange/np/range bounds): an implicit .item()
+        return "host scalar (.item/.tolist/int/float)"
     if any(w in r for w in ("nonzero", "dynamic shape operator", "data dependent output", "data-dependent output",
                             "unique", "masked_select", "boolean mask", "dynamic-shape")):
         return "data-dependent shape"
@@ -230,7 +232,8 @@ def survey_one(model_type: str) -> dict:
         text = str(getattr(br, "reason", ""))
         stack = list(getattr(br, "user_stack", None) or [])
         fr, fn = innermost(stack, "/transformers/")
-        rec = {"reason": (text.splitlines() or [""])[0][:400], "graph_break": bool(getattr(br, "graph_break", True))}
+        rec = {"reason": (text.splitlines() or [""])[0][:400], "reason_full": text[:1500],
+               "graph_break": bool(getattr(br, "graph_break", True))}
         if fr is not None:
             rel = fn.rsplit("/transformers/", 1)[1]
             src = (fr.line or linecache.getline(fr.filename, fr.lineno) or "").strip()
@@ -330,6 +333,8 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", help="model types to survey (default: all in SPECS)")
     ap.add_argument("--timeout", type=float, default=120, help="seconds per model (subprocess)")
     ap.add_argument("--budget", type=float, default=1500, help="stop starting new models after this many seconds")
+    ap.add_argument("--rerender", action="store_true",
+                    help="re-categorise OUT.json's break reasons and rewrite OUT.json/OUT.md without running models")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:
@@ -337,6 +342,19 @@ def main() -> None:
         return
     if not a.out:
         ap.error("--out is required")
+    if a.rerender:
+        out = Path(a.out)
+        try:
+            data = json.loads(out.with_name(out.name + ".json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            ap.error(f"--rerender: cannot read {out}.json: {exc}")
+        for r in data["results"]:
+            for br in r.get("break_reasons", []):
+                br["category"] = categorize(br["reason_full"] if "reason_full" in br else br["reason"], br.get("source", ""))
+        sites = site_table(data["results"])
+        write_atomic(out.with_name(out.name + ".json"), json.dumps({**data, "sites": sites}, indent=1))
+        write_atomic(out.with_name(out.name + ".md"), render_md(data["meta"], data["results"], sites))
+        return
     import transformers
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 

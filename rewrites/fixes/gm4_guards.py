@@ -18,11 +18,26 @@ from typing import Optional
 
 import libcst as cst
 
-from rewrites.fixes.base import (Analysis, Context, Edit, FunctionFacts, Plan, Refusal, Site, call, code,
-                                 full_name, impurity, strip_parens)
+from rewrites.fixes.base import (HELPERS, Analysis, Context, Edit, FunctionFacts, Plan, Refusal, Site, call,
+                                 code, full_name, impurity, strip_parens)
 from rewrites.fixes.gm1_where import Refuse, convert_condition
 
 RULES = ("GM401", "GM402")
+
+CHECK_HELPER = "_mend_check"
+# A size list may hold a 0-dim tensor (Longformer's ``max_num_global_attn_indices`` is a
+# ``.max()``): ``size(i) == t`` is then a tensor, which torch._check refuses; it is checked
+# in the graph with _assert_async. Dynamo cannot convert a message closure that formats
+# values, so under compile the message is the condition's text; eager keeps the assert's own.
+HELPERS[CHECK_HELPER] = '''def _mend_check(cond, message, text):
+    # mend GM401: one dimension of an assert on a size list
+    if isinstance(cond, torch.Tensor):
+        torch._assert_async(cond, text)
+    elif torch.compiler.is_compiling():
+        torch._check(cond, lambda: text)
+    else:
+        torch._check(cond, message)
+'''
 
 
 def _assert_message(a: cst.Assert) -> cst.BaseExpression:
@@ -172,11 +187,13 @@ def plan(an: Analysis, ctx: Context) -> Plan:
                     cst.ComparisonTarget(cst.Equal(), e)]))
             # one check per dimension, in order (the dim check first, so size(i) exists);
             # the message is built only on failure, as the assert's was
-            lines = [_line(cst.Expr(call("torch._check", p_, cst.Lambda(params=cst.Parameters(), body=msg))),
-                           updated.leading_lines if i == 0 else ()) for i, p_ in enumerate(parts)]
+            lam = cst.Lambda(params=cst.Parameters(), body=msg)
+            text = cst.SimpleString(repr(f"assertion failed: {code(a.test)}"))
+            lines = [_line(cst.Expr(call(CHECK_HELPER, p_, lam, text)), updated.leading_lines if i == 0 else ())
+                     for i, p_ in enumerate(parts)]
             return cst.FlattenSentinel(lines)
 
-        result.edits.append(Edit(stmt, build_size, site))
+        result.edits.append(Edit(stmt, build_size, site, helpers=(CHECK_HELPER,)))
 
     for node in raises if ctx.wants("GM402") else []:
         start, end = an.span(node)
@@ -244,9 +261,16 @@ FIXED_WITH_LINES = [
     # (before, after, lines): only where Dynamo broke on the list comparison
     (
         "def f(x, n):\n    assert list(x.size()) == [n, 4], f'bad {x.size()}'\n    return x\n",
-        "import torch\ndef f(x, n):\n    torch._check(x.dim() == 2, lambda: f'bad {x.size()}')\n"
-        "    torch._check(x.size(0) == n, lambda: f'bad {x.size()}')\n"
-        "    torch._check(x.size(1) == 4, lambda: f'bad {x.size()}')\n    return x\n",
+        "import torch\n\n\ndef _mend_check(cond, message, text):\n"
+        "    # mend GM401: one dimension of an assert on a size list\n"
+        "    if isinstance(cond, torch.Tensor):\n        torch._assert_async(cond, text)\n"
+        "    elif torch.compiler.is_compiling():\n        torch._check(cond, lambda: text)\n"
+        "    else:\n        torch._check(cond, message)\n\n\n"
+        "def f(x, n):\n"
+        "    _mend_check(x.dim() == 2, lambda: f'bad {x.size()}', 'assertion failed: list(x.size()) == [n, 4]')\n"
+        "    _mend_check(x.size(0) == n, lambda: f'bad {x.size()}', 'assertion failed: list(x.size()) == [n, 4]')\n"
+        "    _mend_check(x.size(1) == 4, lambda: f'bad {x.size()}', 'assertion failed: list(x.size()) == [n, 4]')\n"
+        "    return x\n",
         {2},
     ),
 ]

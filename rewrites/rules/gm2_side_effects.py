@@ -21,7 +21,9 @@ _IO_CALLS = frozenset({"sys.stdout.write", "sys.stderr.write", "sys.stdout.flush
 _DEFER = ("Keep eager behaviour byte-identical and remove the break under compilation: guard the call "
           "with `if not torch.compiler.is_compiling():` (the message is then skipped in compiled runs), or "
           "defer it: compute the tensor values inside the graph and emit the message after the compiled "
-          "call returns.")
+          "call returns. An `if` on a tensor whose body only logs or warns gets the guard in its condition "
+          "(`if not torch.compiler.is_compiling() and (cond):`), which removes the condition's break too "
+          "(`mend fix` does this).")
 
 GM201 = Rule(
     code="GM201", name="print-call", category="side-effect",

@@ -23,7 +23,10 @@ GM401 = Rule(
          "message or a constant string message into `torch._assert_async` itself (no break); with a computed "
          "message (an f-string, a call) or a condition read into Python (`.item()`, `torch.equal`) it breaks "
          "the graph (or fails with `Data-dependent assertion failed`)."),
-    fix=_TRAP, preconditions="The condition is a boolean tensor (or reduces to one with `.all()`).",
+    fix=_TRAP + (" An `assert list(t.size()) == [a, b]` on which Dynamo broke (sizes read from data) becomes "
+                 "one `torch._check` per dimension, through a helper that uses `_assert_async` when an item is a "
+                 "0-dim tensor (a `.max()` of counts, as in Longformer's global attention)."),
+    preconditions="The condition is a boolean tensor (or reduces to one with `.all()`).",
     limits=("Asserts on shapes (`assert x.dim() == 3`) and tensor asserts with a constant message are not "
             "reported. " + LIMITS),
     gb_ids=("GB0034", "GB0170"),
