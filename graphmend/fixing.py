@@ -28,6 +28,7 @@ from graphmend.model import ADVICE, REJECTED, VERIFIED, Break, Fix, FixTarget, R
 from graphmend.sources import analysed_root
 
 CONTROL_RULES = ("GM101", "GM102", "GM103", "GM401", "GM402")
+PROBE_DTYPE = "bfloat16"  # the half precision every CPU build traces
 MAX_ISOLATED = 12  # rewrites verified one by one when their set fails, per target
 
 
@@ -317,7 +318,10 @@ def _verify_sites(spec, before: TargetResult, sites: list[SiteRecord], cands, te
             if p is not None:
                 patches[f] = p
         conditions = {f: [list(c) for s in ss for c in s.site.conditions] for f, ss in by_file.items()}
-        return verify_target(spec, patches, {f: c for f, c in conditions.items() if c}, before, texts, timeout), patches
+        # torch.cond needs both branches to return one dtype: float32 alone cannot show it
+        probe = PROBE_DTYPE if any(s.site.strategy == "cond" for s in chosen) else None
+        return verify_target(spec, patches, {f: c for f, c in conditions.items() if c}, before, texts, timeout,
+                             probe_dtype=probe), patches
 
     def judge(v, chosen) -> dict[int, Optional[str]]:
         """Per site: None when its breaks are gone and nothing regressed, else why not."""

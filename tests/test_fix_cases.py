@@ -103,3 +103,21 @@ def test_size_list_assert_split_per_dimension_where_dynamo_broke():
                 except (AssertionError, RuntimeError) as exc:  # the check raises RuntimeError
                     outcomes.append(str(exc))
             assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.parametrize("i", range(len(__import__("rewrites.fixes.gm1_where", fromlist=["x"]).FIXED_IN_CLASS)))
+def test_method_of_the_class_decides_where_or_cond(i):
+    """A pure method of the enclosing class keeps torch.where; one with a side effect gets
+    torch.cond. Both compute what the original computed, on both sides of the branch."""
+    torch = pytest.importorskip("torch")
+    from rewrites.fixes.gm1_where import FIXED_IN_CLASS
+
+    before, after = FIXED_IN_CLASS[i]
+    assert fix_source(before).new_source == after
+    assert fix_source(after).new_source == after  # idempotent
+    ns_a, ns_b = {}, {}
+    exec(compile(before, "<before>", "exec"), ns_a)
+    exec(compile(after, "<after>", "exec"), ns_b)
+    for sign in (1.0, -1.0):
+        n, inv = torch.rand(3) * sign + 0.1 * sign, torch.randn(3)
+        torch.testing.assert_close(ns_b["R"]().f(n, inv), ns_a["R"]().f(n, inv))

@@ -85,3 +85,44 @@ def test_only_verifies_the_named_target():
     assert [t.name.split("::")[1] for t in run.report.fix_targets] == ["mend_target_gate"]
     assert [t.name.split("::")[1] for t in run.report.targets] == ["mend_target_gate"]
     assert "torch.where(h.sum() > 0, h * 2, h - 1)" in run.patches[str(FIXTURE / "models.py")]
+
+
+PROBE_MODEL = '''import torch
+from torch import nn
+
+
+def widen(n):
+    return torch.arange(4, device=n.device).float() * n
+
+
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("freq", torch.ones(4))
+
+    def forward(self, x):
+        n = x.max()
+        if n > 0:
+            f = widen(n)
+        else:
+            f = self.freq
+        return x * f
+
+
+def mend_target_probe():
+    return M().eval(), (torch.randn(2, 4),)
+'''
+
+
+def test_cond_whose_branches_differ_in_dtype_is_rejected(tmp_path):
+    # float32 on one side, the buffer's dtype on the other: torch.cond traces in float32
+    # and fails in half precision; the bfloat16 re-trace of verification must see it
+    from graphmend.config import load_config
+    from graphmend.fixing import FixOptions, run_fix
+
+    (tmp_path / "probe.py").write_text(PROBE_MODEL, encoding="utf-8")
+    run = run_fix([tmp_path], load_config([tmp_path]), FixOptions(timeout=300))
+    fixes = [f for f in run.report.fixes if f.rule == "GM101"]
+    assert fixes and fixes[0].status == "rejected", fixes
+    assert "bfloat16" in fixes[0].reason and "dtype" in fixes[0].reason, fixes[0].reason
+    assert not run.patches

@@ -1,6 +1,7 @@
 """A compact Markdown table of saved bench reports, for docs/benchmarks.md:
-``python -m graphmend.bench.table report.json [more.json ...]``. Formatting only: every
-figure (ratios included) comes from the reports as the bench stage wrote them."""
+``python -m graphmend.bench.table report.json [more.json ...]``, or ``--summary`` for one
+row per target and mode across all the reports. Formatting only: every figure (ratios
+included) comes from the reports as the bench stage wrote them."""
 
 from __future__ import annotations
 
@@ -38,10 +39,45 @@ def bench_table(report: Report) -> str:
     return "\n".join(out) + "\n"
 
 
+SUMMARY_RATIOS = ("original/eager", "mended/original", "mended/reference", "mended/original (cold)")
+
+
+def summary_table(reports: Sequence[Report]) -> str:
+    """One row per (target, mode): graphs/breaks and median ms per arm, then the ratios."""
+    out = ["| target | mode | graphs / breaks: original → mended | eager ms | original ms | mended ms | "
+           "reference ms | " + " | ".join(SUMMARY_RATIOS) + " |",
+           "| --- | --- | --- | ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in SUMMARY_RATIOS) + " |"]
+    for report in reports:
+        for target in dict.fromkeys(b.target for b in report.bench):
+            rows = {b.arm: b for b in report.bench if b.target == target}
+            mode = next(iter(rows.values())).mode
+
+            def gb(arm):
+                b = rows.get(arm)
+                if b is None or b.error:
+                    return "skipped" if b is not None and b.skipped else ("failed" if b is not None else "–")
+                return f"{_f(b.graph_count, '{}')} / {_f(b.break_count, '{}')}"
+
+            def ms(arm):
+                b = rows.get(arm)
+                return "–" if b is None or b.error else _f(b.median_ms, "{:.3f}")
+
+            ratios = {x.name: x.value for x in report.ratios if x.target == target}
+            out.append(f"| {target.rpartition('/')[2]} | {mode} | {gb('original')} → {gb('mended')} | {ms('eager')} | "
+                       f"{ms('original')} | {ms('mended')} | {ms('reference')} | "
+                       + " | ".join(_f(ratios.get(n), "{:.3f}") for n in SUMMARY_RATIOS) + " |")
+    return "\n".join(out) + "\n"
+
+
 def main(argv: Sequence[str]) -> int:
+    summary = "--summary" in argv
+    argv = [a for a in argv if a != "--summary"]
     if not argv:
-        sys.stderr.write("usage: python -m graphmend.bench.table REPORT.json [...]\n")
+        sys.stderr.write("usage: python -m graphmend.bench.table [--summary] REPORT.json [...]\n")
         return 2
+    if summary:
+        sys.stdout.write(summary_table([Report.from_json(Path(p).read_text(encoding="utf-8")) for p in argv]))
+        return 0
     for path in argv:
         sys.stdout.write(bench_table(Report.from_json(Path(path).read_text(encoding="utf-8"))) + "\n")
     return 0

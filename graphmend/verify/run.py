@@ -30,8 +30,10 @@ class Verdict:
 
 
 def verify_target(spec: Any, patches: dict[str, str], conditions: dict[str, list], before: TargetResult,
-                  texts: dict[str, str], timeout: float, seed: int = 0) -> Verdict:
-    """Differential run + re-trace of ``spec`` with ``patches`` applied through the overlay."""
+                  texts: dict[str, str], timeout: float, seed: int = 0, probe_dtype: Optional[str] = None) -> Verdict:
+    """Differential run + re-trace of ``spec`` with ``patches`` applied through the overlay;
+    with ``probe_dtype``, both sides are traced once more in that dtype and the patched one
+    must trace wherever the original does."""
     from graphmend.fixing import break_keys
 
     spec_d = dataclasses.asdict(spec) if dataclasses.is_dataclass(spec) else dict(spec)
@@ -39,17 +41,20 @@ def verify_target(spec: Any, patches: dict[str, str], conditions: dict[str, list
     with tempfile.TemporaryDirectory(prefix="mend-verify-") as tmp:
         state = os.path.join(tmp, "state.pt")
         orig = run_job(Job(WORKER, {"spec": spec_d, "mode": "original", "conditions": conditions,
-                                    "state": state, "seed": seed}, label=spec_d["name"], timeout=timeout))
+                                    "state": state, "seed": seed, "probe_dtype": probe_dtype}, label=spec_d["name"], timeout=timeout))
         if orig.error or (orig.result or {}).get("error"):
             v.error = f"original run: {orig.error or orig.result.get('error')}"
             return v
         v.unexercised = [_short(u) for u in orig.result.get("unexercised", [])]
         pat = run_job(Job(WORKER, {"spec": spec_d, "mode": "patched", "patches": patches, "state": state,
-                                   "seed": seed, "retrace": True}, label=spec_d["name"], timeout=timeout))
+                                   "seed": seed, "retrace": True, "probe_dtype": probe_dtype}, label=spec_d["name"], timeout=timeout))
     if pat.error or (pat.result or {}).get("error"):
         v.error = f"patched run: {pat.error or pat.result.get('error')}"
         return v
     v.mismatches = list(pat.result.get("mismatches", []))
+    if probe_dtype and not orig.result.get("probe") and pat.result.get("probe"):
+        v.error = f"re-trace in {probe_dtype}: {pat.result['probe']}"
+        return v
     cap = pat.result.get("capture") or {}
     if cap.get("error") and not cap.get("breaks") and "name" not in cap:
         v.error = f"re-trace: {cap['error']}"

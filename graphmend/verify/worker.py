@@ -4,7 +4,10 @@ PAYLOAD: ``spec`` (TargetSpec dict), ``mode`` ("original" | "patched"), ``patche
 ({abs path: source}, served through the overlay), ``conditions`` ({abs path: [[l, c, el, ec],
 ...]}, original mode: instrumented to record arms), ``state`` (a file: the original side
 writes weights, inputs and outputs there with torch.save; the patched side reads it),
-``seed``, ``retrace`` (patched side: capture breaks under Dynamo afterwards).
+``seed``, ``retrace`` (patched side: capture breaks under Dynamo afterwards), ``probe_dtype``
+(both sides, last: trace once more with the model and inputs cast to that dtype; a
+``torch.cond`` whose branches return float32 on one side and the model's dtype on the other
+traces in float32 and fails in half precision).
 
 The original side runs the example and perturbed inputs until every condition has gone
 both ways (all variants when there are no conditions to watch); the patched side loads the
@@ -14,6 +17,7 @@ same weights, runs exactly those inputs and compares outputs.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from graphmend.jobs import worker_main
@@ -94,6 +98,8 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
         torch.save(state, payload["state"])
         result.update(ran=ran, unexercised=recorder.missing(keys, reached_only=True),
                       example_ok=bool(outputs) and outputs[0][0] == "ok")
+        if payload.get("probe_dtype"):
+            result["probe"] = _probe_dtype(loaded, payload["probe_dtype"])
         return result
     # patched side
     state = torch.load(payload["state"], weights_only=False)
@@ -117,7 +123,35 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
     result["inputs_run"] = len(state["inputs"])
     if payload.get("retrace", True):
         result["capture"] = _retrace(spec, loaded)
+    if payload.get("probe_dtype"):
+        result["probe"] = _probe_dtype(loaded, payload["probe_dtype"])
     return result
+
+
+def _probe_dtype(loaded, dtype_name: str):
+    """None when the target traces under Dynamo with its module and float inputs cast to
+    ``dtype_name`` (in place: this is the worker's last use of them), else why not."""
+    import torch
+
+    from graphmend.bench.measure import convert, prepare_callable
+
+    dtype = getattr(torch, dtype_name)
+    fn = prepare_callable(loaded.fn, "cpu", dtype)
+    args, kwargs = convert(loaded.args, "cpu", dtype), convert(loaded.kwargs, "cpu", dtype)
+    torch._dynamo.reset()
+    try:
+        with torch.no_grad():
+            torch._dynamo.explain(fn)(*args, **kwargs)
+    except Exception as exc:
+        text = str(exc).strip()
+        # Dynamo's first line is generic ("RuntimeError when making fake tensor call"); the
+        # operator's own complaint is quoted further down as got RuntimeError("...")
+        inner = re.search(r'got \w+\("(.+?)"\)', text)
+        head = text.splitlines()[0][:200] if text else ""
+        return f"{type(exc).__name__}: {head}" + (f": {inner.group(1)[:300]}" if inner else "")
+    finally:
+        torch._dynamo.reset()
+    return None
 
 
 def _retrace(spec: dict, loaded) -> dict:

@@ -347,6 +347,51 @@ def impurity(node: cst.CSTNode) -> Optional[str]:
     return why[0] if why else None
 
 
+def pure_self_methods(an: "Analysis", node: cst.CSTNode) -> frozenset[str]:
+    """``self.m`` for the methods ``m`` of the class enclosing ``node`` whose body is pure
+    arithmetic (local assignments and a return of pure tensor expressions, calling only
+    torch and other such methods): calling one twice or speculatively, as torch.where
+    does, is safe. Undecorated methods of that class only; inherited ones are not seen."""
+    p = an.parent(node)
+    while p is not None and not isinstance(p, cst.ClassDef):
+        p = an.parent(p)
+    if p is None or not isinstance(p.body, cst.IndentedBlock):
+        return frozenset()
+    methods = {f.name.value: f for f in p.body.body if isinstance(f, cst.FunctionDef) and not f.decorators}
+    values: dict[str, list[cst.BaseExpression]] = {}
+    for name, f in methods.items():
+        exprs: list[cst.BaseExpression] = []
+        ok = isinstance(f.body, cst.IndentedBlock)
+        for i, st in enumerate(f.body.body if ok else []):
+            if not (ok and isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1):
+                ok = False
+                break
+            small = st.body[0]
+            if isinstance(small, cst.Expr) and i == 0 and isinstance(small.value, cst.SimpleString):
+                continue  # docstring
+            if isinstance(small, cst.Assign) and all(isinstance(t.target, cst.Name) for t in small.targets):
+                exprs.append(small.value)
+            elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
+                exprs.append(small.value)
+            elif isinstance(small, cst.Return) and small.value is not None:
+                exprs.append(small.value)
+            else:
+                ok = False
+                break
+        if ok and exprs and not any(impurity(e) for e in exprs):
+            values[name] = exprs
+    pure = set(values)
+    changed = True
+    while changed:  # drop methods that call a non-pure one, until nothing changes
+        changed = False
+        for name in list(pure):
+            calls = {c for e in values[name] for c in calls_outside_torch(e)}
+            if any(not (c.startswith("self.") and c[5:] in pure) for c in calls):
+                pure.discard(name)
+                changed = True
+    return frozenset(f"self.{m}" for m in pure)
+
+
 def calls_outside_torch(node: cst.CSTNode) -> list[str]:
     """Names of calls that are not torch / tensor-method calls (modules, user functions)."""
     out: list[str] = []

@@ -14,7 +14,10 @@ What it rewrites (when the condition is a tensor expression):
 * conditions: ``and``/``or``/``not`` -> ``torch.logical_and/or/not``; ``t.item() > 0`` -> ``t > 0``;
   ``.any()``/``.all()`` and comparisons of reductions stay tensors; a bare tensor ``c`` -> ``(c).bool()``.
 * an arm that calls a module or a non-torch function (pure as far as the source shows)
-  -> ``torch.cond(c, lambda: A, lambda: B)`` instead: only the taken arm runs.
+  -> ``torch.cond(c, lambda: A, lambda: B)`` instead: only the taken arm runs. A call to a
+  method of the same class whose body is pure arithmetic (``self._ntk_base(n)``) is no
+  reason for ``cond``: ``torch.where`` evaluates it safely, and unlike ``cond`` it promotes
+  arms of different dtypes (float32 math beside a float16 buffer) as eager code does.
 
 Temporaries an arm binds and nothing reads afterwards are inlined into the values.
 
@@ -38,7 +41,7 @@ import libcst as cst
 
 from rewrites.fixes.base import (Analysis, Context, Edit, FunctionFacts, Plan, Refusal, Site, call,
                                  calls_outside_torch, code, full_name, impurity, names_in, paren,
-                                 strip_item, strip_parens, tensorish)
+                                 pure_self_methods, strip_item, strip_parens, tensorish)
 
 RULES = ("GM101", "GM102", "GM103")
 
@@ -275,6 +278,9 @@ def decide_if(node: cst.If, an: Analysis, facts: FunctionFacts, tnames: frozense
         convert_condition(t, tnames, forced)
     arms = [read_arm(stmts) for _, stmts in branches]
     final_arm = read_arm(final) if final is not None else None
+    pure = pure_self_methods(an, node)
+    for a in [*arms, *([final_arm] if final_arm else [])]:
+        a.outside_calls = [c for c in a.outside_calls if c not in pure]
     absorb = None
     if any(a.returns for a in arms) or (final_arm and final_arm.returns):
         if final_arm is None:
@@ -634,7 +640,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         except Refuse as exc:
             result.refusals.append(Refusal("GM102", start, str(exc), advice=_ADVICE))
             continue
-        use_cond = bool(arm.outside_calls)
+        use_cond = bool(set(arm.outside_calls) - pure_self_methods(an, node))
         site = Site("GM102", start, end, f"ternary on a tensor -> torch.{'cond' if use_cond else 'where'}",
                     [an.rng(node.test)], "cond" if use_cond else "where")
 
@@ -701,6 +707,26 @@ FIXED += [
     (  # ``and`` of tensor booleans outside a condition
         "import torch\ndef f(x):\n    m = (x > 0).any() and x.max() < 5\n    return x * m\n",
         "import torch\ndef f(x):\n    m = torch.logical_and((x > 0).any(), x.max() < 5)\n    return x * m\n",
+    ),
+]
+
+# (before, after) where the ``if`` sits in a method of class ``R``: the test runs ``R().f``
+FIXED_IN_CLASS = [
+    (  # a pure method of the same class is arithmetic, not a reason for torch.cond
+        "import torch\nclass R:\n    def _base(self, n):\n        r = n * 2.0 - 1\n        return r.abs() ** 0.5\n\n"
+        "    def f(self, n: torch.Tensor, inv: torch.Tensor):\n        if n.max() > 0:\n"
+        "            inv = 1.0 / self._base(n)\n        return inv\n",
+        "import torch\nclass R:\n    def _base(self, n):\n        r = n * 2.0 - 1\n        return r.abs() ** 0.5\n\n"
+        "    def f(self, n: torch.Tensor, inv: torch.Tensor):\n"
+        "        inv = torch.where(n.max() > 0, 1.0 / self._base(n), inv)\n        return inv\n",
+    ),
+    (  # one that calls code the rewrite cannot see is not: torch.cond runs only the taken arm
+        "import torch\ndef scale(n):\n    return n * 2.0\nclass R:\n    def _base(self, n):\n        return scale(n)\n\n"
+        "    def f(self, n: torch.Tensor, inv: torch.Tensor):\n        if n.max() > 0:\n"
+        "            inv = 1.0 / self._base(n)\n        return inv\n",
+        "import torch\ndef scale(n):\n    return n * 2.0\nclass R:\n    def _base(self, n):\n        return scale(n)\n\n"
+        "    def f(self, n: torch.Tensor, inv: torch.Tensor):\n"
+        "        inv = torch.cond(n.max() > 0, lambda: 1.0 / self._base(n), lambda: inv.clone())\n        return inv\n",
     ),
 ]
 
