@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,7 @@ from graphmend.model import ADVICE, REJECTED, VERIFIED, Break, Fix, FixTarget, R
 from graphmend.sources import analysed_root
 
 CONTROL_RULES = ("GM101", "GM102", "GM103", "GM401", "GM402")
+_NUMPY_CALL = re.compile(r"\b(np|numpy)\.\w+\(")
 PROBE_DTYPE = "bfloat16"  # the half precision every CPU build traces
 MAX_ISOLATED = 12  # rewrites verified one by one when their set fails, per target
 
@@ -60,8 +62,15 @@ class FileCandidate:
     in_tree: bool
     import_root: Optional[str]
     shape_lines: set[int] = field(default_factory=set)  # Dynamo: data-dependent shape here
+    numpy_lines: set[int] = field(default_factory=set)  # Dynamo: a branch's value came from NumPy here
     sites: list[SiteRecord] = field(default_factory=list)
     refusals: list = field(default_factory=list)
+
+    def fix(self, lines, rules):
+        """The rewrites of ``lines`` in this file, with what Dynamo said about them."""
+        from rewrites.fixes import fix_source
+
+        return fix_source(self.original, lines, rules, self.tensor_lines, self.shape_lines, self.numpy_lines)
 
 
 @dataclass
@@ -147,8 +156,8 @@ def _torch_version() -> Optional[str]:
 def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: FixOptions,
             progress: Optional[Callable[[str, int], Callable[[str], None]]] = None) -> FixRun:
     from graphmend.discovery import discover
-    from rewrites.fixes import fix_source
     from rewrites.fixes.gm6_advice import advice_for
+    from tracer.messages import provenance
 
     root = analysed_root(paths)
     report = new_report("fix", root=root, torch_version=_torch_version())
@@ -215,8 +224,15 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
                 c.tensor_lines.add(b.line)
             if b.rule.startswith("GM50"):
                 c.shape_lines.add(b.line)
+            # the value a branch read was computed by NumPy elsewhere (a helper's return)
+            for src in provenance(b.explanation):
+                if _NUMPY_CALL.search(src.source_line or "") and _selected("GM604", options.rules):
+                    pc = cand(_real(src.file))
+                    if pc is not None:
+                        pc.lines.add(src.line)
+                        pc.numpy_lines.add(src.line)
     for c in cands.values():
-        r = fix_source(c.original, c.lines, options.rules, c.tensor_lines, c.shape_lines)
+        r = c.fix(c.lines, options.rules)
         if r.error:
             report.errors.append(_file_error(c.path, r.error))
         c.refusals = list(r.refused)
@@ -273,7 +289,7 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
             else:
                 s.status = REJECTED
         if ok_lines:
-            r = fix_source(c.original, ok_lines, options.rules, c.tensor_lines, c.shape_lines)
+            r = c.fix(ok_lines, options.rules)
             if r.changed and not r.error:
                 patches[c.path] = r.new_source
     report.fix_targets = fix_targets
@@ -292,12 +308,10 @@ def _selected(rule: str, rules: Sequence[str]) -> bool:
 
 
 def _patch_for(c: FileCandidate, sites: Sequence[SiteRecord], rules) -> Optional[str]:
-    from rewrites.fixes import fix_source
-
     lines = set().union(*(s.trigger for s in sites)) if sites else set()
     if not lines:
         return None
-    r = fix_source(c.original, lines, rules, c.tensor_lines, c.shape_lines)
+    r = c.fix(lines, rules)
     return r.new_source if r.changed and not r.error else None
 
 
@@ -386,13 +400,11 @@ def _verify_sites(spec, before: TargetResult, sites: list[SiteRecord], cands, te
 
 def _fix_records(cands: dict[str, FileCandidate], findings, before: list[TargetResult], options: FixOptions,
                  advice_for) -> list[Fix]:
-    from rewrites.fixes import fix_source
-
     fixes: list[Fix] = []
     covered: set[tuple[str, int]] = set()
     for c in cands.values():
         for s in c.sites:
-            r = fix_source(c.original, s.trigger, options.rules, c.tensor_lines, c.shape_lines)
+            r = c.fix(s.trigger, options.rules)
             label = _label(c)
             fixes.append(Fix(file=c.path, line=s.site.line, end_line=s.site.end_line, rule=s.site.rule,
                              status=s.status, reason=s.reason or s.site.description,

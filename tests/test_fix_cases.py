@@ -121,3 +121,33 @@ def test_method_of_the_class_decides_where_or_cond(i):
     for sign in (1.0, -1.0):
         n, inv = torch.rand(3) * sign + 0.1 * sign, torch.randn(3)
         torch.testing.assert_close(ns_b["R"]().f(n, inv), ns_a["R"]().f(n, inv))
+
+
+def test_numpy_scalar_call_rewritten_only_where_a_branch_read_it():
+    from rewrites.fixes import gm6_numpy
+    from tracer.messages import provenance
+
+    for before, after, lines in gm6_numpy.FIXED_WITH_LINES:
+        assert not fix_source(before, lines=lines).changed  # no provenance: left alone
+        r = fix_source(before, lines=lines, numpy_lines=lines)
+        assert r.new_source == after and [s.rule for s in r.applied] == ["GM604"]
+        assert not fix_source(after, lines=lines, numpy_lines=lines).changed
+        ns_a, ns_b = {}, {}
+        exec(before, ns_a)
+        exec(after, ns_b)
+
+        class Cfg:
+            one, a, b = False, 6, 8
+
+        assert ns_a["chunk"](Cfg) == ns_b["chunk"](Cfg) == 24
+    # torch 2.13's explanation of Reformer's break names the helper's line
+    explanation = (
+        "Detected data-dependent branching (e.g. `if my_tensor.sum() > 0:`). The branch condition involves a "
+        'tensor computed as follows: # File "/x/modeling_reformer.py", line 169, in _get_least_common_mult_chunk_len, '
+        "code: return np.lcm(config.lsh_attn_chunk_length, config.local_attn_chunk_length) "
+        "least_common_mult_chunk_length = wrapped_lcm(8, 8) # File \"/x/modeling_reformer.py\", line 2023, in forward, "
+        "code: input_shape[-1] % least_common_mult_chunk_length != 0 wrapped_mod = wrapped_mod(16, least_common_mult_chunk_length)")
+    got = [(e.file, e.line, e.function, e.source_line) for e in provenance(explanation)]
+    assert got[0] == ("/x/modeling_reformer.py", 169, "_get_least_common_mult_chunk_len",
+                      "return np.lcm(config.lsh_attn_chunk_length, config.local_attn_chunk_length)")
+    assert got[1][1:3] == (2023, "forward") and provenance("Unsupported Tensor.item() call") == []

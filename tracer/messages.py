@@ -157,6 +157,19 @@ def parse_stack(text: str) -> list[StackEntry]:
     return out
 
 
+_PROVENANCE_RE = re.compile(r'# File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>[^,]+), code: (?P<code>.*?)'
+                            r'(?=\s+\S+ = \S+\(|\s+# File |$)', re.S)
+
+
+def provenance(explanation: str) -> list[StackEntry]:
+    """Where the value behind a data-dependent branch was computed, as torch >= 2.10's
+    explanation spells it (``# File "f.py", line 169, in fn, code: return np.lcm(a, b)``);
+    empty for older messages."""
+    return [StackEntry(file=m.group("file"), line=int(m.group("line")), function=m.group("fn").strip(),
+                       source_line=m.group("code").strip())
+            for m in _PROVENANCE_RE.finditer(explanation or "")]
+
+
 def parse_log_record(text: str) -> Optional[ParsedBreak]:
     """Parse one record of the ``graph_breaks`` artifact; None for anything else."""
     dup = _DUP_RE.match(text.strip("\n"))

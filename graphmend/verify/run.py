@@ -78,7 +78,13 @@ def verify_target(spec: Any, patches: dict[str, str], conditions: dict[str, list
             v.remaining_keys.append(k)
             v.remaining_breaks.append(b)
     v.remaining_breaks += [b for k, b in after_keys.items() if k not in before_keys]
-    v.remaining_reasons = [f"{b.rule} {os.path.basename(b.file or '')}:{b.line}: {b.reason}" for b in after.breaks]
+    # breaks that were there before keep the line of the file on disk (an added import
+    # shifts the patched text); new ones can only be named in the patched text
+    v.remaining_reasons = []
+    for b in after.breaks:
+        key = next(iter(break_keys([b], after_texts)))
+        line = before_keys[key].line if key in before_keys else b.line
+        v.remaining_reasons.append(f"{b.rule} {os.path.basename(b.file or '')}:{line}: {b.reason}")
     return v
 
 

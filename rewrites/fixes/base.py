@@ -50,6 +50,7 @@ class Edit:
     site: Optional[Site] = None
     needs_torch: bool = True
     helpers: tuple[str, ...] = ()  # module-level helper sources (see HELPERS)
+    imports: tuple[str, ...] = ()  # plain ``import x`` the new code needs (besides torch)
 
 
 @dataclass
@@ -70,6 +71,9 @@ class Context:
     tensor_lines: set[int] = field(default_factory=set)
     # lines where Dynamo said "dynamic shape operator": an index there is a boolean mask
     shape_lines: set[int] = field(default_factory=set)
+    # lines that computed, with NumPy, a value a data-dependent branch then read (torch >= 2.10
+    # names them in the break's explanation)
+    numpy_lines: set[int] = field(default_factory=set)
 
     def wants(self, code: str) -> bool:
         return not self.rules or any(code.startswith(r) for r in self.rules)
@@ -130,6 +134,8 @@ def apply_edits(analysis: Analysis, edits: Sequence[Edit]) -> str:
     assert isinstance(new, cst.Module)
     if any(e.needs_torch for e in edits):
         new = ensure_import(new, "torch")
+    for name in dict.fromkeys(i for e in edits for i in e.imports):
+        new = ensure_import(new, name)
     helpers: list[str] = []
     for e in edits:
         for h in e.helpers:
