@@ -62,6 +62,7 @@ def summarise(run, seconds: float) -> dict:
     rep = run.report
     return {
         "targets": [dict(name=t.name, breaks_before=t.breaks_before, breaks_after=t.breaks_after,
+                         graph_breaks_before=t.graph_breaks_before, graph_breaks_after=t.graph_breaks_after,
                          outputs_equal=t.outputs_equal, unexercised=t.unexercised_branches,
                          remaining=t.remaining, error=t.error) for t in rep.fix_targets],
         "fixes": {s: sum(1 for f in rep.fixes if f.status == s) for s in ("verified", "rejected", "advice")},
@@ -95,8 +96,12 @@ def main() -> None:
             print(n, json.dumps(results[n]), flush=True)
     before = sum(t["breaks_before"] for r in results.values() for t in r.get("targets", []))
     after = sum(t["breaks_after"] for r in results.values() for t in r.get("targets", []))
+    g_before = sum(t["graph_breaks_before"] or 0 for r in results.values() for t in r.get("targets", []))
+    g_after = sum(t["graph_breaks_after"] or 0 for r in results.values() for t in r.get("targets", []))
     changed = sum(1 for r in results.values() for t in r.get("targets", []) if t["outputs_equal"] is False)
-    print(f"TOTAL breaks {before} -> {after} ({(before - after) / before * 100 if before else 0:.0f}% removed), "
+    print(f"TOTAL break sites {before} -> {after} ({(before - after) / before * 100 if before else 0:.0f}% removed); "
+          f"Dynamo's graph_break_count {g_before} -> {g_after} "
+          f"({(g_before - g_after) / g_before * 100 if g_before else 0:.0f}% removed); "
           f"targets with changed outputs: {changed}")
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=2), encoding="utf-8")

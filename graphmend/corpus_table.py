@@ -78,7 +78,8 @@ def table_from_run(run, manifest: dict, root: str, skipped_hf: bool = False) -> 
                         breaks_after=ft.breaks_after, fixed=max(0, ft.breaks_before - ft.breaks_after),
                         outputs_equal=ft.outputs_equal, unexercised=list(ft.unexercised_branches),
                         error=ft.error or (t.error if t is not None and t.error and not t.breaks else None),
-                        hf=bool(entry.get("hf")))
+                        hf=bool(entry.get("hf")), graph_breaks_before=ft.graph_breaks_before,
+                        graph_breaks_after=ft.graph_breaks_after)
         row.remaining = [_why(b, rep.fixes, entry) for b in left]
         if entry and not entry.get("hf"):
             fixable = [s for s in entry.get("sites", []) if s.get("fixable") and s.get("dynamic", True)]
@@ -94,6 +95,9 @@ def table_from_run(run, manifest: dict, root: str, skipped_hf: bool = False) -> 
         totals.breaks_before += r.breaks_before
         totals.breaks_after += r.breaks_after
         totals.fixed += r.fixed
+        for name in ("graph_breaks_before", "graph_breaks_after"):
+            if getattr(r, name) is not None:
+                setattr(totals, name, (getattr(totals, name) or 0) + getattr(r, name))
         if r.fixable is not None:
             totals.fixable = (totals.fixable or 0) + r.fixable
             totals.fixable_removed = (totals.fixable_removed or 0) + (r.fixable_removed or 0)

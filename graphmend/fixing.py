@@ -257,7 +257,8 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
         hit_any.setdefault(f, []).append(ls)
     for t, spec in zip(before, found.targets):
         files = _break_files(t) & {p for p, c in cands.items() if c.sites}
-        ft = FixTarget(name=t.name, breaks_before=len(t.breaks), breaks_after=len(t.breaks))
+        ft = FixTarget(name=t.name, breaks_before=len(t.breaks), breaks_after=len(t.breaks),
+                       graph_breaks_before=t.graph_break_count, graph_breaks_after=t.graph_break_count)
         if t.error and not t.breaks:
             ft.error = t.error
             fix_targets.append(ft)
@@ -386,6 +387,8 @@ def _verify_sites(spec, before: TargetResult, sites: list[SiteRecord], cands, te
             s.reason = why
     if final is not None and not final.error and not final.mismatches:
         ft.breaks_after = final.breaks_after
+        if final.after is not None:
+            ft.graph_breaks_after = final.after.graph_break_count
         ft.outputs_equal = True
         ft.unexercised_branches = final.unexercised
         ft.remaining = final.remaining_reasons

@@ -140,6 +140,10 @@ class FixTarget:
     unexercised_branches: list[str] = field(default_factory=list)
     remaining: list[str] = field(default_factory=list)  # why each remaining break stays
     error: Optional[str] = None
+    # breaks_* count distinct break sites; these are torch._dynamo.explain's graph_break_count
+    # (a break in a loop or a repeated layer counts each time), before and after the fixes
+    graph_breaks_before: Optional[int] = None
+    graph_breaks_after: Optional[int] = None
 
 
 @dataclass
@@ -241,6 +245,8 @@ class CorpusRow:
     remaining: list[str] = field(default_factory=list)  # "rule file:line: why it stays"
     error: Optional[str] = None
     hf: bool = False
+    graph_breaks_before: Optional[int] = None  # torch._dynamo.explain's graph_break_count
+    graph_breaks_after: Optional[int] = None
 
 
 @dataclass

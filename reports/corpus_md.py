@@ -27,7 +27,13 @@ def _row(r: CorpusRow, cats: list[str], name: str) -> str:
     by = " | ".join(str(r.before_by_category.get(c, 0) or "") for c in cats)
     err = f" (error: {_cell(r.error)})" if r.error else ""
     return (f"| {name}{err} | {by}{' | ' if cats else ''}{r.breaks_before} | {r.fixed} | {r.breaks_after} | "
-            f"{_fixable(r)} | {_eq(r.outputs_equal)} | {len(r.unexercised) or ''} |")
+            f"{_dynamo(r)} | {_fixable(r)} | {_eq(r.outputs_equal)} | {len(r.unexercised) or ''} |")
+
+
+def _dynamo(r: CorpusRow) -> str:
+    if r.graph_breaks_before is None:
+        return "—"
+    return f"{r.graph_breaks_before} → {'—' if r.graph_breaks_after is None else r.graph_breaks_after}"
 
 
 def render(table: CorpusTable) -> str:
@@ -41,12 +47,14 @@ def render(table: CorpusTable) -> str:
             "sites as the dynamic capture reports them; *after* is the re-trace with every verified fix "
             "applied (through the overlay, nothing written); *fixable* counts the sites `manifest.toml` marks "
             "fixable by a source rewrite and how many of them went; *outputs equal* is the differential run "
-            "(original vs patched, eager, same weights, example and perturbed inputs)."]
+            "(original vs patched, eager, same weights, example and perturbed inputs). *Dynamo breaks* is "
+            "`torch._dynamo.explain`'s own `graph_break_count` before → after (a break in a loop or in a "
+            "repeated layer counts each time it is hit)."]
     if table.skipped_hf:
         out += ["", "**The `transformers` models were skipped (`--skip-hf`)**: rows for the targets of the "
                 "manifest's `hf = true` files are not in this table."]
-    head = ["target", *[_SHORT.get(c, c) for c in cats], "before", "fixed", "after", "fixable removed",
-            "outputs equal", "unexercised branches"]
+    head = ["target", *[_SHORT.get(c, c) for c in cats], "before", "fixed", "after", "Dynamo breaks",
+            "fixable removed", "outputs equal", "unexercised branches"]
     out += ["", "| " + " | ".join(head) + " |", "| --- |" + " ---: |" * (len(head) - 3) + " :---: | ---: |"]
     for r in table.rows:
         out.append(_row(r, cats, _code(r.target)))
@@ -56,6 +64,10 @@ def render(table: CorpusTable) -> str:
         share = f"{t.fixed}/{t.breaks_before}" if t.breaks_before else "0/0"
         out += ["", f"Removed {share} breaks"
                 + (f" ({100 * t.fixed / t.breaks_before:.0f} %)" if t.breaks_before else "")
+                + (f"; Dynamo's graph_break_count {t.graph_breaks_before} → {t.graph_breaks_after}"
+                   + (f" ({100 * (t.graph_breaks_before - t.graph_breaks_after) / t.graph_breaks_before:.0f} %)"
+                      if t.graph_breaks_before else "")
+                   if t.graph_breaks_before is not None and t.graph_breaks_after is not None else "")
                 + (f"; fixable sites removed: {t.fixable_removed}/{t.fixable}" if t.fixable is not None else "")
                 + f"; outputs equal on every target: {_eq(t.outputs_equal)}."]
     left = [r for r in table.rows if r.remaining or r.unexercised]

@@ -60,12 +60,16 @@ def test_table_rows_from_the_tool(generated):
 
 
 def test_renderer_is_pure_and_marks_skipped_hf():
-    rows = [CorpusRow("a.py::mend_target_a", {"side-effect": 2}, 2, 0, 2, 2, 2, True),
+    rows = [CorpusRow("a.py::mend_target_a", {"side-effect": 2}, 2, 0, 2, 2, 2, True, graph_breaks_before=4,
+                      graph_breaks_after=0),
             CorpusRow("b.py::mend_target_b", {"dynamic-shape": 1}, 1, 1, 0, 0, 0, False, ["b.py:3:4 never taken"],
                       ["GM501 b.py:3 [advice] nonzero"])]
-    total = CorpusRow("total", {"side-effect": 2, "dynamic-shape": 1}, 3, 1, 2, 2, 2, False)
+    total = CorpusRow("total", {"side-effect": 2, "dynamic-shape": 1}, 3, 1, 2, 2, 2, False, graph_breaks_before=4,
+                      graph_breaks_after=0)
     md = render(CorpusTable("corpus", "2.13.0", None, True, ["side-effect", "dynamic-shape"], rows, total))
     assert "--skip-hf" in md
-    assert _rows(md)["total"] == ["2", "1", "3", "2", "1", "2/2", "**NO**", ""]
+    assert _rows(md)["total"] == ["2", "1", "3", "2", "1", "4 → 0", "2/2", "**NO**", ""]
+    assert _rows(md)["b.py::mend_target_b"][5] == "—"  # no Dynamo count recorded
+    assert "graph_break_count 4 → 0 (100 %)" in md
     assert _rows(md)["b.py::mend_target_b"][-2:] == ["**NO**", "1"]
     assert "- `b.py::mend_target_b`\n  - GM501 b.py:3 \\[advice\\] nonzero\n  - unexercised branch: b.py:3:4 never taken" in md

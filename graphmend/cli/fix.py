@@ -108,7 +108,9 @@ def _listing(report) -> None:
             err.write(f"    advice: {f.advice}\n")
     for t in report.fix_targets:
         eq = {True: "outputs equal", False: "OUTPUTS CHANGED", None: "not compared"}[t.outputs_equal]
-        err.write(f"{t.name}: breaks {t.breaks_before} -> {t.breaks_after}, {eq}"
+        dyn = (f" (Dynamo's graph_break_count {t.graph_breaks_before} -> {t.graph_breaks_after})"
+               if t.graph_breaks_before is not None and t.graph_breaks_after is not None else "")
+        err.write(f"{t.name}: breaks {t.breaks_before} -> {t.breaks_after}{dyn}, {eq}"
                   + (f", unexercised: {'; '.join(t.unexercised_branches)}" if t.unexercised_branches else "")
                   + (f", error: {t.error}" if t.error else "") + "\n")
     for e in report.errors:
