@@ -5,7 +5,8 @@ outputs equal, branches never exercised, and why each remaining break stays.
     python benchmarks/fix_hf.py                      # the eight hf models of corpus/hf_models.py
     python benchmarks/fix_hf.py xlm flaubert led     # chosen hf targets (suffix of mend_target_hf_)
     python benchmarks/fix_hf.py --corpus             # every corpus/*.py file instead
-    python benchmarks/fix_hf.py --json out.json
+    python benchmarks/fix_hf.py --json out.json --md out.md
+    python benchmarks/fix_hf.py --render out.json --md out.md   # the table again, from saved JSON
     PYTHONPATH=build/tf4 python benchmarks/fix_hf.py --survey t5 canine   # survey_hf.py's builders
 
 Each hf target is wrapped in a one-line module in a temporary folder, so that the model
@@ -72,15 +73,55 @@ def summarise(run, seconds: float) -> dict:
     }
 
 
+def render_md(results: dict, meta: str) -> str:
+    """The per-model table of docs/real-models.md (formatting only)."""
+    out = [meta, "", "| model | break sites before → after | Dynamo breaks before → after | outputs equal | "
+           "verified fixes | remaining sites |", "| --- | ---: | ---: | :---: | --- | --- |"]
+    tot = [0, 0, 0, 0]
+    for name, r in results.items():
+        if "targets" not in r:
+            out.append(f"| {name} | error: {r.get('error', '?')[:120]} | | | | |")
+            continue
+        for t in r["targets"]:
+            g = (f"{t['graph_breaks_before']} → {t['graph_breaks_after']}"
+                 if t.get("graph_breaks_before") is not None else "–")
+            tot[0] += t["breaks_before"]
+            tot[1] += t["breaks_after"]
+            tot[2] += t.get("graph_breaks_before") or 0
+            tot[3] += t.get("graph_breaks_after") or 0
+            fixes = "<br>".join(v.split(" ", 2)[0] + " " + v.split(" ", 2)[1] for v in r["verified"]) or "–"
+            left: dict[str, int] = {}
+            for x in t["remaining"]:
+                key = x.split(":", 1)[0] + ":" + x.split(":", 2)[1] if ":" in x else x
+                left[key] = left.get(key, 0) + 1
+            rem = "<br>".join(f"{k} ×{n}" if n > 1 else k for k, n in left.items()) or "–"
+            eq = {True: "yes", False: "**NO**", None: "–"}[t["outputs_equal"]]
+            out.append(f"| {name} | {t['breaks_before']} → {t['breaks_after']} | {g} | {eq} | {fixes} | {rem} |")
+    share = lambda a, b: f" ({(a - b) / a * 100:.0f} % removed)" if a else ""  # noqa: E731
+    out.append(f"| **total** | {tot[0]} → {tot[1]}{share(tot[0], tot[1])} | {tot[2]} → {tot[3]}{share(tot[2], tot[3])} "
+               "| | | |")
+    return "\n".join(out) + "\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("names", nargs="*")
     ap.add_argument("--corpus", action="store_true")
     ap.add_argument("--survey", action="store_true", help="names are model types built by survey_hf.py")
     ap.add_argument("--json")
+    ap.add_argument("--md", help="also write the Markdown table here")
+    ap.add_argument("--render", help="no run: render --md from this saved --json")
     ap.add_argument("--timeout", type=float, default=300)
     a = ap.parse_args()
     results = {}
+    import torch
+    import transformers
+
+    meta = f"transformers {transformers.__version__}, torch {torch.__version__}"
+    if a.render:
+        saved = json.loads(Path(a.render).read_text(encoding="utf-8"))
+        Path(a.md).write_text(render_md(saved.get("results", saved), saved.get("meta", meta)), encoding="utf-8")
+        return
     if a.corpus:
         files = [p for p in sorted((ROOT / "corpus").glob("*.py"))
                  if p.name not in ("__init__.py", "measure.py", "hf_models.py")]
@@ -104,7 +145,9 @@ def main() -> None:
           f"({(g_before - g_after) / g_before * 100 if g_before else 0:.0f}% removed); "
           f"targets with changed outputs: {changed}")
     if a.json:
-        Path(a.json).write_text(json.dumps(results, indent=2), encoding="utf-8")
+        Path(a.json).write_text(json.dumps({"meta": meta, "results": results}, indent=2), encoding="utf-8")
+    if a.md:
+        Path(a.md).write_text(render_md(results, meta), encoding="utf-8")
 
 
 if __name__ == "__main__":

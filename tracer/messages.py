@@ -162,9 +162,9 @@ _PROVENANCE_RE = re.compile(r'# File "(?P<file>[^"]+)", line (?P<line>\d+), in (
 
 
 def provenance(explanation: str) -> list[StackEntry]:
-    """Where the value behind a data-dependent branch was computed, as torch >= 2.10's
-    explanation spells it (``# File "f.py", line 169, in fn, code: return np.lcm(a, b)``);
-    empty for older messages."""
+    """Where the value behind a data-dependent branch was computed, as the break's
+    explanation spells it in torch 2.13 (``# File "f.py", line 169, in fn, code: return
+    np.lcm(a, b)``); empty for messages without it."""
     return [StackEntry(file=m.group("file"), line=int(m.group("line")), function=m.group("fn").strip(),
                        source_line=m.group("code").strip())
             for m in _PROVENANCE_RE.finditer(explanation or "")]

@@ -71,7 +71,7 @@ class Context:
     tensor_lines: set[int] = field(default_factory=set)
     # lines where Dynamo said "dynamic shape operator": an index there is a boolean mask
     shape_lines: set[int] = field(default_factory=set)
-    # lines that computed, with NumPy, a value a data-dependent branch then read (torch >= 2.10
+    # lines that computed, with NumPy, a value a data-dependent branch then read (torch 2.13
     # names them in the break's explanation)
     numpy_lines: set[int] = field(default_factory=set)
 
