@@ -159,3 +159,25 @@ def test_output_comparison_nested_and_tolerances():
     assert tolerance_for("float16", {"float16": {"atol": 1.0}})[1] == 1.0
     moved = convert({"a": [torch.zeros(2, dtype=torch.float64), torch.arange(2)]}, "cpu", torch.float16)
     assert moved["a"][0].dtype == torch.float16 and moved["a"][1].dtype == torch.int64
+
+
+def test_summary_table_one_row_per_target_and_mode():
+    from graphmend.bench.table import summary_table
+
+    rows = [BenchRow("corpus/m.py::t", "eager", "cuda", "reduce-overhead", median_ms=2.0),
+            BenchRow("corpus/m.py::t", "original", "cuda", "reduce-overhead", median_ms=1.0, graph_count=3,
+                     break_count=2, cold_s=4.0),
+            BenchRow("corpus/m.py::t", "mended", "cuda", "reduce-overhead", median_ms=0.25, graph_count=1,
+                     break_count=0, cold_s=3.0),
+            BenchRow("corpus/m.py::u", "original", "cuda", "reduce-overhead", median_ms=1.0, graph_count=2,
+                     break_count=1),
+            BenchRow("corpus/m.py::u", "mended", "cuda", "reduce-overhead", error="no fix", skipped=True)]
+    opts = BenchOptions(device="cuda", mode="reduce-overhead")
+    report = Report(command="bench", bench=rows,
+                    ratios=ratios_for("corpus/m.py::t", rows[:3], opts) + ratios_for("corpus/m.py::u", rows[3:], opts))
+    lines = summary_table([report]).splitlines()
+    assert len(lines) == 4
+    cells = [c.strip() for c in lines[2].strip("|").split("|")]
+    assert cells[:7] == ["m.py::t", "reduce-overhead", "3 / 2 → 1 / 0", "2.000", "1.000", "0.250", "–"]
+    assert cells[7:] == ["0.500", "0.250", "–", "0.750"]  # original/eager, mended/original, -, cold
+    assert "2 / 1 → skipped" in lines[3]

@@ -49,3 +49,17 @@ def test_catalog_for_reports():
 
     info = catalog.rule_info("GM201")
     assert info.name == "print-call" and info.help_uri.startswith("https://")
+
+
+def test_rule_docs_are_current(tmp_path):
+    # docs/rules/ is generated from the rule modules; a rule edited without regenerating
+    # leaves users reading the old fix advice
+    from pathlib import Path
+
+    from graphmend.cli.rules import write_docs
+
+    write_docs(str(tmp_path))
+    shipped = Path(__file__).resolve().parent.parent / "docs" / "rules"
+    stale = [p.name for p in sorted(tmp_path.iterdir())
+             if not (shipped / p.name).exists() or (shipped / p.name).read_text() != p.read_text()]
+    assert not stale, f"regenerate docs/rules ({stale}): python -c 'from graphmend.cli.rules import write_docs; write_docs()'"
