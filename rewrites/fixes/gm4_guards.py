@@ -40,9 +40,17 @@ HELPERS[CHECK_HELPER] = '''def _mend_check(cond, message, text):
 '''
 
 
+def _condition_text(test: cst.BaseExpression) -> cst.SimpleString:
+    """``'assertion failed: <condition>'`` on one line, without quotes or backslashes:
+    Inductor pastes an _assert_async message into generated C++ as a string literal, and a
+    condition spanning lines (Longformer's size asserts) broke that literal."""
+    text = " ".join(code(test).split()).replace('"', "'").replace("\\", "/")
+    return cst.SimpleString(repr(f"assertion failed: {text}"))
+
+
 def _assert_message(a: cst.Assert) -> cst.BaseExpression:
     """The assert's own message, or the one Python would have shown (its condition)."""
-    return a.msg if a.msg is not None else cst.SimpleString(repr(f"assertion failed: {code(a.test)}"))
+    return a.msg if a.msg is not None else _condition_text(a.test)
 
 
 def _message(exc: Optional[cst.BaseExpression], fallback: str) -> cst.BaseExpression:
@@ -188,7 +196,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             # one check per dimension, in order (the dim check first, so size(i) exists);
             # the message is built only on failure, as the assert's was
             lam = cst.Lambda(params=cst.Parameters(), body=msg)
-            text = cst.SimpleString(repr(f"assertion failed: {code(a.test)}"))
+            text = _condition_text(a.test)
             lines = [_line(cst.Expr(call(CHECK_HELPER, p_, lam, text)), updated.leading_lines if i == 0 else ())
                      for i, p_ in enumerate(parts)]
             return cst.FlattenSentinel(lines)
@@ -258,7 +266,8 @@ FIXED = [
 ]
 
 FIXED_WITH_LINES = [
-    # (before, after, lines): only where Dynamo broke on the list comparison
+    # (before, after, lines): only where Dynamo broke on the list comparison; a condition over
+    # several lines becomes a one-line message (it is pasted into Inductor's C++)
     (
         "def f(x, n):\n    assert list(x.size()) == [n, 4], f'bad {x.size()}'\n    return x\n",
         "import torch\n\n\ndef _mend_check(cond, message, text):\n"
@@ -270,6 +279,20 @@ FIXED_WITH_LINES = [
         "    _mend_check(x.dim() == 2, lambda: f'bad {x.size()}', 'assertion failed: list(x.size()) == [n, 4]')\n"
         "    _mend_check(x.size(0) == n, lambda: f'bad {x.size()}', 'assertion failed: list(x.size()) == [n, 4]')\n"
         "    _mend_check(x.size(1) == 4, lambda: f'bad {x.size()}', 'assertion failed: list(x.size()) == [n, 4]')\n"
+        "    return x\n",
+        {2},
+    ),
+    (
+        "def f(x, n):\n    assert list(x.size()) == [\n        n,\n        4,\n    ], 'bad'\n    return x\n",
+        "import torch\n\n\ndef _mend_check(cond, message, text):\n"
+        "    # mend GM401: one dimension of an assert on a size list\n"
+        "    if isinstance(cond, torch.Tensor):\n        torch._assert_async(cond, text)\n"
+        "    elif torch.compiler.is_compiling():\n        torch._check(cond, lambda: text)\n"
+        "    else:\n        torch._check(cond, message)\n\n\n"
+        "def f(x, n):\n"
+        "    _mend_check(x.dim() == 2, lambda: 'bad', 'assertion failed: list(x.size()) == [ n, 4, ]')\n"
+        "    _mend_check(x.size(0) == n, lambda: 'bad', 'assertion failed: list(x.size()) == [ n, 4, ]')\n"
+        "    _mend_check(x.size(1) == 4, lambda: 'bad', 'assertion failed: list(x.size()) == [ n, 4, ]')\n"
         "    return x\n",
         {2},
     ),
