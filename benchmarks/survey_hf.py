@@ -28,6 +28,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from graphmend.cli.common import write_atomic  # noqa: E402  (temp file + rename, mode kept)
+
 VOCAB, HIDDEN, HEADS, FFN, LAYERS = 1000, 64, 4, 128, 2
 
 # Config __init__ parameter names that mean the same thing across architectures; only the
@@ -319,12 +322,6 @@ def render_md(meta: dict, results: list[dict], sites: list[dict]) -> str:
     lines += ["", "## Breaks by category", "", "| category | breaks |", "|---|---|"]
     lines += [f"| {esc(c)} | {n} |" for c, n in cats.most_common()]
     return "\n".join(lines) + "\n"
-
-
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def main() -> None:

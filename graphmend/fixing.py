@@ -137,14 +137,16 @@ def _source_line(text_by_file: dict[str, str], file: str, line: int) -> str:
     return " ".join(lines[line - 1].split()) if 0 < line <= len(lines) else ""
 
 
+def break_key(b: Break, texts: dict[str, str]) -> tuple:
+    """What identifies a break across line shifts: (file, function, source text, kind)."""
+    f = _real(b.file) if b.file else ""
+    src = _source_line(texts, f, b.line) if f and b.line else (b.source_line or "")
+    return (f, b.function or "", src, b.kind)
+
+
 def break_keys(breaks: Sequence[Break], texts: dict[str, str]) -> dict[tuple, Break]:
-    """Breaks keyed by what survives line shifts: (file, function, source text, rule family)."""
-    out = {}
-    for b in breaks:
-        f = _real(b.file) if b.file else ""
-        src = _source_line(texts, f, b.line) if f and b.line else (b.source_line or "")
-        out[(f, b.function or "", src, b.kind)] = b
-    return out
+    """Breaks keyed by ``break_key``."""
+    return {break_key(b, texts): b for b in breaks}
 
 
 def _torch_version() -> Optional[str]:

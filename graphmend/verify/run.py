@@ -34,7 +34,7 @@ def verify_target(spec: Any, patches: dict[str, str], conditions: dict[str, list
     """Differential run + re-trace of ``spec`` with ``patches`` applied through the overlay;
     with ``probe_dtype``, both sides are traced once more in that dtype and the patched one
     must trace wherever the original does."""
-    from graphmend.fixing import break_keys
+    from graphmend.fixing import break_key, break_keys
 
     spec_d = dataclasses.asdict(spec) if dataclasses.is_dataclass(spec) else dict(spec)
     v = Verdict()
@@ -82,7 +82,7 @@ def verify_target(spec: Any, patches: dict[str, str], conditions: dict[str, list
     # shifts the patched text); new ones can only be named in the patched text
     v.remaining_reasons = []
     for b in after.breaks:
-        key = next(iter(break_keys([b], after_texts)))
+        key = break_key(b, after_texts)
         line = before_keys[key].line if key in before_keys else b.line
         v.remaining_reasons.append(f"{b.rule} {os.path.basename(b.file or '')}:{line}: {b.reason}")
     return v

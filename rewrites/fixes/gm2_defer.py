@@ -77,16 +77,21 @@ def classify_call(call: cst.Call) -> str | None:
     return None
 
 
+def side_effect_call(stmt) -> tuple[cst.Call, str] | None:
+    """(call, rule) when ``stmt`` is one line holding only a print/logging/warnings call."""
+    if (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
+            and isinstance(stmt.body[0].value, cst.Call)):
+        rule = classify_call(stmt.body[0].value)
+        if rule:
+            return stmt.body[0].value, rule
+    return None
+
+
 def _only_logs(block) -> bool:
     """Every statement of ``block`` is a logger/warnings call (not print: GM201 keeps it)."""
     if not isinstance(block, cst.IndentedBlock) or not block.body:
         return False
-    for st in block.body:
-        if not (isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1
-                and isinstance(st.body[0], cst.Expr) and isinstance(st.body[0].value, cst.Call)
-                and classify_call(st.body[0].value) in ("GM202", "GM203")):
-            return False
-    return True
+    return all((side_effect_call(st) or (None, ""))[1] in ("GM202", "GM203") for st in block.body)
 
 
 def _plan_logging_ifs(an: Analysis, ctx: Context, result: Plan) -> set[int]:
@@ -103,8 +108,7 @@ def _plan_logging_ifs(an: Analysis, ctx: Context, result: Plan) -> set[int]:
     taken: set[int] = set()
     for node in ifs:
         start, end = an.span(node)
-        calls = [st.body[0].value for st in node.body.body]
-        rules = {classify_call(c) for c in calls}
+        calls, rules = zip(*(side_effect_call(st) for st in node.body.body))
         rule = "GM202" if "GM202" in rules else "GM203"
         if not ctx.wants(rule) or not ctx.covers(start, end) or an.enclosing_function(node) is None:
             continue
@@ -135,10 +139,9 @@ def plan(an: Analysis, ctx: Context) -> Plan:
 
     class V(cst.CSTVisitor):
         def visit_SimpleStatementLine(self, n: cst.SimpleStatementLine) -> None:
-            if len(n.body) == 1 and isinstance(n.body[0], cst.Expr) and isinstance(n.body[0].value, cst.Call):
-                rule = classify_call(n.body[0].value)
-                if rule:
-                    stmts.append((n, n.body[0].value, rule))
+            found = side_effect_call(n)
+            if found:
+                stmts.append((n, *found))
 
     an.module.visit(V())
     for stmt, callnode, rule in stmts:
