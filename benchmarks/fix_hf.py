@@ -27,25 +27,25 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ["longformer", "bigbird", "reformer", "led", "switch_transformers", "xlm", "flaubert", "nllb_moe"]
 
 
-def run_paths(paths, timeout: float):
+def run_paths(paths, timeout: float, unsafe: bool = False):
     sys.path.insert(0, str(ROOT))
     from graphmend.config import load_config
     from graphmend.fixing import FixOptions, run_fix
 
-    return run_fix(paths, load_config(paths), FixOptions(timeout=timeout))
+    return run_fix(paths, load_config(paths), FixOptions(timeout=timeout, unsafe=unsafe))
 
 
-def measure_hf(name: str, timeout: float) -> dict:
+def measure_hf(name: str, timeout: float, unsafe: bool = False) -> dict:
     with tempfile.TemporaryDirectory(prefix="mend-fixhf-") as tmp:
         (Path(tmp) / f"hf_{name}.py").write_text(
             f"from corpus.hf_models import mend_target_hf_{name} as _made\n\n\n"
             f"def mend_target_{name}():\n    return _made()\n", encoding="utf-8")
         start = time.perf_counter()
-        run = run_paths([tmp], timeout)
+        run = run_paths([tmp], timeout, unsafe)
     return summarise(run, time.perf_counter() - start)
 
 
-def measure_survey(model_type: str, timeout: float) -> dict:
+def measure_survey(model_type: str, timeout: float, unsafe: bool = False) -> dict:
     """A model as benchmarks/survey_hf.py builds it (any transformers version on the path)."""
     name = re.sub(r"\W", "_", model_type)
     with tempfile.TemporaryDirectory(prefix="mend-fixhf-") as tmp:
@@ -55,7 +55,7 @@ def measure_survey(model_type: str, timeout: float) -> dict:
             f"def mend_target_{name}():\n    model, inputs = _build({model_type!r})\n"
             f"    return model, (), inputs\n", encoding="utf-8")
         start = time.perf_counter()
-        run = run_paths([tmp], timeout)
+        run = run_paths([tmp], timeout, unsafe)
     return summarise(run, time.perf_counter() - start)
 
 
@@ -112,6 +112,7 @@ def main() -> None:
     ap.add_argument("--md", help="also write the Markdown table here")
     ap.add_argument("--render", help="no run: render --md from this saved --json")
     ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--unsafe-fixes", action="store_true", help="also the cost-changing fixes (GM501 dense dispatch)")
     a = ap.parse_args()
     results = {}
     import torch
@@ -131,7 +132,8 @@ def main() -> None:
     else:
         for n in a.names or DEFAULT:
             try:
-                results[n] = measure_survey(n, a.timeout) if a.survey else measure_hf(n, a.timeout)
+                results[n] = (measure_survey(n, a.timeout, a.unsafe_fixes) if a.survey
+                          else measure_hf(n, a.timeout, a.unsafe_fixes))
             except Exception as exc:  # one model failing never stops the rest
                 results[n] = {"error": f"{type(exc).__name__}: {exc}"}
             print(n, json.dumps(results[n]), flush=True)

@@ -13,7 +13,8 @@
 #       --platform manylinux2014_x86_64 typer rich libcst        (here: match the GPU box's Python)
 #   then delete from it what the box has (typing_extensions; PYTHONPATH comes before site-packages,
 #   so only packages the box lacks may be there) and carry build/gpu-site.
-# MEND_EXTRA_SITE names the folder (default .gpu-site, or build/gpu-site when that exists). Env: OUT, RUNS, WARMUP, TIMEOUT, MEND_TARGETS.
+# MEND_EXTRA_SITE names the folder (default .gpu-site, or build/gpu-site when that exists). Env: OUT, RUNS, WARMUP, TIMEOUT, MEND_TARGETS,
+# MEND_BENCH_FLAGS (extra `mend bench` flags, e.g. --unsafe-fixes).
 # Without libcst the mended arm is reported as unavailable, with the reason; the others run.
 set -u
 cd "$(dirname "$0")/.."
@@ -80,6 +81,7 @@ for set_name in "${SETS[@]}"; do
     echo "== $set_name / $mode -> $stem.{json,md}"
     python3 -m graphmend bench "${TARGETS[@]}" --device cuda --dtype float16 --mode "$mode" \
       --runs "$RUNS" --warmup "$WARMUP" --timeout "$TIMEOUT" --quiet --format json --output "$stem.json" \
+      ${MEND_BENCH_FLAGS:-} \
       2> "$stem.stderr.txt"
     rc=$?
     echo "   exit $rc (0 ok, 1 an arm failed or mismatched, 2 usage/internal error)"

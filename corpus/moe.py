@@ -2,6 +2,8 @@
 
 The sparse version gathers each expert's tokens with ``nonzero`` and walks the per-expert
 counts on the host (``.tolist()``); the reference computes the same thing densely.
+``TopKDispatch`` is Mixtral's block as transformers 4.x writes it (and qwen2-moe, olmoe,
+phimoe, jamba, dbrx copy it): ``torch.where`` on the expert mask, ``index_add_`` back.
 """
 
 from __future__ import annotations
@@ -120,4 +122,38 @@ class GroupedExperts(nn.Module):
 def mend_target_moe_grouped_experts():
     torch.manual_seed(0)
     model = GroupedExperts(MoEConfig()).eval()
+    return model, (torch.randn(2, 8, 32),)
+
+
+class TopKDispatch(nn.Module):
+    """Mixtral's sparse MoE block (transformers 4.46): top-k routing, per-expert gather by
+    ``torch.where(expert_mask[e])``, scatter with ``index_add_``."""
+
+    def __init__(self, cfg: MoEConfig, top_k: int = 2):
+        super().__init__()
+        self.num_experts, self.top_k = cfg.num_experts, top_k
+        self.gate = nn.Linear(cfg.hidden_size, cfg.num_experts, bias=False)
+        self.experts = nn.ModuleList(Expert(cfg) for _ in range(cfg.num_experts))
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        batch_size, sequence_length, hidden_dim = hidden_states.shape
+        hidden_states = hidden_states.view(-1, hidden_dim)
+        routing_weights = torch.softmax(self.gate(hidden_states), dim=1, dtype=torch.float)
+        routing_weights, selected_experts = torch.topk(routing_weights, self.top_k, dim=-1)
+        routing_weights /= routing_weights.sum(dim=-1, keepdim=True)
+        routing_weights = routing_weights.to(hidden_states.dtype)
+        final_hidden_states = torch.zeros_like(hidden_states)
+        expert_mask = nn.functional.one_hot(selected_experts, num_classes=self.num_experts).permute(2, 1, 0)
+        for expert_idx in range(self.num_experts):
+            expert_layer = self.experts[expert_idx]
+            idx, top_x = torch.where(expert_mask[expert_idx])
+            current_state = hidden_states[None, top_x].reshape(-1, hidden_dim)
+            current_hidden_states = expert_layer(current_state) * routing_weights[top_x, idx, None]
+            final_hidden_states.index_add_(0, top_x, current_hidden_states.to(hidden_states.dtype))
+        return final_hidden_states.reshape(batch_size, sequence_length, hidden_dim)
+
+
+def mend_target_moe_topk_dispatch():
+    torch.manual_seed(0)
+    model = TopKDispatch(MoEConfig(num_experts=8)).eval()
     return model, (torch.randn(2, 8, 32),)

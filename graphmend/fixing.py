@@ -41,6 +41,7 @@ class FixOptions:
     timeout: Optional[float] = None
     follow: bool = True  # fix breaks in files outside the analysed paths (overlay / --patch only)
     only: tuple[str, ...] = ()  # target function names to verify (all when empty): one bench target
+    unsafe: bool = False  # also offer fixes that change the program's cost (--unsafe-fixes)
 
 
 @dataclass
@@ -65,12 +66,14 @@ class FileCandidate:
     numpy_lines: set[int] = field(default_factory=set)  # Dynamo: a branch's value came from NumPy here
     sites: list[SiteRecord] = field(default_factory=list)
     refusals: list = field(default_factory=list)
+    unsafe: bool = False  # the run asked for unsafe fixes too
 
     def fix(self, lines, rules):
         """The rewrites of ``lines`` in this file, with what Dynamo said about them."""
         from rewrites.fixes import fix_source
 
-        return fix_source(self.original, lines, rules, self.tensor_lines, self.shape_lines, self.numpy_lines)
+        return fix_source(self.original, lines, rules, self.tensor_lines, self.shape_lines, self.numpy_lines,
+                          unsafe=self.unsafe)
 
 
 @dataclass
@@ -205,7 +208,8 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
                 text = Path(f).read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 return None
-            cands[f] = FileCandidate(f, text, set(), set(), in_tree(f), None if in_tree(f) else import_root_of(f))
+            cands[f] = FileCandidate(f, text, set(), set(), in_tree(f), None if in_tree(f) else import_root_of(f),
+                                     unsafe=options.unsafe)
         return cands[f]
 
     for fd in findings:

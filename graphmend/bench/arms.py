@@ -79,8 +79,8 @@ class PatchSource:
     would otherwise verify all eight for each), and its mended arm runs the fixes verified
     for it through the import overlay."""
 
-    def __init__(self, config: Config, timeout: Optional[float]) -> None:
-        self.config, self.timeout = config, timeout
+    def __init__(self, config: Config, timeout: Optional[float], unsafe: bool = False) -> None:
+        self.config, self.timeout, self.unsafe = config, timeout, unsafe
         self._by_target: dict[tuple[str, str], tuple[Optional[dict[str, str]], str]] = {}
         self.unavailable = ""
         try:
@@ -109,7 +109,7 @@ class PatchSource:
 
     def _run(self, file: str, function: str) -> tuple[Optional[dict[str, str]], str]:
         try:
-            options = self._fixing.FixOptions(timeout=self.timeout, only=(function,))
+            options = self._fixing.FixOptions(timeout=self.timeout, only=(function,), unsafe=self.unsafe)
             patches = self._fixing.verified_patches([file], self.config, options)
         except Exception as exc:  # the fix pipeline failing costs only the mended arm
             return None, f"mended arm unavailable: mend fix failed on {file}: {type(exc).__name__}: {exc}"

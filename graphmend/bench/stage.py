@@ -33,6 +33,7 @@ class BenchOptions:
     arms: Sequence[str] = field(default_factory=lambda: list(ARMS))
     keep_cache: bool = False
     seed: int = 0
+    unsafe_fixes: bool = False  # the mended arm takes mend fix's cost-changing fixes too
 
 
 ProgressHook = Callable[[str, int], Callable[[str], None]]
@@ -48,7 +49,7 @@ def bench(refs: Sequence[str], config: Config, options: BenchOptions,
     report.errors.extend(errors)
     arms = [a for a in ARMS if a in options.arms]
     timeout = options.timeout or config.timeout
-    patch_source = PatchSource(config, timeout) if "mended" in arms else None
+    patch_source = PatchSource(config, timeout, options.unsafe_fixes) if "mended" in arms else None
     planned = [(item, arm) for item in items for arm in arms if arm != "reference" or item.reference]
     advance = progress("benchmarking", len(planned)) if progress and planned else None
     cache_root = Path(tempfile.mkdtemp(prefix="mend-bench-"))

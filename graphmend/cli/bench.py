@@ -52,6 +52,8 @@ def bench(
     timeout: Optional[float] = typer.Option(None, "--timeout", min=1,
                                             help="Seconds per arm (default 300, or [tool.mend] timeout)."),
     keep_cache: bool = typer.Option(False, "--keep-cache", help="Keep each arm's Inductor cache directory."),
+    unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="The mended arm also takes mend fix's unsafe "
+                                      "(cost-changing) fixes, e.g. GM501 dense expert dispatch."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Measure what mending buys: cold start, steady state, graphs, breaks, kernels, memory per arm."""
@@ -77,7 +79,7 @@ def bench(
     from graphmend.bench.stage import BenchOptions, bench as run_bench, failed
 
     options = BenchOptions(device=device.value, mode=mode.value, dtype=dtype.value, runs=runs, warmup=warmup,
-                           timeout=timeout, arms=chosen, keep_cache=keep_cache)
+                           timeout=timeout, arms=chosen, keep_cache=keep_cache, unsafe_fixes=unsafe_fixes)
     with progress_hook(quiet) as progress:
         report = run_bench(targets, config, options, progress=progress, torch_version=tv)
     render_or_fail(report, format.value, output)

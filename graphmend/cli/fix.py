@@ -29,6 +29,8 @@ def fix(
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Targets captured in parallel."),
     timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds per worker (default 300)."),
     no_follow: bool = typer.Option(False, "--no-follow", help="Do not fix breaks in files outside PATH."),
+    unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="Also offer fixes that keep the outputs but "
+                                      "change the program's cost (GM501 dense expert dispatch); verified the same way."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar, no listing on stderr."),
 ) -> None:
     """Propose source fixes for graph breaks; only fixes that pass verification are offered."""
@@ -46,7 +48,8 @@ def fix(
         raise fail(str(exc))
     require_torch("fix")
     with progress_hook(quiet) as progress:
-        run = run_fix(paths, config, FixOptions(rules=rules, jobs=jobs, timeout=timeout, follow=not no_follow),
+        run = run_fix(paths, config, FixOptions(rules=rules, jobs=jobs, timeout=timeout, follow=not no_follow,
+                                                      unsafe=unsafe_fixes),
                       progress=progress)
     report = run.report
     in_tree, out_tree = run.in_tree_patches(), run.out_of_tree_patches()

@@ -16,7 +16,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
 
-FAMILIES = ("gm4_guards", "gm2_defer", "gm3_scalars", "gm5_masks", "gm1_where", "gm6_numpy", "gm6_advice")
+FAMILIES = ("gm4_guards", "gm2_defer", "gm3_scalars", "gm5_masks", "gm5_dispatch", "gm1_where", "gm6_numpy", "gm6_advice")
 
 
 def family_modules():
@@ -38,11 +38,12 @@ class FixResult:
 
 def fix_source(source: str, lines: Optional[Iterable[int]] = None, rules: Sequence[str] = (),
                tensor_lines: Iterable[int] = (), shape_lines: Iterable[int] = (),
-               numpy_lines: Iterable[int] = ()) -> FixResult:
+               numpy_lines: Iterable[int] = (), unsafe: bool = False) -> FixResult:
     """Rewrite ``source``; ``lines`` limits the rewrites to statements covering those lines.
     ``tensor_lines``: Dynamo said a tensor decided a branch there; ``shape_lines``: Dynamo
     said an op's output shape depended on data there (a boolean-mask index);
-    ``numpy_lines``: a NumPy call there computed a value a branch depended on."""
+    ``numpy_lines``: a NumPy call there computed a value a branch depended on; ``unsafe``:
+    also plan the fixes that change the program's cost (GM501's dense expert dispatch)."""
     import libcst as cst
 
     from rewrites.fixes.base import Analysis, Context
@@ -52,7 +53,7 @@ def fix_source(source: str, lines: Optional[Iterable[int]] = None, rules: Sequen
     except cst.ParserSyntaxError as exc:
         return FixResult(source, source, error=f"syntax error at line {exc.raw_line}: {exc.message}")
     ctx = Context(lines=set(lines) if lines is not None else None, rules=tuple(rules),
-                  tensor_lines=set(tensor_lines), shape_lines=set(shape_lines), numpy_lines=set(numpy_lines))
+                  tensor_lines=set(tensor_lines), shape_lines=set(shape_lines), numpy_lines=set(numpy_lines), unsafe=unsafe)
     try:
         return _fix(an, ctx, source)
     except Exception as exc:  # a transform bug on one file never stops the run

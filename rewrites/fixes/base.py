@@ -74,6 +74,9 @@ class Context:
     # lines that computed, with NumPy, a value a data-dependent branch then read (torch 2.13
     # names them in the break's explanation)
     numpy_lines: set[int] = field(default_factory=set)
+    # fixes that keep the outputs but change the program's cost (ruff's "unsafe fixes"):
+    # planned only when the user asked for them
+    unsafe: bool = False
 
     def wants(self, code: str) -> bool:
         return not self.rules or any(code.startswith(r) for r in self.rules)
@@ -141,7 +144,7 @@ def apply_edits(analysis: Analysis, edits: Sequence[Edit]) -> str:
         for h in e.helpers:
             if h not in helpers:
                 helpers.append(h)
-    for h in helpers:
+    for h in reversed(helpers):  # each goes in at the same place: keep the edits' order
         new = ensure_helper(new, h)
     return new.code
 

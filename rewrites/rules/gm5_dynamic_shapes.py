@@ -23,8 +23,17 @@ GM501 = Rule(
     why="The number of true elements decides the output size (`Dynamic shape operator`): the graph breaks.",
     fix=("Keep a fixed shape: use the mask itself (`x * mask`, `torch.where(mask, x, 0)`) instead of the "
          "indices. " + _KNOB),
-    preconditions="Advice only: index lists cannot in general be replaced by masks.",
-    limits="Method calls `.nonzero()` / `.argwhere()` on any receiver; `torch.nonzero`, `torch.argwhere`.",
+    preconditions=("Advice, except one UNSAFE fix (`mend fix --unsafe-fixes`): sparse expert dispatch, "
+                   "`a, b = torch.where(mask)` in a loop whose gathered rows only reach an `index_add_` "
+                   "(Mixtral and its copies), becomes masked dense dispatch: every index of the mask is "
+                   "enumerated (`_mend_dense_where`) and the unselected ones add exactly zero (`_mend_masked`); "
+                   "a loop over `x.nonzero()` runs over every index (`_mend_every_index`). Outputs are the "
+                   "original's up to matmul rounding (verified), but every expert runs on every token: "
+                   "`num_experts` times the expert FLOPs, for one graph without a host sync per expert. "
+                   "Without the flag `mend fix` says the fix exists; other index uses get advice only."),
+    limits=("Method calls `.nonzero()` / `.argwhere()` on any receiver; `torch.nonzero`, `torch.argwhere`. "
+            "The unsafe fix refuses a loop that writes a gathered value anywhere but the scatter, reads one "
+            "after the loop, or branches on one (except `if ...: continue`)."),
     gb_ids=("GB0036",),
     valid=("import torch\n\ndef f(c: torch.Tensor, a: torch.Tensor):\n    return torch.where(c, a, 0)\n",),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    return torch.nonzero(x > 0)\n",

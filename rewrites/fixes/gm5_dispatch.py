@@ -1,0 +1,716 @@
+"""GM501, an UNSAFE fix: sparse expert dispatch becomes masked dense dispatch.
+
+Mixtral's MoE block, and the families copied from it (qwen2-moe, olmoe, phimoe, jamba,
+dbrx in transformers 4; switch and nllb-moe in transformers 5), route tokens with a
+one-argument ``torch.where`` -- ``nonzero``, whose output shape depends on the data::
+
+    for expert_idx in range(self.num_experts):
+        idx, top_x = torch.where(expert_mask[expert_idx])
+        current_state = hidden_states[None, top_x].reshape(-1, hidden_dim)
+        current = expert_layer(current_state) * routing_weights[top_x, idx, None]
+        final.index_add_(0, top_x, current)
+
+The rewrite keeps the loop and every gather but enumerates EVERY index of the mask, in
+``torch.where``'s row-major order (a fixed shape), and zeroes the pairs the mask did not
+select where they are scattered::
+
+        (idx, top_x), _mend_keep = _mend_dense_where(expert_mask[expert_idx])
+        ...
+        final.index_add_(0, top_x, _mend_masked(current, _mend_keep, 0))
+
+An unselected pair adds exactly zero (``torch.where``, so an inf or nan computed for it does
+not leak), so each sum is the original's up to the rounding of the expert's matmuls. A
+loop over ``x.nonzero()`` (the experts some token chose, transformers 5) becomes a loop
+over every index of ``x`` (``_mend_every_index``, in ``nonzero()``'s layout); an expert no
+token chose then adds zeros.
+
+Why UNSAFE (applied only with ``--unsafe-fixes``): the program's cost changes. Every expert
+runs on every (token, slot) pair of the mask -- ``num_experts`` times the expert FLOPs of
+the sparse dispatch -- in exchange for one graph without a host sync per expert. Worth it
+for small batches (decoding, CUDA graphs), not for long prefills; ``mend bench`` measures it.
+
+Preconditions (otherwise the loop is left alone, and the finding says why):
+
+* ``a, b = torch.where(mask)`` is a statement of a ``for`` loop's body;
+* the index names (and plain aliases ``n = b``) are used only inside subscripts (gathers),
+  as the index of ``t.index_add_(dim, b, values)`` (the scatter) and in an
+  ``if ...: continue`` skip;
+* values computed from the gathers flow only into other such names and into the scatter's
+  values: nothing writes one elsewhere (``x[i] = v``, ``lst.append(v)``) or reads it after
+  the loop, and nothing reduces across their rows (``v.sum(0)``, ``softmax``);
+* the expert maps each row on its own (a linear layer, an MLP): that is not provable from
+  the source, so verification's output comparison is what shows it.
+
+GM502, the same for boolean-mask dispatch (switch and nllb-moe in transformers 4, xmod's
+language adapters): ``x[m] = f(y[m])`` becomes ``_mend_masked_put(x, m, f(y))`` (``f`` on
+every position, written where ``m`` holds), every gather ``a[..., m, ...]`` becomes
+``a[..., :, ...]``, and ``torch.nonzero(v, as_tuple=True)[0].tolist()`` feeding the loop
+becomes every position of ``v`` (``_mend_every_position``).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from rewrites.fixes.base import (HELPERS, Analysis, Context, Edit, FunctionFacts, Plan, Refusal, Site, call, code,
+                                 full_name, names_in)
+
+RULES = ("GM501", "GM502")
+
+WHERE_HELPER, MASK_HELPER, EVERY_HELPER = "_mend_dense_where", "_mend_masked", "_mend_every_index"
+PUT_HELPER, POSITION_HELPER = "_mend_masked_put", "_mend_every_position"
+KEEP = "_mend_keep"
+COST = "every expert then runs on every token (num_experts x the expert FLOPs of the sparse dispatch)"
+
+HELPERS[WHERE_HELPER] = '''def _mend_dense_where(mask):
+    # mend GM501: every index of `mask`, in torch.where's row-major order, and which are set
+    grids = torch.meshgrid(*[torch.arange(n, device=mask.device) for n in mask.shape], indexing="ij")
+    return tuple(g.reshape(-1) for g in grids), mask.reshape(-1) != 0
+'''
+HELPERS[MASK_HELPER] = '''def _mend_masked(values, keep, dim):
+    # mend GM501: the pairs the mask did not select add exactly zero
+    shape = [1] * values.dim()
+    shape[dim] = -1
+    return torch.where(keep.reshape(shape), values, torch.zeros((), dtype=values.dtype, device=values.device))
+'''
+HELPERS[EVERY_HELPER] = '''def _mend_every_index(x):
+    # mend GM501: every index of `x` in nonzero()'s layout; the loop masks the unset ones
+    rows = [[]]
+    for n in x.shape:
+        rows = [r + [i] for r in rows for i in range(n)]
+    return rows
+'''
+HELPERS[PUT_HELPER] = '''def _mend_masked_put(dest, mask, values):
+    # mend GM502: dest[mask] = values[mask], with values computed at every position of dest
+    m = mask.reshape(mask.shape + (1,) * (dest.dim() - mask.dim()))
+    dest.copy_(torch.where(m, values, dest))
+'''
+HELPERS[POSITION_HELPER] = '''def _mend_every_position(v):
+    # mend GM502: every position of the 1-D `v` (nonzero(v, as_tuple=True)[0] lists the set ones)
+    torch._check(v.dim() == 1, lambda: "_mend_every_position: expected a 1-D tensor")
+    return list(range(v.shape[0]))
+'''
+
+
+class Refuse(Exception):
+    pass
+
+
+# the dense form holds every row: a reduction over rows would take in the unselected ones
+_ACROSS_ROWS = {"sum", "mean", "max", "min", "amax", "amin", "prod", "std", "var", "norm", "cumsum",
+                "logsumexp", "softmax", "log_softmax", "sort", "argsort", "topk", "unique", "nonzero", "median"}
+
+
+def _reduction(node: cst.CSTNode, tainted) -> Optional[str]:
+    """A method reduction (``v.sum(...)``) or ``torch.<reduction>(v, ...)`` of a gathered value."""
+    found: list[str] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            f = n.func
+            if isinstance(f, cst.Attribute) and f.attr.value in _ACROSS_ROWS:
+                recv = f.value if full_name(f) != f"torch.{f.attr.value}" else (n.args[0].value if n.args else None)
+                if recv is not None and tainted(recv):
+                    found.append(code(n))
+
+    node.visit(V())
+    return found[0] if found else None
+
+
+def _where_assign(stmt: cst.CSTNode) -> Optional[tuple[cst.Assign, list[str], cst.BaseExpression]]:
+    """``a, b = torch.where(mask)`` -> (assign, [a, b], mask)."""
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+            and isinstance(stmt.body[0], cst.Assign)):
+        return None
+    a = stmt.body[0]
+    if len(a.targets) != 1 or not isinstance(a.targets[0].target, (cst.Tuple, cst.List)):
+        return None
+    v = a.value
+    if not (isinstance(v, cst.Call) and full_name(v.func) == "torch.where" and len(v.args) == 1
+            and v.args[0].keyword is None and not v.args[0].star):
+        return None
+    els = a.targets[0].target.elements
+    if not all(isinstance(e.value, cst.Name) for e in els):
+        return None
+    return a, [e.value.value for e in els], v.args[0].value
+
+
+def _scatter(small: cst.BaseSmallStatement, idx: set[str]) -> Optional[cst.Call]:
+    """``t.index_add_(dim, i, values)`` with ``i`` an index name and a literal ``dim``."""
+    if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
+        return None
+    c = small.value
+    if not (isinstance(c.func, cst.Attribute) and c.func.attr.value == "index_add_" and len(c.args) == 3
+            and all(a.keyword is None and not a.star for a in c.args)):
+        return None
+    d, i = c.args[0].value, c.args[1].value
+    dim_ok = isinstance(d, cst.Integer) or (isinstance(d, cst.UnaryOperation) and isinstance(d.expression, cst.Integer))
+    return c if dim_ok and isinstance(i, cst.Name) and i.value in idx else None
+
+
+def _put(small: cst.BaseSmallStatement, mask: str):
+    """``x[pre..., <mask>] = v`` -> (x, [pre elements]): a masked write, ``pre`` plain indices."""
+    if not (isinstance(small, cst.Assign) and len(small.targets) == 1
+            and isinstance(small.targets[0].target, cst.Subscript)):
+        return None
+    t = small.targets[0].target
+    els = list(t.slice)
+    if not els or not isinstance(els[-1].slice, cst.Index) or code(els[-1].slice.value) != mask:
+        return None
+    pre = els[:-1]
+    if any(not isinstance(e.slice, cst.Index) or not isinstance(e.slice.value, (cst.Name, cst.Integer))
+           for e in pre):
+        return None
+    return t.value, [e.slice.value for e in pre]
+
+
+def _mask_element(sub: cst.Subscript, mask: str) -> int:
+    """Position of the element of ``sub`` that is exactly the mask, or -1."""
+    for i, e in enumerate(sub.slice):
+        if isinstance(e.slice, cst.Index) and code(e.slice.value) == mask:
+            return i
+    return -1
+
+
+def _dense_gather(updated: cst.Subscript, i: int) -> cst.BaseExpression:
+    """``x[a, mask, b]`` -> ``x[a, :, b]``; trailing ``:`` dropped; ``x[mask]`` -> ``x``."""
+    els = list(updated.slice)
+    els[i] = cst.SubscriptElement(cst.Slice(lower=None, upper=None))
+    while els and isinstance(els[-1].slice, cst.Slice) and els[-1].slice.lower is None \
+            and els[-1].slice.upper is None and els[-1].slice.step is None:
+        els.pop()
+    if not els:
+        return updated.value
+    els[-1] = els[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return updated.with_changes(slice=els)
+
+
+def _skip_if(node: cst.If) -> bool:
+    """``if <test>: continue`` with nothing else."""
+    body = node.body.body
+    return (node.orelse is None and len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine)
+            and len(body[0].body) == 1 and isinstance(body[0].body[0], cst.Continue))
+
+
+class _Flow:
+    """The names a dispatch loop derives from its gathers, and its scatters: gathers by the
+    index names ``idx`` (``torch.where``), or by the boolean mask whose code is ``mask``."""
+
+    def __init__(self, idx, mask: str = ""):
+        self.idx = set(idx)
+        self.mask = mask
+        self.pair: set[str] = set()
+        self.scatters: list[cst.Call] = []
+        self.puts: list[cst.Assign] = []
+
+    def tainted(self, node: cst.CSTNode) -> set[str]:
+        out = names_in(node) & (self.idx | self.pair)
+        if self.mask and self.mask in code(node):
+            out.add(self.mask)
+        return out
+
+    def walk(self, stmts) -> None:
+        for s in stmts:
+            if isinstance(s, cst.SimpleStatementLine):
+                for small in s.body:
+                    self.small(small)
+            elif isinstance(s, cst.If):
+                if self.tainted(s.test):
+                    if not _skip_if(s):
+                        raise Refuse(f"a branch reads the gathered values (`{code(s.test)}`)")
+                    continue
+                self.walk(s.body.body)
+                orelse = s.orelse
+                while isinstance(orelse, cst.If):
+                    if self.tainted(orelse.test):
+                        raise Refuse(f"a branch reads the gathered values (`{code(orelse.test)}`)")
+                    self.walk(orelse.body.body)
+                    orelse = orelse.orelse
+                if orelse is not None:
+                    self.walk(orelse.body.body)
+            elif self.tainted(s):
+                raise Refuse(f"a nested `{type(s).__name__.lower()}` uses the gathered values")
+
+    def small(self, small: cst.BaseSmallStatement) -> None:
+        if isinstance(small, (cst.Return, cst.Break, cst.Raise)):
+            raise Refuse(f"the loop body has a `{type(small).__name__.lower()}`")
+        put = _put(small, self.mask) if self.mask else None
+        if put is not None:
+            dest, pre = put
+            if self.tainted(dest) or any(self.tainted(e) for e in pre):
+                raise Refuse(f"the masked write's target `{code(small.targets[0].target)}` is itself gathered")
+            self.puts.append(small)
+            return
+        sc = _scatter(small, self.idx)
+        if sc is not None:
+            if self.tainted(sc.func.value):
+                raise Refuse(f"the scatter's target `{code(sc.func.value)}` is itself gathered")
+            self.scatters.append(sc)
+            return
+        used = self.tainted(small)
+        red = _reduction(small, self.tainted) if used else None
+        if red:
+            raise Refuse(f"`{red}` reduces across the gathered rows (the dense form has every row)")
+        if isinstance(small, cst.Assign):
+            used = self.tainted(small.value)
+            if len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
+                if used:
+                    raise Refuse(f"a gathered value is written into `{code(small.targets[0].target)}`")
+                return
+            name = small.targets[0].target.value
+            if isinstance(small.value, cst.Name) and small.value.value in self.idx:
+                self.idx.add(name)  # ``token_list = token_idx`` (dbrx)
+            elif used:
+                self.pair.add(name)
+            elif name in self.idx | self.pair:
+                raise Refuse(f"`{name}` is rebound inside the loop")
+            return
+        if isinstance(small, cst.AugAssign):
+            target = small.target
+            if isinstance(target, cst.Name) and target.value in self.pair and not (self.tainted(small.value) & self.idx):
+                return  # ``current *= 1 - p`` (nllb): elementwise on the gathered rows
+            if used:
+                raise Refuse(f"`{code(small)}` mixes gathered values into other state")
+            return
+        if used:
+            raise Refuse(f"`{code(small)}` uses the gathered values outside the scatter")
+
+
+def _nonzero_arg(v: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """``x.nonzero()`` / ``torch.nonzero(x)`` (index rows) -> ``x``; also
+    ``torch.nonzero(x, as_tuple=True)[0].tolist()`` (positions)."""
+    pos = _positions_arg(v)
+    if pos is not None:
+        return pos
+    if not isinstance(v, cst.Call):
+        return None
+    if isinstance(v.func, cst.Attribute) and v.func.attr.value == "nonzero" and not v.args \
+            and full_name(v.func) != "torch.nonzero":
+        return v.func.value
+    if full_name(v.func) == "torch.nonzero" and len(v.args) == 1 and v.args[0].keyword is None:
+        return v.args[0].value
+    return None
+
+
+def _positions_arg(v: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """``torch.nonzero(x, as_tuple=True)[0].tolist()`` -> ``x``."""
+    if not (isinstance(v, cst.Call) and not v.args and isinstance(v.func, cst.Attribute)
+            and v.func.attr.value == "tolist" and isinstance(v.func.value, cst.Subscript)):
+        return None
+    sub = v.func.value
+    if not (len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index)
+            and code(sub.slice[0].slice.value) == "0" and isinstance(sub.value, cst.Call)):
+        return None
+    c = sub.value
+    kw = {a.keyword.value: code(a.value) for a in c.args if a.keyword is not None}
+    pos = [a for a in c.args if a.keyword is None]
+    if full_name(c.func) == "torch.nonzero" and len(pos) == 1 and kw == {"as_tuple": "True"}:
+        return pos[0].value
+    return None
+
+
+def _header(an: Analysis, loop: cst.For, facts: FunctionFacts, mask: cst.BaseExpression, body_before):
+    """The ``nonzero`` a loop iterates over, when iterating every index instead is the same
+    program: the loop's only effect is the masked scatter, and the rows it skips are the
+    ones whose mask is empty (heuristically: both read the same tensor)."""
+    it = loop.iter
+    node = it
+    loop_line = an.span(loop)[0]
+    if isinstance(it, cst.Name):
+        binds = [(l, v) for n, l, v in facts.bindings if n == it.value and l < loop_line]
+        if not binds or binds[-1][1] is None:
+            return None
+        node = binds[-1][1]
+        bound_end = an.span(node)[1]
+        if any(n == it.value and l > bound_end and l != loop_line for n, l in facts.uses):
+            return None  # the index list is read elsewhere too
+    arg = _nonzero_arg(node)
+    if arg is None:
+        return None
+    # ``hit = (mask.sum(...) > 0).nonzero()`` or ``v = mask.sum(0); v = nonzero(v)...``: the
+    # rows skipped are those of an empty mask when both come from the same tensor
+    seen = set(names_in(arg))
+    for n, l, v in facts.bindings:
+        if n in names_in(arg) and l < loop_line and v is not None:
+            seen |= names_in(v)
+    root = _root_name(mask)
+    if not (seen & ({root} if root else names_in(mask))):
+        return None
+    for s in body_before:  # ``expert_layer = self.experts[i]``: plain local bindings only
+        if not (isinstance(s, cst.SimpleStatementLine)
+                and all(isinstance(x, cst.Assign) and all(isinstance(t.target, cst.Name) for t in x.targets)
+                        for x in s.body)):
+            return None
+    return node, arg
+
+
+def _root_name(e: cst.BaseExpression) -> str:
+    while isinstance(e, (cst.Subscript, cst.Attribute)):
+        e = e.value
+    return e.value if isinstance(e, cst.Name) else ""
+
+
+def plan(an: Analysis, ctx: Context) -> Plan:
+    result = Plan()
+    loops: list[cst.For] = []
+
+    class V(cst.CSTVisitor):
+        def visit_For(self, n: cst.For) -> None:
+            loops.append(n)
+
+    an.module.visit(V())
+    for loop in loops:
+        fn = an.enclosing_function(loop)
+        if fn is None:
+            continue
+        if ctx.wants("GM501"):
+            _plan_where(an, ctx, loop, fn, result)
+        if ctx.wants("GM502"):
+            _plan_mask(an, ctx, loop, fn, result)
+    return result
+
+
+def _offer(ctx: Context, result: Plan, rule: str, line: int, what: str) -> bool:
+    """Without --unsafe-fixes the finding says the fix exists and what it costs."""
+    if ctx.unsafe:
+        return True
+    result.refusals.append(Refusal(rule, line, f"{what} removes this break, but it is an unsafe fix: {COST}",
+                                   advice="mend fix --unsafe-fixes offers it (verified like every fix)"))
+    return False
+
+
+def _late(an: Analysis, facts: FunctionFacts, loop: cst.For, flow: _Flow) -> None:
+    loop_end = an.span(loop)[1]
+    late = sorted(n for n in flow.idx | flow.pair if facts.used_after(n, loop_end))
+    if late:
+        raise Refuse(f"`{late[0]}` is read after the loop")
+
+
+def _plan_where(an: Analysis, ctx: Context, loop: cst.For, fn: cst.FunctionDef, result: Plan) -> None:
+    body = list(loop.body.body)
+    for k, stmt in enumerate(body):
+        found = _where_assign(stmt)
+        if found is None:
+            continue
+        assign, names, mask = found
+        line = an.span(stmt)[0]
+        if not ctx.covers(line, line):
+            continue
+        facts = FunctionFacts(an, fn)
+        flow = _Flow(names)
+        try:
+            flow.walk(body[k + 1:])
+            if not flow.scatters:
+                raise Refuse("no `index_add_` scatters the gathered rows")
+            _late(an, facts, loop, flow)
+            if any(n == KEEP for n, _, _ in facts.bindings):
+                raise Refuse(f"`{KEEP}` is already bound in this function")
+        except Refuse as why:
+            result.refusals.append(Refusal("GM501", line, f"sparse dispatch not rewritten: {why}"))
+            continue
+        if not _offer(ctx, result, "GM501", line, "a masked dense dispatch"):
+            continue
+        site = Site("GM501", line, line, f"sparse expert dispatch -> masked dense dispatch (unsafe: {COST})",
+                    strategy="dense_dispatch")
+        tuple_target = assign.targets[0].target
+
+        def build_where(updated: cst.Assign, tuple_target=tuple_target):
+            target = cst.Tuple([cst.Element(tuple_target.with_changes(lpar=[cst.LeftParen()],
+                                                                      rpar=[cst.RightParen()])),
+                                cst.Element(cst.Name(KEEP))], lpar=[], rpar=[])
+            return updated.with_changes(targets=[cst.AssignTarget(target)],
+                                        value=call(WHERE_HELPER, updated.value.args[0].value))
+
+        result.edits.append(Edit(assign, build_where, site, helpers=(WHERE_HELPER,)))
+        for sc in flow.scatters:
+            def build_scatter(updated: cst.Call):
+                d, i, v = (a.value for a in updated.args)
+                masked = call(MASK_HELPER, v, cst.Name(KEEP), d)
+                return updated.with_changes(args=[*updated.args[:2], updated.args[2].with_changes(value=masked)])
+
+            result.edits.append(Edit(sc, build_scatter, None, helpers=(MASK_HELPER,)))
+        _header_edit(an, ctx, loop, facts, mask, body[:k], result)
+
+
+def _header_edit(an, ctx, loop, facts, mask, body_before, result: Plan) -> None:
+    head = _header(an, loop, facts, mask, body_before)
+    if head is None:
+        return
+    holder, _ = head
+    hline = an.span(holder)[0]
+    if not ctx.covers(hline, an.span(holder)[1]):
+        return
+    helper = POSITION_HELPER if _positions_arg(holder) is not None else EVERY_HELPER
+    hsite = Site("GM501", hline, an.span(holder)[1], "loop over the experts hit -> over every expert "
+                 f"(one whose mask is empty adds nothing; unsafe: {COST})", strategy="every_index")
+    result.edits.append(Edit(holder, lambda u, helper=helper: call(helper, _nonzero_arg(u)), hsite,
+                             helpers=(helper,)))
+
+
+def _plan_mask(an: Analysis, ctx: Context, loop: cst.For, fn: cst.FunctionDef, result: Plan) -> None:
+    """``x[m] = f(y[m])`` in a loop (switch, nllb, xmod adapters) -> ``f(y)`` on every
+    position, written where ``m`` holds (``_mend_masked_put``)."""
+    body = list(loop.body.body)
+    masks: list[str] = []
+    for s in body:
+        if isinstance(s, cst.SimpleStatementLine):
+            for small in s.body:
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                        and isinstance(small.targets[0].target, cst.Subscript):
+                    els = small.targets[0].target.slice
+                    if els and isinstance(els[-1].slice, cst.Index) and \
+                            isinstance(els[-1].slice.value, (cst.Name, cst.Subscript)):
+                        masks.append(code(els[-1].slice.value))
+    for mc in dict.fromkeys(masks):
+        mexpr = cst.parse_expression(mc)
+        root = _root_name(mexpr)
+        gathers: list[cst.Subscript] = []
+        roots = 0
+
+        class G(cst.CSTVisitor):
+            def visit_Subscript(self, n: cst.Subscript) -> None:
+                i = _mask_element(n, mc)
+                if i >= 0:
+                    gathers.append(n)
+
+            def visit_Name(self, n: cst.Name) -> None:
+                nonlocal roots
+                roots += n.value == root
+
+        # the mask is defined in the loop (``lang_mask = lang_ids == i``): the flow starts after it
+        k0 = 0
+        for k, s in enumerate(body):
+            if isinstance(s, cst.SimpleStatementLine) and any(
+                    isinstance(x, cst.Assign) and len(x.targets) == 1 and isinstance(x.targets[0].target, cst.Name)
+                    and x.targets[0].target.value == mc for x in s.body):
+                k0 = k + 1
+        for s in body[k0:]:
+            s.visit(G())
+        puts_targets = {id(x.targets[0].target) for s in body[k0:] if isinstance(s, cst.SimpleStatementLine)
+                        for x in s.body if isinstance(x, cst.Assign) and len(x.targets) == 1}
+        gathers = [g for g in gathers if id(g) not in puts_targets]
+        lines = [an.span(g)[0] for g in gathers] + [an.span(s)[0] for s in body[k0:]
+                                                     if _stmt_puts(s, mc)]
+        if not gathers or not lines:
+            continue
+        first, last = min(lines), max(an.span(s)[1] for s in body[k0:] if _stmt_puts(s, mc))
+        if not ctx.covers(first, last):
+            continue
+        facts = FunctionFacts(an, fn)
+        from rewrites.fixes.gm5_masks import maskish
+        is_mask = maskish(mexpr, facts.bindings) or bool(set(range(first, last + 1)) & ctx.shape_lines)
+        if not is_mask:
+            continue
+        flow = _Flow((), mask=mc)
+        try:
+            flow.walk(body[k0:])
+            if not flow.puts:
+                raise Refuse("no masked write takes the gathered rows back")
+            if root and roots != len(gathers) + len(flow.puts):
+                raise Refuse(f"`{root or mc}` is used other than as the index of a gather or of the write")
+            _late(an, facts, loop, flow)
+        except Refuse as why:
+            result.refusals.append(Refusal("GM502", first, f"masked dispatch not rewritten: {why}"))
+            continue
+        if not _offer(ctx, result, "GM502", first, "computing every position and writing where the mask holds"):
+            continue
+        site = Site("GM502", first, last, f"x[mask] = f(y[mask]) -> f(y) written where mask holds (unsafe: {COST})",
+                    strategy="dense_mask")
+        for g in gathers:
+            result.edits.append(Edit(g, lambda u, mc=mc: _dense_gather(u, _mask_element(u, mc)), None))
+        for p in flow.puts:
+            def build_put(updated: cst.Assign):
+                t = updated.targets[0].target
+                els = list(t.slice)
+                dest = t.value if len(els) == 1 else t.with_changes(slice=[
+                    *els[:-2], els[-2].with_changes(comma=cst.MaybeSentinel.DEFAULT)])
+                return cst.Expr(call(PUT_HELPER, dest, els[-1].slice.value, updated.value))
+
+            result.edits.append(Edit(p, build_put, site if p is flow.puts[0] else None, helpers=(PUT_HELPER,)))
+        _header_edit(an, ctx, loop, facts, mexpr, [], result)
+
+
+def _stmt_puts(s: cst.CSTNode, mask: str) -> bool:
+    return isinstance(s, cst.SimpleStatementLine) and any(_put(x, mask) is not None for x in s.body)
+
+
+_MIXTRAL = '''import torch
+def moe(self, hidden_states, routing_weights, expert_mask, final):
+    for expert_idx in range(self.num_experts):
+        expert_layer = self.experts[expert_idx]
+        idx, top_x = torch.where(expert_mask[expert_idx])
+        current_state = hidden_states[None, top_x].reshape(-1, hidden_states.shape[-1])
+        current = expert_layer(current_state) * routing_weights[top_x, idx, None]
+        final.index_add_(0, top_x, current.to(hidden_states.dtype))
+    return final
+'''
+
+_HIT = '''import torch
+def moe(self, hidden_states, routing_weights, expert_mask, final):
+    expert_hit = torch.greater(expert_mask.sum(dim=(-1, -2)), 0).nonzero()
+    for expert_idx in expert_hit:
+        idx, top_x = torch.where(expert_mask[expert_idx].squeeze(0))
+        current = self[f"expert_{expert_idx[0]}"](hidden_states[None, top_x].reshape(-1, 4))
+        final.index_add_(0, top_x, current * routing_weights[top_x, idx, None])
+    return final
+'''
+
+FIXED: list = []  # every fix of this family is unsafe: see UNSAFE_FIXED
+NEGATIVE = [(_MIXTRAL, "unsafe fix")]  # without --unsafe-fixes: left alone, and the finding says why
+
+# (before, after, lines): the fix needs --unsafe-fixes (tests pass unsafe=True)
+UNSAFE_FIXED = [
+    (
+        _MIXTRAL,
+        _MIXTRAL.replace("import torch\n", "import torch\n\n\n" + HELPERS[WHERE_HELPER] + "\n\n"
+                         + HELPERS[MASK_HELPER] + "\n\n", 1)
+        .replace("idx, top_x = torch.where(expert_mask[expert_idx])",
+                 "(idx, top_x), _mend_keep = _mend_dense_where(expert_mask[expert_idx])")
+        .replace("current.to(hidden_states.dtype))", "_mend_masked(current.to(hidden_states.dtype), _mend_keep, 0))"),
+        {5},
+    ),
+    (
+        _HIT,
+        _HIT.replace("import torch\n", "import torch\n\n\n" + HELPERS[WHERE_HELPER] + "\n\n"
+                     + HELPERS[MASK_HELPER] + "\n\n" + HELPERS[EVERY_HELPER] + "\n\n", 1)
+        .replace("torch.greater(expert_mask.sum(dim=(-1, -2)), 0).nonzero()",
+                 "_mend_every_index(torch.greater(expert_mask.sum(dim=(-1, -2)), 0))")
+        .replace("idx, top_x = torch.where(", "(idx, top_x), _mend_keep = _mend_dense_where(")
+        .replace("current * routing_weights[top_x, idx, None])",
+                 "_mend_masked(current * routing_weights[top_x, idx, None], _mend_keep, 0))"),
+        {3, 5},
+    ),
+]
+
+_XMOD = '''import torch
+def adapt(self, hidden_states, lang_ids):
+    new_hidden_states = torch.zeros_like(hidden_states)
+    for adapter_idx, lang_key in enumerate(self.adapter_modules.keys()):
+        lang_mask = lang_ids == adapter_idx
+        lang_hidden_states = hidden_states[lang_mask]
+        adapted_lang_hidden_states = self.adapter_modules[lang_key](lang_hidden_states)
+        new_hidden_states[lang_mask] = adapted_lang_hidden_states
+    return new_hidden_states
+'''
+_XMOD_FIXED = '''import torch
+
+
+def _mend_masked_put(dest, mask, values):
+    # mend GM502: dest[mask] = values[mask], with values computed at every position of dest
+    m = mask.reshape(mask.shape + (1,) * (dest.dim() - mask.dim()))
+    dest.copy_(torch.where(m, values, dest))
+
+
+def adapt(self, hidden_states, lang_ids):
+    new_hidden_states = torch.zeros_like(hidden_states)
+    for adapter_idx, lang_key in enumerate(self.adapter_modules.keys()):
+        lang_mask = lang_ids == adapter_idx
+        lang_hidden_states = hidden_states
+        adapted_lang_hidden_states = self.adapter_modules[lang_key](lang_hidden_states)
+        _mend_masked_put(new_hidden_states, lang_mask, adapted_lang_hidden_states)
+    return new_hidden_states
+'''
+_SWITCH = '''import torch
+def moe(self, hidden_states, router_mask):
+    next_states = hidden_states.clone()
+    router_mask = router_mask.bool()
+    batch_size, seq_len, num_experts = router_mask.shape
+    idx_mask = router_mask.reshape(batch_size * seq_len, num_experts).sum(dim=0)
+    idx_mask = torch.nonzero(idx_mask, as_tuple=True)[
+        0
+    ].tolist()  # length: number of "activated" expert / value: index
+    for idx in idx_mask:
+        next_states[router_mask[:, :, idx]] = getattr(self.experts, "expert_{}".format(idx))(
+            hidden_states[router_mask[:, :, idx]]
+        )
+    return next_states
+'''
+_SWITCH_FIXED = '''import torch
+
+
+def _mend_masked_put(dest, mask, values):
+    # mend GM502: dest[mask] = values[mask], with values computed at every position of dest
+    m = mask.reshape(mask.shape + (1,) * (dest.dim() - mask.dim()))
+    dest.copy_(torch.where(m, values, dest))
+
+
+def _mend_every_position(v):
+    # mend GM502: every position of the 1-D `v` (nonzero(v, as_tuple=True)[0] lists the set ones)
+    torch._check(v.dim() == 1, lambda: "_mend_every_position: expected a 1-D tensor")
+    return list(range(v.shape[0]))
+
+
+def moe(self, hidden_states, router_mask):
+    next_states = hidden_states.clone()
+    router_mask = router_mask.bool()
+    batch_size, seq_len, num_experts = router_mask.shape
+    idx_mask = router_mask.reshape(batch_size * seq_len, num_experts).sum(dim=0)
+    idx_mask = _mend_every_position(idx_mask)  # length: number of "activated" expert / value: index
+    for idx in idx_mask:
+        _mend_masked_put(next_states, router_mask[:, :, idx], getattr(self.experts, "expert_{}".format(idx))(
+            hidden_states
+        ))
+    return next_states
+'''
+_NLLB = '''import torch
+def moe(self, hidden_states, router_probs):
+    router_mask = router_probs.bool()
+    masked_hidden_states = torch.einsum("bm,be->ebm", hidden_states, router_mask)
+    for idx, expert in enumerate(self.experts.values()):
+        token_indices = router_mask[:, idx]
+        combining_weights = router_probs[token_indices, idx]
+        expert_output = expert(masked_hidden_states[idx, token_indices])
+        if self.moe_token_dropout > 0:
+            if self.training:
+                expert_output = self.token_dropout(expert_output)
+            else:
+                expert_output *= 1 - self.moe_token_dropout
+        masked_hidden_states[idx, token_indices] = torch.einsum("b,be->be", combining_weights, expert_output)
+    return masked_hidden_states.sum(dim=0)
+'''
+_NLLB_FIXED = '''import torch
+
+
+def _mend_masked_put(dest, mask, values):
+    # mend GM502: dest[mask] = values[mask], with values computed at every position of dest
+    m = mask.reshape(mask.shape + (1,) * (dest.dim() - mask.dim()))
+    dest.copy_(torch.where(m, values, dest))
+
+
+def moe(self, hidden_states, router_probs):
+    router_mask = router_probs.bool()
+    masked_hidden_states = torch.einsum("bm,be->ebm", hidden_states, router_mask)
+    for idx, expert in enumerate(self.experts.values()):
+        token_indices = router_mask[:, idx]
+        combining_weights = router_probs[:, idx]
+        expert_output = expert(masked_hidden_states[idx])
+        if self.moe_token_dropout > 0:
+            if self.training:
+                expert_output = self.token_dropout(expert_output)
+            else:
+                expert_output *= 1 - self.moe_token_dropout
+        _mend_masked_put(masked_hidden_states[idx], token_indices, torch.einsum("b,be->be", combining_weights, expert_output))
+    return masked_hidden_states.sum(dim=0)
+'''
+
+# (before, after, lines): GM502's masked dispatch; Dynamo's shape break is at ``lines``
+UNSAFE_MASK_FIXED = [
+    (_XMOD, _XMOD_FIXED, [6, 8]),
+    (_SWITCH, _SWITCH_FIXED, [7, 10, 13]),
+    (_NLLB, _NLLB_FIXED, [7]),
+]
+
+# (source, reason-substring): recognised, left alone even with --unsafe-fixes
+UNSAFE_NEGATIVE = [
+    (_MIXTRAL.replace("        final.index_add_(0, top_x, current.to(hidden_states.dtype))\n",
+                      "        final[top_x] = current\n"), "written into `final[top_x]`"),
+    (_MIXTRAL.replace("    return final\n", "    return final, current\n"), "`current` is read after the loop"),
+    (_MIXTRAL.replace("        final.index_add_", "        print(current)\n        final.index_add_"),
+     "outside the scatter"),
+    (_MIXTRAL.replace("        final.index_add_(0, top_x, current.to(hidden_states.dtype))\n", ""),
+     "no `index_add_`"),
+    (_XMOD.replace("](lang_hidden_states)", "](lang_hidden_states - lang_hidden_states.mean(0))"),
+     "reduces across the gathered rows"),
+]
