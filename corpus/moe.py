@@ -2,8 +2,6 @@
 
 The sparse version gathers each expert's tokens with ``nonzero`` and walks the per-expert
 counts on the host (``.tolist()``); the reference computes the same thing densely.
-``TopKDispatch`` is Mixtral's block as transformers 4.x writes it (and qwen2-moe, olmoe,
-phimoe, jamba, dbrx copy it): ``torch.where`` on the expert mask, ``index_add_`` back.
 """
 
 from __future__ import annotations
