@@ -112,7 +112,7 @@ def main() -> None:
     ap.add_argument("--md", help="also write the Markdown table here")
     ap.add_argument("--render", help="no run: render --md from this saved --json")
     ap.add_argument("--timeout", type=float, default=300)
-    ap.add_argument("--unsafe-fixes", action="store_true", help="also the cost-changing fixes (GM501 dense dispatch)")
+    ap.add_argument("--unsafe-fixes", action="store_true", help="also the cost-changing fixes (GM501/GM502 dense dispatch)")
     a = ap.parse_args()
     results = {}
     import torch

@@ -21,6 +21,13 @@ def test_unsafe_fix_text(before, after, lines):
     assert fix_source(after, lines=lines, unsafe=True).new_source == after  # idempotent
 
 
+@pytest.mark.parametrize("source,lines", gm5_dispatch.HEADER_KEPT, ids=["effect", "read-after"])
+def test_nonzero_loop_kept_when_an_extra_pass_shows(source, lines):
+    r = fix_source(source, lines=lines, unsafe=True)
+    assert gm5_dispatch.WHERE_HELPER in r.new_source  # the dispatch itself is still rewritten
+    assert gm5_dispatch.EVERY_HELPER not in r.new_source and ".nonzero()" in r.new_source
+
+
 @pytest.mark.parametrize("source,reason", gm5_dispatch.UNSAFE_NEGATIVE, ids=lambda v: str(v)[:30])
 def test_unsafe_fix_refused(source, reason):
     r = fix_source(source, unsafe=True)

@@ -53,7 +53,7 @@ def bench(
                                             help="Seconds per arm (default 300, or [tool.mend] timeout)."),
     keep_cache: bool = typer.Option(False, "--keep-cache", help="Keep each arm's Inductor cache directory."),
     unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="The mended arm also takes mend fix's unsafe "
-                                      "(cost-changing) fixes, e.g. GM501 dense expert dispatch."),
+                                      "(cost-changing) fixes, e.g. GM501/GM502 dense expert dispatch."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Measure what mending buys: cold start, steady state, graphs, breaks, kernels, memory per arm."""

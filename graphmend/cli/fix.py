@@ -30,7 +30,7 @@ def fix(
     timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds per worker (default 300)."),
     no_follow: bool = typer.Option(False, "--no-follow", help="Do not fix breaks in files outside PATH."),
     unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="Also offer fixes that keep the outputs but "
-                                      "change the program's cost (GM501 dense expert dispatch); verified the same way."),
+                                      "change the program's cost (GM501/GM502 dense expert dispatch); verified the same way."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar, no listing on stderr."),
 ) -> None:
     """Propose source fixes for graph breaks; only fixes that pass verification are offered."""

@@ -43,7 +43,7 @@ def fix_source(source: str, lines: Optional[Iterable[int]] = None, rules: Sequen
     ``tensor_lines``: Dynamo said a tensor decided a branch there; ``shape_lines``: Dynamo
     said an op's output shape depended on data there (a boolean-mask index);
     ``numpy_lines``: a NumPy call there computed a value a branch depended on; ``unsafe``:
-    also plan the fixes that change the program's cost (GM501's dense expert dispatch)."""
+    also plan the fixes that change the program's cost (GM501/GM502 dense expert dispatch)."""
     import libcst as cst
 
     from rewrites.fixes.base import Analysis, Context

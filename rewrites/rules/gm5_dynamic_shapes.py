@@ -47,7 +47,14 @@ GM502 = Rule(
     why="`x[mask]` has as many rows as `mask` has true values: a data-dependent size, the graph breaks.",
     fix=("Mask-then-reduce (`x[mask].sum()`, `.mean()`, `.max()`) becomes masked arithmetic "
          "(`(x * mask).sum()`, `torch.where(mask, x, -inf).max()`). " + _KNOB),
-    preconditions="The masked result is only reduced, not returned or reshaped.",
+    preconditions=("The masked result is only reduced, not returned or reshaped. One UNSAFE fix "
+                   "(`mend fix --unsafe-fixes`): masked dispatch in a loop, `x[m] = f(y[m])` with the gathered "
+                   "rows reaching only that write (switch and nllb-moe in transformers 4, xmod's adapters), "
+                   "becomes `_mend_masked_put(x, m, f(y))`: `f` runs on every position and is written where `m` "
+                   "holds; every gather `a[..., m, ...]` becomes `a[..., :, ...]`, and a "
+                   "`torch.nonzero(v, as_tuple=True)[0].tolist()` the loop walks becomes every position of `v`. "
+                   "Same outputs when `f` maps each row on its own (verification compares them), for "
+                   "`num_experts` times the expert FLOPs."),
     limits=("The index must be provably boolean (a comparison of tensors, `torch.isnan`..., `~m`, `.bool()`, a "
             "name assigned from those or annotated `BoolTensor`) or a name ending in `mask`/`masks` (or starting `masked_`) indexing a known "
             "tensor; assignment `x[mask] = v` is fine and not reported. "
