@@ -13,7 +13,9 @@ CASES = gm5_dispatch.UNSAFE_FIXED
 
 @pytest.mark.parametrize("before,after,lines", CASES, ids=["range-loop", "nonzero-loop"])
 def test_unsafe_fix_text(before, after, lines):
-    assert not fix_source(before, lines=lines).changed  # never without --unsafe-fixes
+    safe = fix_source(before, lines=lines)
+    assert not safe.changed  # never without --unsafe-fixes, but every site says the fix exists
+    assert {r.line for r in safe.refused if "--unsafe-fixes" in r.advice} == lines
     r = fix_source(before, lines=lines, unsafe=True)
     assert r.error is None
     assert r.new_source == after

@@ -428,28 +428,32 @@ def _plan_where(an: Analysis, ctx: Context, loop: cst.For, fn: cst.FunctionDef, 
         except Refuse as why:
             result.refusals.append(Refusal("GM501", line, f"sparse dispatch not rewritten: {why}"))
             continue
-        if not _offer(ctx, result, "GM501", line, "a masked dense dispatch"):
-            continue
-        site = Site("GM501", line, line, f"sparse expert dispatch -> masked dense dispatch (unsafe: {COST})",
-                    strategy="dense_dispatch")
-        tuple_target = assign.targets[0].target
-
-        def build_where(updated: cst.Assign, tuple_target=tuple_target):
-            target = cst.Tuple([cst.Element(tuple_target.with_changes(lpar=[cst.LeftParen()],
-                                                                      rpar=[cst.RightParen()])),
-                                cst.Element(cst.Name(KEEP))], lpar=[], rpar=[])
-            return updated.with_changes(targets=[cst.AssignTarget(target)],
-                                        value=call(WHERE_HELPER, updated.value.args[0].value))
-
-        result.edits.append(Edit(assign, build_where, site, helpers=(WHERE_HELPER,)))
-        for sc in flow.scatters:
-            def build_scatter(updated: cst.Call):
-                d, i, v = (a.value for a in updated.args)
-                masked = call(MASK_HELPER, v, cst.Name(KEEP), d)
-                return updated.with_changes(args=[*updated.args[:2], updated.args[2].with_changes(value=masked)])
-
-            result.edits.append(Edit(sc, build_scatter, None, helpers=(MASK_HELPER,)))
+        if _offer(ctx, result, "GM501", line, "a masked dense dispatch"):
+            _where_edits(assign, flow, line, result)
         _header_edit(an, ctx, loop, facts, mask, flow, body[:k], result)
+
+
+def _where_edits(assign: cst.Assign, flow: _Flow, line: int, result: Plan) -> None:
+    """The where-assign becomes every index plus ``_mend_keep``; each scatter masks its values."""
+    site = Site("GM501", line, line, f"sparse expert dispatch -> masked dense dispatch (unsafe: {COST})",
+                strategy="dense_dispatch")
+    tuple_target = assign.targets[0].target
+
+    def build_where(updated: cst.Assign, tuple_target=tuple_target):
+        target = cst.Tuple([cst.Element(tuple_target.with_changes(lpar=[cst.LeftParen()],
+                                                                  rpar=[cst.RightParen()])),
+                            cst.Element(cst.Name(KEEP))], lpar=[], rpar=[])
+        return updated.with_changes(targets=[cst.AssignTarget(target)],
+                                    value=call(WHERE_HELPER, updated.value.args[0].value))
+
+    result.edits.append(Edit(assign, build_where, site, helpers=(WHERE_HELPER,)))
+    for sc in flow.scatters:
+        def build_scatter(updated: cst.Call):
+            d, i, v = (a.value for a in updated.args)
+            masked = call(MASK_HELPER, v, cst.Name(KEEP), d)
+            return updated.with_changes(args=[*updated.args[:2], updated.args[2].with_changes(value=masked)])
+
+        result.edits.append(Edit(sc, build_scatter, None, helpers=(MASK_HELPER,)))
 
 
 def _header_edit(an, ctx, loop, facts, mask, flow: _Flow, body_before, result: Plan) -> None:
@@ -459,6 +463,8 @@ def _header_edit(an, ctx, loop, facts, mask, flow: _Flow, body_before, result: P
     holder, _ = head
     hline = an.span(holder)[0]
     if not ctx.covers(hline, an.span(holder)[1]):
+        return
+    if not _offer(ctx, result, "GM501", hline, "looping over every expert instead of those `nonzero` lists"):
         return
     helper = POSITION_HELPER if _positions_arg(holder) is not None else EVERY_HELPER
     hsite = Site("GM501", hline, an.span(holder)[1], "loop over the experts hit -> over every expert "
@@ -531,22 +537,26 @@ def _plan_mask(an: Analysis, ctx: Context, loop: cst.For, fn: cst.FunctionDef, r
         except Refuse as why:
             result.refusals.append(Refusal("GM502", first, f"masked dispatch not rewritten: {why}"))
             continue
-        if not _offer(ctx, result, "GM502", first, "computing every position and writing where the mask holds"):
-            continue
-        site = Site("GM502", first, last, f"x[mask] = f(y[mask]) -> f(y) written where mask holds (unsafe: {COST})",
-                    strategy="dense_mask")
-        for g in gathers:
-            result.edits.append(Edit(g, lambda u, mc=mc: _dense_gather(u, _mask_element(u, mc)), None))
-        for p in flow.puts:
-            def build_put(updated: cst.Assign):
-                t = updated.targets[0].target
-                els = list(t.slice)
-                dest = t.value if len(els) == 1 else t.with_changes(slice=[
-                    *els[:-2], els[-2].with_changes(comma=cst.MaybeSentinel.DEFAULT)])
-                return cst.Expr(call(PUT_HELPER, dest, els[-1].slice.value, updated.value))
-
-            result.edits.append(Edit(p, build_put, site if p is flow.puts[0] else None, helpers=(PUT_HELPER,)))
+        if _offer(ctx, result, "GM502", first, "computing every position and writing where the mask holds"):
+            _mask_edits(mc, gathers, flow, first, last, result)
         _header_edit(an, ctx, loop, facts, mexpr, flow, body[:k0], result)
+
+
+def _mask_edits(mc: str, gathers: list, flow: _Flow, first: int, last: int, result: Plan) -> None:
+    """Each gather drops the mask (every position); each masked write becomes ``_mend_masked_put``."""
+    site = Site("GM502", first, last, f"x[mask] = f(y[mask]) -> f(y) written where mask holds (unsafe: {COST})",
+                strategy="dense_mask")
+    for g in gathers:
+        result.edits.append(Edit(g, lambda u: _dense_gather(u, _mask_element(u, mc)), None))
+    for p in flow.puts:
+        def build_put(updated: cst.Assign):
+            t = updated.targets[0].target
+            els = list(t.slice)
+            dest = t.value if len(els) == 1 else t.with_changes(slice=[
+                *els[:-2], els[-2].with_changes(comma=cst.MaybeSentinel.DEFAULT)])
+            return cst.Expr(call(PUT_HELPER, dest, els[-1].slice.value, updated.value))
+
+        result.edits.append(Edit(p, build_put, site if p is flow.puts[0] else None, helpers=(PUT_HELPER,)))
 
 
 def _stmt_puts(s: cst.CSTNode, mask: str) -> bool:
