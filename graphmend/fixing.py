@@ -230,6 +230,9 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
                 c.tensor_lines.add(b.line)
             if b.rule.startswith("GM50"):
                 c.shape_lines.add(b.line)
+            # the break is itself a NumPy call (a NumPy value read back as a size)
+            if _NUMPY_CALL.search(b.source_line or "") and _selected("GM604", options.rules):
+                c.numpy_lines.add(b.line)
             # the value a branch read was computed by NumPy elsewhere (a helper's return)
             for src in provenance(b.explanation):
                 if _NUMPY_CALL.search(src.source_line or "") and _selected("GM604", options.rules):

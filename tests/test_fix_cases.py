@@ -137,9 +137,16 @@ def test_numpy_scalar_call_rewritten_only_where_a_branch_read_it():
         exec(after, ns_b)
 
         class Cfg:
-            one, a, b = False, 6, 8
+            one, a, b, plan = False, 6, 8, [3, 1, 4, 1, 5, 9, 2, 6]
 
-        assert ns_a["chunk"](Cfg) == ns_b["chunk"](Cfg) == 24
+        class Short(Cfg):
+            a = 2
+
+        for cfg in (Cfg, Short):
+            assert ns_a["chunk"](cfg) == ns_b["chunk"](cfg)
+    # a reduction with keywords (an axis) is not the builtin's: left alone even where torch named it
+    keyword = "import numpy as np\ndef f(a):\n    return np.sum(a, axis=0)\n"
+    assert not fix_source(keyword, lines={3}, numpy_lines={3}).changed
     # torch 2.13's explanation of Reformer's break names the helper's line
     explanation = (
         "Detected data-dependent branching (e.g. `if my_tensor.sum() > 0:`). The branch condition involves a "

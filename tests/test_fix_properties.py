@@ -78,3 +78,29 @@ def test_side_effect_branches_untouched(cond, side, a, b, first):
 def test_python_conditions_untouched(a, b, n):
     src = f"def f(x, y, n, flag, items):\n    if {n}:\n        z = {a}\n    else:\n        z = {b}\n    return z\n"
     assert not fix_source(src).changed
+
+
+@settings(settings.get_profile("mend-fix"))
+@given(cond=st.sampled_from(CONDS), a=st.sampled_from(EXPRS), b=st.sampled_from(EXPRS), c=st.sampled_from(EXPRS),
+       d=st.sampled_from([None, *EXPRS]), seed=st.integers(0, 2**16))
+def test_python_and_tensor_with_elif_agree(cond, a, b, c, d, seed):
+    """``if <python> and <tensor>`` with a Python ``elif`` (and maybe an ``else``); the first
+    arm rebinds ``x`` and then reads it, so the rewrite must bind every name at once."""
+    lines = ["import torch", "def f(x, y, flag, other):", "    z = x + y", f"    if flag and ({cond}):",
+             f"        x = {a}", f"        z = {b.replace('y', 'x')}", "    elif other:", f"        z = {c}"]
+    if d:
+        lines += ["    else:", f"        x = {d}"]
+    src = "\n".join([*lines, "    return z + x"]) + "\n"
+    r = fix_source(src)
+    assert r.error is None and r.changed, src
+    assert fix_source(r.new_source).new_source == r.new_source
+    g = torch.Generator().manual_seed(seed)
+    for flag in (True, False):
+        for other in (True, False):
+            for sign in (1, -1):
+                x, y = torch.randn(3, 4, generator=g) * sign, torch.randn(3, 4, generator=g)
+                ns_a, ns_b = {}, {}
+                exec(compile(src, "<gen>", "exec"), ns_a)
+                exec(compile(r.new_source, "<gen>", "exec"), ns_b)
+                torch.testing.assert_close(ns_b["f"](x.clone(), y.clone(), flag, other),
+                                           ns_a["f"](x.clone(), y.clone(), flag, other), equal_nan=True)

@@ -9,7 +9,9 @@ What it rewrites (when the condition is a tensor expression):
 * ``if c: return A`` + ``return B``       -> ``return torch.where(c, A, B)`` (early return, both arms);
   the code between them (pure assignments) becomes part of the fall-through arm
 * ``if <python> and <tensor>: ...``         -> ``if <python>:`` around the rewritten tensor part
-  (``self.training``, ``mask is not None``: Dynamo specialises on those; no else/elif)
+  (``self.training``, ``mask is not None``: Dynamo specialises on those); an ``elif``/``else``
+  stays as it was for the Python-false path, and is the ``torch.where``'s other arm (Python
+  ternaries over the ``elif`` tests, which must be Python values) when the Python part holds
 * ``m = a and b`` (``or``) on boolean tensors -> ``m = torch.logical_and(a, b)``
 * conditions: ``and``/``or``/``not`` -> ``torch.logical_and/or/not``; ``t.item() > 0`` -> ``t > 0``;
   ``.any()``/``.all()`` and comparisons of reductions stay tensors; a bare tensor ``c`` -> ``(c).bool()``.
@@ -271,13 +273,15 @@ class IfDecision:
 
 
 def decide_if(node: cst.If, an: Analysis, facts: FunctionFacts, tnames: frozenset[str], forced: bool,
-              tail: Optional[list], span: Optional[tuple[int, int]] = None) -> IfDecision:
+              tail: Optional[list], span: Optional[tuple[int, int]] = None,
+              else_arm: Optional[Arm] = None) -> IfDecision:
+    """``else_arm``: the fall-through path, read elsewhere (a Python ``elif`` chain)."""
     start, end = span or an.span(node)
     branches, final = chain(node)
     for t, _ in branches:  # raises Refuse for a condition that cannot become a tensor expression
         convert_condition(t, tnames, forced)
     arms = [read_arm(stmts) for _, stmts in branches]
-    final_arm = read_arm(final) if final is not None else None
+    final_arm = else_arm if else_arm is not None else read_arm(final) if final is not None else None
     pure = pure_self_methods(an, node)
     for a in [*arms, *([final_arm] if final_arm else [])]:
         a.outside_calls = [c for c in a.outside_calls if c not in pure]
@@ -331,7 +335,8 @@ def decide_if(node: cst.If, an: Analysis, facts: FunctionFacts, tnames: frozense
     return IfDecision(keep, fallback, False, use_cond, None)
 
 
-def build_if(updated: cst.If, d: IfDecision, tnames: frozenset[str], forced: bool, absorbed: Optional[list]):
+def build_if(updated: cst.If, d: IfDecision, tnames: frozenset[str], forced: bool, absorbed: Optional[list],
+             else_arm: Optional[Arm] = None):
     branches, final = chain(updated)
     tests = [convert_condition(t, tnames, forced) for t, _ in branches]
     arms = [read_arm(stmts) for _, stmts in branches]
@@ -339,20 +344,23 @@ def build_if(updated: cst.If, d: IfDecision, tnames: frozenset[str], forced: boo
         final_arm = read_arm(final if final is not None else list(absorbed or []))
         value = _select(tests, [a.ret for a in [*arms, final_arm]], d.use_cond)
         return _stmt(None, value, updated.leading_lines)
-    final_arm = read_arm(final) if final is not None else Arm()
-    out = []
-    for i, n in enumerate(d.keep):
-        vals = [a.env.get(n, cst.Name(n)) for a in [*arms, final_arm]]
-        value = _select(tests, vals, d.use_cond)
-        out.append(_stmt(n, value, updated.leading_lines if i == 0 else ()))
+    final_arm = else_arm if else_arm is not None else read_arm(final) if final is not None else Arm()
+    values = [_select(tests, [a.env.get(n, cst.Name(n)) for a in [*arms, final_arm]], d.use_cond) for n in d.keep]
+    if any(names_in(v) & set(d.keep[:i]) for i, v in enumerate(values)):
+        # a later value (or the condition) reads a name an earlier line would already have
+        # rebound: one tuple assignment evaluates every value before binding any
+        return _stmt(", ".join(d.keep), cst.Tuple(elements=[cst.Element(v) for v in values]), updated.leading_lines)
+    out = [_stmt(n, v, updated.leading_lines if i == 0 else ()) for i, (n, v) in enumerate(zip(d.keep, values))]
     return cst.FlattenSentinel(out) if len(out) > 1 else out[0]
 
 
 def _and_operands(test: cst.BaseExpression) -> list:
+    """The operands as written: parentheses kept (``(a or b) and c`` re-joined stays right)
+    and the nodes the original tree's positions know."""
     t = strip_parens(test)
     if isinstance(t, cst.BooleanOperation) and isinstance(t.operator, cst.And):
         return _and_operands(t.left) + _and_operands(t.right)
-    return [t]
+    return [test]
 
 
 def _and_of(ops: list) -> cst.BaseExpression:
@@ -404,12 +412,54 @@ def split_and(test: cst.BaseExpression, tnames: frozenset[str], forced: bool):
     return py, tn
 
 
+def python_chain_arm(orelse, tnames: frozenset[str], bound_before=lambda name: True) -> Optional[Arm]:
+    """The ``elif``/``else`` of an ``if`` as ONE arm, when every ``elif`` test is a Python
+    value: each name's value is a Python ternary over those tests (``B if q else C``), which
+    Dynamo resolves while tracing. None without an else/elif. A name some path leaves
+    unassigned keeps its value from before, so it must be bound before (``bound_before``)."""
+    if orelse is None:
+        return None
+    branches: list[tuple[cst.BaseExpression, Arm]] = []
+    while isinstance(orelse, cst.If):
+        if not _python_operand(orelse.test, tnames):
+            raise Refuse(f"the `elif {code(orelse.test).strip()}` condition is not a plain Python value")
+        branches.append((orelse.test, read_arm(_block_stmts(orelse.body))))
+        orelse = orelse.orelse
+    final = read_arm(_block_stmts(orelse.body)) if isinstance(orelse, cst.Else) else Arm()
+    paths = [a for _, a in branches] + [final]
+    out = Arm()
+    for a in paths:
+        if a.returns:
+            raise Refuse("an elif/else arm returns")
+        out.outside_calls.extend(a.outside_calls)
+        for n in a.order:
+            if _is_constant(a.env[n]):
+                raise Refuse(f"`{n}` is the Python constant `{code(a.env[n])}` on one path; torch.where would make "
+                             "it a tensor")
+            if n not in out.order:
+                out.order.append(n)
+    for n in list(out.order):
+        if not all(n in a.env for a in paths) and not bound_before(n):
+            out.order.remove(n)  # no value on every path: only usable as a temporary (decide_if)
+            continue
+        value = final.env.get(n, cst.Name(n))
+        for test, a in reversed(branches):
+            value = cst.IfExp(test=test, body=a.env.get(n, cst.Name(n)), orelse=value,
+                              lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        out.env[n] = value
+    return out
+
+
 def _plan_split(an: Analysis, node: cst.If, facts: FunctionFacts, tnames, forced, split, rule, result: Plan) -> None:
+    """``if P and T: A [elif Q: B] [else: C]`` -> ``if P:`` around ``x = torch.where(T, A, …)``,
+    the else/elif kept as it was: when P is false the same arm runs as before, and when P
+    holds the fall-through value is the elif chain's (a Python ternary over Q)."""
     start, end = an.span(node)
     py, tn = split
     inner = cst.If(test=_and_of(tn), body=node.body)
     try:
-        d = decide_if(inner, an, facts, tnames, forced, [], span=(start, end))
+        else_arm = python_chain_arm(node.orelse, tnames, lambda n: facts.defined_before(n, start))
+        d = decide_if(inner, an, facts, tnames, forced, [], span=(start, end), else_arm=else_arm)
         if d.returns:
             raise Refuse("an arm returns: the Python part of the condition cannot stay an `if` around it")
     except Refuse as exc:
@@ -423,9 +473,11 @@ def _plan_split(an: Analysis, node: cst.If, facts: FunctionFacts, tnames, forced
         if got is None:  # an inner edit changed the test: keep the statement as it was
             return updated
         upy, utn = got
-        new = build_if(cst.If(test=_and_of(utn), body=updated.body), d, tnames, forced, None)
+        new = build_if(cst.If(test=_and_of(utn), body=updated.body), d, tnames, forced, None,
+                       python_chain_arm(updated.orelse, tnames))
         stmts = list(new.nodes) if isinstance(new, cst.FlattenSentinel) else [new]
-        return cst.If(test=_and_of(upy), body=cst.IndentedBlock(body=stmts), leading_lines=updated.leading_lines)
+        return cst.If(test=_and_of(upy), body=cst.IndentedBlock(body=stmts), orelse=updated.orelse,
+                      leading_lines=updated.leading_lines)
 
     result.edits.append(Edit(node, build, site))
 
@@ -555,12 +607,8 @@ def plan(an: Analysis, ctx: Context) -> Plan:
                 convert_condition(t, tnames, forced)
         except Refuse as exc:
             split = split_and(node.test, tnames, forced)
-            if split is not None and node.orelse is None:
+            if split is not None:
                 _plan_split(an, node, facts, tnames, forced, split, rule, result)
-            elif split is not None:
-                result.refusals.append(Refusal(rule, start, "the condition mixes a Python value and a tensor "
-                                               "(`and`) and the `if` has an else/elif: splitting it off would "
-                                               "change which arm runs", advice=_ADVICE))
             elif ctx.lines is not None:
                 result.refusals.append(Refusal(rule, start, str(exc), advice=_ADVICE))
             continue
@@ -708,6 +756,21 @@ FIXED += [
         "import torch\ndef f(x):\n    m = (x > 0).any() and x.max() < 5\n    return x * m\n",
         "import torch\ndef f(x):\n    m = torch.logical_and((x > 0).any(), x.max() < 5)\n    return x * m\n",
     ),
+    (  # a later value reads a name the rewrite rebinds first: one tuple assignment
+        "import torch\ndef f(x, y):\n    if x.sum() > 0:\n        x = x + 1\n        y = x * 2\n    return x + y\n",
+        "import torch\ndef f(x, y):\n    x, y = (torch.where(x.sum() > 0, x + 1, x), torch.where(x.sum() > 0, (x + 1) * 2, y))\n"
+        "    return x + y\n",
+    ),
+    (  # Reformer's padding bucket: ``if <python> and <tensor>`` with a Python ``elif``, which
+       # stays for the Python-false path and is the where's other arm otherwise
+        "import torch\ndef f(x, mask, grow):\n    n = 4\n    if mask is not None and (mask.sum().item() < 1):\n"
+        "        n = n + 1\n        x = torch.where(mask > 0, x, x - n)\n    elif grow is not None:\n"
+        "        n = n + 2\n    return x * n\n",
+        "import torch\ndef f(x, mask, grow):\n    n = 4\n    if mask is not None:\n"
+        "        n, x = (torch.where(mask.sum() < 1, n + 1, (n + 2 if grow is not None else n)), "
+        "torch.where(mask.sum() < 1, torch.where(mask > 0, x, x - (n + 1)), x))\n    elif grow is not None:\n"
+        "        n = n + 2\n    return x * n\n",
+    ),
 ]
 
 # (before, after) where the ``if`` sits in a method of class ``R``: the test runs ``R().f``
@@ -746,4 +809,9 @@ NEGATIVE = [
     ("def f(x, n):\n    if n > 0:\n        y = x * 2\n    else:\n        y = x\n    return y\n", None),
     ("def f(x):\n    if x.sum() > 0:\n        y = 1.0\n    else:\n        y = x\n    return y\n", "constant"),
     ("def f(self, x):\n    if x.sum() > 0:\n        self.count = x\n    return x\n", "attribute"),
+    # ``if <python> and <tensor>`` whose ``elif`` is a tensor, or binds a name no other path had
+    ("def f(x, m):\n    if m is not None and x.sum() > 0:\n        x = x * 2\n    elif x.max() > 1:\n"
+     "        x = x - 1\n    return x\n", "not a plain Python value"),
+    ("def f(x, m, g):\n    if m is not None and x.sum() > 0:\n        y = x * 2\n    elif g:\n"
+     "        y = x - 1\n    return y\n", "one path only"),
 ]

@@ -1,4 +1,4 @@
-"""GM604: a NumPy call on Python numbers whose result decides a branch.
+"""GM604: a NumPy call on Python numbers whose result decides a branch or a size.
 
 ``np.lcm(a, b)`` on two ints is an ``np.int64``; under Dynamo every NumPy call becomes an
 ndarray traced through ``torch._numpy``, so ``if n % np.lcm(a, b) != 0`` is a branch on a
@@ -8,10 +8,21 @@ correctly rounded in both), and Dynamo folds them as constants:
 
     return np.lcm(config.lsh_chunk, config.local_chunk)  ->  return math.lcm(config.lsh_chunk, config.local_chunk)
 
-Only calls on the lines torch's explanation names as the source of the branch's value
-are rewritten (``Context.numpy_lines``), and only with plain positional arguments. On
-arrays ``math.*`` raises TypeError, so a call that did get an array fails verification's
-differential run and is rejected, never offered.
+A NumPy reduction of a Python list is the same kind of value: ``np.sum(plan[:k])`` is an
+ndarray under Dynamo, and used as a size (BigBird's random-attention plan,
+``np.zeros((n, np.sum(plan[:k])))``) it has to be read back to the host, a graph break
+("Data dependent operator"). The builtin ``sum`` / ``math.prod`` / ``max`` / ``min`` give
+the same number on a list of ints and Dynamo folds them:
+
+    np.zeros((n, np.sum(plan[: i + 1])), dtype=np.int32)  ->  np.zeros((n, sum(plan[: i + 1])), dtype=np.int32)
+
+Only calls on the lines torch names are rewritten (``Context.numpy_lines``: the source of a
+branch's value in torch 2.13's explanation, or the line of a break that is itself a NumPy
+call), and only with plain positional arguments. On arrays ``math.*`` raises TypeError and
+the builtins reduce the first axis only, so a call that did get an array fails
+verification's re-trace or differential run and is rejected, never offered. On a list of
+floats ``sum`` adds left to right where ``np.sum`` adds pairwise: the last bits may
+differ, within verification's tolerance.
 """
 
 from __future__ import annotations
@@ -23,17 +34,19 @@ from rewrites.fixes.base import Analysis, Context, Edit, Plan, Site, full_name
 RULES = ("GM604",)
 
 SCALAR_FUNCS = {"lcm": "math.lcm", "gcd": "math.gcd", "sqrt": "math.sqrt"}
+# one-argument reductions of a sequence of Python numbers
+REDUCTIONS = {"sum": "sum", "prod": "math.prod", "max": "max", "amax": "max", "min": "min", "amin": "min"}
 NUMPY_NAMES = ("np", "numpy")
 
 
 def _target(call: cst.Call):
     fn = full_name(call.func) or ""
     mod, _, name = fn.rpartition(".")
-    if mod not in NUMPY_NAMES or name not in SCALAR_FUNCS:
+    if mod not in NUMPY_NAMES or not call.args or any(a.keyword is not None or a.star for a in call.args):
         return None
-    if not call.args or any(a.keyword is not None or a.star for a in call.args):
-        return None
-    if len(call.args) != (1 if name == "sqrt" else 2):
+    if name in REDUCTIONS:
+        return REDUCTIONS[name] if len(call.args) == 1 else None
+    if name not in SCALAR_FUNCS or len(call.args) != (1 if name == "sqrt" else 2):
         return None
     return SCALAR_FUNCS[name]
 
@@ -61,7 +74,8 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         def build(updated: cst.Call, target=target):
             return updated.with_changes(func=cst.parse_expression(target))
 
-        result.edits.append(Edit(node, build, site, needs_torch=False, imports=("math",)))
+        imports = ("math",) if target.startswith("math.") else ()
+        result.edits.append(Edit(node, build, site, needs_torch=False, imports=imports))
     return result
 
 
@@ -73,6 +87,13 @@ FIXED_WITH_LINES = [
         "import numpy as np\nimport math\n\n\ndef chunk(config):\n    if config.one:\n        return config.a\n"
         "    return math.lcm(config.a, config.b)\n",
         {7},
+    ),
+    (
+        "import numpy as np\n\n\ndef chunk(config):\n    blocks = np.zeros((2, np.sum(config.plan[: config.a])), "
+        "dtype=np.int32)\n    return blocks.shape[1] + np.prod(config.plan) + np.max(config.plan)\n",
+        "import numpy as np\n\n\ndef chunk(config):\n    blocks = np.zeros((2, sum(config.plan[: config.a])), "
+        "dtype=np.int32)\n    return blocks.shape[1] + np.prod(config.plan) + np.max(config.plan)\n",
+        {5},
     ),
 ]
 

@@ -34,8 +34,16 @@ GM302 = Rule(
     summary="`Tensor.tolist()` in a compiled region.",
     why="`.tolist()` materialises tensor data as Python lists: Dynamo breaks the graph to run it eagerly.",
     fix="Keep the data in tensors; index or iterate the tensor instead, or move the conversion out of the region.",
-    preconditions="Advice only unless the list only feeds tensor construction.",
-    limits="Any zero-argument `.tolist()` call is reported.",
+    preconditions=("Advice, except one UNSAFE fix (`mend fix --unsafe-fixes`): split sizes read back with "
+                   "`y = x.tolist()` where a function of the same file splits rows by a parameter `y` "
+                   "(`L = X.split(y, dim=0)`, a loop appending `f(L[i])`, `torch.cat(..., dim=0)`: "
+                   "ScatterMoE-style experts, jetmoe and granitemoe). The sizes stay a tensor, every chunk's "
+                   "`f` runs on every row and `torch.where` picks each row's chunk (`_mend_chunk_ids`, "
+                   "`_mend_cat_chunks`): the same outputs (verified) for `len(sizes)` times the FLOPs. "
+                   "Without the flag `mend fix` says the fix exists."),
+    limits=("Any zero-argument `.tolist()` call is reported. The unsafe fix needs `f` to map each row on its "
+            "own (verification's output comparison shows it) and refuses reductions across rows in `f`, "
+            "chunks or outputs used outside the loop, and splits along another dimension."),
     gb_ids=("GB0109",),
     valid=("def f(x: list):\n    return list(x)\n",),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    sizes = x.tolist()\n    return sizes\n",),

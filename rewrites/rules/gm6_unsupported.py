@@ -57,8 +57,14 @@ GM604 = Rule(
     summary="A NumPy function called with a tensor argument.",
     why=("NumPy calls on tensors are traced only when `torch._dynamo.config.trace_numpy` supports the "
          "function; otherwise the graph breaks (`attempted to trace numpy function`)."),
-    fix="Use the torch equivalent (`np.exp(t)` → `torch.exp(t)`).",
-    preconditions="A torch function with the same semantics exists.",
+    fix=("Use the torch equivalent (`np.exp(t)` → `torch.exp(t)`). On Python numbers use Python: "
+         "`np.lcm`/`np.gcd`/`np.sqrt` → `math.*`, and a one-argument `np.sum`/`np.prod`/`np.max`/`np.min` of "
+         "a list → `sum`/`math.prod`/`max`/`min`."),
+    preconditions=("A torch function with the same semantics exists (advice). `mend fix` rewrites the "
+                   "Python-number calls on the lines torch names: the source of a branch's value in its "
+                   "explanation (Reformer's `np.lcm`), or a break that is itself the NumPy call (BigBird's "
+                   "`np.zeros((n, np.sum(plan[:k])))`, a NumPy value read back as a size); verification "
+                   "rejects it where the argument was an array after all."),
     limits=("An argument must be provably a tensor, or a tensor's `.numpy()` (Dynamo traces that as a "
             "tensor and breaks on the NumPy function). " + LIMITS),
     gb_ids=("GB0293", "GB0294"),

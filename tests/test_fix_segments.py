@@ -1,0 +1,79 @@
+"""The unsafe GM302 fix for split sizes read back with ``.tolist()`` (ScatterMoE-style experts):
+the exact rewrite, its refusals, and that the rewritten layer computes the same and compiles
+to one graph."""
+
+from __future__ import annotations
+
+import pytest
+
+from rewrites.fixes import fix_source
+from rewrites.fixes import gm5_segments
+
+
+@pytest.mark.parametrize("before,after,lines", gm5_segments.UNSAFE_FIXED)
+def test_segments_fix_text(before, after, lines):
+    safe = fix_source(before, lines=lines)
+    assert not safe.changed
+    assert [r.line for r in safe.refused if "--unsafe-fixes" in r.advice] == sorted(lines)
+    r = fix_source(before, lines=lines, unsafe=True)
+    assert r.error is None and r.new_source == after
+    assert [(s.rule, s.line, s.strategy) for s in r.applied] == [("GM302", min(lines), "segments")]
+    assert not fix_source(after, lines=lines, unsafe=True).changed  # idempotent
+
+
+@pytest.mark.parametrize("source,lines", gm5_segments.UNSAFE_NEGATIVE,
+                         ids=["across-rows", "chunks-escape", "other-name", "dim-1"])
+def test_segments_fix_refused(source, lines):
+    assert not fix_source(source, lines=lines, unsafe=True).changed
+
+
+def test_segments_fix_only_at_a_break_line():
+    before, _, lines = gm5_segments.UNSAFE_FIXED[0]
+    assert not fix_source(before, lines={1}, unsafe=True).changed
+
+
+@pytest.mark.parametrize("tokens,k,experts", [(5, 2, 4), (7, 1, 3), (3, 2, 6)])
+def test_segments_same_values_and_one_graph(tokens, k, experts):
+    """Sorted rows split by routed counts, some experts never chosen; an expert that
+    overflows on rows it was not given must not leak into the result."""
+    torch = pytest.importorskip("torch")
+    before, after, _ = gm5_segments.UNSAFE_FIXED[0]
+
+    def load(src):
+        ns: dict = {}
+        exec(compile(src, "<segments>", "exec"), ns)
+        return ns
+
+    a, b = load(before), load(after)
+    g = torch.Generator().manual_seed(tokens * 10 + k)
+    weight = torch.randn(experts, 3, 4, generator=g)
+    weight[-1] = float("inf")  # the last expert gives inf/nan: rows it was not given must not see them
+
+    def layer(ns):
+        e, gate = ns["Experts"](), ns["Gate"]()
+        e.num_experts, e.weight = experts, weight
+        return e, gate
+
+    for trial in range(4):
+        logits = torch.randn(tokens, experts, generator=g)
+        top = logits.topk(k, dim=1).indices
+        gates = torch.zeros(tokens, experts).scatter(1, top, 1.0)
+        if trial % 2:
+            gates[:, 0] = 0  # expert 0 never chosen
+            gates[:, 1] = 1
+        rows = torch.randn(int(gates.sum()), 4, generator=g)
+        outs = []
+        for ns in (a, b):
+            e, gate = layer(ns)
+            _, sizes = gate.forward(gates)
+            outs.append(e.forward(rows, sizes))
+        torch.testing.assert_close(outs[1], outs[0], equal_nan=True)
+
+    e, gate = layer(b)
+
+    def run(gates, rows):
+        return e.forward(rows, gate.forward(gates)[1])
+
+    torch._dynamo.reset()
+    compiled = torch.compile(run, fullgraph=True, backend="eager")
+    torch.testing.assert_close(compiled(gates, rows), run(gates, rows), equal_nan=True)
