@@ -416,7 +416,8 @@ def python_chain_arm(orelse, tnames: frozenset[str], bound_before=lambda name: T
     """The ``elif``/``else`` of an ``if`` as ONE arm, when every ``elif`` test is a Python
     value: each name's value is a Python ternary over those tests (``B if q else C``), which
     Dynamo resolves while tracing. None without an else/elif. A name some path leaves
-    unassigned keeps its value from before, so it must be bound before (``bound_before``)."""
+    unassigned keeps its value from before; one not bound before (``bound_before``) is left
+    out, so that the caller sees it bound on some paths only."""
     if orelse is None:
         return None
     branches: list[tuple[cst.BaseExpression, Arm]] = []
@@ -457,8 +458,11 @@ def _plan_split(an: Analysis, node: cst.If, facts: FunctionFacts, tnames, forced
     start, end = an.span(node)
     py, tn = split
     inner = cst.If(test=_and_of(tn), body=node.body)
+    def bound_before(name: str) -> bool:
+        return facts.defined_before(name, start)
+
     try:
-        else_arm = python_chain_arm(node.orelse, tnames, lambda n: facts.defined_before(n, start))
+        else_arm = python_chain_arm(node.orelse, tnames, bound_before)
         d = decide_if(inner, an, facts, tnames, forced, [], span=(start, end), else_arm=else_arm)
         if d.returns:
             raise Refuse("an arm returns: the Python part of the condition cannot stay an `if` around it")
@@ -474,7 +478,7 @@ def _plan_split(an: Analysis, node: cst.If, facts: FunctionFacts, tnames, forced
             return updated
         upy, utn = got
         new = build_if(cst.If(test=_and_of(utn), body=updated.body), d, tnames, forced, None,
-                       python_chain_arm(updated.orelse, tnames))
+                       python_chain_arm(updated.orelse, tnames, bound_before))
         stmts = list(new.nodes) if isinstance(new, cst.FlattenSentinel) else [new]
         return cst.If(test=_and_of(upy), body=cst.IndentedBlock(body=stmts), orelse=updated.orelse,
                       leading_lines=updated.leading_lines)
