@@ -265,17 +265,21 @@ FIXED = [
     ),
 ]
 
+# what every size-list rewrite puts above the function (the helper's exact text)
+_CHECKED_PRELUDE = (
+    "import torch\n\n\ndef _mend_check(cond, message, text):\n"
+    "    # mend GM401: one dimension of an assert on a size list\n"
+    "    if isinstance(cond, torch.Tensor):\n        torch._assert_async(cond, text)\n"
+    "    elif torch.compiler.is_compiling():\n        torch._check(cond, lambda: text)\n"
+    "    else:\n        torch._check(cond, message)\n\n\n"
+)
+
 FIXED_WITH_LINES = [
     # (before, after, lines): only where Dynamo broke on the list comparison; a condition over
     # several lines becomes a one-line message (it is pasted into Inductor's C++)
     (
         "def f(x, n):\n    assert list(x.size()) == [n, 4], f'bad {x.size()}'\n    return x\n",
-        "import torch\n\n\ndef _mend_check(cond, message, text):\n"
-        "    # mend GM401: one dimension of an assert on a size list\n"
-        "    if isinstance(cond, torch.Tensor):\n        torch._assert_async(cond, text)\n"
-        "    elif torch.compiler.is_compiling():\n        torch._check(cond, lambda: text)\n"
-        "    else:\n        torch._check(cond, message)\n\n\n"
-        "def f(x, n):\n"
+        _CHECKED_PRELUDE + "def f(x, n):\n"
         "    _mend_check(x.dim() == 2, lambda: f'bad {x.size()}', 'assertion failed: list(x.size()) == [n, 4]')\n"
         "    _mend_check(x.size(0) == n, lambda: f'bad {x.size()}', 'assertion failed: list(x.size()) == [n, 4]')\n"
         "    _mend_check(x.size(1) == 4, lambda: f'bad {x.size()}', 'assertion failed: list(x.size()) == [n, 4]')\n"
@@ -284,12 +288,7 @@ FIXED_WITH_LINES = [
     ),
     (
         "def f(x, n):\n    assert list(x.size()) == [\n        n,\n        4,\n    ], 'bad'\n    return x\n",
-        "import torch\n\n\ndef _mend_check(cond, message, text):\n"
-        "    # mend GM401: one dimension of an assert on a size list\n"
-        "    if isinstance(cond, torch.Tensor):\n        torch._assert_async(cond, text)\n"
-        "    elif torch.compiler.is_compiling():\n        torch._check(cond, lambda: text)\n"
-        "    else:\n        torch._check(cond, message)\n\n\n"
-        "def f(x, n):\n"
+        _CHECKED_PRELUDE + "def f(x, n):\n"
         "    _mend_check(x.dim() == 2, lambda: 'bad', 'assertion failed: list(x.size()) == [ n, 4, ]')\n"
         "    _mend_check(x.size(0) == n, lambda: 'bad', 'assertion failed: list(x.size()) == [ n, 4, ]')\n"
         "    _mend_check(x.size(1) == 4, lambda: 'bad', 'assertion failed: list(x.size()) == [ n, 4, ]')\n"
