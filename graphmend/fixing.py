@@ -52,6 +52,7 @@ class SiteRecord:
     status: str = ""
     reason: str = ""
     verdicts: list[bool] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what a verified fix left behind it
 
 
 @dataclass
@@ -145,6 +146,16 @@ def break_key(b: Break, texts: dict[str, str]) -> tuple:
     f = _real(b.file) if b.file else ""
     src = _source_line(texts, f, b.line) if f and b.line else (b.source_line or "")
     return (f, b.function or "", src, b.kind)
+
+
+def split_key(b: Break, texts: dict[str, str]) -> tuple:
+    """Where the graph was split for ``b``: its outermost user frame (the instruction of the
+    compiled frame Dynamo stopped at), keyed like ``break_key``."""
+    if not b.stack:
+        return break_key(b, texts)[:3]
+    top = b.stack[0]
+    f = _real(top.file)
+    return (f, top.function or "", _source_line(texts, f, top.line))
 
 
 def break_keys(breaks: Sequence[Break], texts: dict[str, str]) -> dict[tuple, Break]:
@@ -395,6 +406,11 @@ def _verify_sites(spec, before: TargetResult, sites: list[SiteRecord], cands, te
         if why:
             s.reason = why
     if final is not None and not final.error and not final.mismatches:
+        for s in sites:
+            for sf in final.surfaced:
+                if verdicts.get(id(s)) is None and any(f == s.file and s.site.line <= line <= s.site.end_line
+                                                       for f, line in sf.hid) and sf.note() not in s.notes:
+                    s.notes.append(sf.note())
         ft.breaks_after = final.breaks_after
         if final.after is not None:
             ft.graph_breaks_after = final.after.graph_break_count
@@ -419,7 +435,7 @@ def _fix_records(cands: dict[str, FileCandidate], findings, before: list[TargetR
             r = c.fix(s.trigger, options.rules)
             label = _label(c)
             fixes.append(Fix(file=c.path, line=s.site.line, end_line=s.site.end_line, rule=s.site.rule,
-                             status=s.status, reason=s.reason or s.site.description,
+                             status=s.status, reason=s.reason or _described(s),
                              diff=unified_diff(c.path, c.original, r.new_source, label) if r.changed else "",
                              import_root=c.import_root))
             covered.update((c.path, l) for l in range(s.site.line, s.site.end_line + 1))
@@ -442,6 +458,12 @@ def _fix_records(cands: dict[str, FileCandidate], findings, before: list[TargetR
                          advice=advice_for(rule), import_root=cands[f].import_root if f in cands else None))
     fixes.sort(key=lambda x: (x.file, x.line))
     return fixes
+
+
+def _described(s: SiteRecord) -> str:
+    if s.status != VERIFIED or not s.notes:
+        return s.site.description
+    return "; ".join([s.site.description, *s.notes])
 
 
 def _label(c: FileCandidate) -> str:

@@ -15,10 +15,26 @@ WORKER = "graphmend.verify.worker"
 
 
 @dataclass
+class Surfaced:
+    """A break the fix let Dynamo reach: the graph split at ``split`` before (for the breaks
+    at ``hid``, which the fix removed) and still does, now further in, at ``where``."""
+
+    where: str  # "GM401 at file.py:12: reason"
+    split: str  # "file.py:30"
+    hid: list[tuple[str, int]]  # (real path, original line) of the breaks that hid it
+
+    def note(self) -> str:
+        return f"the graph still splits at {self.split}: Dynamo now gets further and stops at {self.where}"
+
+
+@dataclass
 class Verdict:
     error: Optional[str] = None
     mismatches: list[str] = field(default_factory=list)
     new_breaks: list[str] = field(default_factory=list)
+    # breaks at a place where the graph was already split, for a reason the fix removed:
+    # Dynamo now gets further into the same call before it stops (see _surfaced)
+    surfaced: list[Surfaced] = field(default_factory=list)
     remaining_keys: list[tuple] = field(default_factory=list)
     key_lines: dict = field(default_factory=dict)  # before-key -> its original lines
     breaks_after: int = 0
@@ -34,8 +50,6 @@ def verify_target(spec: Any, patches: dict[str, str], conditions: dict[str, list
     """Differential run + re-trace of ``spec`` with ``patches`` applied through the overlay;
     with ``probe_dtype``, both sides are traced once more in that dtype and the patched one
     must trace wherever the original does."""
-    from graphmend.fixing import break_key, break_keys
-
     spec_d = dataclasses.asdict(spec) if dataclasses.is_dataclass(spec) else dict(spec)
     v = Verdict()
     with tempfile.TemporaryDirectory(prefix="mend-verify-") as tmp:
@@ -64,28 +78,75 @@ def verify_target(spec: Any, patches: dict[str, str], conditions: dict[str, list
     if after.error and not before.error:
         v.error = f"re-trace: {after.error}"
         return v
+    compare_breaks(v, before, after, patches, texts)
+    return v
+
+
+def compare_breaks(v: Verdict, before: TargetResult, after: TargetResult, patches: dict[str, str],
+                   texts: dict[str, str]) -> None:
+    """Fill ``v`` with what the re-trace ``after`` (of the program with ``patches``) says
+    against ``before``: new breaks, surfaced ones, the breaks left and why."""
+    from graphmend.fixing import _real, break_key, break_keys, split_key
+
     before_keys = break_keys(before.breaks, dict(texts))
     after_texts = dict(texts)
     after_texts.update({os.path.realpath(p): t for p, t in patches.items()})
     after_keys = break_keys(after.breaks, after_texts)
     v.breaks_after = len(after.breaks)
-    for k, b in after_keys.items():
-        if k not in before_keys:
-            v.new_breaks.append(f"{b.rule} at {os.path.basename(b.file or '?')}:{b.line}: {b.reason}")
+    # breaks that were there before keep the line of the file on disk (an added import
+    # shifts the patched text); new ones are named at the original line they map to
+    moved = {k: _in_original(b, after_texts, texts) for k, b in after_keys.items() if k not in before_keys}
+    # where the graph split for a reason the fix removed
+    gone_splits: dict[tuple, list] = {}
+    for k, b in before_keys.items():
+        if k not in after_keys and b.stack:
+            gone_splits.setdefault(split_key(b, texts), []).append(b)
+    fewer = after.graph_break_count < before.graph_break_count
+    for k, b in moved.items():
+        line = b.line if b.line is not None else f"{after_keys[k].line} (a line the rewrite wrote)"
+        where = f"{b.rule} at {os.path.basename(b.file or '?')}:{line}: {b.reason}"
+        hid = gone_splits.get(split_key(after_keys[k], after_texts))
+        if fewer and hid and b.line is not None:
+            top = hid[0].stack[0]
+            v.surfaced.append(Surfaced(where, f"{os.path.basename(top.file)}:{top.line}",
+                                       [(_real(h.file or ""), h.line) for h in hid]))
+        else:
+            v.new_breaks.append(where)
     for k, b in before_keys.items():
         v.key_lines.setdefault(k, []).append(b.line)
         if k in after_keys:
             v.remaining_keys.append(k)
             v.remaining_breaks.append(b)
-    v.remaining_breaks += [b for k, b in after_keys.items() if k not in before_keys]
-    # breaks that were there before keep the line of the file on disk (an added import
-    # shifts the patched text); new ones can only be named in the patched text
+    v.remaining_breaks += [b if b.line is not None else after_keys[k] for k, b in moved.items()]
     v.remaining_reasons = []
     for b in after.breaks:
         key = break_key(b, after_texts)
-        line = before_keys[key].line if key in before_keys else b.line
+        b = before_keys[key] if key in before_keys else moved.get(key, b)
+        line = b.line if b.line is not None else after_keys[key].line
         v.remaining_reasons.append(f"{b.rule} {os.path.basename(b.file or '')}:{line}: {b.reason}")
-    return v
+
+
+def _in_original(b: Any, patched: dict[str, str], original: dict[str, str]) -> Any:
+    """``b`` (a break in the patched program) at its line of the file on disk; ``line`` is
+    None when that line is one the rewrite wrote."""
+    from graphmend.fixing import _real
+
+    f = _real(b.file) if b.file else ""
+    if f not in patched or f not in original or b.line is None:
+        return b
+    return dataclasses.replace(b, line=original_line(original[f], patched[f], b.line))
+
+
+def original_line(original: str, patched: str, line: int) -> Optional[int]:
+    """The 1-based line of ``original`` that line ``line`` of ``patched`` is an unchanged copy
+    of, or None when the patch wrote it."""
+    import difflib
+
+    sm = difflib.SequenceMatcher(None, original.splitlines(), patched.splitlines(), autojunk=False)
+    for i, j, n in sm.get_matching_blocks():
+        if j < line <= j + n:
+            return i + line - j
+    return None
 
 
 def _short(entry: str) -> str:

@@ -1,0 +1,105 @@
+"""A fix whose break was hiding another one at the same split point (Reformer's hashing
+inside an autograd.Function whose backward Dynamo then reaches): the graph already split
+there, Dynamo's count falls, so the fix is verified and the break it surfaced is reported
+at its original line. Anything else new still rejects the fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from graphmend.model import Break, Frame, TargetResult
+from graphmend.verify.run import Verdict, compare_breaks, original_line
+
+SCALE = '''import torch
+
+
+class _Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, layer):
+        ctx.layer = layer
+        if x.sum() > 0:
+            y = x * 2
+        else:
+            y = x * 3
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        # the backward only runs in training, like Reformer's reversible layers
+        assert ctx.layer.training, "backward needs training mode"
+        return grad * 2, None
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        h = self.lin(x)
+        h = _Scale.apply(h, self)
+        return torch.relu(h)
+
+
+def mend_target_block():
+    torch.manual_seed(0)
+    return Block().eval(), (torch.randn(2, 8),)
+'''
+
+
+def test_break_surfaced_at_the_same_split_is_verified_and_named_at_its_original_line(tmp_path):
+    pytest.importorskip("torch")
+    repo = Path(__file__).resolve().parent.parent
+    (tmp_path / "scale.py").write_text(SCALE, encoding="utf-8")
+    run = subprocess.run([sys.executable, "-m", "graphmend", "fix", "--format", "json", "--quiet",
+                          str(tmp_path)], capture_output=True, text=True, timeout=900, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": str(repo)})
+    assert run.returncode == 1, run.stderr  # a verified fix left unwritten
+    report = json.loads(run.stdout)
+    fixes = [f for f in report["fixes"] if f["status"] == "verified"]
+    assert [(f["rule"], f["line"]) for f in fixes] == [("GM101", 8)], report["fixes"]
+    assert "still splits at scale.py:28" in fixes[0]["reason"] and "stops at GM401 at scale.py:17" in fixes[0]["reason"]
+    target = report["fix_targets"][0]
+    assert target["graph_breaks_after"] < target["graph_breaks_before"], target
+    # line 17 of the file on disk (the rewrite shortened the patched file by three lines)
+    assert [r.split(":")[0:2] for r in target["remaining"]] == [["GM401 scale.py", "17"]], target
+    assert target["outputs_equal"] is True
+
+
+def _brk(line, top, fn="f", reason="r"):
+    return Break(rule="GM101", category="control-flow", reason=reason, file="/m.py", line=line, function=fn,
+                 stack=[Frame("/m.py", top, "forward"), Frame("/m.py", line, fn)])
+
+
+ORIGINAL = "def forward():\n    call()\n\ndef f():\n    if c:\n        x = 1\n    else:\n        x = 2\n    g()\n"
+PATCHED = "def forward():\n    call()\n\ndef f():\n    x = where(c, 1, 2)\n    g()\n"
+
+
+def _compare(after_breaks, count_after, count_before=3):
+    before = TargetResult("t", "/m.py", "t", graph_break_count=count_before, breaks=[_brk(5, 2)])
+    after = TargetResult("t", "/m.py", "t", graph_break_count=count_after, breaks=after_breaks)
+    v = Verdict()
+    compare_breaks(v, before, after, {"/m.py": PATCHED}, {"/m.py": ORIGINAL})
+    return v
+
+
+def test_surfaced_needs_the_same_split_and_fewer_breaks():
+    v = _compare([_brk(6, 2, reason="g")], count_after=2)  # patched line 6 is original line 9
+    assert v.new_breaks == [] and [(x.where, x.split, x.hid) for x in v.surfaced] == [
+        ("GM101 at m.py:9: g", "m.py:2", [("/m.py", 5)])]
+    assert v.remaining_reasons == ["GM101 m.py:9: g"]
+    assert _compare([_brk(6, 2)], count_after=3).new_breaks  # Dynamo's count did not fall
+    assert _compare([_brk(6, 1)], count_after=2).new_breaks  # the graph splits somewhere new
+    # a break in the text the rewrite wrote is the rewrite's own
+    v = _compare([_brk(5, 2)], count_after=2)
+    assert v.surfaced == [] and "5 (a line the rewrite wrote)" in v.new_breaks[0]
+
+
+def test_original_line_maps_unchanged_lines_only():
+    assert [original_line(ORIGINAL, PATCHED, n) for n in range(1, 7)] == [1, 2, 3, 4, None, 9]
