@@ -77,3 +77,31 @@ class DebugTransformerBlock(nn.Module):
 def mend_target_debug_print_block():
     torch.manual_seed(0)
     return DebugTransformerBlock().eval(), (torch.randn(2, 6, 32),)
+
+
+class SinusoidEmbedding(nn.Module):
+    """CTRL-style (transformers 5.x) positions: a sinusoid table registered as `nn.Buffer`
+    and re-bound to the input's device and dtype on every call."""
+
+    def __init__(self, vocab: int = 100, n_positions: int = 64, hidden: int = 32):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, hidden)
+        pos = torch.arange(n_positions, dtype=torch.float32)[:, None]
+        rates = 1 / torch.pow(10000, (2 * (torch.arange(hidden)[None, :] // 2)) / hidden)
+        angles = pos * rates
+        table = torch.cat([angles[:, 0::2].sin(), angles[:, 1::2].cos()], dim=-1)
+        self.pos_encoding = nn.Buffer(table, persistent=False)
+        self.out = nn.Linear(hidden, hidden)
+
+    def forward(self, input_ids):
+        inputs_embeds = self.embed(input_ids) * (self.embed.embedding_dim**0.5)
+        position_ids = torch.arange(input_ids.shape[-1], device=input_ids.device)[None, :]
+        # the table is not moved with the model (upstream's comment), so it is moved here
+        self.pos_encoding = self.pos_encoding.to(device=inputs_embeds.device, dtype=inputs_embeds.dtype)
+        pos_embeds = self.pos_encoding[position_ids, :]
+        return self.out(inputs_embeds + pos_embeds).tanh()
+
+
+def mend_target_sinusoid_buffer_rebind():
+    torch.manual_seed(0)
+    return SinusoidEmbedding().eval(), (torch.randint(0, 100, (2, 12)),)

@@ -47,6 +47,7 @@ class ClassInfo:
     methods: set[str] = field(default_factory=set)
     attr_kinds: dict[str, int] = field(default_factory=dict)
     attr_types: dict[str, str] = field(default_factory=dict)  # self.x = Cls(...): dotted Cls
+    buffers: set[str] = field(default_factory=set)  # self.x = nn.Buffer(...) (GM606)
     module_like: bool = False  # decided locally (for the tensor-name heuristic)
 
 
@@ -226,6 +227,7 @@ class FileAnalysis:
             if local is not None:
                 info.attr_kinds.update(local.attr_kinds)
                 info.attr_types.update(local.attr_types)
+                info.buffers |= local.buffers
         for m in cls.body:
             if type(m) is ast.FunctionDef and ("init" in m.name or "build" in m.name or m.name == "setup"):
                 self._attr_kinds(m, info)
@@ -247,6 +249,8 @@ class FileAnalysis:
                 for tgt in n.targets:
                     if type(tgt) is ast.Attribute and type(tgt.value) is ast.Name and tgt.value.id == "self":
                         info.attr_kinds[tgt.attr] = k
+                        if _dotted(value.func)[-1] == "Buffer":
+                            info.buffers.add(tgt.attr)
                         if k == MODULE and type(value.func) is ast.Name:
                             name = value.func.id
                             if name in self.index.classes or name in self.index.functions:

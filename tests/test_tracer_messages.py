@@ -123,3 +123,17 @@ def test_data_dependent_operator_in_a_condition(src, following, rule):
 ])
 def test_shape_rule_without_an_op_name_or_a_source_line(src, message, rule):
     assert classify("Dynamic shape operator", message, src) == rule
+
+
+# torch 2.13, transformers 5.24 CTRL: `self.pos_encoding` was registered as nn.Buffer
+_PYTHON_TYPE = ("Unsupported python_type() call\n  Explanation: This VariableTracker does not implement "
+                "python_type(), which is required for this operation.\n  Hint: ...")
+
+
+@pytest.mark.parametrize("src,rule", [
+    ("self.pos_encoding = self.pos_encoding.to(device=device, dtype=inputs_embeds.dtype)", "GM606"),
+    ("y = type(x)(x)", "GM900"),  # python_type() of something else: unexplained
+    ("self.a == b", "GM900"),
+])
+def test_python_type_on_a_buffer_assignment(src, rule):
+    assert classify("Unsupported python_type() call", _PYTHON_TYPE, src) == rule

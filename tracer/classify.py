@@ -54,6 +54,7 @@ _TEXT_RULES: Sequence[tuple[re.Pattern[str], str]] = [
     (re.compile(r"marked as skipped|compiler\.disable|_dynamo\.disable|disable\(\)d|skip_frame|"
                 r"not allowed to trace|SkipFunctionVariable", re.I), "GM605"),
 ]
+_BUFFER_ASSIGN = re.compile(r"self\.\w+\s*=(?!=)")
 _DYNAMIC_SHAPE = re.compile(r"dynamic[ _-]shape operator|output shape depends on|data-dependent output shape|"
                             r"DynamicOutputShapeException", re.I)
 # Operators Dynamo names in its text (the developer context: ``aten.nonzero.default``), in
@@ -149,6 +150,8 @@ def classify(gb_type: Optional[str], message: str, source_line: Optional[str] = 
             "_local_scalar_dense" not in message and not _SCALAR_READ_SRC.search(src) and \
             _CONDITION_SRC.search(src.strip()):
         return _branch_rule(src, following_lines)
+    if _BUFFER_ASSIGN.match(src.strip()) and "python_type" in gb + first:
+        return "GM606"  # Module.__setattr__'s nn.Buffer check (the message names no buffer)
     rule = _BY_GB_TYPE.get(gb)
     if rule is None:
         for rx, r in _TEXT_RULES:

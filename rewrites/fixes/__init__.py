@@ -16,7 +16,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
 
-FAMILIES = ("gm4_guards", "gm2_defer", "gm3_scalars", "gm5_masks", "gm5_dispatch", "gm5_segments", "gm1_where", "gm6_numpy", "gm6_advice")
+FAMILIES = ("gm4_guards", "gm2_defer", "gm3_scalars", "gm3_host_math", "gm5_masks", "gm5_dispatch", "gm5_segments", "gm1_where", "gm6_numpy", "gm6_buffers", "gm6_advice")
 
 
 def family_modules():

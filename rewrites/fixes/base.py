@@ -420,6 +420,39 @@ def calls_outside_torch(node: cst.CSTNode) -> list[str]:
     return out
 
 
+# the dense forms of the unsafe fixes hold every row: a reduction over rows would take in
+# the rows the sparse program never computed
+_ACROSS_ROWS = {"sum", "mean", "max", "min", "amax", "amin", "prod", "std", "var", "norm", "cumsum",
+                "logsumexp", "softmax", "log_softmax", "sort", "argsort", "topk", "unique", "nonzero", "median"}
+
+
+def reduction_over(node: cst.CSTNode, tainted) -> Optional[str]:
+    """A method reduction (``v.sum(...)``) or ``torch.<reduction>(v, ...)`` of a value
+    ``tainted(v)`` says came from the rows being densified; its code, or None."""
+    found: list[str] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            f = n.func
+            if isinstance(f, cst.Attribute) and f.attr.value in _ACROSS_ROWS:
+                recv = f.value if full_name(f) != f"torch.{f.attr.value}" else (n.args[0].value if n.args else None)
+                if recv is not None and tainted(recv):
+                    found.append(code(n))
+
+    node.visit(V())
+    return found[0] if found else None
+
+
+def offer_unsafe(ctx: Context, result: Plan, rule: str, line: int, cost: str, what: str) -> bool:
+    """True when the run asked for unsafe fixes; otherwise the finding says the fix exists,
+    what it costs, and the flag that offers it."""
+    if ctx.unsafe:
+        return True
+    result.refusals.append(Refusal(rule, line, f"{what} removes this break, but it is an unsafe fix: {cost}",
+                                   advice="mend fix --unsafe-fixes offers it (verified like every fix)"))
+    return False
+
+
 def names_in(node: cst.CSTNode) -> set[str]:
     out: set[str] = set()
 

@@ -55,7 +55,7 @@ from typing import Optional
 import libcst as cst
 
 from rewrites.fixes.base import (HELPERS, Analysis, Context, Edit, FunctionFacts, Plan, Refusal, Site, call, code,
-                                 full_name, names_in)
+                                 full_name, names_in, offer_unsafe, reduction_over)
 from rewrites.fixes.gm5_masks import maskish
 
 RULES = ("GM501", "GM502")
@@ -97,27 +97,6 @@ HELPERS[POSITION_HELPER] = '''def _mend_every_position(v):
 
 class Refuse(Exception):
     pass
-
-
-# the dense form holds every row: a reduction over rows would take in the unselected ones
-_ACROSS_ROWS = {"sum", "mean", "max", "min", "amax", "amin", "prod", "std", "var", "norm", "cumsum",
-                "logsumexp", "softmax", "log_softmax", "sort", "argsort", "topk", "unique", "nonzero", "median"}
-
-
-def _reduction(node: cst.CSTNode, tainted) -> Optional[str]:
-    """A method reduction (``v.sum(...)``) or ``torch.<reduction>(v, ...)`` of a gathered value."""
-    found: list[str] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Call(self, n: cst.Call) -> None:
-            f = n.func
-            if isinstance(f, cst.Attribute) and f.attr.value in _ACROSS_ROWS:
-                recv = f.value if full_name(f) != f"torch.{f.attr.value}" else (n.args[0].value if n.args else None)
-                if recv is not None and tainted(recv):
-                    found.append(code(n))
-
-    node.visit(V())
-    return found[0] if found else None
 
 
 def _where_assign(stmt: cst.CSTNode) -> Optional[tuple[cst.Assign, list[str], cst.BaseExpression]]:
@@ -257,7 +236,7 @@ class _Flow:
             self.scatters.append(sc)
             return
         used = self.tainted(small)
-        red = _reduction(small, self.tainted) if used else None
+        red = reduction_over(small, self.tainted) if used else None
         if red:
             raise Refuse(f"`{red}` reduces across the gathered rows (the dense form has every row)")
         if isinstance(small, cst.Assign):
@@ -390,15 +369,6 @@ def plan(an: Analysis, ctx: Context) -> Plan:
     return result
 
 
-def _offer(ctx: Context, result: Plan, rule: str, line: int, what: str) -> bool:
-    """Without --unsafe-fixes the finding says the fix exists and what it costs."""
-    if ctx.unsafe:
-        return True
-    result.refusals.append(Refusal(rule, line, f"{what} removes this break, but it is an unsafe fix: {COST}",
-                                   advice="mend fix --unsafe-fixes offers it (verified like every fix)"))
-    return False
-
-
 def _late(an: Analysis, facts: FunctionFacts, loop: cst.For, flow: _Flow) -> None:
     loop_end = an.span(loop)[1]
     late = sorted(n for n in flow.idx | flow.pair if facts.used_after(n, loop_end))
@@ -428,7 +398,7 @@ def _plan_where(an: Analysis, ctx: Context, loop: cst.For, fn: cst.FunctionDef, 
         except Refuse as why:
             result.refusals.append(Refusal("GM501", line, f"sparse dispatch not rewritten: {why}"))
             continue
-        if _offer(ctx, result, "GM501", line, "a masked dense dispatch"):
+        if offer_unsafe(ctx, result, "GM501", line, COST, "a masked dense dispatch"):
             _where_edits(assign, flow, line, result)
         _header_edit(an, ctx, loop, facts, mask, flow, body[:k], result)
 
@@ -464,7 +434,7 @@ def _header_edit(an, ctx, loop, facts, mask, flow: _Flow, body_before, result: P
     hline = an.span(holder)[0]
     if not ctx.covers(hline, an.span(holder)[1]):
         return
-    if not _offer(ctx, result, "GM501", hline, "looping over every expert instead of those `nonzero` lists"):
+    if not offer_unsafe(ctx, result, "GM501", hline, COST, "looping over every expert instead of those `nonzero` lists"):
         return
     helper = POSITION_HELPER if _positions_arg(holder) is not None else EVERY_HELPER
     hsite = Site("GM501", hline, an.span(holder)[1], "loop over the experts hit -> over every expert "
@@ -537,7 +507,7 @@ def _plan_mask(an: Analysis, ctx: Context, loop: cst.For, fn: cst.FunctionDef, r
         except Refuse as why:
             result.refusals.append(Refusal("GM502", first, f"masked dispatch not rewritten: {why}"))
             continue
-        if _offer(ctx, result, "GM502", first, "computing every position and writing where the mask holds"):
+        if offer_unsafe(ctx, result, "GM502", first, COST, "computing every position and writing where the mask holds"):
             _mask_edits(mc, gathers, flow, first, last, result)
         _header_edit(an, ctx, loop, facts, mexpr, flow, body[:k0], result)
 

@@ -44,10 +44,12 @@ from typing import Optional
 
 import libcst as cst
 
-from rewrites.fixes.base import HELPERS, Analysis, Context, Edit, FunctionFacts, Plan, Site, call, code, full_name
-from rewrites.fixes.gm5_dispatch import _offer, _reduction
+from rewrites.fixes.base import (HELPERS, Analysis, Context, Edit, FunctionFacts, Plan, Site, call, code, full_name,
+                                 offer_unsafe, reduction_over)
 
 RULES = ("GM302",)
+
+COST = "every chunk's function then runs on every row (len(sizes) x the FLOPs of the split)"
 
 IDS_HELPER, CAT_HELPER, ROWS = "_mend_chunk_ids", "_mend_cat_chunks", "_mend_rows"
 
@@ -128,7 +130,7 @@ def _find(an: Analysis, fn: cst.FunctionDef, sizes: str) -> Optional[_Pattern]:
         value = app.args[0].value
         if f"{chunks}[{i}]" not in code(value).replace(" ", ""):
             continue
-        if _reduction(value, lambda e: True):
+        if reduction_over(value, lambda e: True):
             continue
         # L and O are read nowhere but here
         rest = [code(st) for j, st in enumerate(body) if j not in (k, k + 1, k + 2, k + 3)]
@@ -166,7 +168,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         if not ctx.covers(start, end):
             continue
         found = [p for fn in functions if (p := _find(an, fn, name)) is not None]
-        if not found or not _offer(ctx, result, "GM302", start, "keeping the split sizes a tensor (every chunk "
+        if not found or not offer_unsafe(ctx, result, "GM302", start, COST, "keeping the split sizes a tensor (every chunk "
                                                              "computed on every row)"):
             continue
         site = Site("GM302", start, end, f"`{name}.tolist()` split sizes stay a tensor; each chunk's function runs "

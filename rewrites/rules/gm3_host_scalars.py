@@ -22,7 +22,13 @@ GM301 = Rule(
          "(the default) Dynamo breaks the graph to compute it (`Unsupported Tensor.item() call`)."),
     fix=_KEEP + " Where the scalar must be a Python value, `torch._dynamo.config.capture_scalar_outputs = True` "
                 "for that region (an unbacked SymInt/SymFloat; measure it).",
-    preconditions="The scalar only feeds tensor arithmetic or a condition the GM1xx rewrite handles.",
+    preconditions=("The scalar only feeds tensor arithmetic or a condition the GM1xx rewrite handles. "
+                   "Integer arithmetic done in torch on Python numbers and read back, "
+                   "`torch.fmod(torch.tensor(a), torch.tensor(b)).item()` (CANINE 4.x; also `remainder`, "
+                   "`floor_divide`, `add`, `sub`, `mul`, `maximum`, `minimum`), becomes "
+                   "`_mend_int_item(\"fmod\", a, b)`: the same value computed on the host when both are ints "
+                   "and it fits int64, the torch call otherwise (floats, bools, a zero divisor); only at a "
+                   "line where Dynamo broke."),
     limits="Any zero-argument `.item()` call is reported, whatever the receiver.",
     gb_ids=("GB0124",),
     valid=("def f(d):\n    return d.items()\n",),

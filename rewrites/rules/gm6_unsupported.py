@@ -86,7 +86,36 @@ GM605 = Rule(
              "import torch\n\ndef f(x):\n    torch._dynamo.graph_break()\n    return x\n"),
 )
 
-RULES = (GM601, GM602, GM603, GM604, GM605)
+GM606 = Rule(
+    code="GM606", name="buffer-reassigned", category="unsupported-python",
+    summary="A module attribute registered as `nn.Buffer` is assigned again inside a compiled region (`self.buf = self.buf.to(...)`).",
+    why=("Assigning a tensor to a buffer goes through `nn.Module.__setattr__`, whose "
+         "`isinstance(value, nn.Buffer)` check Dynamo cannot trace for a module that registered the buffer "
+         "as `nn.Buffer` (`Unsupported python_type() call`); other attribute writes are replayed after the "
+         "graph. The frame around it may be skipped too."),
+    fix=("Convert the module once, outside the compiled region (`model.to(device, dtype)`), and drop the "
+         "assignment; or keep the converted value in a local: `buf = self.buf.to(...)`, then read `buf`."),
+    preconditions=("`mend fix --unsafe-fixes` makes the local. Unsafe: the buffer is no longer re-bound, "
+                   "so where the conversion changes the tensor it runs on every call instead of once, and "
+                   "code outside the function keeps seeing the old buffer. Only `to`/`type`/`float`/`half`/"
+                   "`bfloat16`/`double`/`cpu`/`cuda`/`contiguous`/`detach` conversions of the attribute "
+                   "itself, as a statement of the function body (not in a loop, branch, `with` or `try`); "
+                   "refused when the attribute is written or deleted again in the function, or read after "
+                   "it by a nested function, by a method of the class called on `self`, or by code `self` "
+                   "is passed to."),
+    limits=("The buffer must be created as `self.x = nn.Buffer(...)` in an `__init__`-like method of the "
+            "class or of a base class in the same file; a buffer registered elsewhere is found from "
+            "Dynamo's break at that line."),
+    gb_ids=("GB4841",),
+    valid=("import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def __init__(self):\n"
+           "        super().__init__()\n        self.register_buffer('pe', torch.zeros(4))\n\n"
+           "    def forward(self, x):\n        self.pe = self.pe.to(x.dtype)\n        return x + self.pe\n",),
+    invalid=("import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def __init__(self):\n"
+             "        super().__init__()\n        self.pe = nn.Buffer(torch.zeros(4), persistent=False)\n\n"
+             "    def forward(self, x):\n        self.pe = self.pe.to(x.dtype)\n        return x + self.pe\n",),
+)
+
+RULES = (GM601, GM602, GM603, GM604, GM605, GM606)
 
 _GEN_OK = frozenset({"tuple", "list", "set", "frozenset", "dict", "sum", "any", "all", "max", "min", "sorted",
                      "enumerate", "zip", "map", "filter", "reversed", "iter", "next", "join", "extend", "update",
@@ -142,6 +171,16 @@ def _check_assign(node: ast.Assign, ctx) -> None:
         if type(t) is ast.Attribute and t.attr == "requires_grad":
             ctx.report("GM603", t, f"assigning `{snippet(t, 40)}` mutates autograd state",
                        "set requires_grad before the compiled call")
+        elif type(t) is ast.Attribute and type(t.value) is ast.Name and t.value.id == "self" \
+                and ctx.cls is not None and t.attr in ctx.cls.buffers and not _init_like(ctx.qualname):
+            ctx.report("GM606", t, f"`self.{t.attr}` is an nn.Buffer: assigning it calls Module.__setattr__",
+                       f"convert the module once outside, or keep a local `{t.attr} = ...`")
+
+
+def _init_like(qualname: str) -> bool:
+    # where attributes are set up; the analyzer reads buffers from the same methods
+    name = qualname.rsplit(".", 1)[-1]
+    return "init" in name or "build" in name or name == "setup"
 
 
 def _check_yield(node: ast.AST, ctx) -> None:

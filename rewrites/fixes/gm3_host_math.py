@@ -1,0 +1,144 @@
+"""GM301: integer arithmetic done in torch on Python numbers and read back with ``.item()``.
+
+transformers 4.x CANINE computes a remainder of two Python ints through two 0-dim tensors::
+
+    remainder_length = torch.fmod(torch.tensor(char_seq_length), torch.tensor(rate)).item()
+
+and uses it as a size. Dynamo builds the tensors into the graph and breaks at ``.item()``
+(``capture_scalar_outputs=False``). On ints the value is plain integer arithmetic, which
+Dynamo folds, so the call goes to a helper that computes it on the host when both operands
+are ints and runs the original torch expression otherwise::
+
+    remainder_length = _mend_int_item("fmod", char_seq_length, rate)
+
+The int path gives what torch gives on int64 tensors: ``fmod`` takes the dividend's sign
+(C's ``%``), ``remainder`` the divisor's (Python's ``%``), ``floor_divide`` rounds down;
+``add`` / ``sub`` / ``mul`` / ``maximum`` / ``minimum`` are the Python operators. Floats
+(float32 tensors under torch's default dtype, float64 on the host), bools, a zero divisor
+and values past int64 (where torch wraps or raises) keep the torch call, so those results
+and errors are torch's own. Rewritten only where Dynamo broke, and only for
+``torch.tensor(x)`` with no dtype or device. Each operand is still evaluated once, in
+the same order.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+import libcst.matchers as m
+
+from rewrites.fixes.base import HELPERS, Analysis, Context, Edit, Plan, Site, call, full_name
+
+RULES = ("GM301",)
+
+HELPER = "_mend_int_item"
+OPS = ("fmod", "remainder", "floor_divide", "add", "sub", "mul", "maximum", "minimum")
+HELPERS[HELPER] = '''def _mend_int_item(op, a, b):
+    # mend GM301: torch.<op>(torch.tensor(a), torch.tensor(b)).item() on the host when a and b
+    # are ints and the result fits int64 (the same value, no tensor read back); floats, bools,
+    # a zero divisor and overflow keep the torch call
+    r = None
+    if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool) and not isinstance(b, bool):
+        if op == "fmod" and b != 0:
+            r = abs(a) % abs(b)
+            r = -r if a < 0 else r
+        elif op == "remainder" and b != 0:
+            r = a % b
+        elif op == "floor_divide" and b != 0:
+            r = a // b
+        elif op == "add":
+            r = a + b
+        elif op == "sub":
+            r = a - b
+        elif op == "mul":
+            r = a * b
+        elif op == "maximum":
+            r = max(a, b)
+        elif op == "minimum":
+            r = min(a, b)
+    if r is not None and all(-(2**63) <= v < 2**63 for v in (a, b, r)):
+        return r
+    return getattr(torch, op)(torch.tensor(a), torch.tensor(b)).item()
+'''
+
+
+def _host_value(node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """``torch.tensor(x)`` with nothing but ``x`` -> x."""
+    if isinstance(node, cst.Call) and full_name(node.func) == "torch.tensor" and len(node.args) == 1 \
+            and node.args[0].keyword is None and not node.args[0].star:
+        return node.args[0].value
+    return None
+
+
+def _match(node: cst.Call) -> Optional[tuple[str, cst.BaseExpression, cst.BaseExpression]]:
+    """``torch.<op>(torch.tensor(a), torch.tensor(b)).item()`` -> (op, a, b)."""
+    f = node.func
+    if node.args or not isinstance(f, cst.Attribute) or f.attr.value != "item" or not isinstance(f.value, cst.Call):
+        return None
+    inner = f.value
+    name = full_name(inner.func) or ""
+    if not name.startswith("torch.") or name[6:] not in OPS or len(inner.args) != 2 \
+            or any(a.keyword is not None or a.star for a in inner.args):
+        return None
+    a, b = (_host_value(x.value) for x in inner.args)
+    if a is None or b is None:
+        return None
+    return name[6:], a, b
+
+
+def plan(an: Analysis, ctx: Context) -> Plan:
+    result = Plan()
+    if not ctx.wants("GM301"):
+        return result
+    found = [(n, hit) for n in m.findall(an.module, m.Call(func=m.Attribute(attr=m.Name("item"))))
+             if (hit := _match(n)) is not None]
+    for node, (op, a, b) in found:
+        start, end = an.span(node)
+        if ctx.lines is None or not ctx.covers(start, end):
+            continue  # only where Dynamo broke: elsewhere the scalar may be a traced value already
+        site = Site("GM301", start, end, f"torch.{op}(torch.tensor(a), torch.tensor(b)).item() -> {HELPER}: the "
+                    "same value on the host when a and b are ints (no tensor read back)", strategy="host_int")
+
+        def build(_updated: cst.Call, op=op, a=a, b=b):
+            return call(HELPER, cst.SimpleString(f'"{op}"'), a, b)
+
+        result.edits.append(Edit(node, build, site, helpers=(HELPER,)))
+    return result
+
+
+_CANINE = '''import torch
+
+
+class Upsample(torch.nn.Module):
+    def __init__(self, rate):
+        super().__init__()
+        self.rate = rate
+
+    def forward(self, molecules, char_seq_length: int):
+        rate = self.rate
+        repeated = torch.repeat_interleave(molecules[:, 1:, :], repeats=rate, dim=-2)
+        last = molecules[:, -1:, :]
+        remainder_length = torch.fmod(torch.tensor(char_seq_length), torch.tensor(rate)).item()
+        extra = torch.repeat_interleave(last, repeats=remainder_length + rate, dim=-2)
+        return torch.cat([repeated, extra], dim=-2)
+'''
+
+# (before, after, lines)
+FIXED_WITH_LINES = [
+    (_CANINE, _CANINE.replace("import torch\n", "import torch\n\n\n" + HELPERS[HELPER], 1)
+     .replace("torch.fmod(torch.tensor(char_seq_length), torch.tensor(rate)).item()",
+              '_mend_int_item("fmod", char_seq_length, rate)'), {13}),
+]
+# left alone at Dynamo's line: (source, lines)
+NEGATIVE_WITH_LINES = [
+    # a dtype on the tensor changes what torch computes
+    (_CANINE.replace("torch.tensor(rate))", "torch.tensor(rate, dtype=torch.float64))"), {13}),
+    # not an op the host helper knows
+    (_CANINE.replace("torch.fmod(", "torch.atan2("), {13}),
+    # a tensor argument that is not built from a host value
+    (_CANINE.replace("torch.tensor(rate))", "molecules.new_tensor(rate))"), {13}),
+]
+
+FIXED: list = []
+NEGATIVE: list = []

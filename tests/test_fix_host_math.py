@@ -1,0 +1,90 @@
+"""GM301 on integer arithmetic done in torch and read back (CANINE 4.x's
+``torch.fmod(torch.tensor(n), torch.tensor(rate)).item()``): the exact rewrite, what it
+leaves alone, the helper against torch on every op and sign, and ``mend fix`` end to end."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rewrites.fixes import fix_source, gm3_host_math
+from rewrites.fixes.base import HELPERS
+
+BEFORE, AFTER, LINES = gm3_host_math.FIXED_WITH_LINES[0]
+
+
+def test_host_math_fix_text_and_idempotence():
+    r = fix_source(BEFORE, lines=LINES)
+    assert r.error is None and r.new_source == AFTER
+    assert [(s.rule, s.line, s.strategy) for s in r.applied] == [("GM301", 13, "host_int")]
+    assert not fix_source(AFTER, lines=LINES).changed
+    assert not fix_source(BEFORE).changed  # no break reported: nothing planned
+
+
+@pytest.mark.parametrize("source,lines", gm3_host_math.NEGATIVE_WITH_LINES, ids=["dtype", "atan2", "new_tensor"])
+def test_host_math_left_alone(source, lines):
+    assert not fix_source(source, lines=lines).changed
+
+
+def _helper(torch):
+    ns = {"torch": torch}
+    exec(HELPERS[gm3_host_math.HELPER], ns)
+    return ns[gm3_host_math.HELPER]
+
+
+@pytest.mark.parametrize("op", gm3_host_math.OPS)
+def test_helper_agrees_with_torch(op):
+    torch = pytest.importorskip("torch")
+    helper = _helper(torch)
+    ints = [-7, -4, -1, 0, 1, 3, 4, 9, 2**40, 2**62, -(2**63)]
+    floats = [-2.5, 0.1, 3.0, 7.25]
+    for a, b in itertools.chain(itertools.product(ints, ints), itertools.product(floats, floats + [3]),
+                                [(True, 3), (5, False)]):
+        try:
+            want = getattr(torch, op)(torch.tensor(a), torch.tensor(b)).item()
+        except (RuntimeError, ZeroDivisionError):
+            with pytest.raises((RuntimeError, ZeroDivisionError)):
+                helper(op, a, b)
+            continue
+        got = helper(op, a, b)
+        assert got == want and type(got) is type(want), (op, a, b, got, want)
+
+
+def test_rewritten_module_same_values_and_one_graph():
+    torch = pytest.importorskip("torch")
+
+    def load(src):
+        ns: dict = {}
+        exec(compile(src, "<canine>", "exec"), ns)
+        return ns["Upsample"](4).eval()
+
+    before, after = load(BEFORE), load(AFTER)
+    x = torch.randn(2, 5, 3)
+    for n in (16, 17, 19):
+        torch.testing.assert_close(after(x, n), before(x, n))
+    torch._dynamo.reset()
+    assert torch._dynamo.explain(before)(x, 17).graph_break_count >= 1
+    torch._dynamo.reset()
+    assert torch._dynamo.explain(after)(x, 17).graph_break_count == 0
+
+
+def test_mend_fix_verifies_host_math(tmp_path):
+    pytest.importorskip("torch")
+    repo = Path(__file__).resolve().parent.parent
+    (tmp_path / "canine_like.py").write_text(
+        BEFORE + "\n\ndef mend_target_upsample():\n    torch.manual_seed(0)\n"
+        "    return Upsample(4).eval(), (torch.randn(2, 5, 3), 17)\n", encoding="utf-8")
+    run = subprocess.run([sys.executable, "-m", "graphmend", "fix", "--format", "json", "--quiet", str(tmp_path)],
+                         capture_output=True, text=True, timeout=900, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": str(repo)})
+    report = json.loads(run.stdout)
+    verified = [(f["rule"], f["line"]) for f in report["fixes"] if f["status"] == "verified"]
+    assert verified == [("GM301", 13)], (report["fixes"], run.stderr)
+    target = report["fix_targets"][0]
+    assert target["breaks_before"] >= 1 and target["breaks_after"] == 0 and target["outputs_equal"] is True, target
