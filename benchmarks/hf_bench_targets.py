@@ -23,3 +23,8 @@ def _survey(model_type: str):
 def mend_target_hf_jetmoe():
     """ScatterMoE-style experts: `.tolist()` split sizes (GM302, unsafe fix)."""
     return _survey("jetmoe")
+
+
+def mend_target_hf_ctrl():
+    """transformers 5.x CTRL: an `nn.Buffer` re-bound in `forward` (GM606, unsafe fix)."""
+    return _survey("ctrl")

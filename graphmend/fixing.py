@@ -314,6 +314,13 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
             if r.changed and not r.error:
                 patches[c.path] = r.new_source
     report.fix_targets = fix_targets
+    # the fix report's targets[] carry the outcome too (the shape `mend fix --format json` promises)
+    outcome = {ft.name: ft for ft in fix_targets}
+    for t in report.targets:
+        ft = outcome.get(t.name)
+        if ft is not None:
+            t.breaks_before, t.breaks_after = ft.breaks_before, ft.breaks_after
+            t.outputs_equal, t.unexercised_branches = ft.outputs_equal, list(ft.unexercised_branches)
     report.fixes = _fix_records(cands, findings, before, options, advice_for)
     return FixRun(report, patches, cands, remaining)
 

@@ -83,6 +83,12 @@ class TargetResult:
     error: Optional[str] = None
     duration_s: float = 0.0
     breaks: list[Break] = field(default_factory=list)
+    # `mend fix` only (None elsewhere): the target re-traced with every verified fix applied,
+    # as its FixTarget in `fix_targets` also says
+    breaks_before: Optional[int] = None
+    breaks_after: Optional[int] = None
+    outputs_equal: Optional[bool] = None
+    unexercised_branches: Optional[list[str]] = None
 
 
 @dataclass

@@ -63,5 +63,10 @@ def test_numpy_size_at_the_break_line_fixed_and_verified(tmp_path):
     assert verified == [("GM604", 23)], report["fixes"]
     target = report["fix_targets"][0]
     assert target["breaks_before"] > 0 and target["breaks_after"] == 0 and target["outputs_equal"] is True, target
+    # targets[] carries the same outcome beside the capture (the shape the fix JSON promises)
+    analysed = report["targets"][0]
+    assert analysed["name"] == target["name"] and analysed["breaks"], analysed
+    assert {k: analysed[k] for k in ("breaks_before", "breaks_after", "outputs_equal", "unexercised_branches")} == \
+        {k: target[k] for k in ("breaks_before", "breaks_after", "outputs_equal", "unexercised_branches")}
     text = model.read_text(encoding="utf-8")
     assert "np.zeros((n_blocks, sum(plan_rand[: last + 1]))" in text and "import math" not in text
