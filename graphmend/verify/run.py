@@ -33,7 +33,7 @@ class Verdict:
     mismatches: list[str] = field(default_factory=list)
     new_breaks: list[str] = field(default_factory=list)
     # breaks at a place where the graph was already split, for a reason the fix removed:
-    # Dynamo now gets further into the same call before it stops (see _surfaced)
+    # Dynamo now gets further into the same call before it stops (see compare_breaks)
     surfaced: list[Surfaced] = field(default_factory=list)
     remaining_keys: list[tuple] = field(default_factory=list)
     key_lines: dict = field(default_factory=dict)  # before-key -> its original lines
@@ -86,7 +86,7 @@ def compare_breaks(v: Verdict, before: TargetResult, after: TargetResult, patche
                    texts: dict[str, str]) -> None:
     """Fill ``v`` with what the re-trace ``after`` (of the program with ``patches``) says
     against ``before``: new breaks, surfaced ones, the breaks left and why."""
-    from graphmend.fixing import _real, break_key, break_keys, split_key
+    from graphmend.fixing import break_key, break_keys, split_key
 
     before_keys = break_keys(before.breaks, dict(texts))
     after_texts = dict(texts)
@@ -109,7 +109,7 @@ def compare_breaks(v: Verdict, before: TargetResult, after: TargetResult, patche
         if fewer and hid and b.line is not None:
             top = hid[0].stack[0]
             v.surfaced.append(Surfaced(where, f"{os.path.basename(top.file)}:{top.line}",
-                                       [(_real(h.file or ""), h.line) for h in hid]))
+                                       [(os.path.realpath(h.file or ""), h.line) for h in hid]))
         else:
             v.new_breaks.append(where)
     for k, b in before_keys.items():
@@ -129,9 +129,7 @@ def compare_breaks(v: Verdict, before: TargetResult, after: TargetResult, patche
 def _in_original(b: Any, patched: dict[str, str], original: dict[str, str]) -> Any:
     """``b`` (a break in the patched program) at its line of the file on disk; ``line`` is
     None when that line is one the rewrite wrote."""
-    from graphmend.fixing import _real
-
-    f = _real(b.file) if b.file else ""
+    f = os.path.realpath(b.file) if b.file else ""
     if f not in patched or f not in original or b.line is None:
         return b
     return dataclasses.replace(b, line=original_line(original[f], patched[f], b.line))
