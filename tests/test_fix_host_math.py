@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rewrites.fixes import fix_source, gm3_host_math
 from rewrites.fixes.base import HELPERS
@@ -54,6 +56,25 @@ def test_helper_agrees_with_torch(op):
             continue
         got = helper(op, a, b)
         assert got == want and type(got) is type(want), (op, a, b, got, want)
+
+
+_INT64 = st.integers(-(2**63), 2**63 - 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(gm3_host_math.OPS), st.one_of(_INT64, st.integers(-50, 50)),
+       st.one_of(_INT64, st.integers(-50, 50)))
+def test_helper_agrees_with_torch_on_random_int64(op, a, b):
+    """Including overflow (torch wraps: the helper hands those back to torch) and zero divisors."""
+    torch = pytest.importorskip("torch")
+    helper = _helper(torch)
+    try:
+        want = getattr(torch, op)(torch.tensor(a), torch.tensor(b)).item()
+    except (RuntimeError, ZeroDivisionError) as exc:
+        with pytest.raises(type(exc)):
+            helper(op, a, b)
+        return
+    assert helper(op, a, b) == want
 
 
 def test_rewritten_module_same_values_and_one_graph():

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from graphmend.model import Break, Frame, TargetResult
 from graphmend.verify.run import Verdict, compare_breaks, original_line
@@ -103,3 +105,26 @@ def test_surfaced_needs_the_same_split_and_fewer_breaks():
 
 def test_original_line_maps_unchanged_lines_only():
     assert [original_line(ORIGINAL, PATCHED, n) for n in range(1, 7)] == [1, 2, 3, 4, None, 9]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b", "c", "x = 1", ""]), min_size=1, max_size=30), st.data())
+def test_original_line_is_an_unchanged_copy(lines, data):
+    """A patch replaces one block of lines with others: every line the map names is a copy
+    of the patched line, in order; with lines all distinct, every line outside the block is
+    named (repeated lines may be matched elsewhere, as any diff may)."""
+    start = data.draw(st.integers(0, len(lines)))
+    end = data.draw(st.integers(start, len(lines)))
+    block = data.draw(st.lists(st.sampled_from(["new()", "y = where(c, a, b)", "z"]), max_size=4))
+    patched = lines[:start] + block + lines[end:]
+    original_text, patched_text = "\n".join(lines) + "\n", "\n".join(patched) + "\n"
+    mapped = [original_line(original_text, patched_text, n) for n in range(1, len(patched) + 1)]
+    named = [(n, o) for n, o in enumerate(mapped, 1) if o is not None]
+    assert all(lines[o - 1] == patched[n - 1] for n, o in named)
+    assert [o for _, o in named] == sorted(o for _, o in named)
+    distinct = [f"{i}: {text}" for i, text in enumerate(lines)]  # the same edit, every line unique
+    patched_d = distinct[:start] + block + distinct[end:]
+    got = [original_line("\n".join(distinct) + "\n", "\n".join(patched_d) + "\n", n)
+           for n in range(1, len(patched_d) + 1)]
+    assert got[:start] == list(range(1, start + 1))
+    assert got[start + len(block):] == list(range(end + 1, len(lines) + 1))
