@@ -28,3 +28,20 @@ def mend_target_hf_jetmoe():
 def mend_target_hf_ctrl():
     """transformers 5.x CTRL: an `nn.Buffer` re-bound in `forward` (GM606, unsafe fix)."""
     return _survey("ctrl")
+
+
+def mend_target_hf_xmod_two_languages():
+    """X-MOD with two language adapters and a batch that mixes them (`lang_ids` per row): the
+    adapter dispatch of transformers 4.x (GM503, unsafe fix) on more than one run."""
+    import torch
+    import transformers as T
+    from survey_hf import VOCAB, config_kwargs
+
+    cfg = T.XmodConfig(**config_kwargs(T.XmodConfig, {"default_language": "en_XX"}),
+                       languages=["en_XX", "de_DE"])
+    torch.manual_seed(0)
+    model = T.XmodModel(cfg).eval()
+    ids = torch.randint(5, VOCAB, (3, 16))
+    mask = torch.ones(3, 16, dtype=torch.long)
+    mask[1, 10:] = 0
+    return model, (), {"input_ids": ids, "attention_mask": mask, "lang_ids": torch.tensor([0, 1, 1])}

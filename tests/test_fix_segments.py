@@ -77,3 +77,49 @@ def test_segments_same_values_and_one_graph(tokens, k, experts):
     torch._dynamo.reset()
     compiled = torch.compile(run, fullgraph=True, backend="eager")
     torch.testing.assert_close(compiled(gates, rows), run(gates, rows), equal_nan=True)
+
+
+@pytest.mark.parametrize("before,after,lines", gm5_segments.UNSAFE_FIXED_BY_ID)
+def test_runs_by_id_fix_text(before, after, lines):
+    """X-MOD's language adapters: unique_consecutive runs, split by their lengths, a module per run."""
+    safe = fix_source(before, lines=lines)
+    assert not safe.changed
+    assert [r.rule for r in safe.refused if "--unsafe-fixes" in r.advice] == ["GM503"]
+    r = fix_source(before, lines=lines, unsafe=True)
+    assert r.error is None and r.new_source == after
+    assert [(s.rule, s.line, s.strategy) for s in r.applied] == [("GM503", min(lines), "rows_by_id")]
+    assert not fix_source(after, lines=lines, unsafe=True).changed  # idempotent
+    assert not fix_source(before, lines={1}, unsafe=True).changed  # only where Dynamo broke
+
+
+@pytest.mark.parametrize("source,lines", gm5_segments.UNSAFE_NEGATIVE_BY_ID,
+                         ids=["lengths-read-after", "ids-rebound", "reduced", "dim-1-runs", "dim-1-split"])
+def test_runs_by_id_fix_refused(source, lines):
+    assert not fix_source(source, lines=lines, unsafe=True).changed
+
+
+@pytest.mark.parametrize("ids", [[0, 0, 1, 1, 1], [2, 0, 2, 1, 0, 0], [1], [0, 2, 2, 2]])
+def test_runs_by_id_same_values_and_one_graph(ids):
+    """Runs of one id and interleaved ids, an adapter never used; and an adapter that gives
+    inf on every row must not leak into the rows that are not its own."""
+    torch = pytest.importorskip("torch")
+    before, after, _ = gm5_segments.UNSAFE_FIXED_BY_ID[0]
+
+    def load(src):
+        ns: dict = {}
+        exec(compile(src, "<runs>", "exec"), ns)
+        torch.manual_seed(0)
+        return ns["LangAdapter"](["en", "de", "fr", "unused"], 6).eval()
+
+    a, b = load(before), load(after)
+    b.load_state_dict(a.state_dict())
+    with torch.no_grad():
+        for m in (a, b):
+            m.adapter_modules["unused"].bias.fill_(float("inf"))
+    lang_ids = torch.tensor(ids)
+    x = torch.randn(len(ids), 3, 6)
+    with torch.no_grad():
+        torch.testing.assert_close(b(lang_ids, x), a(lang_ids, x))
+        torch._dynamo.reset()
+        compiled = torch.compile(b, fullgraph=True, backend="eager")
+        torch.testing.assert_close(compiled(lang_ids, x), a(lang_ids, x))

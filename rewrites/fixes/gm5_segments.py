@@ -35,6 +35,32 @@ FLOPs of the split; the outputs stay the same. Preconditions (otherwise nothing 
   nowhere else, and ``f`` reduces nothing across rows (``sum``, ``softmax``, ...);
 * that ``f`` maps each row on its own (a linear layer) is not provable from the source:
   verification's output comparison is what shows it.
+
+GM503 at a ``torch.unique_consecutive`` of per-row ids, the same kind of fix: X-MOD (in
+transformers 4) runs each run of rows sharing a language through that language's adapter::
+
+    lang_ids, lang_lengths = torch.unique_consecutive(lang_ids, return_counts=True)
+    ...
+    split_hidden_states = torch.split(hidden_states, lang_lengths.tolist(), 0)
+    lang_wise_outputs = []
+    for i, (lang_id, split_hidden_state) in enumerate(zip(lang_ids, split_hidden_states)):
+        lang = list(self.adapter_modules.keys())[int(lang_id.item())]
+        lang_wise_outputs.append(self.adapter_modules[lang](split_hidden_state))
+    hidden_states = torch.cat(lang_wise_outputs, 0)
+
+Three breaks (the run lengths, ``.tolist()``, ``.item()``). The rewrite drops the
+``unique_consecutive`` and runs every module on every row, row ``r`` taking the output of
+module ``ids[r]`` (``_mend_rows_by_id``, ``torch.where``; the k-th key of the dict is id
+k, as the ``list(self.M.keys())[...]`` lookup says)::
+
+    hidden_states = _mend_rows_by_id(lang_ids, hidden_states, list(self.adapter_modules.values()))
+
+Preconditions: the five statements in that shape in one function body (``zip`` or
+``enumerate(zip(...))``; ``int(i.item())`` or ``i.item()``), the names they bind read
+nowhere else after the ``unique_consecutive``, the per-row ids not re-bound in between, and
+again rows mapped independently by each module (verification shows it). An id outside the
+dict raised IndexError in the original; the dense form gives that row the first module's
+output.
 """
 
 from __future__ import annotations
@@ -43,15 +69,18 @@ import re
 from typing import Optional
 
 import libcst as cst
+import libcst.matchers as m
 
 from rewrites.fixes.base import (HELPERS, Analysis, Context, Edit, FunctionFacts, Plan, Site, call, code, full_name,
                                  offer_unsafe, reduction_over)
 
-RULES = ("GM302",)
+RULES = ("GM302", "GM503")
 
 COST = "every chunk's function then runs on every row (len(sizes) x the FLOPs of the split)"
+COST_BY_ID = "every module then runs on every row (the number of modules x the FLOPs of the dispatch)"
 
 IDS_HELPER, CAT_HELPER, ROWS = "_mend_chunk_ids", "_mend_cat_chunks", "_mend_rows"
+BY_ID_HELPER = "_mend_rows_by_id"
 
 HELPERS[IDS_HELPER] = '''def _mend_chunk_ids(sizes, n, device):
     # mend GM302: row r of x.split(sizes) lies in chunk ids[r] (sizes stay a tensor: no host sync)
@@ -63,6 +92,14 @@ HELPERS[CAT_HELPER] = '''def _mend_cat_chunks(outs, ids):
     out = torch.zeros_like(outs[0])
     for i, o in enumerate(outs):
         out = torch.where((ids == i).reshape((-1,) + (1,) * (o.dim() - 1)), o, out)
+    return out
+'''
+HELPERS[BY_ID_HELPER] = '''def _mend_rows_by_id(row_ids, x, fns):
+    # mend GM503: every module on every row; row r takes fns[row_ids[r]](x)[r] (the original
+    # split the rows into runs of one id and ran each run through its module)
+    out = fns[0](x)
+    for k in range(1, len(fns)):
+        out = torch.where((row_ids == k).reshape((-1,) + (1,) * (out.dim() - 1)), fns[k](x), out)
     return out
 '''
 
@@ -146,7 +183,10 @@ def _mentions(text: str, name: str) -> bool:
 
 def plan(an: Analysis, ctx: Context) -> Plan:
     result = Plan()
-    if not ctx.wants("GM302") or ctx.lines is None:
+    if ctx.lines is None:
+        return result  # only where Dynamo broke
+    _plan_runs(an, ctx, result)
+    if not ctx.wants("GM302"):
         return result
     tolists: list[tuple[cst.SimpleStatementLine, str, cst.BaseExpression]] = []
     functions: list[cst.FunctionDef] = []
@@ -186,6 +226,139 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         for p in found:
             _pattern_edits(p, name, result)
     return result
+
+
+class _Runs:
+    """The X-MOD shape, by statement index in the function body."""
+
+    def __init__(self, first: int, split: int, ids: str, x_ids: str, h: cst.BaseExpression, modules: str,
+                 result: str, names: set[str]):
+        self.first, self.split, self.ids, self.x_ids, self.h = first, split, ids, x_ids, h
+        self.modules, self.result, self.names = modules, result, names
+
+
+def _runs_header(stmt: cst.CSTNode) -> Optional[tuple[str, str, str]]:
+    """``A, C = torch.unique_consecutive(X, return_counts=True)`` -> (A, C, X)."""
+    s = _single(stmt)
+    if not (isinstance(s, cst.Assign) and len(s.targets) == 1 and isinstance(s.targets[0].target, cst.Tuple)):
+        return None
+    els = s.targets[0].target.elements
+    v = s.value
+    if not (len(els) == 2 and all(isinstance(e.value, cst.Name) for e in els) and isinstance(v, cst.Call)
+            and full_name(v.func) == "torch.unique_consecutive" and v.args and v.args[0].keyword is None
+            and isinstance(v.args[0].value, cst.Name)):
+        return None
+    kw = {a.keyword.value: code(a.value) for a in v.args[1:] if a.keyword is not None}
+    if len(kw) != len(v.args) - 1 or kw.get("return_counts") != "True" or set(kw) - {"return_counts", "dim"} \
+            or kw.get("dim", "0") != "0":
+        return None
+    return els[0].value.value, els[1].value.value, v.args[0].value.value
+
+
+def _split_by_counts(value: cst.BaseExpression, counts: str) -> Optional[cst.BaseExpression]:
+    """``torch.split(H, C.tolist(), 0)`` / ``H.split(C.tolist(), dim=0)`` -> H."""
+    if not isinstance(value, cst.Call) or not value.args:
+        return None
+    fn = full_name(value.func)
+    args = list(value.args)
+    if fn == "torch.split":
+        h, args = args[0].value, args[1:]
+    elif isinstance(value.func, cst.Attribute) and value.func.attr.value == "split":
+        h = value.func.value
+    else:
+        return None
+    if not args or code(args[0].value).replace(" ", "") != f"{counts}.tolist()" or args[0].keyword is not None:
+        return None
+    return h if _dim0(value.with_changes(args=args), 1) else None
+
+
+def _runs_loop(loop: cst.CSTNode, ids: str, chunks: str, outs: str) -> Optional[tuple[str, set[str]]]:
+    """``for [i,] (I, Q) in [enumerate(]zip(ids, chunks)[)]: K = list(M.keys())[int(I.item())];
+    outs.append(M[K](Q))`` -> (M, the names it binds)."""
+    if not isinstance(loop, cst.For) or loop.orelse is not None or not isinstance(loop.body, cst.IndentedBlock):
+        return None
+    it, target, bound = loop.iter, loop.target, set()
+    if isinstance(it, cst.Call) and full_name(it.func) == "enumerate" and len(it.args) == 1 \
+            and isinstance(target, cst.Tuple) and len(target.elements) == 2 \
+            and isinstance(target.elements[0].value, cst.Name):
+        bound.add(target.elements[0].value.value)
+        it, target = it.args[0].value, target.elements[1].value
+    if not (isinstance(it, cst.Call) and full_name(it.func) == "zip"
+            and [code(a.value) for a in it.args] == [ids, chunks] and isinstance(target, cst.Tuple)
+            and len(target.elements) == 2 and all(isinstance(e.value, cst.Name) for e in target.elements)):
+        return None
+    i, q = (e.value.value for e in target.elements)
+    body = list(loop.body.body)
+    key = _assign(body[0]) if len(body) == 2 else None
+    app = _single(body[1]) if len(body) == 2 else None
+    if key is None or not isinstance(app, cst.Expr):
+        return None
+    hit = re.fullmatch(rf"list\((self\.\w+)\.keys\(\)\)\[(?:int\({i}\.item\(\)\)|{i}\.item\(\))\]",
+                     code(key[1]).replace(" ", ""))
+    if hit is None or code(app.value).replace(" ", "") != f"{outs}.append({hit.group(1)}[{key[0]}]({q}))":
+        return None
+    return hit.group(1), bound | {i, q, key[0]}
+
+
+def _find_runs(fn: cst.FunctionDef) -> Optional[_Runs]:
+    if not isinstance(fn.body, cst.IndentedBlock):
+        return None
+    body = list(fn.body.body)
+    for k, stmt in enumerate(body):
+        head = _runs_header(stmt)
+        if head is None:
+            continue
+        ids, counts, x_ids = head
+        for j in range(k + 1, len(body) - 3):
+            a = _assign(body[j])
+            h = _split_by_counts(a[1], counts) if a else None
+            if h is None:
+                continue
+            init, cat = _assign(body[j + 1]), _assign(body[j + 3])
+            if not (init and isinstance(init[1], cst.List) and not init[1].elements and cat
+                    and isinstance(cat[1], cst.Call) and full_name(cat[1].func) == "torch.cat"
+                    and cat[1].args and code(cat[1].args[0].value) == init[0] and _dim0(cat[1], 1)):
+                return None
+            loop = _runs_loop(body[j + 2], ids, a[0], init[0])
+            if loop is None:
+                return None
+            names = {ids, counts, a[0], init[0]} | loop[1]
+            others = [code(st) for n, st in enumerate(body) if n > k and n not in (j, j + 1, j + 2, j + 3)]
+            if any(_mentions(o, name) for o in others for name in names):
+                return None
+            # the per-row ids must still be the per-row ids at the split
+            if x_ids != ids and any(_mentions(code(st), x_ids) for st in body[k + 1:j]):
+                return None
+            return _Runs(k, j, ids, x_ids, h, loop[0], cat[0], names)
+        return None
+    return None
+
+
+def _plan_runs(an: Analysis, ctx: Context, result: Plan) -> None:
+    if not ctx.wants("GM503"):
+        return
+    for fn in m.findall(an.module, m.FunctionDef()):
+        r = _find_runs(fn)
+        if r is None:
+            continue
+        body = list(fn.body.body)
+        start, end = an.span(body[r.first])[0], an.span(body[r.split + 3])[1]
+        if not ctx.covers(start, end) or not offer_unsafe(
+                ctx, result, "GM503", start, COST_BY_ID, "running every module on every row, each row keeping its "
+                "own module's output"):
+            continue
+        site = Site("GM503", start, end, f"runs of one id through `{r.modules}[...]` -> every module on every row, "
+                    f"torch.where picks each row's (unsafe: {COST_BY_ID})", strategy="rows_by_id")
+
+        def build(updated: cst.SimpleStatementLine, r=r):
+            new = cst.parse_statement(f"{r.result} = {BY_ID_HELPER}({r.x_ids}, {code(r.h)}, "
+                                      f"list({r.modules}.values()))\n")
+            return new.with_changes(leading_lines=updated.leading_lines)
+
+        result.edits.append(Edit(body[r.first], lambda _u: cst.RemovalSentinel.REMOVE, site))
+        result.edits.append(Edit(body[r.split], build, None, helpers=(BY_ID_HELPER,)))
+        for n in (r.split + 1, r.split + 2, r.split + 3):
+            result.edits.append(Edit(body[n], lambda _u: cst.RemovalSentinel.REMOVE, None, needs_torch=False))
 
 
 def _pattern_edits(p: _Pattern, sizes: str, result: Plan) -> None:
@@ -245,6 +418,57 @@ UNSAFE_NEGATIVE = [
     (_SPLIT.replace("def forward(self, inputs, expert_size)", "def forward(self, inputs, sizes)")
      .replace("split(expert_size", "split(sizes"), {18}),  # no function splits by that name
     (_SPLIT.replace("dim=0)\n        output_list", "dim=1)\n        output_list"), {18}),  # not rows
+]
+
+_RUNS = '''import torch
+from torch import nn
+
+
+class LangAdapter(nn.Module):
+    def __init__(self, langs, hidden):
+        super().__init__()
+        self.adapter_modules = nn.ModuleDict({lang: nn.Linear(hidden, hidden) for lang in langs})
+        self.norm = nn.LayerNorm(hidden)
+
+    def forward(self, lang_ids, hidden_states):
+        # runs of rows with one language go through that language's adapter together
+        lang_ids, lang_lengths = torch.unique_consecutive(lang_ids, return_counts=True)
+        residual = hidden_states
+        hidden_states = self.norm(hidden_states)
+        split_hidden_states = torch.split(hidden_states, lang_lengths.tolist(), 0)
+        lang_wise_outputs = []
+        for i, (lang_id, split_hidden_state) in enumerate(zip(lang_ids, split_hidden_states)):
+            lang = list(self.adapter_modules.keys())[int(lang_id.item())]
+            lang_wise_outputs.append(self.adapter_modules[lang](split_hidden_state))
+        hidden_states = torch.cat(lang_wise_outputs, 0)
+        return hidden_states + residual
+'''
+
+# (before, after, lines): the X-MOD adapter dispatch, applied with --unsafe-fixes at its break lines
+UNSAFE_FIXED_BY_ID = [
+    (_RUNS, _RUNS.replace("from torch import nn\n", "from torch import nn\n\n\n" + HELPERS[BY_ID_HELPER], 1)
+     .replace("        # runs of rows with one language go through that language's adapter together\n"
+              "        lang_ids, lang_lengths = torch.unique_consecutive(lang_ids, return_counts=True)\n", "")
+     .replace("""        split_hidden_states = torch.split(hidden_states, lang_lengths.tolist(), 0)
+        lang_wise_outputs = []
+        for i, (lang_id, split_hidden_state) in enumerate(zip(lang_ids, split_hidden_states)):
+            lang = list(self.adapter_modules.keys())[int(lang_id.item())]
+            lang_wise_outputs.append(self.adapter_modules[lang](split_hidden_state))
+        hidden_states = torch.cat(lang_wise_outputs, 0)
+""", "        hidden_states = _mend_rows_by_id(lang_ids, hidden_states, list(self.adapter_modules.values()))\n"),
+     {13, 16, 19}),
+]
+# left alone even with --unsafe-fixes: (source, lines)
+UNSAFE_NEGATIVE_BY_ID = [
+    (_RUNS.replace("        return hidden_states + residual", "        return hidden_states + residual, lang_lengths"),
+     {13}),  # the run lengths are read after
+    (_RUNS.replace("        residual = hidden_states\n", "        residual = hidden_states\n        lang_ids = lang_ids.flip(0)\n"),
+     {13}),  # the ids re-bound between
+    (_RUNS.replace("self.adapter_modules[lang](split_hidden_state)", "self.adapter_modules[lang](split_hidden_state).mean(0)"),
+     {13}),  # not the module's output as is
+    (_RUNS.replace("return_counts=True)", "return_counts=True, dim=1)"), {13}),  # runs along another dimension
+    (_RUNS.replace("torch.split(hidden_states, lang_lengths.tolist(), 0)", "torch.split(hidden_states, lang_lengths.tolist(), 1)"),
+     {13}),  # split along another dimension
 ]
 
 FIXED: list = []

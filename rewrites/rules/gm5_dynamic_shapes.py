@@ -69,7 +69,14 @@ GM503 = Rule(
     summary="`torch.unique` / `Tensor.unique` / `unique_consecutive`.",
     why="The number of distinct values decides the output size: the graph breaks.",
     fix="Compute it outside the compiled region, or bound it (`torch.bincount(x, minlength=K)`). " + _KNOB,
-    preconditions="Advice only.",
+    preconditions=("Advice, except one UNSAFE fix (`mend fix --unsafe-fixes`): runs of one id dispatched to a "
+                   "module each (X-MOD's language adapters in transformers 4: `ids, n = "
+                   "torch.unique_consecutive(ids, return_counts=True)`, `torch.split(h, n.tolist(), 0)`, a "
+                   "loop appending `self.M[list(self.M.keys())[int(i.item())]](chunk)`, `torch.cat(..., 0)`) "
+                   "becomes every module on every row, `torch.where` picking each row's module "
+                   "(`_mend_rows_by_id`). The modules' FLOPs grow by their number; rows must be mapped "
+                   "independently (verification compares the outputs), and the names the pattern binds must "
+                   "be read nowhere else."),
     limits="Calls named `unique`/`unique_consecutive` on tensors or through torch.",
     gb_ids=("GB0036",),
     valid=("import numpy as np\n\ndef f(a):\n    return np.unique(a)\n",),
