@@ -134,6 +134,16 @@ def _split_of(value: cst.BaseExpression, sizes: str) -> Optional[cst.BaseExpress
     return None
 
 
+def _collect_then_cat(init: cst.CSTNode, cat: cst.CSTNode) -> Optional[tuple[str, str]]:
+    """``O = []`` and ``R = torch.cat(O, dim=0)`` -> (O, R)."""
+    i, c = _assign(init), _assign(cat)
+    if (i and isinstance(i[1], cst.List) and not i[1].elements and c and isinstance(c[1], cst.Call)
+            and full_name(c[1].func) == "torch.cat" and c[1].args and isinstance(c[1].args[0].value, cst.Name)
+            and c[1].args[0].value.value == i[0] and _dim0(c[1], 1)):
+        return i[0], c[0]
+    return None
+
+
 class _Pattern:
     def __init__(self, split_stmt, x, chunks, outs, loop, cat_stmt, result):
         self.split_stmt, self.x, self.chunks, self.outs = split_stmt, x, chunks, outs
@@ -151,14 +161,10 @@ def _find(an: Analysis, fn: cst.FunctionDef, sizes: str) -> Optional[_Pattern]:
         if x is None:
             continue
         chunks = a[0]
-        init, loop, cat = _assign(body[k + 1]), body[k + 2], _assign(body[k + 3])
-        if not (init and isinstance(init[1], cst.List) and not init[1].elements and isinstance(loop, cst.For)
-                and isinstance(loop.target, cst.Name) and cat and isinstance(cat[1], cst.Call)
-                and full_name(cat[1].func) == "torch.cat" and cat[1].args
-                and isinstance(cat[1].args[0].value, cst.Name) and cat[1].args[0].value.value == init[0]
-                and _dim0(cat[1], 1)):
+        collected, loop = _collect_then_cat(body[k + 1], body[k + 3]), body[k + 2]
+        if not (collected and isinstance(loop, cst.For) and isinstance(loop.target, cst.Name)):
             continue
-        outs, i = init[0], loop.target.value
+        (outs, result), i = collected, loop.target.value
         inner = list(loop.body.body) if isinstance(loop.body, cst.IndentedBlock) else []
         s = _single(inner[0]) if len(inner) == 1 else None
         app = s.value if isinstance(s, cst.Expr) else None
@@ -173,7 +179,7 @@ def _find(an: Analysis, fn: cst.FunctionDef, sizes: str) -> Optional[_Pattern]:
         rest = [code(st) for j, st in enumerate(body) if j not in (k, k + 1, k + 2, k + 3)]
         if any(_mentions(r, chunks) or _mentions(r, outs) for r in rest):
             continue
-        return _Pattern(stmt, x, chunks, outs, loop, body[k + 3], cat[0])
+        return _Pattern(stmt, x, chunks, outs, loop, body[k + 3], result)
     return None
 
 
@@ -314,22 +320,18 @@ def _find_runs(fn: cst.FunctionDef) -> Optional[_Runs]:
             h = _split_by_counts(a[1], counts) if a else None
             if h is None:
                 continue
-            init, cat = _assign(body[j + 1]), _assign(body[j + 3])
-            if not (init and isinstance(init[1], cst.List) and not init[1].elements and cat
-                    and isinstance(cat[1], cst.Call) and full_name(cat[1].func) == "torch.cat"
-                    and cat[1].args and code(cat[1].args[0].value) == init[0] and _dim0(cat[1], 1)):
-                return None
-            loop = _runs_loop(body[j + 2], ids, a[0], init[0])
+            collected = _collect_then_cat(body[j + 1], body[j + 3])
+            loop = _runs_loop(body[j + 2], ids, a[0], collected[0]) if collected else None
             if loop is None:
                 return None
-            names = {ids, counts, a[0], init[0]} | loop[1]
+            names = {ids, counts, a[0], collected[0]} | loop[1]
             others = [code(st) for n, st in enumerate(body) if n > k and n not in (j, j + 1, j + 2, j + 3)]
             if any(_mentions(o, name) for o in others for name in names):
                 return None
             # the per-row ids must still be the per-row ids at the split
             if x_ids != ids and any(_mentions(code(st), x_ids) for st in body[k + 1:j]):
                 return None
-            return _Runs(k, j, ids, x_ids, h, loop[0], cat[0], names)
+            return _Runs(k, j, ids, x_ids, h, loop[0], collected[1], names)
         return None
     return None
 
