@@ -235,12 +235,11 @@ def plan(an: Analysis, ctx: Context) -> Plan:
 
 
 class _Runs:
-    """The X-MOD shape, by statement index in the function body."""
+    """The X-MOD shape: statement indices in the function body and what the rewrite names."""
 
-    def __init__(self, first: int, split: int, ids: str, x_ids: str, h: cst.BaseExpression, modules: str,
-                 result: str, names: set[str]):
-        self.first, self.split, self.ids, self.x_ids, self.h = first, split, ids, x_ids, h
-        self.modules, self.result, self.names = modules, result, names
+    def __init__(self, first: int, split: int, x_ids: str, h: cst.BaseExpression, modules: str, result: str):
+        self.first, self.split, self.x_ids, self.h = first, split, x_ids, h
+        self.modules, self.result = modules, result
 
 
 def _runs_header(stmt: cst.CSTNode) -> Optional[tuple[str, str, str]]:
@@ -331,7 +330,7 @@ def _find_runs(fn: cst.FunctionDef) -> Optional[_Runs]:
             # the per-row ids must still be the per-row ids at the split
             if x_ids != ids and any(_mentions(code(st), x_ids) for st in body[k + 1:j]):
                 return None
-            return _Runs(k, j, ids, x_ids, h, loop[0], collected[1], names)
+            return _Runs(k, j, x_ids, h, loop[0], collected[1])
         return None
     return None
 
