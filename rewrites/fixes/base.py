@@ -154,10 +154,16 @@ def _is_import_stmt(stmt: cst.CSTNode) -> bool:
         isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
 
 
+def single(stmt: cst.CSTNode) -> Optional[cst.BaseSmallStatement]:
+    """The one small statement of a line that holds exactly one (``x = f()``), else None."""
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+        return stmt.body[0]
+    return None
+
+
 def _is_docstring(stmt: cst.CSTNode) -> bool:
-    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
-            and isinstance(stmt.body[0], cst.Expr)
-            and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
+    s = single(stmt)
+    return isinstance(s, cst.Expr) and isinstance(s.value, (cst.SimpleString, cst.ConcatenatedString))
 
 
 def _has_plain_import(module: cst.Module, name: str) -> bool:

@@ -40,7 +40,7 @@ from __future__ import annotations
 import libcst as cst
 
 from rewrites.fixes.base import (HELPERS, LOG_METHODS, Analysis, Context, Edit, Plan, Refusal, Site,
-                                 full_name)
+                                 full_name, single)
 
 RULES = ("GM201", "GM202", "GM203")
 
@@ -79,11 +79,11 @@ def classify_call(call: cst.Call) -> str | None:
 
 def side_effect_call(stmt) -> tuple[cst.Call, str] | None:
     """(call, rule) when ``stmt`` is one line holding only a print/logging/warnings call."""
-    if (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
-            and isinstance(stmt.body[0].value, cst.Call)):
-        rule = classify_call(stmt.body[0].value)
+    s = single(stmt)
+    if isinstance(s, cst.Expr) and isinstance(s.value, cst.Call):
+        rule = classify_call(s.value)
         if rule:
-            return stmt.body[0].value, rule
+            return s.value, rule
     return None
 
 

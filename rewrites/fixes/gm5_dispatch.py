@@ -55,7 +55,7 @@ from typing import Optional
 import libcst as cst
 
 from rewrites.fixes.base import (HELPERS, Analysis, Context, Edit, FunctionFacts, Plan, Refusal, Site, call, code,
-                                 full_name, names_in, offer_unsafe, reduction_over)
+                                 full_name, names_in, offer_unsafe, reduction_over, single)
 from rewrites.fixes.gm5_masks import maskish
 
 RULES = ("GM501", "GM502")
@@ -101,10 +101,9 @@ class Refuse(Exception):
 
 def _where_assign(stmt: cst.CSTNode) -> Optional[tuple[cst.Assign, list[str], cst.BaseExpression]]:
     """``a, b = torch.where(mask)`` -> (assign, [a, b], mask)."""
-    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
-            and isinstance(stmt.body[0], cst.Assign)):
+    a = single(stmt)
+    if not isinstance(a, cst.Assign):
         return None
-    a = stmt.body[0]
     if len(a.targets) != 1 or not isinstance(a.targets[0].target, (cst.Tuple, cst.List)):
         return None
     v = a.value

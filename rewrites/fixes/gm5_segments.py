@@ -72,7 +72,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from rewrites.fixes.base import (HELPERS, Analysis, Context, Edit, FunctionFacts, Plan, Site, call, code, full_name,
-                                 offer_unsafe, reduction_over)
+                                 offer_unsafe, reduction_over, single)
 
 RULES = ("GM302", "GM503")
 
@@ -104,14 +104,8 @@ HELPERS[BY_ID_HELPER] = '''def _mend_rows_by_id(row_ids, x, fns):
 '''
 
 
-def _single(stmt: cst.CSTNode) -> Optional[cst.BaseSmallStatement]:
-    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
-        return stmt.body[0]
-    return None
-
-
 def _assign(stmt: cst.CSTNode) -> Optional[tuple[str, cst.BaseExpression]]:
-    s = _single(stmt)
+    s = single(stmt)
     if isinstance(s, cst.Assign) and len(s.targets) == 1 and isinstance(s.targets[0].target, cst.Name):
         return s.targets[0].target.value, s.value
     return None
@@ -166,7 +160,7 @@ def _find(an: Analysis, fn: cst.FunctionDef, sizes: str) -> Optional[_Pattern]:
             continue
         (outs, result), i = collected, loop.target.value
         inner = list(loop.body.body) if isinstance(loop.body, cst.IndentedBlock) else []
-        s = _single(inner[0]) if len(inner) == 1 else None
+        s = single(inner[0]) if len(inner) == 1 else None
         app = s.value if isinstance(s, cst.Expr) else None
         if not (isinstance(app, cst.Call) and code(app.func) == f"{outs}.append" and len(app.args) == 1):
             continue
@@ -244,7 +238,7 @@ class _Runs:
 
 def _runs_header(stmt: cst.CSTNode) -> Optional[tuple[str, str, str]]:
     """``A, C = torch.unique_consecutive(X, return_counts=True)`` -> (A, C, X)."""
-    s = _single(stmt)
+    s = single(stmt)
     if not (isinstance(s, cst.Assign) and len(s.targets) == 1 and isinstance(s.targets[0].target, cst.Tuple)):
         return None
     els = s.targets[0].target.elements
@@ -295,7 +289,7 @@ def _runs_loop(loop: cst.CSTNode, ids: str, chunks: str, outs: str) -> Optional[
     i, q = (e.value.value for e in target.elements)
     body = list(loop.body.body)
     key = _assign(body[0]) if len(body) == 2 else None
-    app = _single(body[1]) if len(body) == 2 else None
+    app = single(body[1]) if len(body) == 2 else None
     if key is None or not isinstance(app, cst.Expr):
         return None
     hit = re.fullmatch(rf"list\((self\.\w+)\.keys\(\)\)\[(?:int\({i}\.item\(\)\)|{i}\.item\(\))\]",

@@ -30,7 +30,8 @@ from typing import Optional
 import libcst as cst
 import libcst.matchers as m
 
-from rewrites.fixes.base import Analysis, Context, Edit, Plan, Refusal, Site, full_name, names_in, offer_unsafe
+from rewrites.fixes.base import (Analysis, Context, Edit, Plan, Refusal, Site, full_name, names_in, offer_unsafe,
+                                 single)
 
 RULES = ("GM606",)
 
@@ -173,16 +174,11 @@ def plan(an: Analysis, ctx: Context) -> Plan:
     if not ctx.wants("GM606"):
         return result
     stmts: list[tuple[cst.SimpleStatementLine, str]] = []
-
-    class V(cst.CSTVisitor):
-        def visit_SimpleStatementLine(self, n: cst.SimpleStatementLine) -> None:
-            if len(n.body) == 1 and isinstance(n.body[0], cst.Assign) and len(n.body[0].targets) == 1:
-                a = n.body[0]
-                attr = _self_attr(a.targets[0].target)
-                if attr is not None and _converts(a.value, attr):
-                    stmts.append((n, attr))
-
-    an.module.visit(V())
+    for n in m.findall(an.module, m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget()])])):
+        a = single(n)
+        attr = _self_attr(a.targets[0].target)
+        if attr is not None and _converts(a.value, attr):
+            stmts.append((n, attr))
     if not stmts:
         return result
     buffers = _buffers(an.module)
