@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import functools
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -138,13 +140,17 @@ def _in_original(b: Any, patched: dict[str, str], original: dict[str, str]) -> A
 def original_line(original: str, patched: str, line: int) -> Optional[int]:
     """The 1-based line of ``original`` that line ``line`` of ``patched`` is an unchanged copy
     of, or None when the patch wrote it."""
-    import difflib
-
-    sm = difflib.SequenceMatcher(None, original.splitlines(), patched.splitlines(), autojunk=False)
-    for i, j, n in sm.get_matching_blocks():
+    for i, j, n in _matching_blocks(original, patched):
         if j < line <= j + n:
             return i + line - j
     return None
+
+
+@functools.lru_cache(maxsize=8)
+def _matching_blocks(original: str, patched: str) -> tuple:
+    # one diff per patched file, however many of its breaks are looked up
+    sm = difflib.SequenceMatcher(None, original.splitlines(), patched.splitlines(), autojunk=False)
+    return tuple(sm.get_matching_blocks())
 
 
 def _short(entry: str) -> str:
