@@ -16,9 +16,12 @@ __version__ = "0.1.0"
 class Target:
     """What a ``mend_target*`` function may return instead of a plain tuple.
 
-    ``fn(*args, **kwargs)`` is the call that gets compiled. ``perturb`` lets a target
-    supply its own perturbed inputs for fix verification (a list of ``(args, kwargs)``);
-    ``tolerance`` overrides the per-dtype tolerances of output comparison.
+    ``fn(*args, **kwargs)`` is the call that gets compiled. ``inputs`` are more example
+    inputs (a list of ``(args, kwargs)``) that fix verification always runs, in every mode:
+    the inputs that take a rare branch (an id past the vocabulary, an empty mask), so that
+    every rewritten arm runs. ``perturb`` also supplies ``(args, kwargs)`` pairs, tried only
+    while a rewritten branch has not gone both ways; ``tolerance`` overrides the per-dtype
+    tolerances of output comparison.
     """
 
     fn: Callable[..., Any]
@@ -26,6 +29,7 @@ class Target:
     kwargs: dict = field(default_factory=dict)
     name: Optional[str] = None
     perturb: Optional[list] = None
+    inputs: Optional[list] = None
     tolerance: Optional[dict] = None
 
 

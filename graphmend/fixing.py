@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from graphmend.config import Config
-from graphmend.model import ADVICE, REJECTED, VERIFIED, Break, Fix, FixTarget, Report, TargetResult, new_report
+from graphmend.model import ADVICE, REJECTED, UNVERIFIED, VERIFIED, Break, Fix, FixTarget, Report, TargetResult, new_report
 from graphmend.sources import analysed_root
 
 CONTROL_RULES = ("GM101", "GM102", "GM103", "GM401", "GM402")
@@ -51,8 +51,15 @@ class SiteRecord:
     trigger: set[int]  # the original lines that selected it
     status: str = ""
     reason: str = ""
-    verdicts: list[bool] = field(default_factory=list)
+    # one (status, reason) per target that ran it: PASS, UNVERIFIED or REJECTED
+    outcomes: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what a verified fix left behind it
+    checks: list[str] = field(default_factory=list)  # what the passing runs proved
+    skipped: dict[str, str] = field(default_factory=dict)  # check -> why it could not run
+
+    def condition_keys(self) -> list[str]:
+        """How the verify worker's arm recorder names this site's conditions."""
+        return [f"{_real(self.file)}:{c[0]}:{c[1]}" for c in self.site.conditions]
 
 
 @dataclass
@@ -296,19 +303,21 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
         if advance:
             advance(t.name)
 
-    # 4. settle: a site is verified when every target that ran it agreed
+    # 4. settle: a site is verified when every target that ran it agreed, none rejected it
+    # and none left one of its arms unexercised
     patches: dict[str, str] = {}
     for c in cands.values():
         ok_lines: set[int] = set()
         for s in c.sites:
-            if s.verdicts and all(s.verdicts):
+            failed = [o for o in s.outcomes if o[0] == REJECTED] or [o for o in s.outcomes if o[0] == UNVERIFIED]
+            if failed:
+                s.status, s.reason = failed[0]
+            elif s.outcomes:
                 s.status = VERIFIED
                 ok_lines |= s.trigger
-            elif not s.verdicts:
-                s.status = REJECTED
-                s.reason = s.reason or "no mend_target runs this code, so the rewrite could not be verified"
             else:
-                s.status = REJECTED
+                s.status = UNVERIFIED
+                s.reason = "no mend_target runs the rewritten code, so the rewrite could not be verified"
         if ok_lines:
             r = c.fix(ok_lines, options.rules)
             if r.changed and not r.error:
@@ -343,12 +352,57 @@ def _patch_for(c: FileCandidate, sites: Sequence[SiteRecord], rules) -> Optional
     return r.new_source if r.changed and not r.error else None
 
 
+PASS = "pass"
+# checks every differential run makes, in every mode that ran
+ALWAYS_CHECKED = ("inputs", "exceptions", "retrace")
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d*)?(?:e-?\d+)?")
+
+
+def constants_of(text: str, conditions) -> list[float]:
+    """The numbers written in the conditions (``h.max() > 0.3`` -> [0.3]): inputs filled
+    with them sit on the threshold, where rounding it in another precision shows."""
+    lines = text.splitlines()
+    out: list[float] = []
+    for l, c, el, ec in conditions:
+        if not (0 < l <= len(lines) and 0 < el <= len(lines)):
+            continue
+        part = lines[l - 1:el]
+        part[-1] = part[-1][:ec]
+        part[0] = part[0][c:]
+        src = "\n".join(part)
+        for m in _NUMBER.findall(src):
+            v = float(m)
+            if v not in out:
+                out.append(v)
+    return out[:6]
+
+
 def _verify_sites(spec, before: TargetResult, sites: list[SiteRecord], cands, texts, options: FixOptions,
                   config: Config, ft: FixTarget) -> list[Break]:
-    """Verify ``sites`` for one target; fills ``ft``; returns the breaks left."""
-    from graphmend.verify.run import verify_target
+    """Verify ``sites`` for one target; adds each site's outcome, fills ``ft``; returns the
+    breaks left."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="mend-verify-") as tmp:
+        return _verify_sites_in(tmp, spec, before, sites, cands, texts, options, config, ft)
+
+
+def _verify_sites_in(tmp: str, spec, before: TargetResult, sites: list[SiteRecord], cands, texts,
+                     options: FixOptions, config: Config, ft: FixTarget) -> list[Break]:
+    from graphmend.verify.run import run_original, verify_target
 
     timeout = options.timeout or config.timeout
+    # torch.cond needs both branches to return one dtype: float32 alone cannot show it
+    probe = PROBE_DTYPE if any(s.site.strategy == "cond" for s in sites) else None
+    # the original side once per target, instrumented at every rewritten condition: each
+    # set of rewrites tried below is compared against the same records
+    conditions: dict[str, list] = {}
+    constants: list[float] = []
+    for s in sites:
+        conditions.setdefault(s.file, []).extend(list(c) for c in s.site.conditions)
+        constants += constants_of(cands[s.file].original, s.site.conditions)
+    original = run_original(spec, {f: c for f, c in conditions.items() if c}, tmp, timeout,
+                            probe_dtype=probe, constants=list(dict.fromkeys(constants)))
 
     def attempt(chosen: list[SiteRecord]):
         by_file: dict[str, list[SiteRecord]] = {}
@@ -359,64 +413,84 @@ def _verify_sites(spec, before: TargetResult, sites: list[SiteRecord], cands, te
             p = _patch_for(cands[f], ss, options.rules)
             if p is not None:
                 patches[f] = p
-        conditions = {f: [list(c) for s in ss for c in s.site.conditions] for f, ss in by_file.items()}
-        # torch.cond needs both branches to return one dtype: float32 alone cannot show it
-        probe = PROBE_DTYPE if any(s.site.strategy == "cond" for s in chosen) else None
-        return verify_target(spec, patches, {f: c for f, c in conditions.items() if c}, before, texts, timeout,
-                             probe_dtype=probe), patches
+        return verify_target(original, patches, before, texts, timeout,
+                             probe_dtype=probe if any(s.site.strategy == "cond" for s in chosen) else None)
 
-    def judge(v, chosen) -> dict[int, Optional[str]]:
-        """Per site: None when its breaks are gone and nothing regressed, else why not."""
-        out = {}
+    def failed_whole(v) -> Optional[str]:
+        """Why the attempt as a whole failed (every rewrite in it is suspect), or None."""
+        if v.error:
+            return f"verification failed: {v.error}"
+        if v.mismatches:
+            return f"behaviour changed: {v.mismatches[0]}"
+        if v.new_breaks:
+            return f"a new break appeared: {v.new_breaks[0]}"
+        if v.graphs_grew:
+            return f"the compiled program got worse: {v.graphs_grew}"
+        return None
+
+    def judge(v, chosen) -> dict[int, Optional[tuple[str, str]]]:
+        """Per site: (PASS | UNVERIFIED | REJECTED, reason), or None when this target never
+        ran the site's rewritten conditions (another target's code in the same file)."""
+        out: dict[int, Optional[tuple[str, str]]] = {}
+        whole = failed_whole(v)
         for s in chosen:
-            if v.error:
-                out[id(s)] = f"verification failed: {v.error}"
-            elif v.mismatches:
-                out[id(s)] = f"outputs changed: {v.mismatches[0]}"
-            elif v.new_breaks:
-                out[id(s)] = f"a new break appeared: {v.new_breaks[0]}"
+            keys = s.condition_keys()
+            seen = [set(v.arms.get(k, ())) for k in keys]
+            if whole:
+                out[id(s)] = (REJECTED, whole)
+                continue
+            remaining = [k for k in v.remaining_keys if k[0] == s.file and any(
+                before_line in range(s.site.line, s.site.end_line + 1) for before_line in v.key_lines.get(k, []))]
+            if remaining:
+                out[id(s)] = (REJECTED, f"the break remains after the rewrite ({remaining[0][2]})")
+            elif keys and not any(seen):
+                out[id(s)] = None
+            elif keys and any(len(x) < 2 for x in seen):
+                k, x = next((k, x) for k, x in zip(keys, seen) if len(x) < 2)
+                side = "true" if True not in x else "false"
+                line, col = k.rsplit(":", 2)[1:]
+                out[id(s)] = (UNVERIFIED, f"a rewritten arm never ran: the condition at line {line}, column "
+                              f"{int(col) + 1} was never {side} on the {len(v.inputs)} inputs tried "
+                              f"({', '.join(v.inputs)}); give inputs that make it {side} with "
+                              "graphmend.Target(..., inputs=[(args, kwargs)])")
             else:
-                remaining = [k for k in v.remaining_keys if k[0] == s.file and any(
-                    before_line in range(s.site.line, s.site.end_line + 1) for before_line in v.key_lines.get(k, []))]
-                out[id(s)] = f"the break remains after the rewrite ({remaining[0][2]})" if remaining else None
+                out[id(s)] = (PASS, "")
         return out
 
-    v, _ = attempt(sites)
+    v = attempt(sites)
     verdicts = judge(v, sites)
     final = v
-    if any(verdicts.values()) and len(sites) > 1:
-        passing = []
-        for s in sites[:MAX_ISOLATED]:
-            vi, _ = attempt([s])
-            why = judge(vi, [s])[id(s)]
-            if why is None:
-                passing.append(s)
-            else:
-                verdicts[id(s)] = why
-        for s in sites[MAX_ISOLATED:]:
-            verdicts[id(s)] = verdicts[id(s)] or "not verified alone (too many rewrites failed together)"
+    if any(o is not None and o[0] != PASS for o in verdicts.values()):
+        if failed_whole(v) and len(sites) > 1:
+            for s in sites[:MAX_ISOLATED]:
+                verdicts[id(s)] = judge(attempt([s]), [s])[id(s)]
+            for s in sites[MAX_ISOLATED:]:
+                verdicts[id(s)] = (REJECTED, "not verified alone (too many rewrites failed together)")
+        passing = [s for s in sites if verdicts[id(s)] is None or verdicts[id(s)][0] == PASS]
+        final = None
         if passing:
-            v2, _ = attempt(passing)
+            # the rewrites that passed, once more together: that set is what gets applied
+            v2 = attempt(passing)
             j2 = judge(v2, passing)
-            for s in passing:
-                verdicts[id(s)] = j2[id(s)]
-            final = v2 if not any(j2.values()) else final
-            if any(j2.values()):
-                final = None
-        else:
-            final = None
-    elif any(verdicts.values()):
-        final = None  # the one rewrite failed: nothing is applied
+            verdicts.update(j2)
+            if not any(o is not None and o[0] != PASS for o in j2.values()):
+                final = v2
     for s in sites:
-        why = verdicts.get(id(s))
-        s.verdicts.append(why is None)
-        if why:
-            s.reason = why
-    if final is not None and not final.error and not final.mismatches:
+        o = verdicts.get(id(s))
+        if o is None:
+            continue  # this target never ran it: its verdict is the other targets'
+        s.outcomes.append(o)
+        if o[0] == PASS and final is not None:
+            s.checks = list(dict.fromkeys([*s.checks, *final.checks, *ALWAYS_CHECKED,
+                                           *(["arms"] if s.site.conditions else [])]))
+            for name, why in final.skipped.items():
+                s.skipped.setdefault(name, why)
+    if final is not None:
         for s in sites:
             for sf in final.surfaced:
-                if verdicts.get(id(s)) is None and any(f == s.file and s.site.line <= line <= s.site.end_line
-                                                       for f, line in sf.hid) and sf.note() not in s.notes:
+                o = verdicts.get(id(s))
+                if o is not None and o[0] == PASS and any(f == s.file and s.site.line <= line <= s.site.end_line
+                                                          for f, line in sf.hid) and sf.note() not in s.notes:
                     s.notes.append(sf.note())
         ft.breaks_after = final.breaks_after
         if final.after is not None:
@@ -441,10 +515,13 @@ def _fix_records(cands: dict[str, FileCandidate], findings, before: list[TargetR
         for s in c.sites:
             r = c.fix(s.trigger, options.rules)
             label = _label(c)
+            proven = s.status == VERIFIED
             fixes.append(Fix(file=c.path, line=s.site.line, end_line=s.site.end_line, rule=s.site.rule,
                              status=s.status, reason=s.reason or _described(s),
                              diff=unified_diff(c.path, c.original, r.new_source, label) if r.changed else "",
-                             import_root=c.import_root))
+                             import_root=c.import_root, checks=list(s.checks) if proven else [],
+                             skipped_checks=[f"{k}: {why}" for k, why in s.skipped.items() if k not in s.checks]
+                             if proven else []))
             covered.update((c.path, l) for l in range(s.site.line, s.site.end_line + 1))
         for ref in c.refusals:
             if (c.path, ref.line) in covered:

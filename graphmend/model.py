@@ -23,6 +23,7 @@ CONFIRMED = "confirmed"  # a static finding a dynamic break hit at the same plac
 POTENTIAL = "potential"  # a static finding no target hit (or no target ran)
 VERIFIED = "verified"  # a fix that passed re-trace and differential run
 REJECTED = "rejected"  # a fix that was tried and failed verification or a precondition
+UNVERIFIED = "unverified"  # a fix whose checks passed on inputs that never ran one of its rewritten arms
 ADVICE = "advice"  # no automatic fix: what to do by hand, and why
 
 
@@ -125,7 +126,7 @@ class Fix:
     file: str
     line: int
     rule: str
-    status: str  # VERIFIED | REJECTED | ADVICE
+    status: str  # VERIFIED | UNVERIFIED | REJECTED | ADVICE
     reason: str = ""
     diff: str = ""
     function: Optional[str] = None
@@ -133,6 +134,11 @@ class Fix:
     # Out-of-tree fixes (installed packages): the sys.path entry the module came from.
     import_root: Optional[str] = None
     advice: str = ""  # concrete replacement code, for ADVICE
+    # what verification proved: the checks that ran and passed ("eval", "train+grad",
+    # "autocast", "bf16", "inputs", "exceptions", "arms", "retrace") and the ones that could
+    # not run, each "check: why" (a verified fix with "train+grad" here is verified eval only)
+    checks: list[str] = field(default_factory=list)
+    skipped_checks: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -229,6 +235,7 @@ class Summary:
     potential: int = 0
     fixes_verified: int = 0
     fixes_rejected: int = 0
+    fixes_unverified: int = 0
     fixes_advice: int = 0
     errors: int = 0
     break_rules: dict[str, int] = field(default_factory=dict)  # rule -> distinct breaks, by code
@@ -351,6 +358,7 @@ def summarize(report: Report) -> Summary:
         potential=status.count(POTENTIAL),
         fixes_verified=fixes.count(VERIFIED),
         fixes_rejected=fixes.count(REJECTED),
+        fixes_unverified=fixes.count(UNVERIFIED),
         fixes_advice=fixes.count(ADVICE),
         errors=len(report.errors),
         break_rules=by_rule(breaks),

@@ -46,7 +46,7 @@ padding:0 6px}
 .cat{color:var(--muted);margin-left:6px}
 .loc{font-family:var(--mono);font-weight:600;color:#1f5fbf}
 .badge{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;font-weight:600;background:#eef0f4;color:var(--muted)}
-.badge.confirmed,.badge.rejected,.badge.error,.badge.new{background:#fde8e4;color:var(--red)}
+.badge.confirmed,.badge.rejected,.badge.unverified,.badge.error,.badge.new{background:#fde8e4;color:var(--red)}
 .badge.potential,.badge.advice,.badge.stale,.badge.uncounted{background:#fdf3dc;color:#9a6a06}
 .badge.verified,.badge.ok{background:#e2f5ec;color:var(--green)}
 td pre.src{white-space:pre-wrap}
@@ -302,6 +302,8 @@ def _fixes(r: Report) -> str:
                    f'<span class="rule">{_e(f.rule)}</span> <span class="loc">{_e(location(f.file, f.line, r.root))}</span>'
                    f'{" in <code>" + _e(f.function) + "</code>" if f.function else ""}</div>'
                    + (f'<div class="why">{_e(f.reason)}</div>' if f.reason else "")
+                   + (f'<div class="small">checked: {_e(", ".join(f.checks))}</div>' if f.checks else "")
+                   + "".join(f'<div class="small">not checked: {_e(x)}</div>' for x in f.skipped_checks)
                    + (f'<div class="small">import root <code>{_e(f.import_root)}</code></div>' if f.import_root else "")
                    + (_diff(f.diff) if f.diff else "")
                    + (f'<pre class="src">{_e(f.advice)}</pre>' if f.advice else "") + "</div>")

@@ -55,7 +55,8 @@ def render_markdown(r: Report) -> str:
                   f"**{s.frames_skipped}** skipped frames", f"**{s.findings}** static findings "
                   f"({s.confirmed} confirmed, {s.potential} potential)"]
         if r.fixes:
-            parts.append(f"fixes: **{s.fixes_verified}** verified, {s.fixes_rejected} rejected, {s.fixes_advice} advice")
+            parts.append(f"fixes: **{s.fixes_verified}** verified, {s.fixes_unverified} unverified, "
+                         f"{s.fixes_rejected} rejected, {s.fixes_advice} advice")
         if s.errors:
             parts.append(f"**{s.errors}** errors")
         out.append(", ".join(parts) + ".")
@@ -120,6 +121,10 @@ def render_markdown(r: Report) -> str:
                 line += f" in {_code(f.function)}"
             if f.reason:
                 line += f" — {_esc(f.reason)}"
+            if f.checks:
+                line += f" (checked: {_esc(', '.join(f.checks))})"
+            if f.skipped_checks:
+                line += f" (not checked: {_esc('; '.join(f.skipped_checks))})"
             out.append(line)
             if f.diff:
                 out += [""] + ["  " + x if x else "" for x in _fence(f.diff, "diff")] + [""]

@@ -10,11 +10,11 @@ from __future__ import annotations
 import io
 from typing import Optional
 
-from graphmend.model import ADVICE, CONFIRMED, REJECTED, VERIFIED, Break, Report
+from graphmend.model import ADVICE, CONFIRMED, REJECTED, UNVERIFIED, VERIFIED, Break, Report
 from reports.paths import location, rel
 
 WIDTH = 120
-_STATUS_STYLE = {VERIFIED: "green", REJECTED: "red", ADVICE: "yellow", CONFIRMED: "red", "potential": "yellow"}
+_STATUS_STYLE = {VERIFIED: "green", REJECTED: "red", UNVERIFIED: "red", ADVICE: "yellow", CONFIRMED: "red", "potential": "yellow"}
 
 
 def _opt(value, fmt: str = "{}") -> str:
@@ -181,8 +181,8 @@ def _diff(w: _Writer, diff: str, indent: str = "    ") -> None:
 def _fixes(w: _Writer, r: Report) -> None:
     s = r.summary
     if r.fixes:
-        w.heading(f"Fixes: {s.fixes_verified} verified, {s.fixes_rejected} rejected, {s.fixes_advice} advice"
-                  if s else "Fixes")
+        w.heading(f"Fixes: {s.fixes_verified} verified, {s.fixes_unverified} unverified, {s.fixes_rejected} rejected, "
+                  f"{s.fixes_advice} advice" if s else "Fixes")
         for f in r.fixes:
             w.console.print()
             parts = ["  ", (f.status.upper(), "bold " + _STATUS_STYLE.get(f.status, "")), " ", (f.rule, "magenta"), " ",
@@ -192,6 +192,10 @@ def _fixes(w: _Writer, r: Report) -> None:
             w.line(*parts)
             if f.reason:
                 w.line("    ", ("reason: ", "dim"), f.reason)
+            if f.checks:
+                w.line("    ", ("checked: ", "dim"), ", ".join(f.checks))
+            for item in f.skipped_checks:
+                w.line("    ", ("not checked: ", "yellow"), item)
             if f.import_root:
                 w.line("    ", ("import root: ", "dim"), f.import_root)
             if f.diff:

@@ -1,6 +1,6 @@
 """``mend fix`` end to end on tests/fixtures/fix/project: verified fixes written
-atomically (mode kept), a shape-changing rewrite rejected by verification, out-of-tree
-nothing, a second run changes nothing. One expensive run shared by the module."""
+atomically (mode kept), a shape-changing rewrite rejected by verification (exit 1),
+out-of-tree nothing, a second run changes nothing. One expensive run shared by the module."""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ def fixed(tmp_path_factory):
 
 def test_first_run_writes_verified_fixes(fixed):
     proj, original, first = fixed
-    assert first.returncode == 0, first.stderr  # everything verified was written
+    # everything verified was written; the rejected candidate is a finding: exit 1
+    assert first.returncode == 1, first.stderr
     report = json.loads(first.stdout)
     by_rule = {(f["rule"], f["status"]) for f in report["fixes"]}
     for rule in ("GM101", "GM201", "GM502", "GM203", "GM102", "GM301"):
@@ -62,7 +63,8 @@ def test_second_run_changes_nothing(fixed):
     after = {t["name"].split("::")[1]: t["breaks_after"] for t in json.loads(first.stdout)["fix_targets"]}
     before = (proj / "models.py").read_text()
     second = _mend("fix", "--write", str(proj), cwd=proj.parent)
-    assert second.returncode == 0, second.stderr
+    assert second.returncode == 1, second.stderr  # the rejected broadcast rewrite is still a finding
+    assert "[rejected] behaviour changed" in second.stderr
     assert second.stdout.strip() == ""
     assert (proj / "models.py").read_text() == before
     n = after["mend_target_gate"]

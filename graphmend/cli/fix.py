@@ -36,6 +36,7 @@ def fix(
     """Propose source fixes for graph breaks; only fixes that pass verification are offered."""
     from graphmend.config import ConfigError, load_config, split_codes
     from graphmend.fixing import FixOptions, run_fix, unified_diff
+    from graphmend.model import REJECTED, UNVERIFIED
 
     check_paths(paths)
     rules = tuple(split_codes(rule)) if rule else ()
@@ -90,7 +91,9 @@ def fix(
             roots = sorted({run.candidates[p].import_root or "" for p in out_tree})
             typer.echo(f"mend: wrote {patch} ({len(out_tree)} file(s)); apply with: patch -p1 -d {roots[0] if roots else '<dir>'} < {patch}", err=True)
     unapplied = (len(in_tree) - written) + (0 if patch is not None else len(out_tree))
-    raise typer.Exit(EXIT_FINDINGS if unapplied > 0 else EXIT_CLEAN)
+    # a candidate fix that was rejected or left unverified is a finding, as an unapplied one is
+    failed = any(f.status in (REJECTED, UNVERIFIED) for f in report.fixes)
+    raise typer.Exit(EXIT_FINDINGS if unapplied > 0 or failed else EXIT_CLEAN)
 
 
 def _label(c) -> str:
@@ -101,11 +104,17 @@ def _label(c) -> str:
 
 def _listing(report) -> None:
     """What got no automatic fix, and the per-target table: diagnostics, on stderr."""
+    from graphmend.model import VERIFIED
+
     err = sys.stderr
     for f in report.fixes:
-        if f.status == "verified":
+        if f.status == VERIFIED and not f.skipped_checks:
             continue
         where = f"{os.path.relpath(f.file) if not f.import_root else os.path.relpath(f.file, f.import_root)}:{f.line}"
+        if f.status == VERIFIED:  # verified, but not in every mode: say which did not run
+            err.write(f"{where}: {f.rule} [verified: {', '.join(f.checks)}; not checked: "
+                      f"{'; '.join(f.skipped_checks)}] {f.reason}\n")
+            continue
         err.write(f"{where}: {f.rule} [{f.status}] {f.reason}\n")
         if f.advice:
             err.write(f"    advice: {f.advice}\n")

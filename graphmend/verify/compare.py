@@ -54,6 +54,12 @@ def compare(a: Any, b: Any, path: str = "out", tolerance: Optional[dict] = None)
         if a.dtype.is_floating_point or a.is_complex():
             rtol, atol = tol.get(name, (1e-5, 1e-6))
             if not torch.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True):
+                # NaN or inf where the other side has a number: the gradient failures that
+                # matter most (torch.where's unselected arm), named as such
+                for what, test in (("NaN", torch.isnan), ("inf", torch.isinf)):
+                    if not torch.equal(test(a), test(b)):
+                        side = "patched" if test(b).sum() > test(a).sum() else "original"
+                        return f"{path}: {what} where the other side has a number (on the {side} side)"
                 diff = (a.double() - b.double()).abs()
                 diff = diff[~torch.isnan(diff)]
                 worst = float(diff.max()) if diff.numel() else float("nan")

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 # name -> what happens to floating-point tensors (ints and bools kept, except "random")
 VARIANTS: list[str] = ["example", "negated", "random", "scaled_x10", "scaled_x0.1", "zeros", "random_2", "random_3",
                         # only run while a rewritten branch has not gone both ways: overflow
-                        # checks (x1000), thresholds on positions / lengths (integers halved)
-                        "scaled_x1000", "ints_halved"]
+                        # checks (x1000), thresholds on positions / lengths (integers halved),
+                        # ids past a vocabulary or a maximum length (integers doubled, plus one),
+                        # masks all true and all false
+                        "scaled_x1000", "ints_halved", "ints_doubled", "bools_true", "bools_false"]
 
 
 def _map(obj: Any, fn: Callable) -> Any:
@@ -49,9 +52,29 @@ def variant(name: str, args: tuple, kwargs: dict, seed: int = 0) -> tuple[tuple,
                 return (torch.randn(t.shape, generator=gen, dtype=torch.float32) * (scale or 1.0)).to(t.dtype)
         if name == "ints_halved" and t.dtype in (torch.int64, torch.int32):
             return torch.div(t, 2, rounding_mode="floor")
+        if name == "ints_doubled" and t.dtype in (torch.int64, torch.int32):
+            return t * 2 + 1
+        if name in ("bools_true", "bools_false") and t.dtype == torch.bool:
+            return torch.full_like(t, name == "bools_true")
         if name.startswith("random") and t.dtype in (torch.int64, torch.int32) and t.numel():
             lo, hi = int(t.min()), int(t.max())
             return torch.randint(lo, hi + 1, t.shape, generator=gen, dtype=t.dtype)
+        return t.clone()
+
+    return _map(args, f), _map(kwargs, f)
+
+
+def filled(value: float, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """Every floating tensor filled with ``value`` (a constant a rewritten condition
+    compares against: the tie, where a rounding of the threshold shows), integer tensors
+    with it too when it is a whole number; other tensors kept."""
+    import torch
+
+    def f(t):
+        if t.dtype.is_floating_point:
+            return torch.full_like(t, value)
+        if math.isfinite(value) and value == int(value) and t.dtype in (torch.int64, torch.int32):
+            return torch.full_like(t, int(value))
         return t.clone()
 
     return _map(args, f), _map(kwargs, f)

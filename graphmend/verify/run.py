@@ -6,9 +6,8 @@ import dataclasses
 import difflib
 import functools
 import os
-import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from graphmend.jobs import Job, run_job
 from graphmend.model import TargetResult, from_dict
@@ -41,34 +40,68 @@ class Verdict:
     key_lines: dict = field(default_factory=dict)  # before-key -> its original lines
     breaks_after: int = 0
     unexercised: list[str] = field(default_factory=list)
+    # what was proven: the checks that ran (eval, train+grad, autocast, bf16), the ones the
+    # original could not serve (name -> why), and which way each condition went
+    checks: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    arms: dict[str, list[bool]] = field(default_factory=dict)
+    inputs: list[str] = field(default_factory=list)
+    graphs_grew: Optional[str] = None
     remaining_reasons: list[str] = field(default_factory=list)
     after: Optional[TargetResult] = None
     # the breaks left, in ORIGINAL coordinates (before-breaks still there) plus new ones
     remaining_breaks: list = field(default_factory=list)
 
 
-def verify_target(spec: Any, patches: dict[str, str], conditions: dict[str, list], before: TargetResult,
-                  texts: dict[str, str], timeout: float, seed: int = 0, probe_dtype: Optional[str] = None) -> Verdict:
-    """Differential run + re-trace of ``spec`` with ``patches`` applied through the overlay;
-    with ``probe_dtype``, both sides are traced once more in that dtype and the patched one
-    must trace wherever the original does."""
+@dataclass
+class Original:
+    """The original side of a target's verification, run once and shared by every attempt
+    (each set of rewrites tried): its records are in ``state``, a file of ``tmp``."""
+
+    spec: dict
+    state: str
+    result: dict = field(default_factory=dict)
+    error: Optional[str] = None
+
+
+def run_original(spec: Any, conditions: dict[str, list], tmp: str, timeout: float, seed: int = 0,
+                 probe_dtype: Optional[str] = None, constants: Sequence[float] = ()) -> Original:
+    """The original program in a fresh worker, instrumented at ``conditions`` (every
+    condition any attempt rewrites) to record which way each went; ``constants``: numbers the
+    rewritten conditions compare against (inputs filled with them are tried until every arm
+    has run); with ``probe_dtype`` it is traced once more in that dtype."""
     spec_d = dataclasses.asdict(spec) if dataclasses.is_dataclass(spec) else dict(spec)
+    state = os.path.join(tmp, "state.pt")
+    out = run_job(Job(WORKER, {"spec": spec_d, "mode": "original", "conditions": conditions,
+                               "constants": list(constants), "state": state, "seed": seed,
+                               "probe_dtype": probe_dtype}, label=spec_d["name"], timeout=timeout))
+    error = out.error or (out.result or {}).get("error")
+    return Original(spec_d, state, out.result or {}, f"original run: {error}" if error else None)
+
+
+def verify_target(original: Original, patches: dict[str, str], before: TargetResult, texts: dict[str, str],
+                  timeout: float, seed: int = 0, probe_dtype: Optional[str] = None) -> Verdict:
+    """The patched side against ``original``: ``patches`` applied through the overlay, the
+    original's calls replayed and compared record by record, then re-traced; with
+    ``probe_dtype``, the patched program must trace in that dtype wherever the original does."""
     v = Verdict()
-    with tempfile.TemporaryDirectory(prefix="mend-verify-") as tmp:
-        state = os.path.join(tmp, "state.pt")
-        orig = run_job(Job(WORKER, {"spec": spec_d, "mode": "original", "conditions": conditions,
-                                    "state": state, "seed": seed, "probe_dtype": probe_dtype}, label=spec_d["name"], timeout=timeout))
-        if orig.error or (orig.result or {}).get("error"):
-            v.error = f"original run: {orig.error or orig.result.get('error')}"
-            return v
-        v.unexercised = [_short(u) for u in orig.result.get("unexercised", [])]
-        pat = run_job(Job(WORKER, {"spec": spec_d, "mode": "patched", "patches": patches, "state": state,
-                                   "seed": seed, "retrace": True, "probe_dtype": probe_dtype}, label=spec_d["name"], timeout=timeout))
+    if original.error:
+        v.error = original.error
+        return v
+    res = original.result
+    v.unexercised = [_short(u) for u in res.get("unexercised", [])]
+    v.checks = list(res.get("checks", []))
+    v.skipped = dict(res.get("skipped", {}))
+    v.arms = {k: list(a) for k, a in (res.get("arms") or {}).items()}
+    v.inputs = list(res.get("inputs", []))
+    pat = run_job(Job(WORKER, {"spec": original.spec, "mode": "patched", "patches": patches, "state": original.state,
+                               "seed": seed, "retrace": True, "probe_dtype": probe_dtype},
+                      label=original.spec["name"], timeout=timeout))
     if pat.error or (pat.result or {}).get("error"):
         v.error = f"patched run: {pat.error or pat.result.get('error')}"
         return v
     v.mismatches = list(pat.result.get("mismatches", []))
-    if probe_dtype and not orig.result.get("probe") and pat.result.get("probe"):
+    if probe_dtype and not res.get("probe") and pat.result.get("probe"):
         v.error = f"re-trace in {probe_dtype}: {pat.result['probe']}"
         return v
     cap = pat.result.get("capture") or {}
@@ -81,6 +114,10 @@ def verify_target(spec: Any, patches: dict[str, str], conditions: dict[str, list
         v.error = f"re-trace: {after.error}"
         return v
     compare_breaks(v, before, after, patches, texts)
+    # more graphs is a worse split, unless frames Dynamo skipped before (ran eagerly) now compile
+    if after.graph_count > before.graph_count and after.frames_skipped >= before.frames_skipped:
+        v.graphs_grew = (f"the target now compiles to {after.graph_count} graphs instead of {before.graph_count} "
+                         f"({'; '.join(v.remaining_reasons[:2]) or 'no break reported'})")
     return v
 
 

@@ -2,16 +2,19 @@
 
 PAYLOAD: ``spec`` (TargetSpec dict), ``mode`` ("original" | "patched"), ``patches``
 ({abs path: source}, served through the overlay), ``conditions`` ({abs path: [[l, c, el, ec],
-...]}, original mode: instrumented to record arms), ``state`` (a file: the original side
-writes weights, inputs and outputs there with torch.save; the patched side reads it),
-``seed``, ``retrace`` (patched side: capture breaks under Dynamo afterwards), ``probe_dtype``
-(both sides, last: trace once more with the model and inputs cast to that dtype; a
-``torch.cond`` whose branches return float32 on one side and the model's dtype on the other
-traces in float32 and fails in half precision).
+...]}, original mode: instrumented to record arms), ``constants`` (numbers the rewritten
+conditions compare against: inputs filled with them are tried), ``state`` (a file: the
+original side writes weights, the inputs it ran and its records there with torch.save; the
+patched side reads it), ``seed``, ``retrace`` (patched side: capture breaks under Dynamo
+afterwards), ``probe_dtype`` (both sides, last: trace once more with the model and inputs
+cast to that dtype; a ``torch.cond`` whose branches return float32 on one side and the
+model's dtype on the other traces in float32 and fails in half precision).
 
-The original side runs the example and perturbed inputs until every condition has gone
-both ways (all variants when there are no conditions to watch); the patched side loads the
-same weights, runs exactly those inputs and compares outputs.
+The original side runs the target's example, its own ``Target.inputs`` / ``perturb`` and
+perturbed variants, each in every mode of ``graphmend.verify.modes`` (eval, train with
+backward, autocast; bf16 for every input at the end), until every rewritten condition has
+gone both ways (at least ``MIN_VARIANTS`` inputs). The patched side loads the same weights,
+runs exactly that sequence and compares record by record.
 """
 
 from __future__ import annotations
@@ -21,25 +24,10 @@ import re
 from typing import Any
 
 from graphmend.jobs import worker_main
+from graphmend.verify.modes import AUTOCAST, BF16, CHECK_NAMES, EVAL, TRAIN
 
 MIN_VARIANTS = 3  # example, negated, random: always, even when every arm is covered sooner
-
-
-def _module_of(fn: Any):
-    import torch
-
-    if isinstance(fn, torch.nn.Module):
-        return fn
-    owner = getattr(fn, "__self__", None)
-    return owner if isinstance(owner, torch.nn.Module) else None
-
-
-def _call(fn, args, kwargs, seed: int):
-    import torch
-
-    torch.manual_seed(seed)
-    with torch.no_grad():
-        return fn(*args, **kwargs)
+PER_INPUT = (EVAL, TRAIN, AUTOCAST)
 
 
 def handle(payload: dict[str, Any]) -> dict[str, Any]:
@@ -48,8 +36,7 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
     from graphmend.overlay import install_overlay
     from graphmend.targets import TargetError, load_target
     from graphmend.verify.arms import ArmRecorder, instrument
-    from graphmend.verify.compare import compare, to_plain
-    from graphmend.verify.inputs import VARIANTS, variant
+    from graphmend.verify.modes import module_of
 
     spec, mode, seed = payload["spec"], payload["mode"], int(payload.get("seed", 0))
     patches: dict[str, str] = dict(payload.get("patches") or {})
@@ -68,64 +55,153 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
         loaded = load_target(spec)
     except TargetError as exc:
         return {"error": str(exc)}
-    module = _module_of(loaded.fn)
+    module = module_of(loaded.fn)
     # the weights and buffers BEFORE any run: a stateful module (a KV cache) changes its
     # buffers as it runs, and the patched side must start where the original started
     initial = {k: v.detach().clone() for k, v in module.state_dict().items()} if module is not None else None
     tolerance = getattr(loaded.target, "tolerance", None)
     result: dict[str, Any] = {"served": list(finder.served) if finder else []}
     if mode == "original":
-        inputs, outputs, ran = [], [], []
-        extra = list(getattr(loaded.target, "perturb", None) or [])
-        names = VARIANTS + [f"user_{i}" for i in range(len(extra))]
-        for i, name in enumerate(names):
-            if i >= MIN_VARIANTS and keys and not recorder.missing(keys, reached_only=True):
-                break
-            if name.startswith("user_"):
-                a, k = extra[int(name[5:])]
-                a, k = tuple(a), dict(k)
-            else:
-                a, k = variant(name, loaded.args, loaded.kwargs, seed)
-            try:
-                out = ("ok", to_plain(_call(loaded.fn, a, k, seed + i)))
-            except Exception as exc:  # e.g. a guard that rightly fails on a perturbed input
-                out = ("raised", type(exc).__name__)
-            inputs.append((name, a, k))
-            outputs.append(out)
-            ran.append(name)
-        state = {"inputs": inputs, "outputs": outputs,
-                 "weights": initial}
-        torch.save(state, payload["state"])
-        result.update(ran=ran, unexercised=recorder.missing(keys, reached_only=True),
-                      example_ok=bool(outputs) and outputs[0][0] == "ok")
+        plan, records, skipped = _run_original(loaded, module, keys, recorder, seed, payload.get("constants") or [])
+        torch.save({"plan": plan, "records": records, "weights": initial, "skipped": skipped}, payload["state"])
+        ran = sorted({m for m, _ in plan} - set(skipped))
+        result.update(ran=[name for name in dict.fromkeys(n for _, n in plan)], inputs=_inputs_names(plan),
+                      checks=[CHECK_NAMES[m] for m in (EVAL, TRAIN, AUTOCAST, BF16) if m in ran],
+                      skipped={CHECK_NAMES[m]: why for m, why in skipped.items()},
+                      arms={k: sorted(v) for k, v in recorder.seen.items()},
+                      unexercised=recorder.missing(keys, reached_only=True),
+                      example_ok=bool(records) and records[0]["status"] == "ok")
         if payload.get("probe_dtype"):
             result["probe"] = _probe_dtype(loaded, payload["probe_dtype"])
         return result
-    # patched side
+    # patched side: the same calls, in the same order, from the same weights
     state = torch.load(payload["state"], weights_only=False)
     if module is not None and state.get("weights") is not None:
         module.load_state_dict(state["weights"], strict=False)
-    mismatches = []
-    for i, ((name, a, k), (status, want)) in enumerate(zip(state["inputs"], state["outputs"])):
-        try:
-            got = ("ok", to_plain(_call(loaded.fn, a, k, seed + i)))
-        except Exception as exc:
-            got = ("raised", f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}")
-        if status == "raised" or got[0] == "raised":
-            if status != got[0]:
-                mismatches.append(f"input {name}: original {'raised ' + want if status == 'raised' else 'returned'}, "
-                                  f"patched {'raised ' + got[1] if got[0] == 'raised' else 'returned'}")
-            continue
-        why = compare(want, got[1], "output", tolerance)
-        if why:
-            mismatches.append(f"input {name}: {why}")
+    mismatches = _run_patched(loaded, module, state, seed, tolerance, result, spec, payload.get("retrace", True))
     result["mismatches"] = mismatches
-    result["inputs_run"] = len(state["inputs"])
-    if payload.get("retrace", True):
-        result["capture"] = _retrace(spec, loaded)
+    result["inputs_run"] = len(_inputs_names(state["plan"]))
     if payload.get("probe_dtype"):
         result["probe"] = _probe_dtype(loaded, payload["probe_dtype"])
     return result
+
+
+def _inputs_names(plan) -> list[str]:
+    return list(dict.fromkeys(n for _, n in plan))
+
+
+def _candidates(loaded, seed: int, constants: list):
+    """(name, args, kwargs, required): the example, the target's own inputs (always run),
+    then perturbed variants (run while a rewritten condition has not gone both ways)."""
+    from graphmend.verify.inputs import VARIANTS, filled, variant
+
+    target = loaded.target
+    yield ("example", *variant("example", loaded.args, loaded.kwargs, seed), True)
+    for i, (a, k) in enumerate(list(getattr(target, "inputs", None) or [])):
+        yield (f"input_{i}", tuple(a), dict(k), True)
+    for name in VARIANTS[1:]:
+        yield (name, *variant(name, loaded.args, loaded.kwargs, seed), False)
+    for i, (a, k) in enumerate(list(getattr(target, "perturb", None) or [])):
+        yield (f"user_{i}", tuple(a), dict(k), False)
+    for c in constants:
+        yield (f"filled_{c:g}", *filled(c, loaded.args, loaded.kwargs), False)
+
+
+def _run_original(loaded, module, keys, recorder, seed: int, constants: list):
+    from graphmend.verify.modes import device_of, run_call, train_unusable
+
+    plan: list[tuple[str, str]] = []  # (mode, input name), in the order they ran
+    records: list[dict] = []
+    inputs: dict[str, tuple] = {}
+    skipped: dict[str, str] = {}
+    optional = 0
+    for name, a, k, required in _candidates(loaded, seed, constants):
+        if not required:
+            if optional >= MIN_VARIANTS - 1 and keys and not recorder.missing(keys, reached_only=True):
+                break
+            if optional >= MIN_VARIANTS - 1 and not keys:
+                break
+            optional += 1
+        inputs[name] = (a, k)
+        for m in PER_INPUT:
+            if m in skipped:
+                continue
+            rec = run_call(loaded.fn, module, a, k, m, seed + len(records))
+            plan.append((m, name))
+            records.append(rec)
+            if len(records) <= len(PER_INPUT) and name == "example":
+                why = (train_unusable(rec, module, _has_float(a, k)) if m == TRAIN else
+                       f"the original raises under {m}: {rec['exc'][:200]}" if rec["status"] == "raised" and m != EVAL
+                       else None)
+                if why:
+                    skipped[m] = why
+    # the cast is in place: every input once more in bfloat16, last
+    from graphmend.bench.measure import convert, prepare_callable
+
+    import torch
+
+    device = device_of(module, loaded.args, loaded.kwargs)
+    fn = prepare_callable(loaded.fn, device, torch.bfloat16)
+    for name, (a, k) in inputs.items():
+        rec = run_call(fn, module, convert(a, device, torch.bfloat16), convert(k, device, torch.bfloat16), BF16,
+                       seed + len(records))
+        plan.append((BF16, name))
+        records.append(rec)
+        if name == "example" and rec["status"] == "raised":
+            skipped[BF16] = f"the original raises in bfloat16: {rec['exc'][:200]}"
+            break
+    for rec, (_, name) in zip(records, plan):  # the patched side replays from these
+        rec["input"] = name
+        rec["args"], rec["kwargs"] = inputs[name]
+    return plan, records, skipped
+
+
+def _run_patched(loaded, module, state, seed: int, tolerance, result: dict, spec: dict, retrace: bool) -> list[str]:
+    from graphmend.bench.measure import convert, prepare_callable
+    from graphmend.verify.modes import compare_records, device_of, run_call
+
+    import torch
+
+    skipped = state.get("skipped") or {}
+    mismatches: list[str] = []
+    fn = loaded.fn
+    for i, want in enumerate(state["records"]):
+        m, name = want["mode"], want["input"]
+        a, k = want["args"], want["kwargs"]
+        if m == BF16:
+            if "capture" not in result and retrace:
+                result["capture"] = _retrace(spec, loaded)  # before the cast: the program as it compiles
+            device = device_of(module, loaded.args, loaded.kwargs)
+            fn = prepare_callable(loaded.fn, device, torch.bfloat16)
+            a, k = convert(a, device, torch.bfloat16), convert(k, device, torch.bfloat16)
+        got = run_call(fn, module, a, k, m, seed + i)
+        if m in skipped:
+            continue
+        why = compare_records(want, got, f"{CHECK_NAMES[m]} on input {name}", tolerance)
+        if why and why not in mismatches:
+            mismatches.append(why)
+    if "capture" not in result and retrace:
+        result["capture"] = _retrace(spec, loaded)
+    return mismatches
+
+
+def _has_float(a, k) -> bool:
+    import torch
+
+    found = []
+
+    def visit(o):
+        if isinstance(o, torch.Tensor):
+            found.append(o.is_floating_point())
+        elif isinstance(o, (list, tuple)):
+            for v in o:
+                visit(v)
+        elif isinstance(o, dict):
+            for v in o.values():
+                visit(v)
+
+    visit((a, k))
+    return any(found)
 
 
 def _probe_dtype(loaded, dtype_name: str):
@@ -157,11 +233,8 @@ def _probe_dtype(loaded, dtype_name: str):
 def _retrace(spec: dict, loaded) -> dict:
     """Breaks of the patched program, as the tracer records them."""
     from graphmend.model import to_dict
+    from tracer.worker import capture_loaded
 
-    try:
-        from tracer.worker import capture_loaded
-    except ImportError:  # pragma: no cover - tracer is part of this project
-        return {"error": "tracer unavailable"}
     res = capture_loaded(spec["name"], spec.get("file") or spec.get("module") or "", spec["function"],
                          loaded.fn, loaded.args, loaded.kwargs)
     return to_dict(res)

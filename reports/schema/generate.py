@@ -61,6 +61,8 @@ DESC = {
  "CheckResult": "The comparison of breaks with the baseline (mend check).",
  "CheckEntry": "A break keyed the way the baseline keys it.",
  "CheckEntry.source": "The whitespace-normalised source line.",
+ "Fix.checks": "mend fix: what verification proved for a verified fix (eval, train+grad, autocast, bf16, inputs, exceptions, arms, retrace).",
+ "Fix.skipped_checks": "mend fix: checks that could not run for a verified fix, each 'check: why' (train+grad here: verified eval only).",
  "FileError": "A file or target that could not be processed; the run went on without it.",
  "Summary": "Totals over one report.",
  "Summary.break_rules": "Rule code -> distinct dynamic breaks.",
@@ -68,7 +70,7 @@ DESC = {
  "Frame": "One user frame of a break's stack.",
  "Recompile": "One recompilation Dynamo recorded.",
 }
-ENUMS = {"Finding.status": ["confirmed", "potential"], "Fix.status": ["verified", "rejected", "advice"],
+ENUMS = {"Finding.status": ["confirmed", "potential"], "Fix.status": ["verified", "unverified", "rejected", "advice"],
          "Break.kind": ["graph_break", "frame_skipped"], "Break.category": None}
 defs: dict = {}
 

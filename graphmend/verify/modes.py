@@ -1,0 +1,250 @@
+"""The behaviours a user can observe, one call at a time (imports torch lazily).
+
+A *record* is what one call of the target showed in one mode: its outputs or its exception
+(type and message), the caller's inputs afterwards (a side that mutates them differs), the
+module's buffers and the RNG state after the call, and in train mode the input and
+parameter gradients of a backward through every floating output. The original side makes
+records; the patched side makes them again, in the same order from the same weights and
+seeds, and ``compare_records`` says where they differ.
+
+Modes:
+* ``eval``: the target as it returns it, under ``torch.no_grad()``;
+* ``train``: every module in ``.train()``, grad on, floating inputs leaves that require
+  grad (passed as copies, so in-place use of an input is legal as it is for a caller's
+  tensor), then ``backward`` of the sum of every floating output that requires grad;
+* ``autocast``: ``eval`` under ``torch.autocast`` (bfloat16 on CPU, float16 on CUDA);
+* ``bf16``: ``eval`` with the module and the floating inputs cast to bfloat16 (run last:
+  the cast is in place).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Callable, Optional
+
+from graphmend.verify.compare import compare, to_plain
+
+EVAL, TRAIN, AUTOCAST, BF16 = "eval", "train", "autocast", "bf16"
+# the names reports give the checks (what was proven); "inputs", "exceptions" and "arms"
+# are compared in every mode that ran
+CHECK_NAMES = {EVAL: "eval", TRAIN: "train+grad", AUTOCAST: "autocast", BF16: "bf16"}
+_MSG = 500  # characters of an exception message compared
+
+
+def module_of(fn: Any):
+    import torch
+
+    if isinstance(fn, torch.nn.Module):
+        return fn
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, torch.nn.Module):
+        return owner
+    inner = getattr(fn, "func", None)  # functools.partial of a module
+    return module_of(inner) if inner is not None else None
+
+
+def device_of(module, args, kwargs) -> str:
+    import torch
+
+    found: list[str] = []
+
+    def visit(o):
+        if isinstance(o, torch.Tensor):
+            found.append(o.device.type)
+        elif isinstance(o, (list, tuple)):
+            for v in o:
+                visit(v)
+        elif isinstance(o, dict):
+            for v in o.values():
+                visit(v)
+
+    visit((args, kwargs))
+    if module is not None:
+        for p in module.parameters():
+            found.append(p.device.type)
+            break
+    return next((d for d in found if d != "cpu"), "cpu")
+
+
+def autocast_dtype(device: str):
+    import torch
+
+    return torch.float16 if device == "cuda" else torch.bfloat16
+
+
+def exception_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc).strip()[:_MSG]}"
+
+
+def _seed(seed: int) -> None:
+    import torch
+
+    random.seed(seed)
+    torch.manual_seed(seed)
+    try:
+        import sys
+
+        np = sys.modules.get("numpy")
+        if np is not None:
+            np.random.seed(seed % (2 ** 32))
+    except Exception:
+        pass
+
+
+def _map(obj: Any, fn: Callable) -> Any:
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        return fn(obj)
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return type(obj)(*(_map(v, fn) for v in obj))
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_map(v, fn) for v in obj)
+    if isinstance(obj, dict):
+        return {k: _map(v, fn) for k, v in obj.items()}
+    return obj
+
+
+def _floating_outputs(out: Any) -> list:
+    import torch
+
+    found: list = []
+
+    def visit(o):
+        if isinstance(o, torch.Tensor):
+            if o.is_floating_point() and o.requires_grad:
+                found.append(o)
+        elif isinstance(o, (list, tuple)):
+            for v in o:
+                visit(v)
+        elif isinstance(o, dict) or (hasattr(o, "keys") and hasattr(o, "__getitem__")):
+            try:
+                for k in o.keys():
+                    visit(o[k])
+            except Exception:
+                pass
+        elif hasattr(o, "__dataclass_fields__"):
+            for k in o.__dataclass_fields__:
+                visit(getattr(o, k, None))
+
+    visit(out)
+    return found
+
+
+def _state(module) -> tuple[dict, dict]:
+    """Buffers (values) and parameters' gradients of ``module`` (None where there is none)."""
+    if module is None:
+        return {}, {}
+    buffers = {k: v.detach().clone().cpu() for k, v in module.named_buffers()}
+    grads = {k: (None if p.grad is None else p.grad.detach().clone().cpu()) for k, p in module.named_parameters()}
+    return buffers, grads
+
+
+def run_call(fn: Any, module, args: tuple, kwargs: dict, mode: str, seed: int) -> dict:
+    """Call ``fn`` once in ``mode`` and return its record (plain containers of CPU tensors)."""
+    import contextlib
+
+    import torch
+
+    rec: dict[str, Any] = {"mode": mode}
+    flags = [(m, m.training) for m in module.modules()] if module is not None else []
+    leaves: list = []
+    if mode == TRAIN:
+        if module is not None:
+            module.train()
+            module.zero_grad(set_to_none=True)
+
+        def leaf(t):
+            if t.is_floating_point():
+                lt = t.detach().clone().requires_grad_(True)
+                leaves.append(lt)
+                return lt.clone()  # the caller's tensor: not a leaf, so in-place use stays legal
+            return t.clone()
+
+        args, kwargs = _map(args, leaf), _map(kwargs, leaf)
+    else:
+        args, kwargs = _map(args, lambda t: t.clone()), _map(kwargs, lambda t: t.clone())
+    if mode == AUTOCAST:
+        device = device_of(module, args, kwargs)
+        ctx = contextlib.ExitStack()
+        ctx.enter_context(torch.no_grad())
+        ctx.enter_context(torch.autocast(device_type=device, dtype=autocast_dtype(device)))
+    elif mode == TRAIN:
+        ctx = torch.enable_grad()
+    else:
+        ctx = torch.no_grad()
+    _seed(seed)
+    try:
+        with ctx:
+            out = fn(*args, **kwargs)
+            if mode == TRAIN:
+                outs = _floating_outputs(out)
+                rec["differentiable"] = bool(outs)
+                if outs:
+                    loss = sum(o.float().sum() for o in outs)
+                    loss.backward()
+        rec["status"] = "ok"
+        rec["out"] = to_plain(out)
+    except Exception as exc:
+        rec["status"] = "raised"
+        rec["exc"] = exception_text(exc)
+    finally:
+        for m, was in flags:
+            m.training = was
+    rec["inputs_after"] = to_plain((args, kwargs))
+    rec["rng"] = torch.get_rng_state()
+    buffers, grads = _state(module)
+    rec["buffers"] = buffers
+    if mode == TRAIN:
+        rec["grads_in"] = [None if t.grad is None else t.grad.detach().clone().cpu() for t in leaves]
+        rec["grads_param"] = grads
+        if module is not None:
+            module.zero_grad(set_to_none=True)
+    return rec
+
+
+def train_unusable(rec: dict, module, has_leaves: bool) -> Optional[str]:
+    """Why the original's first train-mode call cannot serve as a train check, or None."""
+    if rec.get("status") == "raised":
+        return f"the original raises in train mode: {rec['exc'][:200]}"
+    if module is None and not has_leaves:
+        return "no parameters and no floating-point input to take gradients of"
+    if not rec.get("differentiable"):
+        return "no floating-point output requires grad"
+    return None
+
+
+def compare_records(want: dict, got: dict, where: str, tolerance: Optional[dict]) -> Optional[str]:
+    """None when ``got`` (patched) shows what ``want`` (original) showed, else the first
+    difference, in one line that names the mode, the input and the value."""
+    import torch
+
+    if want["status"] != got["status"]:
+        w = f"raised {want['exc']}" if want["status"] == "raised" else "returned"
+        g = f"raised {got['exc']}" if got["status"] == "raised" else "returned"
+        return f"{where}: original {w}, patched {g}"
+    if want["status"] == "raised":
+        if want["exc"] != got["exc"]:
+            return f"{where}: original raised {want['exc']}, patched raised {got['exc']}"
+    else:
+        why = compare(want["out"], got["out"], "output", tolerance)
+        if why:
+            return f"{where}: {why}"
+    why = compare(want["inputs_after"], got["inputs_after"], "the caller's inputs", tolerance)
+    if why:
+        return f"{where}: {why} (after the call)"
+    for key, label in (("grads_in", "the gradient of input"), ("grads_param", "the gradient of parameter"),
+                       ("buffers", "buffer")):
+        if key not in want:
+            continue
+        w, g = want[key], got.get(key)
+        names = list(w) if isinstance(w, dict) else list(range(len(w)))
+        if isinstance(w, dict) and (not isinstance(g, dict) or set(w) != set(g)):
+            return f"{where}: {label}s differ in name ({sorted(w)} vs {sorted(g or {})})"
+        for n in names:
+            why = compare(w[n], g[n] if isinstance(g, dict) or n < len(g) else None, f"{label} {n}", tolerance)
+            if why:
+                return f"{where}: {why}"
+    if not torch.equal(want["rng"], got["rng"]):
+        return f"{where}: the RNG state after the call differs (random numbers drawn differently)"
+    return None

@@ -1,0 +1,195 @@
+"""The behaviour records verification compares (graphmend/verify/modes.py), in process:
+each check must see the difference a user would see, and only that."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch import nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from graphmend.verify.modes import (AUTOCAST, BF16, EVAL, TRAIN, compare_records, module_of, run_call,  # noqa: E402
+                                    train_unusable)
+
+
+def _diff(a, b, args, mode, module_a=None, module_b=None, seed=0):
+    ra = run_call(a, module_a if module_a is not None else module_of(a), args, {}, mode, seed)
+    rb = run_call(b, module_b if module_b is not None else module_of(b), args, {}, mode, seed)
+    return compare_records(ra, rb, f"{mode} on input example", None)
+
+
+def branch_sqrt(h):
+    if (h > 0).all():
+        return torch.sqrt(h)
+    return h * 0.5
+
+
+def where_sqrt(h):
+    return torch.where((h > 0).all(), torch.sqrt(h), h * 0.5)
+
+
+def test_nan_gradient_through_where_is_a_difference_in_train_mode_only():
+    x = torch.tensor([1.0, -2.0, 3.0])
+    assert _diff(branch_sqrt, where_sqrt, (x,), EVAL) is None  # forward identical
+    why = _diff(branch_sqrt, where_sqrt, (x,), TRAIN)
+    assert why is not None and "gradient of input 0" in why and "NaN" in why and "patched" in why
+
+
+def test_same_program_agrees_in_every_mode():
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5), nn.BatchNorm1d(4))
+    x = torch.randn(3, 4)
+    for mode in (EVAL, TRAIN, AUTOCAST):
+        a, b = _clone_pair(m)
+        assert _diff(a, b, (x,), mode) is None, mode
+
+
+def _clone_pair(m):
+    import copy
+
+    return copy.deepcopy(m), copy.deepcopy(m)
+
+
+class _Cond(nn.Module):
+    def __init__(self, always: bool):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc = nn.Linear(4, 4)
+        self.norm = nn.BatchNorm1d(4)
+        self.always = always
+
+    def forward(self, x):
+        h = self.fc(x)
+        n = self.norm(h) if (self.always or h.sum() > 1e9) else h  # the rewrite ran the arm always
+        return torch.where(h.sum() > 1e9, n, h) if self.always else n
+
+
+def test_module_state_running_stats_are_compared():
+    x = torch.randn(5, 4)
+    why = _diff(_Cond(False), _Cond(True), (x,), TRAIN)
+    assert why is not None and ("buffer norm.running_mean" in why or "gradient of parameter norm" in why), why
+
+
+def test_rng_stream_is_compared():
+    def one(x):
+        return F.dropout(x, 0.5, training=True) if x.sum() > 0 else x
+
+    def both(x):
+        return torch.where(x.sum() > 0, F.dropout(x, 0.5, training=True), F.dropout(x, 0.1, training=True) * 0 + x)
+
+    x = -torch.ones(8)  # the dropout arm is not taken: outputs equal, random numbers drawn anyway
+    why = _diff(one, both, (x,), EVAL)
+    assert why is not None and "RNG state" in why
+
+
+def test_caller_inputs_mutated_is_a_difference():
+    def pure(x):
+        return F.relu(x)
+
+    def mutates(x):
+        return F.relu(x, inplace=True)
+
+    x = torch.tensor([-1.0, 2.0])
+    why = _diff(pure, mutates, (x,), EVAL)
+    assert why is not None and "the caller's inputs" in why
+    assert x.tolist() == [-1.0, 2.0]  # the record ran on a copy: the test's own tensor is untouched
+
+
+def test_exception_type_and_message_are_compared():
+    def value_error(x):
+        if (x < 0).any():
+            raise ValueError("negative input")
+        return x
+
+    def runtime_error(x):
+        if (x < 0).any():
+            raise RuntimeError("negative input")
+        return x
+
+    def other_message(x):
+        if (x < 0).any():
+            raise ValueError("bad input")
+        return x
+
+    x = -torch.ones(2)
+    assert _diff(value_error, value_error, (x,), EVAL) is None
+    why = _diff(value_error, runtime_error, (x,), EVAL)
+    assert "original raised ValueError: negative input, patched raised RuntimeError" in why
+    assert "bad input" in _diff(value_error, other_message, (x,), EVAL)
+
+
+def test_detached_scalar_versus_attached_tensor_differs_in_gradients():
+    w = nn.Linear(3, 3)
+
+    def item(x):
+        h = w(x)
+        return h / h.abs().max().item()
+
+    def tensor(x):
+        h = w(x)
+        return h / h.abs().max()
+
+    x = torch.randn(2, 3)
+    assert _diff(item, tensor, (x,), EVAL) is None
+    assert "gradient" in _diff(item, tensor, (x,), TRAIN, module_a=w, module_b=w)
+
+
+def test_none_gradient_versus_zeros_differs():
+    def ignores(x, y):
+        return x * 2
+
+    def zero_uses(x, y):
+        return x * 2 + y * 0
+
+    why = _diff(ignores, zero_uses, (torch.ones(2), torch.ones(2)), TRAIN)
+    assert why is not None and "gradient of input 1" in why and "NoneType vs Tensor" in why
+
+
+def test_autocast_dtype_difference_is_seen():
+    lin = nn.Linear(4, 4)
+
+    def native(x):
+        return lin(x)
+
+    def upcast(x):
+        return lin(x).float()
+
+    x = torch.randn(2, 4)
+    assert _diff(native, upcast, (x,), EVAL) is None
+    why = _diff(native, upcast, (x,), AUTOCAST, module_a=lin, module_b=lin)
+    assert why is not None and "dtype" in why
+
+
+def test_bf16_mode_runs_on_cast_inputs():
+    rec = run_call(lambda x: x * 2, None, (torch.ones(2, dtype=torch.bfloat16),), {}, BF16, 0)
+    assert rec["status"] == "ok" and rec["out"].dtype == torch.bfloat16
+
+
+def test_module_modes_are_restored_after_a_train_call():
+    m = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.1)).eval()
+    m[1].train()  # a target may keep one submodule in train mode
+    run_call(m, m, (torch.ones(1, 2),), {}, TRAIN, 0)
+    assert [x.training for x in m.modules()] == [False, False, True]
+    assert all(p.grad is None for p in m.parameters())  # gradients do not leak into the next call
+
+
+def test_train_unusable_says_why():
+    def ints(n):
+        return n * 2
+
+    rec = run_call(ints, None, (torch.arange(3),), {}, TRAIN, 0)
+    assert train_unusable(rec, None, has_leaves=False) == \
+        "no parameters and no floating-point input to take gradients of"
+    rec = run_call(lambda x: (x > 0).float(), None, (torch.ones(2),), {}, TRAIN, 0)
+    assert train_unusable(rec, None, has_leaves=True) == "no floating-point output requires grad"
+
+    class NoTrain(nn.Module):
+        def forward(self, x):
+            if self.training:  # (pytest rewrites a plain assert's message)
+                raise AssertionError("inference only")
+            return x
+
+    m = NoTrain()
+    rec = run_call(m, m, (torch.ones(2),), {}, TRAIN, 0)
+    assert "the original raises in train mode: AssertionError: inference only" == train_unusable(rec, m, True)
