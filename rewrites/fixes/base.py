@@ -264,11 +264,35 @@ SIDE_EFFECT_CALLS = ("print", "logging.", "logger.", "log.", "warnings.", "_logg
 LOG_METHODS = frozenset("debug info warning warn error exception critical log warning_once info_once".split())
 
 
+# Python bools Dynamo resolves while tracing (never tensors)
+COMPILE_FLAGS = frozenset({"torch.compiler.is_compiling", "torch._dynamo.is_compiling", "torch.jit.is_scripting",
+                           "torch.jit.is_tracing", "torch.compiler.is_dynamo_compiling"})
+IS_COMPILING = "torch.compiler.is_compiling()"
+
+
+def is_compiling_test(test: cst.BaseExpression) -> bool:
+    """``torch.compiler.is_compiling()`` exactly (the test of the compiled/eager split)."""
+    t = strip_parens(test)
+    return isinstance(t, cst.Call) and not t.args and full_name(t.func) == "torch.compiler.is_compiling"
+
+
+def in_compile_split(an: "Analysis", node: cst.CSTNode) -> bool:
+    """Is ``node`` inside an ``if torch.compiler.is_compiling(): ... else/elif ...`` a fix
+    wrote (its eager or its compiled side)? Then it is already repaired: leave it."""
+    p = an.parent(node)
+    while p is not None and not isinstance(p, cst.FunctionDef):
+        if isinstance(p, cst.If) and is_compiling_test(p.test):
+            return True
+        p = an.parent(p)
+    return False
+
+
 def tensorish(node: cst.BaseExpression, tensor_names: frozenset[str] = frozenset()) -> bool:
     """Does ``node`` (probably) evaluate to a tensor? Conservative guesses, never imports."""
     if isinstance(node, cst.Call):
         fn = full_name(node.func) or ""
-        if fn.startswith("torch.") and fn not in ("torch.equal", "torch.is_tensor", "torch.numel"):
+        if fn.startswith("torch.") and fn not in ("torch.equal", "torch.is_tensor", "torch.numel") \
+                and fn not in COMPILE_FLAGS:
             return True
         if fn.startswith(("F.", "nn.functional.")):
             return True
