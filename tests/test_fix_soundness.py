@@ -60,3 +60,84 @@ def test_caller_except_value_error_still_catches():
     after = _load(fix_source(src).new_source)
     with pytest.raises(ValueError, match="negative"):
         after(-torch.ones(2))
+
+
+# -- GM1: non-total arms under torch.where keep their gradients ---------------------------
+
+def _grads(fn, *args):
+    """Forward value and the gradient of every floating input, on copies of ``args``."""
+    xs = [a.detach().clone().requires_grad_(a.is_floating_point()) if isinstance(a, torch.Tensor) else a
+          for a in args]
+    out = fn(*xs)
+    out.sum().backward()
+    return out.detach(), [x.grad for x in xs if isinstance(x, torch.Tensor) and x.requires_grad]
+
+
+NON_TOTAL = [  # (source, inputs): each input set takes the branch whose other arm is not total
+    ("import torch\ndef f(h):\n    if (h > 0).all():\n        y = torch.sqrt(h)\n    else:\n        y = h * 0.5\n    return y\n",
+     [(torch.tensor([0.0, -1.0, 4.0]),), (torch.tensor([1.0, 4.0]),)]),
+    ("import torch\ndef f(s, m):\n    if (m > 0).any():\n        y = s / (m > 0).sum()\n    else:\n        y = s\n    return y\n",
+     [(torch.randn(3), torch.zeros(3)), (torch.randn(3), torch.ones(3))]),
+    ("import torch\ndef f(p):\n    if (p < 1).all():\n        y = p.log() - torch.log1p(-p)\n    else:\n        y = p\n    return y\n",
+     [(torch.tensor([0.0, 1.0]),), (torch.tensor([0.2, 0.7]),)]),
+    ("import torch\ndef f(x):\n    peak = x.abs().max()\n    if peak > 30.0:\n        x = x * (30.0 / peak)\n    return x\n",
+     [(torch.zeros(3),), (torch.full((3,), 40.0),)]),
+    ("import torch\ndef f(h):\n    if (h.abs() < 1).all():\n        y = torch.acos(h)\n    else:\n        y = h\n    return y\n",
+     [(torch.tensor([1.0, 0.5]),), (torch.tensor([0.1, -0.5]),)]),
+    ("import torch\ndef f(h):\n    if h.max() > 80:\n        return h\n    return h.exp()\n",
+     [(torch.tensor([100.0, 1.0]),), (torch.tensor([1.0, 2.0]),)]),
+]
+
+
+@pytest.mark.parametrize("i", range(len(NON_TOTAL)))
+def test_non_total_arm_keeps_gradients(i):
+    src, inputs = NON_TOTAL[i]
+    r = fix_source(src)
+    assert r.changed and "torch.where" in r.new_source, r.refused
+    before, after = _load(src), _load(r.new_source)
+    for args in inputs:
+        want, got = _grads(before, *args), _grads(after, *args)
+        torch.testing.assert_close(got[0], want[0], equal_nan=True)
+        for gw, gg in zip(want[1], got[1]):
+            assert (gw is None) == (gg is None)
+            if gw is not None:  # NaN exactly where the original has NaN, equal elsewhere
+                torch.testing.assert_close(gg, gw, equal_nan=True)
+
+
+def test_out_of_range_ids_in_the_unselected_arm_do_not_raise():
+    src = ("import torch\nimport torch.nn.functional as F\ndef f(ids, w):\n    if (ids < w.shape[0]).all():\n"
+           "        y = F.embedding(ids, w).sum() + w.index_select(0, ids).sum() + w[ids].sum() + w.gather(0, ids[:, None].expand(-1, 2)).sum()\n"
+           "    else:\n        y = w.sum() * 0.0\n    return y\n")
+    r = fix_source(src)
+    assert r.changed, r.refused
+    before, after = _load(src), _load(r.new_source)
+    w = torch.randn(4, 2)
+    for ids in (torch.tensor([0, 3]), torch.tensor([1, 7])):
+        want, got = _grads(before, ids, w), _grads(after, ids, w)
+        torch.testing.assert_close(got[0], want[0])
+        torch.testing.assert_close(got[1][0], want[1][0])
+
+
+def test_module_attribute_is_a_module_call_not_a_tensor_method():
+    nn = torch.nn
+    src = ("import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+           "        self.norm = nn.LayerNorm(4)\n\n    def forward(self, h):\n        if h.sum() > 0:\n"
+           "            h = self.norm(h)\n        return h\n")
+    r = fix_source(src)
+    assert "torch.cond" in r.new_source and "torch.where" not in r.new_source
+    bn = src.replace("nn.LayerNorm(4)", "nn.BatchNorm1d(4)")
+    r = fix_source(bn)
+    assert not r.changed and "running statistics" in r.refused[0].reason
+    # BatchNorm in training: the original updates the running stats only on the taken path
+    m_before, m_after = _load(bn, "M")(), _load(bn, "M")()
+    m_after.load_state_dict(m_before.state_dict())
+    h = -torch.ones(3, 4)
+    m_before.train()(h)
+    assert torch.equal(m_before.norm.running_mean, torch.zeros(4)) and isinstance(m_after, nn.Module)
+
+
+def test_rng_in_an_arm_is_refused_not_speculated():
+    src = ("import torch\nimport torch.nn.functional as F\ndef f(x):\n    if x.sum() > 0:\n"
+           "        x = F.dropout(x, 0.5, training=True)\n    return x\n")
+    r = fix_source(src)
+    assert not r.changed and "RNG stream" in r.refused[0].reason

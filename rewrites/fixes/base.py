@@ -251,7 +251,8 @@ half bfloat16 double int long bool type_as masked_fill where any all isnan isinf
 floor ceil sign cumsum cumprod flip roll t chunk split narrow select index_select gather repeat
 new_zeros new_ones new_full new_empty zeros_like ones_like size dim numel eq ne lt le gt ge
 logical_and logical_or logical_not detach clone float_power lerp baddbmm addmm softplus gelu
-triu tril diagonal
+triu tril diagonal log2 log10 reciprocal acos asin atanh expm1 sin cos atan erf square nan_to_num
+maximum minimum
 """.split())
 _SELF_NON_TENSOR = frozenset({"training", "config", "get_extended_attention_mask", "get_head_mask",
                               "dtype", "device"})
@@ -354,6 +355,29 @@ def strip_item(node: cst.BaseExpression) -> cst.BaseExpression:
     return node.visit(_StripItem())  # type: ignore[return-value]
 
 
+# calls that draw from the RNG: evaluated speculatively (torch.where runs both arms) or
+# re-run (torch.cond recomputes its branch in backward) they shift the random stream
+RNG_CALLS = frozenset("""
+dropout dropout1d dropout2d dropout3d alpha_dropout feature_alpha_dropout rand rand_like randn randn_like
+randint randint_like randperm bernoulli multinomial normal poisson rrelu gumbel_softmax
+""".split())
+# module classes whose call changes state or draws random numbers
+STATEFUL_MODULES = frozenset("""
+BatchNorm1d BatchNorm2d BatchNorm3d SyncBatchNorm LazyBatchNorm1d LazyBatchNorm2d LazyBatchNorm3d InstanceNorm1d
+InstanceNorm2d InstanceNorm3d Dropout Dropout1d Dropout2d Dropout3d AlphaDropout FeatureAlphaDropout RReLU
+""".split())
+
+
+def rng_call(node: cst.Call) -> Optional[str]:
+    """``F.dropout(...)``, ``torch.rand_like(x)``, ``x.bernoulli()``: the call's text, else None."""
+    fn = full_name(node.func) or ""
+    name = node.func.attr.value if isinstance(node.func, cst.Attribute) else fn
+    if name.rstrip("_") in RNG_CALLS and (fn.startswith(TORCH_PREFIXES) or isinstance(node.func, cst.Attribute)
+                                          and not fn.startswith("self.")):
+        return code(node.func)
+    return None
+
+
 def impurity(node: cst.CSTNode) -> Optional[str]:
     """Why evaluating ``node`` twice or speculatively is not safe (None: pure enough).
     Calls to non-torch functions are reported separately by ``calls_outside_torch``."""
@@ -362,8 +386,16 @@ def impurity(node: cst.CSTNode) -> Optional[str]:
     class V(cst.CSTVisitor):
         def visit_Call(self, n: cst.Call) -> None:
             fn = full_name(n.func) or ""
+            kw = {a.keyword.value: a.value for a in n.args if a.keyword is not None}
             if fn == "print" or fn.startswith(SIDE_EFFECT_CALLS) and not fn.startswith("torch."):
                 why.append(f"calls {fn}() (a side effect)")
+            elif "inplace" in kw and not (isinstance(kw["inplace"], cst.Name) and kw["inplace"].value == "False"):
+                why.append(f"mutates its input in place ({code(n.func)}(..., inplace={code(kw['inplace'])}))")
+            elif "out" in kw and not (isinstance(kw["out"], cst.Name) and kw["out"].value == "None"):
+                why.append(f"writes into an existing tensor ({code(n.func)}(..., out=...))")
+            elif rng_call(n):
+                why.append(f"draws random numbers ({rng_call(n)}): torch.where would run it on both paths and "
+                           "torch.cond re-runs it in backward, either shifts the RNG stream")
             elif isinstance(n.func, cst.Attribute):
                 m = n.func.attr.value
                 if m.endswith("_") and not m.endswith("__") and m not in ("size_",):
@@ -386,11 +418,68 @@ def impurity(node: cst.CSTNode) -> Optional[str]:
     return why[0] if why else None
 
 
-def pure_self_methods(an: "Analysis", node: cst.CSTNode) -> frozenset[str]:
+def module_attrs(an: "Analysis", node: cst.CSTNode) -> dict[str, str]:
+    """``{attr: class name}`` for ``self.attr = nn.X(...)`` (or a class of this module) in the
+    class enclosing ``node``: those attributes are modules, their calls module calls."""
+    p = an.parent(node)
+    while p is not None and not isinstance(p, cst.ClassDef):
+        p = an.parent(p)
+    if p is None:
+        return {}
+    local_classes = {c.name.value for c in an.module.body if isinstance(c, cst.ClassDef)}
+    out: dict[str, str] = {}
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, n: cst.Assign) -> None:
+            if not isinstance(n.value, cst.Call):
+                return
+            ctor = full_name(n.value.func) or ""
+            short = ctor.rsplit(".", 1)[-1]
+            is_module = (ctor.startswith(("nn.", "torch.nn.")) and not ctor.startswith(("nn.functional", "torch.nn.functional"))
+                         and short not in ("Parameter", "Buffer", "ParameterList", "ParameterDict")) or ctor in local_classes
+            for t in n.targets:
+                tgt = t.target
+                if is_module and isinstance(tgt, cst.Attribute) and isinstance(tgt.value, cst.Name) \
+                        and tgt.value.value == "self":
+                    out[tgt.attr.value] = short
+
+    p.visit(V())
+    return out
+
+
+def stateful_module_call(node: cst.CSTNode, modules: dict[str, str]) -> Optional[str]:
+    """Why a call in ``node`` to a module attribute of self changes state or draws random
+    numbers (``self.norm(h)`` with ``self.norm = nn.BatchNorm1d(...)``), else None."""
+    found: list[str] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            fn = full_name(n.func) or ""
+            if not fn.startswith("self.") or fn.count(".") != 1:
+                return
+            attr = fn[5:]
+            cls = modules.get(attr)
+            if cls in STATEFUL_MODULES:
+                what = ("draws random numbers in training" if "Dropout" in cls or cls == "RReLU" else
+                        "updates its running statistics (buffers) in training")
+                found.append(f"`{fn}` is an nn.{cls}, which {what}: torch.where would run it on both paths, "
+                             "and torch.cond refuses the buffer mutation or re-runs it in backward")
+            elif cls is None and "drop" in attr.lower():
+                found.append(f"`{fn}` looks like a dropout module (random numbers in training): torch.where would "
+                             "run it on both paths, and torch.cond re-runs it in backward")
+
+    node.visit(V())
+    return found[0] if found else None
+
+
+def pure_self_methods(an: "Analysis", node: cst.CSTNode,
+                      total: Optional[Callable[[cst.BaseExpression], bool]] = None) -> frozenset[str]:
     """``self.m`` for the methods ``m`` of the class enclosing ``node`` whose body is pure
     arithmetic (local assignments and a return of pure tensor expressions, calling only
     torch and other such methods): calling one twice or speculatively, as torch.where
-    does, is safe. Undecorated methods of that class only; inherited ones are not seen."""
+    does, is safe. Undecorated methods of that class only; inherited ones are not seen.
+    ``total``: also require each value to pass it (torch.where's arms must be total, and a
+    method's insides cannot be fed a safe value at the call site)."""
     p = an.parent(node)
     while p is not None and not isinstance(p, cst.ClassDef):
         p = an.parent(p)
@@ -417,7 +506,7 @@ def pure_self_methods(an: "Analysis", node: cst.CSTNode) -> frozenset[str]:
             else:
                 ok = False
                 break
-        if ok and exprs and not any(impurity(e) for e in exprs):
+        if ok and exprs and not any(impurity(e) for e in exprs) and (total is None or all(total(e) for e in exprs)):
             values[name] = exprs
     pure = set(values)
     changed = True
@@ -440,7 +529,10 @@ def calls_outside_torch(node: cst.CSTNode) -> list[str]:
             fn = full_name(n.func) or code(n.func)
             if fn.startswith(TORCH_PREFIXES):
                 return
-            if isinstance(n.func, cst.Attribute) and n.func.attr.value in PURE_METHODS:
+            # ``self.norm(h)`` is a module (or method) call, whatever its name spells; a
+            # tensor method has a tensor receiver, never ``self`` itself
+            if isinstance(n.func, cst.Attribute) and n.func.attr.value in PURE_METHODS \
+                    and not (isinstance(n.func.value, cst.Name) and n.func.value.value == "self"):
                 return
             if fn in ("float", "int", "min", "max", "abs", "len", "tuple", "list", "range", "isinstance", "getattr"):
                 return
