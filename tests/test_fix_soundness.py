@@ -141,3 +141,39 @@ def test_rng_in_an_arm_is_refused_not_speculated():
            "        x = F.dropout(x, 0.5, training=True)\n    return x\n")
     r = fix_source(src)
     assert not r.changed and "RNG stream" in r.refused[0].reason
+
+
+# -- GM3: the scalar stays detached; thresholds compare as Python did ----------------------
+
+def test_item_removal_keeps_the_detach():
+    src = "import torch\ndef f(x, h):\n    scale = h.abs().max().item()\n    return x / scale\n"
+    r = fix_source(src)
+    assert "h.abs().max().detach()" in r.new_source
+    before, after = _load(src), _load(r.new_source)
+    x, h = torch.randn(3), torch.randn(3)
+    want, got = _grads(before, x, h), _grads(after, x, h)
+    torch.testing.assert_close(got[0], want[0])
+    torch.testing.assert_close(got[1][0], want[1][0])
+    assert want[1][1] is None and got[1][1] is None  # no gradient reaches h, as with .item()
+
+
+def test_float_threshold_in_bfloat16_compares_like_python():
+    src = "import torch\ndef f(h):\n    if h.max().item() > 0.3:\n        h = h * 2\n    return h\n"
+    r = fix_source(src)
+    assert "h.max().double() > 0.3" in r.new_source
+    before, after = _load(src), _load(r.new_source)
+    h = torch.tensor([0.3, 0.1], dtype=torch.bfloat16)  # 0.30078125 > 0.3 in Python
+    assert torch.equal(after(h), before(h)) and torch.equal(before(h), h * 2)
+    assert _no_break(after, h).dtype == torch.bfloat16
+
+
+def test_ternary_division_by_the_scalar_keeps_finite_gradients():
+    src = ("import torch\ndef f(x):\n    peak = x.abs().max().item()\n"
+           "    scale = (x.sum() + 30.0) / peak if peak > 30.0 else 1.0\n    return x * scale\n")
+    r = fix_source(src)
+    assert r.changed, r.refused
+    before, after = _load(src), _load(r.new_source)
+    for x in (torch.zeros(3), torch.full((3,), 40.0)):
+        want, got = _grads(before, x), _grads(after, x)
+        torch.testing.assert_close(got[0], want[0])
+        torch.testing.assert_close(got[1][0], want[1][0])

@@ -336,22 +336,85 @@ def has_item(node: cst.CSTNode) -> bool:
     return bool(found)
 
 
+def exact_in_half(node: cst.BaseExpression) -> bool:
+    """Is ``node`` a number literal that float16 and bfloat16 (hence float32) hold exactly?
+    A tensor compared with such a constant decides as Python's float comparison does; with
+    another one (``0.3``) the constant is rounded to the tensor's dtype first, and the
+    comparison flips at the values between (a bf16 ``h.max()`` of 0.30078125 vs 0.3)."""
+    import struct
+
+    n, sign = node, 1.0
+    while isinstance(n, cst.UnaryOperation) and isinstance(n.operator, (cst.Minus, cst.Plus)):
+        sign = -sign if isinstance(n.operator, cst.Minus) else sign
+        n = n.expression
+    if not isinstance(n, (cst.Integer, cst.Float)):
+        return False
+    try:
+        v = sign * float(n.evaluated_value)
+        half = struct.unpack("<e", struct.pack("<e", v))[0]
+        f32 = struct.unpack("<f", struct.pack("<f", v))[0]
+    except (OverflowError, ValueError, struct.error):
+        return False
+    bf16_bits = struct.unpack("<I", struct.pack("<f", v))[0]
+    return half == v and f32 == v and bf16_bits & 0xFFFF == 0
+
+
+def is_number_literal(node: cst.BaseExpression) -> bool:
+    while isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
+        node = node.expression
+    return isinstance(node, (cst.Integer, cst.Float))
+
+
+def compare_in_double(test: cst.Comparison, is_scalar) -> cst.Comparison:
+    """``s > 0.3`` with ``s`` (``is_scalar(s)``) a tensor that replaced a Python number:
+    ``s.double() > 0.3``, so the constant is not rounded to a half-precision dtype first
+    (Python compared two doubles). Constants every float dtype holds exactly stay as written."""
+    if len(test.comparisons) != 1:
+        return test
+    left, right = test.left, test.comparisons[0].comparator
+
+    def dbl(e):
+        return cst.Call(func=cst.Attribute(value=paren(e), attr=cst.Name("double")), args=[])
+
+    if is_scalar(left) and is_number_literal(right) and not exact_in_half(right):
+        return test.with_changes(left=dbl(left))
+    if is_scalar(right) and is_number_literal(left) and not exact_in_half(left):
+        return test.with_changes(comparisons=[test.comparisons[0].with_changes(comparator=dbl(right))])
+    return test
+
+
 class _StripItem(cst.CSTTransformer):
+    """In a condition: the comparison stays on the tensor (no ``.detach()`` needed: a
+    comparison has no gradient), in float64 against an inexact float constant."""
+
+    def __init__(self):
+        super().__init__()
+        self.stripped: set[int] = set()
+
     def leave_Call(self, original_node, updated_node):
         f = updated_node.func
+        out = updated_node
         if isinstance(f, cst.Attribute) and f.attr.value == "item" and not updated_node.args:
-            return f.value
-        fn = full_name(f)
-        if fn in ("float", "bool") and len(updated_node.args) == 1 and tensorish(updated_node.args[0].value):
-            return updated_node.args[0].value
-        if fn == "int" and len(updated_node.args) == 1 and tensorish(updated_node.args[0].value):
-            # int() truncates toward zero, as a cast to int64 does
-            return cst.Call(func=cst.Attribute(value=paren(updated_node.args[0].value), attr=cst.Name("long")), args=[])
-        return updated_node
+            out = f.value
+        else:
+            fn = full_name(f)
+            if fn in ("float", "bool") and len(updated_node.args) == 1 and tensorish(updated_node.args[0].value):
+                out = updated_node.args[0].value
+            elif fn == "int" and len(updated_node.args) == 1 and tensorish(updated_node.args[0].value):
+                # int() truncates toward zero, as a cast to int64 does
+                out = cst.Call(func=cst.Attribute(value=paren(updated_node.args[0].value), attr=cst.Name("long")),
+                               args=[])
+        if out is not updated_node:
+            self.stripped.add(id(out))
+        return out
+
+    def leave_Comparison(self, original_node, updated_node):
+        return compare_in_double(updated_node, lambda e: id(e) in self.stripped)
 
 
 def strip_item(node: cst.BaseExpression) -> cst.BaseExpression:
-    """``t.sum().item() > 0`` -> ``t.sum() > 0``: the comparison stays on the tensor."""
+    """``t.sum().item() > 0`` -> ``t.sum() > 0``: the comparison stays on the tensor;
+    ``t.max().item() > 0.3`` -> ``t.max().double() > 0.3`` (``compare_in_double``)."""
     return node.visit(_StripItem())  # type: ignore[return-value]
 
 
