@@ -177,3 +177,17 @@ def test_ternary_division_by_the_scalar_keeps_finite_gradients():
         want, got = _grads(before, x), _grads(after, x)
         torch.testing.assert_close(got[0], want[0])
         torch.testing.assert_close(got[1][0], want[1][0])
+
+
+# -- GM2: a message eager code emits on a tensor condition is not silently dropped ---------
+
+def test_conditional_warning_dropped_under_compile_is_only_an_unsafe_fix():
+    from rewrites.fixes import gm2_defer
+
+    for before, after in gm2_defer.UNSAFE_FIXED:
+        r = fix_source(before)
+        assert not r.changed and any("no longer fires in compiled code" in x.reason for x in r.refused)
+        assert any("--unsafe-fixes" in x.advice for x in r.refused)
+        r = fix_source(before, unsafe=True)
+        assert r.new_source == after and [s.rule for s in r.applied] == ["GM202"]
+        assert fix_source(after, unsafe=True).new_source == after  # idempotent
