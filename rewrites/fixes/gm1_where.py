@@ -29,7 +29,32 @@ bound on one path only and read later, an arm that is a Python constant (``torch
 would turn it into a tensor), an early return whose following code is not pure assignments ending in ``return``, a
 condition that is not a tensor expression or mixes Python values into ``and``/``or``.
 
-Semantics: ``torch.where`` evaluates BOTH arms; that is why arms must be pure. Shapes of
+Purity is resolved, not spelled: ``self.norm(h)`` is a module call (torch.cond), never the
+tensor method ``norm``, and so is a method call on a module attribute of self
+(``self.encoder.norm(h)``, ``self.encoder = nn.X(...)`` in the class); ``inplace=True`` and
+``out=`` make a call impure. Refused as well: an arm that draws random numbers
+(``F.dropout``, ``torch.rand_like``, ``bernoulli``, ...) or calls a stateful module
+(``nn.BatchNorm*``, ``nn.Dropout*``, an attribute named like ``self.dropout``): torch.where
+would run it on both paths, and torch.cond re-runs its branch in backward (another draw)
+and refuses a buffer mutation, so neither keeps the RNG stream and the running statistics.
+
+Non-total arms (``torch.sqrt(h)``, ``s / m.sum()``, ``p.log()``, ``x.exp()``, indexing):
+``torch.where`` evaluates both arms, and the unselected arm's derivative, when not finite,
+turns the zero gradient ``where`` gives it into NaN (``0 * inf``); an out-of-range index
+even raises. Each such operation gets the double-where form (``rewrites/fixes/total.py``):
+its dangerous operand is fed a safe value where the arm is not selected, so the value and
+gradient of the selected arm are unchanged and the other arm's gradient is exactly zero::
+
+    if (h > 0).all(): y = torch.sqrt(h)       ->  y = torch.where((h > 0).all(),
+    else: y = h * 0.5                                   torch.sqrt(torch.where((h > 0).all(), h, 1)), h * 0.5)
+
+The ``else`` arm is fed under ``torch.logical_not(c)``; an ``elif`` arm under
+``torch.logical_and(torch.logical_not(c0), c1)``. A pure method of the class is called by
+torch.where only when its body is total (its insides cannot be fed a safe value at the
+call site); otherwise the arm becomes torch.cond. An operation whose totality mend does not
+know (``torch.tan``, ``std``) is refused, naming it.
+
+Semantics: ``torch.where`` evaluates BOTH arms; that is why arms must be pure and total. Shapes of
 the two arms are broadcast by ``torch.where``; a shape that differs between the arms is
 caught by verification (outputs compared shape by shape), never assumed.
 """
@@ -41,9 +66,10 @@ from typing import Optional
 
 import libcst as cst
 
+from rewrites.fixes import total
 from rewrites.fixes.base import (Analysis, Context, Edit, FunctionFacts, Plan, Refusal, Site, call,
-                                 calls_outside_torch, code, full_name, impurity, names_in, paren,
-                                 pure_self_methods, strip_item, strip_parens, tensorish)
+                                 calls_outside_torch, code, full_name, impurity, module_attrs, names_in, paren,
+                                 pure_self_methods, stateful_module_call, strip_item, strip_parens, tensorish)
 
 RULES = ("GM101", "GM102", "GM103")
 
@@ -233,14 +259,30 @@ def chain(node: cst.If) -> tuple[list[tuple[cst.BaseExpression, list]], Optional
     return branches, final
 
 
-def _select(tests: list[cst.BaseExpression], values: list[cst.BaseExpression], use_cond: bool) -> cst.BaseExpression:
-    """Nested where/cond: values has len(tests) + 1 entries (the last is the fallthrough)."""
+def selected_when(tests: list[cst.BaseExpression]) -> list[cst.BaseExpression]:
+    """The condition under which each arm of an ``if/elif/else`` chain runs (one per test,
+    then the fall-through): ``t0``, ``not t0 and t1``, ..., ``not t0 and ... not tn``."""
+    out, before = [], None
+    for t in tests:
+        out.append(total.both(before, t))
+        before = total.both(before, total.negate(t))
+    return out + [before]
+
+
+def _select(tests: list[cst.BaseExpression], values: list[cst.BaseExpression], use_cond: bool,
+            tnames: frozenset[str] = frozenset(), pure: frozenset[str] = frozenset()) -> cst.BaseExpression:
+    """Nested where/cond: values has len(tests) + 1 entries (the last is the fallthrough).
+    With torch.where each arm's non-total operations get the double-where form (total.py):
+    they compute on a safe value where eager code would not have run them."""
     if all(isinstance(strip_parens(v), cst.Tuple) for v in values):
         ns = {len(strip_parens(v).elements) for v in values}
         if len(ns) == 1 and not use_cond and min(ns) > 0:
             n = ns.pop()
-            parts = [_select(tests, [strip_parens(v).elements[i].value for v in values], use_cond) for i in range(n)]
+            parts = [_select(tests, [strip_parens(v).elements[i].value for v in values], use_cond, tnames, pure)
+                     for i in range(n)]
             return cst.Tuple(elements=[cst.Element(p) for p in parts])
+    if not use_cond:
+        values = [total.guard(v, c, tnames, pure) for v, c in zip(values, selected_when(tests))]
     if use_cond:
         # torch.cond refuses a branch that returns one of its inputs unchanged (aliasing)
         values = [cst.Call(func=cst.Attribute(value=v, attr=cst.Name("clone")), args=[])
@@ -270,6 +312,7 @@ class IfDecision:
     returns: bool
     use_cond: bool
     absorb_next: Optional[list]  # the statements after the ``if`` up to ``return B``, folded in
+    pure: frozenset[str] = frozenset()  # ``self.m`` methods torch.where may call (pure and total)
 
 
 def decide_if(node: cst.If, an: Analysis, facts: FunctionFacts, tnames: frozenset[str], forced: bool,
@@ -282,9 +325,7 @@ def decide_if(node: cst.If, an: Analysis, facts: FunctionFacts, tnames: frozense
         convert_condition(t, tnames, forced)
     arms = [read_arm(stmts) for _, stmts in branches]
     final_arm = else_arm if else_arm is not None else read_arm(final) if final is not None else None
-    pure = pure_self_methods(an, node)
-    for a in [*arms, *([final_arm] if final_arm else [])]:
-        a.outside_calls = [c for c in a.outside_calls if c not in pure]
+    pure = arm_calls(an, node, [*arms, *([final_arm] if final_arm else [])], tnames)
     absorb = None
     if any(a.returns for a in arms) or (final_arm and final_arm.returns):
         if final_arm is None:
@@ -304,7 +345,10 @@ def decide_if(node: cst.If, an: Analysis, facts: FunctionFacts, tnames: frozense
             if _is_constant(a.ret):
                 raise Refuse(f"an arm returns the Python constant `{code(a.ret)}`; torch.where would make it a tensor")
         use_cond = any(a.outside_calls for a in [*arms, final_arm])
-        return IfDecision([], set(), True, use_cond, absorb)
+        if not use_cond:
+            for a in [*arms, final_arm]:
+                _total(a.ret, tnames, pure)
+        return IfDecision([], set(), True, use_cond, absorb, pure)
     all_arms = [*arms, *([final_arm] if final_arm else [])]
     names: list[str] = []
     for a in all_arms:
@@ -332,7 +376,53 @@ def decide_if(node: cst.If, an: Analysis, facts: FunctionFacts, tnames: frozense
             if n in a.env and _is_constant(a.env[n]):
                 raise Refuse(f"`{n}` is the Python constant `{code(a.env[n])}` on one path; torch.where would make it a tensor")
     use_cond = any(a.outside_calls for a in all_arms)
-    return IfDecision(keep, fallback, False, use_cond, None)
+    if not use_cond:
+        for a in all_arms:
+            for n in keep:
+                if n in a.env:
+                    _total(a.env[n], tnames, pure)
+    return IfDecision(keep, fallback, False, use_cond, None, pure)
+
+
+def _total(value: cst.BaseExpression, tnames: frozenset[str], pure: frozenset[str]) -> None:
+    try:
+        total.check(value, tnames, pure)
+    except total.Partial as exc:
+        raise Refuse(f"an arm is not total: {exc}; torch.where would also run it where eager code does not")
+
+
+def arm_calls(an: Analysis, node: cst.CSTNode, arms: list, tnames: frozenset[str]) -> frozenset[str]:
+    """Settle, for the arms of the statement ``node``, which calls are module calls: refuse a
+    stateful module (BatchNorm, Dropout), count a call on a module attribute of self
+    (``self.encoder.norm(h)``) as a call outside torch, drop from ``outside_calls`` the pure
+    and total methods of the class (torch.where may run those). Returns those methods."""
+    modules = module_attrs(an, node)
+    for a in arms:
+        for v in [*a.env.values(), *([a.ret] if a.ret is not None else [])]:
+            why = stateful_module_call(v, modules)
+            if why:
+                raise Refuse(f"an arm calls a module with state: {why}")
+            a.outside_calls.extend(_module_method_calls(v, modules))
+    pure = pure_self_methods(an, node, total=lambda e: total.is_total(e, tnames) is None)
+    for a in arms:
+        a.outside_calls = [c for c in a.outside_calls if c not in pure]
+    return pure
+
+
+def _module_method_calls(node: cst.CSTNode, modules: dict[str, str]) -> list[str]:
+    """``self.encoder.norm(h)`` where ``self.encoder`` is a module: a module's method, not a tensor's."""
+    out: list[str] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            f = n.func
+            if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Attribute) \
+                    and isinstance(f.value.value, cst.Name) and f.value.value.value == "self" \
+                    and f.value.attr.value in modules:
+                out.append(code(f))
+
+    node.visit(V())
+    return out
 
 
 def build_if(updated: cst.If, d: IfDecision, tnames: frozenset[str], forced: bool, absorbed: Optional[list],
@@ -342,10 +432,11 @@ def build_if(updated: cst.If, d: IfDecision, tnames: frozenset[str], forced: boo
     arms = [read_arm(stmts) for _, stmts in branches]
     if d.returns:
         final_arm = read_arm(final if final is not None else list(absorbed or []))
-        value = _select(tests, [a.ret for a in [*arms, final_arm]], d.use_cond)
+        value = _select(tests, [a.ret for a in [*arms, final_arm]], d.use_cond, tnames, d.pure)
         return _stmt(None, value, updated.leading_lines)
     final_arm = else_arm if else_arm is not None else read_arm(final) if final is not None else Arm()
-    values = [_select(tests, [a.env.get(n, cst.Name(n)) for a in [*arms, final_arm]], d.use_cond) for n in d.keep]
+    values = [_select(tests, [a.env.get(n, cst.Name(n)) for a in [*arms, final_arm]], d.use_cond, tnames, d.pure)
+              for n in d.keep]
     if any(names_in(v) & set(d.keep[:i]) for i, v in enumerate(values)):
         # a later value (or the condition) reads a name an earlier line would already have
         # rebound: one tuple assignment evaluates every value before binding any
@@ -684,21 +775,27 @@ def plan(an: Analysis, ctx: Context) -> Plan:
                 result.refusals.append(Refusal("GM102", start, str(exc), advice=_ADVICE))
             continue
         try:
-            arm = Arm()
+            arms = []
             for v in (node.body, node.orelse):
+                arm = Arm(ret=v, returns=True)
                 _check_value(v, arm)
                 if _is_constant(v):
                     raise Refuse(f"an arm is the Python constant `{code(v)}`; torch.where would make it a tensor")
+                arms.append(arm)
+            pure = arm_calls(an, node, arms, tnames)
+            use_cond = any(a.outside_calls for a in arms)
+            if not use_cond:
+                for a in arms:
+                    _total(a.ret, tnames, pure)
         except Refuse as exc:
             result.refusals.append(Refusal("GM102", start, str(exc), advice=_ADVICE))
             continue
-        use_cond = bool(set(arm.outside_calls) - pure_self_methods(an, node))
         site = Site("GM102", start, end, f"ternary on a tensor -> torch.{'cond' if use_cond else 'where'}",
                     [an.rng(node.test)], "cond" if use_cond else "where")
 
-        def build_exp(updated, tnames=tnames, forced=forced, use_cond=use_cond):
+        def build_exp(updated, tnames=tnames, forced=forced, use_cond=use_cond, pure=pure):
             test = convert_condition(updated.test, tnames, forced)
-            return _select([test], [updated.body, updated.orelse], use_cond)
+            return _select([test], [updated.body, updated.orelse], use_cond, tnames, pure)
 
         result.edits.append(Edit(node, build_exp, site))
     return result
@@ -779,13 +876,24 @@ FIXED += [
 
 # (before, after) where the ``if`` sits in a method of class ``R``: the test runs ``R().f``
 FIXED_IN_CLASS = [
-    (  # a pure method of the same class is arithmetic, not a reason for torch.cond
+    (  # a pure, total method of the same class is arithmetic, not a reason for torch.cond
+       # (the division by its value still gets a safe divisor where the arm is not selected)
+        "import torch\nclass R:\n    def _base(self, n):\n        r = n * 2.0 - 1\n        return r.abs() + 0.5\n\n"
+        "    def f(self, n: torch.Tensor, inv: torch.Tensor):\n        if n.max() > 0:\n"
+        "            inv = 1.0 / self._base(n)\n        return inv\n",
+        "import torch\nclass R:\n    def _base(self, n):\n        r = n * 2.0 - 1\n        return r.abs() + 0.5\n\n"
+        "    def f(self, n: torch.Tensor, inv: torch.Tensor):\n"
+        "        inv = torch.where(n.max() > 0, 1.0 / torch.where(n.max() > 0, self._base(n), 1), inv)\n"
+        "        return inv\n",
+    ),
+    (  # a pure method that is not total (``** 0.5``: infinite derivative at 0) cannot be fed a
+       # safe value from outside: torch.cond runs it only where eager code did
         "import torch\nclass R:\n    def _base(self, n):\n        r = n * 2.0 - 1\n        return r.abs() ** 0.5\n\n"
         "    def f(self, n: torch.Tensor, inv: torch.Tensor):\n        if n.max() > 0:\n"
         "            inv = 1.0 / self._base(n)\n        return inv\n",
         "import torch\nclass R:\n    def _base(self, n):\n        r = n * 2.0 - 1\n        return r.abs() ** 0.5\n\n"
         "    def f(self, n: torch.Tensor, inv: torch.Tensor):\n"
-        "        inv = torch.where(n.max() > 0, 1.0 / self._base(n), inv)\n        return inv\n",
+        "        inv = torch.cond(n.max() > 0, lambda: 1.0 / self._base(n), lambda: inv.clone())\n        return inv\n",
     ),
     (  # one that calls code the rewrite cannot see is not: torch.cond runs only the taken arm
         "import torch\ndef scale(n):\n    return n * 2.0\nclass R:\n    def _base(self, n):\n        return scale(n)\n\n"
@@ -797,7 +905,53 @@ FIXED_IN_CLASS = [
     ),
 ]
 
+# non-total arms: the double-where form (the dangerous operand fed a safe value where the
+# arm is not selected; tests/test_fix_soundness.py checks the gradients)
+FIXED += [
+    (
+        "import torch\ndef f(h):\n    if (h > 0).all():\n        y = torch.sqrt(h)\n    else:\n        y = h * 0.5\n    return y\n",
+        "import torch\ndef f(h):\n    y = torch.where((h > 0).all(), torch.sqrt(torch.where((h > 0).all(), h, 1)), h * 0.5)\n"
+        "    return y\n",
+    ),
+    (  # masked mean: the divisor of an empty mask is 0 on the path eager code skips
+        "import torch\ndef f(s, m):\n    if (m > 0).any():\n        y = s / (m > 0).sum()\n    else:\n        y = s\n    return y\n",
+        "import torch\ndef f(s, m):\n    y = torch.where((m > 0).any(), s / torch.where((m > 0).any(), (m > 0).sum(), 1), s)\n"
+        "    return y\n",
+    ),
+    (  # the else arm is fed under logical_not(c); exp overflows, so it is guarded too
+        "import torch\ndef f(h):\n    if h.max() > 80:\n        return h\n    return h.exp()\n",
+        "import torch\ndef f(h):\n    return torch.where(h.max() > 80, h, torch.where(torch.logical_not(h.max() > 80), h, 0).exp())\n",
+    ),
+    (  # elif chains compose: an elif arm is selected under not c0 and c1
+        "import torch\ndef f(x, y):\n    if (x > 1).all():\n        z = x * 2\n    elif (y > 0).all():\n        z = y.log()\n"
+        "    else:\n        z = y\n    return z\n",
+        "import torch\ndef f(x, y):\n    z = torch.where((x > 1).all(), x * 2, torch.where((y > 0).all(), torch.where(torch.logical_and("
+        "torch.logical_not((x > 1).all()), (y > 0).all()), y, 1).log(), y))\n    return z\n",
+    ),
+    (  # a Python-number divisor and an integer power are total: nothing to feed
+        "import torch\ndef f(x):\n    if x.sum() > 0:\n        x = x / 2 + x ** 2\n    return x\n",
+        "import torch\ndef f(x):\n    x = torch.where(x.sum() > 0, x / 2 + x ** 2, x)\n    return x\n",
+    ),
+]
+
 NEGATIVE = [
+    ("import torch\ndef f(x):\n    if (x > 0).all():\n        y = torch.tan(x)\n    else:\n        y = x\n    return y\n",
+     "`torch.tan` is not known to be total"),
+    ("import torch\ndef f(x):\n    if (x > 0).all():\n        y = x.std()\n    else:\n        y = x\n    return y\n",
+     "`std`"),
+    ("import torch\nimport torch.nn.functional as F\ndef f(x):\n    if x.sum() > 0:\n        x = F.relu(x, inplace=True)\n"
+     "    return x\n", "inplace=True"),
+    ("import torch\ndef f(x, o):\n    if x.sum() > 0:\n        x = torch.add(x, 1, out=o)\n    return x\n", "out="),
+    ("import torch\nimport torch.nn.functional as F\ndef f(x):\n    if x.sum() > 0:\n        x = F.dropout(x, 0.1)\n"
+     "    return x\n", "draws random numbers (F.dropout)"),
+    ("import torch\ndef f(x):\n    if x.sum() > 0:\n        x = x + torch.randn_like(x)\n    return x\n",
+     "draws random numbers (torch.randn_like)"),
+    ("import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+     "        self.norm = nn.BatchNorm1d(4)\n\n    def forward(self, h):\n        if h.sum() > 0:\n"
+     "            h = self.norm(h)\n        return h\n", "nn.BatchNorm1d"),
+    ("import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+     "        self.drop = nn.Dropout(0.1)\n\n    def forward(self, h):\n        if h.sum() > 0:\n"
+     "            h = self.drop(h)\n        return h\n", "nn.Dropout"),
     ("def f(x):\n    y = x * 2\n    if y.sum() > 0:\n        return y\n    print(y)\n    return y\n",
      "cannot become an arm"),
     ("def f(self, x):\n    if x.sum() > 0:\n        return x\n    h = self.proj(x)\n    return h + h\n",

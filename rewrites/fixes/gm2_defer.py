@@ -18,21 +18,33 @@ Logger methods (GM202: ``logger.info/warning/...``, ``logging.warning``, transfo
 
 * eager: the call runs exactly as before, from the same line (log records and warnings
   keep their file:line; only the echoed source line of a warning shows the guard);
-* under ``torch.compile``: the call is skipped -- the message is NOT emitted. Routing
-  these through a reorderable helper would change the caller Python's logging and
-  warnings attribute the message to (the helper), so eager output would differ; dropping
-  them under compile is the price of keeping eager byte-identical.
-``torch.compiler.is_compiling`` exists from torch 2.3, so both forms work on 2.9 to 2.14.
+* under ``torch.compile``: the call is skipped -- the message is NOT emitted, on any call of
+  the compiled function. What the user loses: that message (a deprecation notice, a "slow
+  path" note) from compiled code; every message eager code emits is still emitted there.
+  This stays a safe fix because the message does not depend on the data: it is the one
+  message the region emits on every call, and the eager run shows it.
+
+Why not deferred like ``print``: Dynamo replays a function of
+``reorderable_logging_functions`` only with Tensors, constants and string formatters as
+arguments (``DebuggingVariable.can_reorder_logs`` in torch/_dynamo/variables/misc.py), and
+only its positional ones; a logger's bound method is none of these, and a module-level
+helper that logs for the caller would change the caller Python's logging and warnings
+attribute the message to (function name, line, the warnings registry's once-per-location),
+so eager output would differ. ``torch.compiler.is_compiling`` exists from torch 2.3, so
+both forms work on 2.9 to 2.14.
 
 An ``if`` whose body only logs or warns (``if (counts > cap).any(): logger.warning(...)``)
-breaks twice: on the tensor condition and on the call. Its condition is guarded instead::
+breaks twice: on the tensor condition and on the call. Guarding its condition::
 
     if not torch.compiler.is_compiling() and ((counts > cap).any()):
         logger.warning(...)
 
 * eager: the condition is evaluated and the message emitted exactly as before;
-* under ``torch.compile``: neither the condition nor the call runs -- no break, and (as
-  for a lone logger call) no message.
+* under ``torch.compile``: neither the condition nor the call runs -- no break, and no
+  message: the warning eager code emits when the DATA says so (a NaN, an overflow) never
+  fires in compiled code, which is what the user wanted to hear about. So this is an UNSAFE
+  fix (``base.offer_unsafe``): planned only with ``unsafe=True`` (``--unsafe-fixes``), else a
+  refusal saying "this warning no longer fires in compiled code".
 """
 
 from __future__ import annotations
@@ -40,7 +52,7 @@ from __future__ import annotations
 import libcst as cst
 
 from rewrites.fixes.base import (HELPERS, LOG_METHODS, Analysis, Context, Edit, Plan, Refusal, Site,
-                                 full_name, single)
+                                 full_name, offer_unsafe, single)
 
 RULES = ("GM201", "GM202", "GM203")
 
@@ -118,8 +130,13 @@ def _plan_logging_ifs(an: Analysis, ctx: Context, result: Plan) -> set[int]:
             taken.update(id(c) for c in calls)
             continue  # already guarded (a second run changes nothing)
         taken.update(id(c) for c in calls)
+        if not offer_unsafe(ctx, result, rule, start, what="Skipping the condition and the call under torch.compile",
+                            cost=f"this {'warning' if rule == 'GM203' else 'log message'} no longer fires in compiled "
+                                 "code (eager code is unchanged): the message eager code emits when the tensor "
+                                 "condition holds is lost under torch.compile"):
+            continue
         site = Site(rule, start, end, "an `if` that only logs: condition and call skipped under torch.compile "
-                    "(eager unchanged)", strategy="guard_if")
+                    "(eager unchanged; unsafe: the message is lost in compiled code)", strategy="guard_if")
 
         def build(updated: cst.If):
             inner = updated.test.with_changes(
@@ -201,7 +218,8 @@ FIXED = [
     ),
 ]
 
-FIXED.append((
+# planned only with ``unsafe=True`` (``--unsafe-fixes``): the message is lost under compile
+UNSAFE_FIXED = [(
     "import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(x, cap):\n"
     "    if (x > cap).any():  # overflow\n        logger.warning('over %d', int((x > cap).sum()))\n"
     "        warnings.warn('over')\n    return x.clamp(max=cap)\n",
@@ -209,9 +227,11 @@ FIXED.append((
     "    if not torch.compiler.is_compiling() and ((x > cap).any()):  # overflow\n"
     "        logger.warning('over %d', int((x > cap).sum()))\n"
     "        warnings.warn('over')\n    return x.clamp(max=cap)\n",
-))
+)]
 
 NEGATIVE = [
+    ("import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(h):\n    if torch.isnan(h).any():\n"
+     "        logger.warning('nan')\n    return h\n", "no longer fires in compiled code"),
     ("print('module level')\n", None),
     ("def f(x):\n    y = print\n    return x\n", None),
     ("def f(x):\n    if x: logger.info('a')\n    return x\n", None),

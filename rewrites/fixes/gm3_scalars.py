@@ -1,17 +1,29 @@
 """GM3xx: host scalars that only feed tensor arithmetic (or a ternary) stay tensors.
 
-* ``x * t.item()`` / ``x + float(t)`` / ``x * int(t)`` -> ``x * t`` / ``x + t.double()`` / ``x * t.long()``
+* ``x * t.item()`` / ``x + float(t)`` / ``x * int(t)`` -> ``x * t.detach()`` / ``x + t.detach().double()`` /
+  ``x * t.long()``
 * ``s = t.item()`` (or ``float(t)``, ``int(t)``) where every later read of ``s`` is an
-  operand of arithmetic whose other side is a tensor -> ``s = t``
+  operand of arithmetic whose other side is a tensor -> ``s = t.detach()``
 * ``.item()`` that decides a ternary (``y = A if s > c else B``, ``y`` only feeding tensor
-  arithmetic) -> ``s = t`` and ``y = torch.where(s > c, A, B)``
+  arithmetic) -> ``s = t.detach()`` and ``y = torch.where(s > c, A, B)`` (non-total arms fed a
+  safe value, as GM1 does: ``30.0 / torch.where(s > c, s, 1)``)
+
+What the user keeps: the values, the dtypes (below) and the gradients -- ``.item()`` cut the
+scalar off autograd, so the tensor that replaces it is ``.detach()``-ed (``x / scale``
+with ``scale = h.abs().max().item()`` gets no gradient through ``scale``, before and after).
+A comparison of the scalar with a float constant (``s > 0.3`` in a ternary, and in the GM1
+conditions that strip ``.item()``) is made in float64, ``s.double() > 0.3``, as Python
+compared two doubles: in the tensor's own dtype the constant is rounded first (0.3 is
+0.30078125 in bfloat16) and the result flips at the values in between. A constant that
+float16 and bfloat16 hold exactly (``0.5``, ``30.0``, ``0``) is compared as written.
 
 A 0-dim tensor in arithmetic with a tensor of more dimensions follows the same type
 promotion as a Python scalar of its kind, so results keep their dtype: ``float(t)``
 becomes a float64 0-dim tensor (an int tensor times it is float, as with a Python float),
 ``int(t)`` an int64 one (the cast truncates toward zero, as ``int()`` does). Refused: a
 scalar that reaches a Python API (shapes, ``range``, a comparison outside a ternary, a
-format string, a call) or is rebound.
+format string, a call) or is rebound, and a ternary whose arms hold an operation of unknown
+totality.
 """
 
 from __future__ import annotations
@@ -20,8 +32,9 @@ from typing import Optional
 
 import libcst as cst
 
+from rewrites.fixes import total
 from rewrites.fixes.base import (Analysis, Context, Edit, FunctionFacts, Plan, Refusal, Site, call, code,
-                                 full_name, names_in, paren, strip_parens, tensorish)
+                                 compare_in_double, full_name, names_in, paren, strip_parens, tensorish)
 
 RULES = ("GM301", "GM303")
 
@@ -106,12 +119,19 @@ def plan(an: Analysis, ctx: Context) -> Plan:
                                            advice="keep the value a tensor, or set torch._dynamo.config.capture_scalar_outputs"))
             continue
         if ternaries:
+            try:
+                for t in ternaries:
+                    total.check(t.body)
+                    total.check(t.orelse)
+            except total.Partial as exc:
+                result.refusals.append(Refusal(rule, start, f"the ternary `{var}` decides is not total: {exc}"))
+                continue
             last = max(an.span(t)[1] for t in ternaries)
             site = Site(rule, start, last, f"`{var}` stays a tensor; the ternary it decides -> torch.where",
                         [an.rng(t.test) for t in ternaries], strategy="scalar")
             result.edits.append(Edit(node.value, lambda updated: _unwrap(updated), site, needs_torch=False))
             for t in ternaries:
-                result.edits.append(Edit(t, lambda u: call("torch.where", strip_parens(u.test), u.body, u.orelse), None))
+                result.edits.append(Edit(t, lambda u, var=var: _ternary(u, var), None))
             continue
         site = Site(rule, start, end, f"`{var}` stays a tensor (no {code(node.value.func) if rule == 'GM303' else '.item()'})",
                     strategy="scalar")
@@ -199,49 +219,73 @@ def _ternaries_for(an: Analysis, f: FunctionFacts, var: str, bad: list, names: f
 
 
 def _unwrap(node: cst.Call) -> cst.BaseExpression:
-    """``t.item()`` -> ``t``; ``float(t)`` -> ``t.double()``; ``int(t)`` -> ``t.long()``: a
-    0-dim tensor of the Python number's kind promotes as that number does (an int tensor
-    times a Python float is float; times a 0-dim float64, too), and the cast to int64
-    truncates toward zero as ``int()`` does."""
+    """``t.item()`` -> ``t.detach()``; ``float(t)`` -> ``t.detach().double()``; ``int(t)`` ->
+    ``t.long()``: a 0-dim tensor of the Python number's kind promotes as that number does (an
+    int tensor times a Python float is float; times a 0-dim float64, too), the cast to int64
+    truncates toward zero as ``int()`` does, and ``.detach()`` keeps what ``.item()`` did for
+    autograd: no gradient flows back through the scalar (an integer has none to detach)."""
     if isinstance(node.func, cst.Attribute) and node.func.attr.value == "item":
-        return node.func.value
-    method = "long" if full_name(node.func) == "int" else "double"
-    return cst.Call(func=cst.Attribute(value=paren(node.args[0].value), attr=cst.Name(method)), args=[])
+        return _method(node.func.value, "detach")
+    if full_name(node.func) == "int":
+        return _method(node.args[0].value, "long")
+    return _method(_method(node.args[0].value, "detach"), "double")
+
+
+def _method(obj: cst.BaseExpression, name: str) -> cst.Call:
+    return cst.Call(func=cst.Attribute(value=paren(obj), attr=cst.Name(name)), args=[])
+
+
+def _ternary(exp: cst.IfExp, var: str) -> cst.BaseExpression:
+    """``A if var > c else B`` -> ``torch.where(var > c, A, B)``: the comparison in float64
+    against an inexact float constant (as Python compared), and each arm's non-total
+    operations fed a safe value where it is not selected (``30.0 / peak`` at ``peak == 0``)."""
+    test = strip_parens(exp.test)
+    if isinstance(test, cst.Comparison):
+        test = compare_in_double(test, lambda e: isinstance(e, cst.Name) and e.value == var)
+    body = total.guard(exp.body, test)
+    orelse = total.guard(exp.orelse, call("torch.logical_not", test))
+    return call("torch.where", test, body, orelse)
 
 
 FIXED = [
     (
         "import torch\ndef f(x, t):\n    s = t.sum().item()\n    return x * s + s\n",
-        "import torch\ndef f(x, t):\n    s = t.sum()\n    return x * s + s\n",
+        "import torch\ndef f(x, t):\n    s = t.sum().detach()\n    return x * s + s\n",
     ),
     (
         "import torch\ndef f(x, t):\n    s = t.sum().item()\n    return x * s, s\n",
         None,  # ``s`` is also returned as a Python number: refused, unchanged
     ),
-    (
+    (  # .item() detached: no gradient reaches t through scale, before and after
         "import torch\ndef f(x: torch.Tensor, t: torch.Tensor):\n    scale = t.max().item()\n    return x * scale\n",
-        "import torch\ndef f(x: torch.Tensor, t: torch.Tensor):\n    scale = t.max()\n    return x * scale\n",
+        "import torch\ndef f(x: torch.Tensor, t: torch.Tensor):\n    scale = t.max().detach()\n    return x * scale\n",
     ),
     (
         "import torch\ndef f(x: torch.Tensor):\n    return x / x.norm().item()\n",
-        "import torch\ndef f(x: torch.Tensor):\n    return x / x.norm()\n",
+        "import torch\ndef f(x: torch.Tensor):\n    return x / x.norm().detach()\n",
     ),
 ]
 
 FIXED += [
-    (
+    (  # an integer cast has no gradient to detach
         "import torch\ndef f(x: torch.Tensor, t: torch.Tensor):\n    k = int(t.sum())\n    return x * k\n",
         "import torch\ndef f(x: torch.Tensor, t: torch.Tensor):\n    k = t.sum().long()\n    return x * k\n",
     ),
     (
         "import torch\ndef f(x: torch.Tensor):\n    return x + float(x.mean())\n",
-        "import torch\ndef f(x: torch.Tensor):\n    return x + x.mean().double()\n",
+        "import torch\ndef f(x: torch.Tensor):\n    return x + x.mean().detach().double()\n",
     ),
-    (
+    (  # the division the ternary guards gets a safe divisor where it is not selected (peak == 0)
         "import torch\ndef f(x: torch.Tensor):\n    peak = x.abs().max().item()\n"
         "    scale = 30.0 / peak if peak > 30.0 else 1.0\n    return x * scale\n",
-        "import torch\ndef f(x: torch.Tensor):\n    peak = x.abs().max()\n"
-        "    scale = torch.where(peak > 30.0, 30.0 / peak, 1.0)\n    return x * scale\n",
+        "import torch\ndef f(x: torch.Tensor):\n    peak = x.abs().max().detach()\n"
+        "    scale = torch.where(peak > 30.0, 30.0 / torch.where(peak > 30.0, peak, 1), 1.0)\n    return x * scale\n",
+    ),
+    (  # 0.3 is not a bfloat16/float16 value: compared in float64, as Python compared
+        "import torch\ndef f(x: torch.Tensor):\n    m = x.max().item()\n"
+        "    scale = 2.0 if m > 0.3 else 0.5\n    return x * scale\n",
+        "import torch\ndef f(x: torch.Tensor):\n    m = x.max().detach()\n"
+        "    scale = torch.where(m.double() > 0.3, 2.0, 0.5)\n    return x * scale\n",
     ),
 ]
 

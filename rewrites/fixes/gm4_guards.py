@@ -1,15 +1,32 @@
 """GM4xx: validation guards on tensor values ([Trap]).
 
-* ``assert <tensor cond>, msg`` (GM401)            -> ``torch._assert_async(<cond>, msg)``
-* ``if <tensor cond>: raise E(msg)`` (GM402)        -> ``torch._assert_async(torch.logical_not(<cond>), msg)``
-* ``if not torch.equal(a, b): raise E(msg)`` (GM402) ->
-  ``torch._check(a.shape == b.shape, lambda: msg)`` + ``torch._assert_async((a == b).all(), msg)``
+Every rewrite splits the statement on ``torch.compiler.is_compiling()``: compiled code gets an
+in-graph check, eager code runs the ORIGINAL statement verbatim::
 
-The check stays in the graph: no break, and a failing check still stops the program
-with the message kept. Differences a user sees: the error is a ``RuntimeError`` (not
-``AssertionError`` / ``E``); on CUDA ``_assert_async`` reports asynchronously (at the
-next synchronisation); ``python -O`` no longer strips the former ``assert``.
-``torch._assert_async(t, msg)`` exists from torch 2.1, ``torch._check`` from 2.1.
+    if torch.compiler.is_compiling():
+        torch._assert_async(torch.logical_not((x < 0).any()), 'negative')
+    elif (x < 0).any():
+        raise ValueError('negative')
+
+* ``assert <tensor cond>, msg`` (GM401)             -> ``torch._assert_async(<cond>, msg)`` / ``else:`` the assert
+* ``if <tensor cond>: raise E(msg)`` (GM402)         -> ``torch._assert_async(torch.logical_not(<cond>), msg)`` /
+  ``elif <cond>:`` the raise
+* ``if not torch.equal(a, b): raise E(msg)`` (GM402) -> ``torch._check(a.shape == b.shape)`` +
+  ``torch._assert_async((a == b).all(), msg)`` / ``elif not torch.equal(a, b):`` the raise
+* ``assert list(t.size()) == [a, b]`` where Dynamo broke (GM401) -> one ``_mend_check`` per
+  dimension (``torch._check(cond)``, or ``_assert_async`` for a 0-dim tensor item) / ``else:`` the assert
+
+Dynamo resolves ``is_compiling()`` to a constant while tracing, so the compiled graph holds
+only the check (no break) and eager code is the program as written: the same exception
+type and message (a bare ``AssertionError()`` for an assert without message), the same
+``python -O`` stripping. What changes under ``torch.compile`` only: a failing check raises
+``RuntimeError`` (on CUDA asynchronously, at the next synchronisation), with the message when
+it is a string literal, else ``'assertion failed: <condition>'`` (a computed message cannot be
+built inside the graph); ``python -O`` does not strip the compiled check. ``torch._check``
+gets no message under compile: a message closure is itself a graph break on some torch
+versions (2.11: "Can't extract message from torch._check()").
+``torch._assert_async(t, msg)`` and ``torch._check`` exist from torch 2.1,
+``torch.compiler.is_compiling`` from 2.3.
 """
 
 from __future__ import annotations
@@ -18,8 +35,8 @@ from typing import Optional
 
 import libcst as cst
 
-from rewrites.fixes.base import (HELPERS, Analysis, Context, Edit, FunctionFacts, Plan, Refusal, Site, call,
-                                 code, full_name, impurity, strip_parens)
+from rewrites.fixes.base import (HELPERS, IS_COMPILING, Analysis, Context, Edit, FunctionFacts, Plan, Refusal,
+                                 Site, call, code, full_name, impurity, in_compile_split, strip_parens)
 from rewrites.fixes.gm1_where import Refuse, convert_condition
 
 RULES = ("GM401", "GM402")
@@ -27,40 +44,58 @@ RULES = ("GM401", "GM402")
 CHECK_HELPER = "_mend_check"
 # A size list may hold a 0-dim tensor (Longformer's ``max_num_global_attn_indices`` is a
 # ``.max()``): ``size(i) == t`` is then a tensor, which torch._check refuses; it is checked
-# in the graph with _assert_async. Dynamo cannot convert a message closure that formats
-# values, so under compile the message is the condition's text; eager keeps the assert's own.
-HELPERS[CHECK_HELPER] = '''def _mend_check(cond, message, text):
-    # mend GM401: one dimension of an assert on a size list
+# in the graph with _assert_async. Only compiled code calls the helper (eager runs the
+# assert as written), and torch._check gets no message: a message closure is a graph
+# break on torch 2.11.
+HELPERS[CHECK_HELPER] = '''def _mend_check(cond, text):
+    # mend GM401: one dimension of an assert on a size list, checked in compiled code
     if isinstance(cond, torch.Tensor):
         torch._assert_async(cond, text)
-    elif torch.compiler.is_compiling():
-        torch._check(cond, lambda: text)
     else:
-        torch._check(cond, message)
+        torch._check(cond)
 '''
 
 
-def _condition_text(test: cst.BaseExpression) -> cst.SimpleString:
+def _condition_text(test: cst.BaseExpression, prefix: str = "assertion failed") -> cst.SimpleString:
     """``'assertion failed: <condition>'`` on one line, without quotes or backslashes:
     Inductor pastes an _assert_async message into generated C++ as a string literal, and a
     condition spanning lines (Longformer's size asserts) broke that literal."""
     text = " ".join(code(test).split()).replace('"', "'").replace("\\", "/")
-    return cst.SimpleString(repr(f"assertion failed: {text}"))
+    return cst.SimpleString(repr(f"{prefix}: {text}"))
 
 
-def _assert_message(a: cst.Assert) -> cst.BaseExpression:
-    """The assert's own message, or the one Python would have shown (its condition)."""
-    return a.msg if a.msg is not None else _condition_text(a.test)
+def _literal(msg: Optional[cst.BaseExpression]) -> bool:
+    """A string literal (no f-string part): a constant the graph can carry."""
+    if isinstance(msg, cst.ConcatenatedString):
+        return _literal(msg.left) and _literal(msg.right)
+    return isinstance(msg, cst.SimpleString)
 
 
-def _message(exc: Optional[cst.BaseExpression], fallback: str) -> cst.BaseExpression:
-    if exc is None:
-        return cst.SimpleString(repr(fallback))
-    if isinstance(exc, cst.Call):
-        if exc.args and exc.args[0].keyword is None:
-            return exc.args[0].value
-        return cst.SimpleString(repr(full_name(exc.func) or fallback))
-    return cst.SimpleString(repr(fallback))
+def _compiled_message(msg: Optional[cst.BaseExpression], test: cst.BaseExpression,
+                      prefix: str = "assertion failed") -> cst.BaseExpression:
+    """The message of the compiled check: the original's when it is a string literal, else
+    the condition's text (an f-string or a call cannot be built inside the graph)."""
+    return msg if msg is not None and _literal(msg) else _condition_text(test, prefix)
+
+
+def _raise_message(exc: Optional[cst.BaseExpression], test: cst.BaseExpression) -> cst.BaseExpression:
+    """``raise E('text')`` -> ``'text'``; otherwise the condition's text."""
+    first = exc.args[0].value if isinstance(exc, cst.Call) and exc.args and exc.args[0].keyword is None else None
+    return _compiled_message(first, test, "check failed")
+
+
+def _split(compiled: list, eager_test: Optional[cst.BaseExpression], eager_body: cst.BaseSuite,
+           leading, eager_orelse=None) -> cst.If:
+    """``if torch.compiler.is_compiling(): <compiled>`` + the original statement for eager:
+    ``elif <test>: <body>`` (a raise) or ``else: <body>`` (an assert)."""
+    orelse = cst.Else(body=eager_body) if eager_test is None else cst.If(test=eager_test, body=eager_body,
+                                                                          orelse=eager_orelse)
+    return cst.If(test=cst.parse_expression(IS_COMPILING), body=cst.IndentedBlock(body=compiled), orelse=orelse,
+                  leading_lines=list(leading))
+
+
+def _own_line(stmt: cst.SimpleStatementLine) -> cst.IndentedBlock:
+    return cst.IndentedBlock(body=[stmt.with_changes(leading_lines=[])])
 
 
 def _line(small: cst.BaseSmallStatement, leading=()) -> cst.SimpleStatementLine:
@@ -123,6 +158,8 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         def visit_SimpleStatementLine(self, n) -> None:
             if len(n.body) == 1 and isinstance(n.body[0], cst.Assert):
                 got = _size_list_compare(n.body[0].test)
+                if in_compile_split(an, n):
+                    return  # already split (the eager side of a fix): idempotent
                 if got is not None:
                     size_asserts.append((n, got[0], got[1]))
                 else:
@@ -130,7 +167,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
 
         def visit_If(self, n: cst.If) -> None:
             body = n.body.body if isinstance(n.body, cst.IndentedBlock) else []
-            if (n.orelse is None and len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine)
+            if (n.orelse is None and not in_compile_split(an, n) and len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine)
                     and len(body[0].body) == 1 and isinstance(body[0].body[0], cst.Raise)):
                 raises.append(n)
 
@@ -161,15 +198,14 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         if node.msg is not None and impurity(node.msg):
             result.refusals.append(Refusal("GM401", start, f"the message {impurity(node.msg)}"))
             continue
-        site = Site("GM401", start, end, "assert on a tensor -> torch._assert_async (message kept)",
-                    strategy="assert_async")
+        site = Site("GM401", start, end, "assert on a tensor -> torch._assert_async under compile; eager "
+                    "keeps the assert", strategy="assert_async")
 
         def build(updated, names=names, forced=forced):
             a: cst.Assert = updated.body[0]
             cond = convert_condition(a.test, names, forced)
-            msg = _assert_message(a)
-            return _line(cst.Expr(call("torch._assert_async", cond, msg)), updated.leading_lines).with_changes(
-                trailing_whitespace=updated.trailing_whitespace)
+            check = _line(cst.Expr(call("torch._assert_async", cond, _compiled_message(a.msg, a.test))))
+            return _split([check], None, _own_line(updated), updated.leading_lines)
 
         result.edits.append(Edit(stmt, build, site))
 
@@ -178,8 +214,8 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         # only where Dynamo broke on it: elsewhere the list comparison traces fine
         if ctx.lines is None or not ctx.covers(start, end):
             continue
-        site = Site("GM401", start, end, "assert on a size list -> torch._check per dimension (message kept)",
-                    strategy="check")
+        site = Site("GM401", start, end, "assert on a size list -> torch._check per dimension under compile; "
+                    "eager keeps the assert", strategy="check")
 
         def build_size(updated, n=len(elems)):
             a: cst.Assert = updated.body[0]
@@ -187,19 +223,15 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             if got is None:
                 return updated
             t, items = got
-            msg = _assert_message(a)
             parts = [cst.Comparison(left=call_method(t, "dim"), comparisons=[
                 cst.ComparisonTarget(cst.Equal(), cst.Integer(str(n)))])]
             for i, e in enumerate(items):
                 parts.append(cst.Comparison(left=call_method(t, "size", cst.Integer(str(i))), comparisons=[
                     cst.ComparisonTarget(cst.Equal(), e)]))
-            # one check per dimension, in order (the dim check first, so size(i) exists);
-            # the message is built only on failure, as the assert's was
-            lam = cst.Lambda(params=cst.Parameters(), body=msg)
+            # one check per dimension, in order (the dim check first, so size(i) exists)
             text = _condition_text(a.test)
-            lines = [_line(cst.Expr(call(CHECK_HELPER, p_, lam, text)), updated.leading_lines if i == 0 else ())
-                     for i, p_ in enumerate(parts)]
-            return cst.FlattenSentinel(lines)
+            checks = [_line(cst.Expr(call(CHECK_HELPER, p_, text))) for p_ in parts]
+            return _split(checks, None, _own_line(updated), updated.leading_lines)
 
         result.edits.append(Edit(stmt, build_size, site, helpers=(CHECK_HELPER,)))
 
@@ -224,26 +256,25 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         if raise_node.exc is not None and impurity(raise_node.exc):
             result.refusals.append(Refusal("GM402", start, f"the exception {impurity(raise_node.exc)}"))
             continue
-        site = Site("GM402", start, end, "`if ...: raise` on a tensor -> torch._assert_async (message kept)",
-                    strategy="assert_async")
+        site = Site("GM402", start, end, "`if ...: raise` on a tensor -> torch._assert_async under compile; "
+                    "eager keeps the raise", strategy="assert_async")
 
         def build_raise(updated, names=names, forced=forced):
             r: cst.Raise = updated.body.body[0].body[0]
-            msg = _message(r.exc, "check failed")
+            msg = _raise_message(r.exc, updated.test)
+            eager = dict(eager_test=updated.test, eager_body=updated.body, leading=updated.leading_lines)
             eqa = _equal_args(updated.test)
             if eqa is not None:
                 a, b = eqa
                 shape_ok = cst.Comparison(left=cst.Attribute(value=a, attr=cst.Name("shape")), comparisons=[
                     cst.ComparisonTarget(cst.Equal(), cst.Attribute(value=b, attr=cst.Name("shape")))])
-                check = call("torch._check", shape_ok, cst.Lambda(params=cst.Parameters(), body=msg))
                 eq_all = cst.Call(func=cst.Attribute(value=cst.Comparison(
                     left=a, comparisons=[cst.ComparisonTarget(cst.Equal(), b)],
                     lpar=[cst.LeftParen()], rpar=[cst.RightParen()]), attr=cst.Name("all")), args=[])
-                return cst.FlattenSentinel([_line(cst.Expr(check), updated.leading_lines),
-                                            _line(cst.Expr(call("torch._assert_async", eq_all, msg)))])
+                return _split([_line(cst.Expr(call("torch._check", shape_ok))),
+                               _line(cst.Expr(call("torch._assert_async", eq_all, msg)))], **eager)
             cond = convert_condition(updated.test, names, forced)
-            return _line(cst.Expr(call("torch._assert_async", call("torch.logical_not", cond), msg)),
-                         updated.leading_lines)
+            return _split([_line(cst.Expr(call("torch._assert_async", call("torch.logical_not", cond), msg)))], **eager)
 
         result.edits.append(Edit(node, build_raise, site))
     return result
@@ -252,46 +283,59 @@ def plan(an: Analysis, ctx: Context) -> Plan:
 FIXED = [
     (
         "import torch\ndef f(x):\n    assert (x >= 0).all(), 'negative input'\n    return x.sqrt()\n",
-        "import torch\ndef f(x):\n    torch._assert_async((x >= 0).all(), 'negative input')\n    return x.sqrt()\n",
+        "import torch\ndef f(x):\n    if torch.compiler.is_compiling():\n"
+        "        torch._assert_async((x >= 0).all(), 'negative input')\n"
+        "    else:\n        assert (x >= 0).all(), 'negative input'\n    return x.sqrt()\n",
     ),
-    (
+    (  # eager raises the same ValueError a caller's ``except ValueError`` catches
         "import torch\ndef f(x):\n    if (x < 0).any():\n        raise ValueError('negative input')\n    return x.sqrt()\n",
-        "import torch\ndef f(x):\n    torch._assert_async(torch.logical_not((x < 0).any()), 'negative input')\n    return x.sqrt()\n",
+        "import torch\ndef f(x):\n    if torch.compiler.is_compiling():\n"
+        "        torch._assert_async(torch.logical_not((x < 0).any()), 'negative input')\n"
+        "    elif (x < 0).any():\n        raise ValueError('negative input')\n    return x.sqrt()\n",
     ),
     (
         "import torch\ndef f(a, b):\n    if not torch.equal(a, b):\n        raise RuntimeError('tied weights differ')\n    return a + b\n",
-        "import torch\ndef f(a, b):\n    torch._check(a.shape == b.shape, lambda: 'tied weights differ')\n"
-        "    torch._assert_async((a == b).all(), 'tied weights differ')\n    return a + b\n",
+        "import torch\ndef f(a, b):\n    if torch.compiler.is_compiling():\n        torch._check(a.shape == b.shape)\n"
+        "        torch._assert_async((a == b).all(), 'tied weights differ')\n"
+        "    elif not torch.equal(a, b):\n        raise RuntimeError('tied weights differ')\n    return a + b\n",
+    ),
+    (  # a computed message cannot be built in the graph: compiled code names the condition
+        "import torch\ndef f(x):\n    assert (x >= 0).all(), f'min {x.min()}'  # inputs\n    return x\n",
+        "import torch\ndef f(x):\n    if torch.compiler.is_compiling():\n"
+        "        torch._assert_async((x >= 0).all(), 'assertion failed: (x >= 0).all()')\n"
+        "    else:\n        assert (x >= 0).all(), f'min {x.min()}'  # inputs\n    return x\n",
     ),
 ]
 
 # what every size-list rewrite puts above the function (the helper's exact text)
 _CHECKED_PRELUDE = (
-    "import torch\n\n\ndef _mend_check(cond, message, text):\n"
-    "    # mend GM401: one dimension of an assert on a size list\n"
+    "import torch\n\n\ndef _mend_check(cond, text):\n"
+    "    # mend GM401: one dimension of an assert on a size list, checked in compiled code\n"
     "    if isinstance(cond, torch.Tensor):\n        torch._assert_async(cond, text)\n"
-    "    elif torch.compiler.is_compiling():\n        torch._check(cond, lambda: text)\n"
-    "    else:\n        torch._check(cond, message)\n\n\n"
+    "    else:\n        torch._check(cond)\n\n\n"
 )
 
 FIXED_WITH_LINES = [
     # (before, after, lines): only where Dynamo broke on the list comparison; a condition over
-    # several lines becomes a one-line message (it is pasted into Inductor's C++)
+    # several lines becomes a one-line message (it is pasted into Inductor's C++); eager runs
+    # the assert as written (AssertionError, its own message)
     (
         "def f(x, n):\n    assert list(x.size()) == [n, 4], f'bad {x.size()}'\n    return x\n",
-        _CHECKED_PRELUDE + "def f(x, n):\n"
-        "    _mend_check(x.dim() == 2, lambda: f'bad {x.size()}', 'assertion failed: list(x.size()) == [n, 4]')\n"
-        "    _mend_check(x.size(0) == n, lambda: f'bad {x.size()}', 'assertion failed: list(x.size()) == [n, 4]')\n"
-        "    _mend_check(x.size(1) == 4, lambda: f'bad {x.size()}', 'assertion failed: list(x.size()) == [n, 4]')\n"
+        _CHECKED_PRELUDE + "def f(x, n):\n    if torch.compiler.is_compiling():\n"
+        "        _mend_check(x.dim() == 2, 'assertion failed: list(x.size()) == [n, 4]')\n"
+        "        _mend_check(x.size(0) == n, 'assertion failed: list(x.size()) == [n, 4]')\n"
+        "        _mend_check(x.size(1) == 4, 'assertion failed: list(x.size()) == [n, 4]')\n"
+        "    else:\n        assert list(x.size()) == [n, 4], f'bad {x.size()}'\n"
         "    return x\n",
         {2},
     ),
     (
-        "def f(x, n):\n    assert list(x.size()) == [\n        n,\n        4,\n    ], 'bad'\n    return x\n",
-        _CHECKED_PRELUDE + "def f(x, n):\n"
-        "    _mend_check(x.dim() == 2, lambda: 'bad', 'assertion failed: list(x.size()) == [ n, 4, ]')\n"
-        "    _mend_check(x.size(0) == n, lambda: 'bad', 'assertion failed: list(x.size()) == [ n, 4, ]')\n"
-        "    _mend_check(x.size(1) == 4, lambda: 'bad', 'assertion failed: list(x.size()) == [ n, 4, ]')\n"
+        "def f(x, n):\n    assert list(x.size()) == [\n        n,\n        4,\n    ]\n    return x\n",
+        _CHECKED_PRELUDE + "def f(x, n):\n    if torch.compiler.is_compiling():\n"
+        "        _mend_check(x.dim() == 2, 'assertion failed: list(x.size()) == [ n, 4, ]')\n"
+        "        _mend_check(x.size(0) == n, 'assertion failed: list(x.size()) == [ n, 4, ]')\n"
+        "        _mend_check(x.size(1) == 4, 'assertion failed: list(x.size()) == [ n, 4, ]')\n"
+        "    else:\n        assert list(x.size()) == [\n            n,\n            4,\n        ]\n"
         "    return x\n",
         {2},
     ),

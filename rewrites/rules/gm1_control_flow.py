@@ -14,11 +14,32 @@ from rewrites.rules.base import Rule
 from rewrites.tensors import LIMITS, TENSORISH
 
 _WHERE_FIX = ("Express both outcomes as tensors and select with `torch.where(cond, a, b)` when both "
-              "arms are cheap, pure and shape-compatible (several assigned names, elif chains and early "
+              "arms are cheap, pure, total and shape-compatible (several assigned names, elif chains and early "
               "returns included); otherwise `torch.cond(pred, true_fn, false_fn, operands)` for branches "
-              "that call modules or span statements but are pure.")
-_WHERE_PRE = ("Both arms free of side effects and in-place mutation, no `raise`, every name assigned on "
-              "both paths, and the two results broadcastable to one shape and dtype.")
+              "that call modules or span statements but are pure. `torch.where` evaluates BOTH arms, forward "
+              "and backward: an arm holding an operation that is not total on the inputs where eager code "
+              "skips it (`torch.sqrt(h)`, `s / m.sum()`, `p.log()`, `acos`, `exp`, which overflows, or an "
+              "index: `F.embedding`, `gather`, `index_select`, `x[ids]`) gets the double-where form: the "
+              "dangerous operand `v` becomes `torch.where(C, v, SAFE)`, C the condition under which eager code "
+              "runs that arm (`torch.logical_not(c)` for the else arm, `not c0 and c1` for an elif), SAFE 1 "
+              "for sqrt/rsqrt/log/reciprocal/a tensor divisor/the base of a non-integer power, 0 for "
+              "log1p/acos/asin/atanh/exp and indices. Example: `if (h > 0).all(): y = torch.sqrt(h) else: "
+              "y = h * 0.5` becomes `y = torch.where((h > 0).all(), torch.sqrt(torch.where((h > 0).all(), h, "
+              "1)), h * 0.5)`. What changes for the user: nothing in forward values; the gradients are "
+              "those of eager code (NaN only where eager code has NaN), where plain `torch.where` would give "
+              "NaN (`0 * inf`) or raise (an out-of-range id in the arm eager code skips). "
+              "With torch.cond only the taken arm runs.")
+_WHERE_PRE = ("Both arms free of side effects and in-place mutation (`x.add_()`, `inplace=True`, `out=`), no "
+              "`raise`, every name assigned on both paths, and the two results broadcastable to one shape and "
+              "dtype. Refused, with the reason: an arm that draws random numbers (`F.dropout`, `torch.rand*`, "
+              "`randn_like`, `bernoulli`, `multinomial`, `normal_`) or calls a stateful module (`self.norm` "
+              "assigned `nn.BatchNorm1d`, `nn.Dropout`, an attribute named like `self.dropout`): `torch.where` "
+              "would run it on both paths and `torch.cond` re-runs its branch in backward (another draw) and "
+              "refuses buffer mutation, so neither keeps the RNG stream or the running statistics; an "
+              "operation whose totality mend does not know (`torch.tan`), or `std` (no operand value makes "
+              "its derivative finite at zero spread), naming it. `self.norm(h)` is a module call, never the "
+              "tensor method `norm`; a pure method of the class is evaluated by `torch.where` only when its "
+              "body is total, otherwise the arm becomes `torch.cond`.")
 _NOT_BREAKS = ("Not reported: conditions on shape and metadata (`x.shape[0] > 1`, `x.dim() == 3`, "
                "`x.dtype == torch.float16`, `len(layers) > 2`), identity tests (`mask is None`), "
                "attributes (`self.training`, `self.config.flag`), `isinstance`, and "
@@ -57,8 +78,11 @@ GM102 = Rule(
     code="GM102", name="tensor-condition-ternary", category="control-flow",
     summary="Conditional expression `a if cond else b` on a tensor value.",
     why="A ternary evaluates `bool(cond)` exactly like an `if`: a tensor condition breaks the graph.",
-    fix="`torch.where(cond, a, b)` (both sides evaluated, then selected element-wise).",
-    preconditions="Both sides cheap and free of side effects; results broadcastable to one shape.",
+    fix=("`torch.where(cond, a, b)` (both sides evaluated, then selected element-wise), with the double-where "
+         "form for a side that is not total (see GM101): `torch.sqrt(h) if c else h` becomes "
+         "`torch.where(c, torch.sqrt(torch.where(c, h, 1)), h)`; `torch.cond` when a side calls a module."),
+    preconditions=("Both sides cheap and free of side effects, randomness and stateful modules; results "
+                   "broadcastable to one shape. Refused as for GM101."),
     limits=_NOT_BREAKS + LIMITS, gb_ids=("GB0170",),
     valid=("import torch\n\ndef f(x: torch.Tensor):\n    return x if x.shape[0] > 1 else x * 2\n",),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    return x if x.sum() > 0 else -x\n",),

@@ -21,9 +21,18 @@ _IO_CALLS = frozenset({"sys.stdout.write", "sys.stderr.write", "sys.stdout.flush
 _DEFER = ("Keep eager behaviour byte-identical and remove the break under compilation: guard the call "
           "with `if not torch.compiler.is_compiling():` (the message is then skipped in compiled runs), or "
           "defer it: compute the tensor values inside the graph and emit the message after the compiled "
-          "call returns. An `if` on a tensor whose body only logs or warns gets the guard in its condition "
-          "(`if not torch.compiler.is_compiling() and (cond):`), which removes the condition's break too "
-          "(`mend fix` does this).")
+          "call returns. What `mend fix` does: `print` is deferred (`_mend_print`, registered in "
+          "`reorderable_logging_functions`: the same line, printed after the graph); a lone logger call or "
+          "`warnings.warn` is guarded -- eager output is unchanged, and the user loses that message from "
+          "compiled code (the same message eager code emits on every call, so eager runs still show it). "
+          "An `if` on a tensor whose body only logs or warns (`if torch.isnan(h).any(): logger.warning(...)`) "
+          "gets the guard in its condition (`if not torch.compiler.is_compiling() and (cond):`), which "
+          "removes the condition's break too, but then the warning eager code emits when the DATA says so "
+          "never fires in compiled code: that is an UNSAFE fix, offered only with `mend fix --unsafe-fixes`; "
+          "without the flag it is refused with \"this warning no longer fires in compiled code\". It is not "
+          "deferred instead because Dynamo replays a reorderable function only with tensor, constant and "
+          "string-format arguments (a logger's bound method is none), and a helper logging on the caller's "
+          "behalf would change the function name and line that logging and warnings report.")
 
 GM201 = Rule(
     code="GM201", name="print-call", category="side-effect",

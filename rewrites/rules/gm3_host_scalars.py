@@ -13,7 +13,17 @@ from rewrites.rules.base import Rule
 from rewrites.tensors import LIMITS, SCALAR_CONVERSIONS, TENSORISH
 
 _KEEP = ("Keep the value a tensor: use the 0-d tensor directly in the arithmetic or the GM1xx condition "
-         "that consumes it (`x * t` instead of `x * t.item()`).")
+         "that consumes it, detached as `.item()` was: `scale = h.abs().max().item()` becomes "
+         "`scale = h.abs().max().detach()`, `float(t)` becomes `t.detach().double()`, `int(t)` `t.long()`. "
+         "What changes for the user: nothing in values, dtypes (a 0-d float64/int64 tensor promotes as the "
+         "Python float/int did) or gradients (no gradient flows back through the scalar, before and after). "
+         "A comparison of the scalar with a float constant that float16/bfloat16 cannot hold exactly is made "
+         "in float64 (`h.max().double() > 0.3`), as Python compared two doubles; in the tensor's own dtype the "
+         "constant would be rounded first (0.3 is 0.30078125 in bfloat16) and the branch would flip between. "
+         "A ternary the scalar decides becomes `torch.where` with GM101's double-where form for a non-total "
+         "arm (`30.0 / torch.where(peak > 30.0, peak, 1)`). Refused: a scalar that reaches Python code "
+         "(shapes, `range`, a format string, a call, a return), one that is rebound, and a ternary arm of "
+         "unknown totality.")
 
 GM301 = Rule(
     code="GM301", name="item-call", category="host-scalar",

@@ -12,9 +12,18 @@ from rewrites.rules._util import is_raise_only, snippet
 from rewrites.rules.base import Rule
 from rewrites.tensors import LIMITS, TENSORISH
 
-_TRAP = ("Turn the check into a graph op that keeps the message: `torch._assert_async(cond, msg)` "
-         "(checked on device, asynchronously) or `torch._check(cond, lambda: msg)` for conditions on "
-         "sizes and scalars.")
+_TRAP = ("Split the statement on `torch.compiler.is_compiling()`: compiled code gets the check as a graph op, "
+         "`torch._assert_async(cond, msg)` (checked on device, asynchronously), and eager code runs the original "
+         "statement verbatim (`else: assert ...` / `elif cond: raise E(msg)`). Dynamo resolves `is_compiling()` "
+         "while tracing, so the graph has no break.")
+_TRAP_CHANGES = ("What changes for the user: nothing in eager code (same exception type and message, a bare "
+                 "`AssertionError()` for an assert without a message, `python -O` strips the assert as before). "
+                 "Under `torch.compile` a failing check raises `RuntimeError` instead of the original type (on CUDA "
+                 "at the next synchronisation), with the original message when it is a string literal and "
+                 "`'assertion failed: <condition>'` (`'check failed: ...'` for a raise) when it is computed (an "
+                 "f-string cannot be built inside the graph); `python -O` does not strip the compiled check. "
+                 "`torch._check` gets no message under compile (a message closure is itself a graph break on "
+                 "torch 2.11).")
 
 GM401 = Rule(
     code="GM401", name="tensor-assert", category="validation",
@@ -23,10 +32,12 @@ GM401 = Rule(
          "message or a constant string message into `torch._assert_async` itself (no break); with a computed "
          "message (an f-string, a call) or a condition read into Python (`.item()`, `torch.equal`) it breaks "
          "the graph (or fails with `Data-dependent assertion failed`)."),
-    fix=_TRAP + (" An `assert list(t.size()) == [a, b]` on which Dynamo broke (sizes read from data) becomes "
-                 "one `torch._check` per dimension, through a helper that uses `_assert_async` when an item is a "
-                 "0-dim tensor (a `.max()` of counts, as in Longformer's global attention)."),
-    preconditions="The condition is a boolean tensor (or reduces to one with `.all()`).",
+    fix=_TRAP + (" An `assert list(t.size()) == [a, b]` on which Dynamo broke (sizes read from data) becomes, "
+                 "in compiled code, one `torch._check` per dimension, through a helper that uses `_assert_async` "
+                 "when an item is a 0-dim tensor (a `.max()` of counts, as in Longformer's global attention). "
+                 + _TRAP_CHANGES),
+    preconditions=("The condition is a boolean tensor (or reduces to one with `.all()`). Refused: a message with "
+                   "side effects (it would run in a different place)."),
     limits=("Asserts on shapes (`assert x.dim() == 3`) and tensor asserts with a constant message are not "
             "reported. " + LIMITS),
     gb_ids=("GB0034", "GB0170"),
@@ -40,7 +51,9 @@ GM402 = Rule(
     code="GM402", name="tensor-check-raise", category="validation",
     summary="`if <tensor condition>: raise ...` (e.g. `if not torch.equal(a, b): raise`).",
     why="The `if` needs the tensor's value to decide whether to raise: a data-dependent branch, the graph breaks.",
-    fix=_TRAP, preconditions="The `if` body is only the `raise`, with no `else`.",
+    fix=_TRAP + " " + _TRAP_CHANGES,
+    preconditions=("The `if` body is only the `raise`, with no `else`. Refused: an exception expression with side "
+                   "effects."),
     limits=LIMITS, gb_ids=("GB0170",),
     valid=("import torch\n\ndef f(x: torch.Tensor):\n    if x.shape[-1] != 4:\n        raise ValueError('bad')\n    return x\n",),
     invalid=("import torch\n\ndef f(a: torch.Tensor, b: torch.Tensor):\n    if not torch.equal(a, b):\n"
