@@ -134,10 +134,14 @@ class SparseGlobalAttention(nn.Module):
 
 
 def mend_target_sparse_global_attention():
+    import graphmend
+
     torch.manual_seed(0)
     cfg = AttentionConfig()
     model = SparseGlobalAttention(cfg).eval()
     hidden, mask = _padded_batch(cfg)
     global_mask = torch.zeros_like(mask)
     global_mask[:, 0] = 1  # CLS attends globally
-    return model, (hidden, mask, global_mask)
+    # a batch without padding and without global tokens takes the plain band-mask arm
+    unpadded = (hidden, torch.ones_like(mask), torch.zeros_like(mask))
+    return graphmend.Target(model, (hidden, mask, global_mask), inputs=[(unpadded, {})])

@@ -111,7 +111,7 @@ class RepetitionPenaltyStep(nn.Module):
 
     def forward(self, prev_tokens, state):
         logits, state = self.decoder.step(prev_tokens[:, -1], state)
-        seen = torch.zeros_like(logits, dtype=torch.bool).scatter(1, prev_tokens, True)
+        seen = torch.zeros_like(logits, dtype=torch.bool).scatter(1, prev_tokens, prev_tokens >= 3)  # not specials
         should_penalise = seen.any() and logits.max() > 0
         if should_penalise:
             penalised = torch.where(logits > 0, logits / self.penalty, logits * self.penalty)
@@ -121,7 +121,12 @@ class RepetitionPenaltyStep(nn.Module):
 
 
 def mend_target_repetition_penalty_and_or():
+    import graphmend
+
     torch.manual_seed(0)
     cfg = DecoderConfig()
     prev = torch.randint(3, cfg.vocab_size, (2, 5))
-    return RepetitionPenaltyStep(cfg).eval(), (prev, torch.randn(2, cfg.hidden_size))
+    state = torch.randn(2, cfg.hidden_size)
+    # a prompt of special tokens only: nothing seen, no penalty
+    return graphmend.Target(RepetitionPenaltyStep(cfg).eval(), (prev, state),
+                            inputs=[((torch.zeros_like(prev), state), {})])

@@ -17,7 +17,7 @@ class StackConfig:
     hidden_size: int = 64
     ffn_size: int = 256
     num_blocks: int = 12
-    clamp_at: float = 4.0
+    clamp_at: float = 0.5  # the blocks' outputs reach it on some inputs, not on others
 
 
 class MLPBlock(nn.Module):

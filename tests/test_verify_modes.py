@@ -193,3 +193,48 @@ def test_train_unusable_says_why():
     m = NoTrain()
     rec = run_call(m, m, (torch.ones(2),), {}, TRAIN, 0)
     assert "the original raises in train mode: AssertionError: inference only" == train_unusable(rec, m, True)
+
+
+def test_half_precision_tolerance_follows_the_tensor_scale():
+    from graphmend.verify.compare import compare
+
+    a = torch.tensor([100.0, 0.0], dtype=torch.bfloat16)
+    b = torch.tensor([100.0, 0.5], dtype=torch.bfloat16)  # an element cancelled to ~0 in another order
+    assert compare(a, b) is None
+    assert compare(a, torch.tensor([100.0, 5.0], dtype=torch.bfloat16)) is not None
+    assert compare(a.float(), b.float()) is not None  # float32 keeps its element-wise tolerance
+
+
+class _OsSeeded(nn.Module):
+    """Draws a seed from the OS in train mode (Reformer's reversible dropout does)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.fc(x)
+        if self.training:
+            torch.manual_seed(torch.seed())
+            h = F.dropout(h, 0.5)
+        return h
+
+
+def test_a_mode_the_original_is_not_deterministic_in_is_skipped_with_the_reason():
+    from graphmend.targets import LoadedTarget
+    from graphmend.verify.arms import ArmRecorder
+    from graphmend.verify.worker import _run_original
+
+    m = _OsSeeded().eval()
+    loaded = LoadedTarget(fn=m, args=(torch.randn(2, 4),), kwargs={}, target=graphmend_target(m))
+    plan, records, skipped = _run_original(loaded, m, [], ArmRecorder(), 0, [])
+    assert skipped["train"].startswith("the original is not deterministic in this mode")
+    assert "eval" not in skipped and "autocast" not in skipped and "bf16" not in skipped
+    assert [mode for mode, name in plan if name == "example"].count("eval") == 2  # run twice to tell
+    assert all(r["seed"] == records[0]["seed"] for r in records[:2])
+
+
+def graphmend_target(fn):
+    from graphmend import Target
+
+    return Target(fn=fn)

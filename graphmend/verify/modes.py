@@ -146,7 +146,7 @@ def run_call(fn: Any, module, args: tuple, kwargs: dict, mode: str, seed: int) -
 
     import torch
 
-    rec: dict[str, Any] = {"mode": mode}
+    rec: dict[str, Any] = {"mode": mode, "seed": seed}
     flags = [(m, m.training) for m in module.modules()] if module is not None else []
     leaves: list = []
     if mode == TRAIN:
@@ -214,37 +214,54 @@ def train_unusable(rec: dict, module, has_leaves: bool) -> Optional[str]:
     return None
 
 
-def compare_records(want: dict, got: dict, where: str, tolerance: Optional[dict]) -> Optional[str]:
-    """None when ``got`` (patched) shows what ``want`` (original) showed, else the first
-    difference, in one line that names the mode, the input and the value."""
-    import torch
-
+def compare_outcome(want: dict, got: dict, tolerance: Optional[dict]) -> Optional[str]:
+    """What the call returned or raised, and the gradients it produced: None when ``got``
+    shows what ``want`` showed, else the first difference."""
     if want["status"] != got["status"]:
         w = f"raised {want['exc']}" if want["status"] == "raised" else "returned"
         g = f"raised {got['exc']}" if got["status"] == "raised" else "returned"
-        return f"{where}: original {w}, patched {g}"
+        return f"original {w}, patched {g}"
     if want["status"] == "raised":
         if want["exc"] != got["exc"]:
-            return f"{where}: original raised {want['exc']}, patched raised {got['exc']}"
+            return f"original raised {want['exc']}, patched raised {got['exc']}"
     else:
         why = compare(want["out"], got["out"], "output", tolerance)
         if why:
-            return f"{where}: {why}"
-    why = compare(want["inputs_after"], got["inputs_after"], "the caller's inputs", tolerance)
-    if why:
-        return f"{where}: {why} (after the call)"
-    for key, label in (("grads_in", "the gradient of input"), ("grads_param", "the gradient of parameter"),
-                       ("buffers", "buffer")):
+            return why
+    return _compare_named(want, got, (("grads_in", "the gradient of input"),
+                                      ("grads_param", "the gradient of parameter")), tolerance)
+
+
+def _compare_named(want: dict, got: dict, keys, tolerance) -> Optional[str]:
+    for key, label in keys:
         if key not in want:
             continue
         w, g = want[key], got.get(key)
         names = list(w) if isinstance(w, dict) else list(range(len(w)))
         if isinstance(w, dict) and (not isinstance(g, dict) or set(w) != set(g)):
-            return f"{where}: {label}s differ in name ({sorted(w)} vs {sorted(g or {})})"
+            return f"{label}s differ in name ({sorted(w)} vs {sorted(g or {})})"
         for n in names:
             why = compare(w[n], g[n] if isinstance(g, dict) or n < len(g) else None, f"{label} {n}", tolerance)
             if why:
-                return f"{where}: {why}"
+                return why
+    return None
+
+
+def compare_records(want: dict, got: dict, where: str, tolerance: Optional[dict]) -> Optional[str]:
+    """None when ``got`` (patched) shows what ``want`` (original) showed, else the first
+    difference, in one line that names the mode, the input and the value."""
+    import torch
+
+    why = (compare_outcome(want, got, tolerance)
+           or _prefixed(compare(want["inputs_after"], got["inputs_after"], "the caller's inputs", tolerance),
+                        " (after the call)")
+           or _compare_named(want, got, (("buffers", "buffer"),), tolerance))
+    if why:
+        return f"{where}: {why}"
     if not torch.equal(want["rng"], got["rng"]):
         return f"{where}: the RNG state after the call differs (random numbers drawn differently)"
     return None
+
+
+def _prefixed(why: Optional[str], suffix: str) -> Optional[str]:
+    return f"{why}{suffix}" if why else None
