@@ -17,12 +17,27 @@ class RulesFormat(str, Enum):
     md = "md"
 
 
+def _has_fix(code: str) -> bool:
+    """Some fix family rewrites ``code``: its RULES name it and it has rewrite cases (a
+    family whose cases rewrite nothing, like GM6's advice, fixes nothing)."""
+    from rewrites.fixes import family_modules
+
+    def rewrites(m) -> bool:  # FIXED, FIXED_WITH_LINES, UNSAFE_FIXED...: the family's rewrite cases
+        return any(v for k, v in vars(m).items() if not k.startswith("_") and "FIXED" in k and isinstance(v, list))
+
+    return any(code.startswith(c) for m in family_modules() if rewrites(m) for c in m.RULES)
+
+
 def rule_markdown(rule) -> str:
     """One rule's full documentation as Markdown (also what docs/rules/<code>.md holds)."""
     lines = [f"# {rule.code} {rule.name}", "", f"*Category:* `{rule.category}`", "", rule.summary, "",
              "## Why Dynamo breaks here", "", rule.why, "", "## Fix", "", rule.fix, ""]
     if rule.preconditions:
         lines += ["## Preconditions", "", rule.preconditions, ""]
+    if _has_fix(rule.code):
+        from graphmend.verify import PROOF
+
+        lines += ["## How mend verifies the fix", "", PROOF, ""]
     if rule.limits:
         lines += ["## Limits of the detector", "", rule.limits, ""]
     if rule.invalid:

@@ -2,12 +2,31 @@
 
 * ``arms``    -- instruments the ORIGINAL source so each rewritten condition records which
                  way it went (evaluating the condition, same line numbers);
-* ``inputs``  -- the example inputs and perturbed ones (negated, x10, x0.1, zeros, random);
+* ``inputs``  -- the example inputs, ``Target.inputs`` and perturbed ones (sign, scale,
+                 zeros, random, integer boundaries, masks, the conditions' constants);
+* ``modes``   -- one call in one mode (eval, train with backward, autocast, bf16) as a
+                 record of what a user can observe, and the comparison of two records;
 * ``compare`` -- outputs (nested tuples/lists/dicts/dataclasses/ModelOutput of tensors)
-                 compared with per-dtype tolerances;
+                 compared with per-dtype tolerances, NaN/inf-aware;
 * ``worker``  -- ``python -m graphmend.verify.worker``: one side of the differential run
                  (original, or patched through ``graphmend.overlay``) plus the re-trace;
-* ``run``     -- the parent side: ``verify_target(...) -> Verdict``.
+* ``run``     -- the parent side: ``run_original(...)`` once per target, then
+                 ``verify_target(original, patches, ...) -> Verdict`` per set of rewrites.
 
 Torch is imported only inside workers and inside functions that need it.
 """
+
+# What every automatic fix is held to, as the rule docs say it (``mend rules CODE``).
+PROOF = (
+    "Every automatic fix is verified before it is offered, original against patched in fresh workers "
+    "on the same weights and seeds: the re-trace on the installed torch must show the break gone, no "
+    "new break and no more graphs; then each input (the example, the target's own "
+    "`Target(..., inputs=[...])`, and perturbed ones until every rewritten branch has gone both ways) "
+    "runs in eval under `no_grad`, in train mode with a backward (outputs, input and parameter "
+    "gradients NaN-aware, buffers and the RNG state after the call), under autocast and with the "
+    "model cast to bfloat16; the caller's inputs after the call and exceptions (type and message) "
+    "are compared too. Any difference rejects the fix (`rejected`, with the first difference); a "
+    "rewritten branch no input took leaves it `unverified`; neither is written by `--write`, and "
+    "`mend fix` exits 1. A mode the original itself cannot run in (no parameters, raises in train "
+    "mode, not deterministic) is skipped and named in the fix's `skipped_checks`."
+)
