@@ -58,7 +58,11 @@ def mend_target_hf_reformer():
                            max_position_embeddings=64, local_attn_chunk_length=8, lsh_attn_chunk_length=8,
                            num_buckets=4, is_decoder=False)
     ids, mask = _text_batch()
-    return T.ReformerModel(cfg).eval(), (), dict(input_ids=ids, attention_mask=mask)
+    import graphmend
+
+    # a batch without padding: the hashing takes its no-padding-bucket arm too
+    return graphmend.Target(T.ReformerModel(cfg).eval(), (), dict(input_ids=ids, attention_mask=mask),
+                            inputs=[((), dict(input_ids=ids, attention_mask=torch.ones_like(mask)))])
 
 
 def mend_target_hf_led():

@@ -158,7 +158,23 @@ def test_autocast_dtype_difference_is_seen():
     x = torch.randn(2, 4)
     assert _diff(native, upcast, (x,), EVAL) is None
     why = _diff(native, upcast, (x,), AUTOCAST, module_a=lin, module_b=lin)
-    assert why is not None and "dtype" in why
+    assert why is not None and "bfloat16 tensor" in why and "float32 tensor" in why
+
+
+def test_autocast_float32_outputs_compare_at_the_autocast_precision():
+    lin = nn.Linear(4, 4)
+
+    def host_scale(x):  # a scale taken to the host exactly, as .item() does
+        h = lin(x)
+        return h.float() * (3.0 / h.abs().max().item())
+
+    def device_scale(x):  # the same scale kept a (bf16) tensor: rounded to bf16
+        h = lin(x)
+        return h.float() * (3.0 / h.abs().max())
+
+    x = torch.randn(2, 4) * 7
+    assert _diff(host_scale, device_scale, (x,), AUTOCAST, module_a=lin, module_b=lin) is None
+    assert _diff(host_scale, lambda x: host_scale(x) * 1.1, (x,), AUTOCAST, module_a=lin, module_b=lin)
 
 
 def test_bf16_mode_runs_on_cast_inputs():

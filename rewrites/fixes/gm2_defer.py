@@ -51,8 +51,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rewrites.fixes.base import (HELPERS, LOG_METHODS, Analysis, Context, Edit, Plan, Refusal, Site,
-                                 full_name, offer_unsafe, single)
+from rewrites.fixes.base import (HELPERS, LOG_METHODS, Analysis, Context, Edit, FunctionFacts, Plan, Refusal, Site,
+                                 full_name, offer_unsafe, single, strip_item, tensorish)
 
 RULES = ("GM201", "GM202", "GM203")
 
@@ -129,6 +129,11 @@ def _plan_logging_ifs(an: Analysis, ctx: Context, result: Plan) -> set[int]:
         if "is_compiling" in an.module.code_for_node(node.test):
             taken.update(id(c) for c in calls)
             continue  # already guarded (a second run changes nothing)
+        ts, te = an.span(node.test)
+        if not (tensorish(strip_item(node.test), FunctionFacts(an, an.enclosing_function(node)).tensor_names(start))
+                or set(range(ts, te + 1)) & ctx.tensor_lines):
+            continue  # a Python condition (``if self.size_average is not None``): Dynamo decides it while
+            # tracing, and each call in it gets the guard a lone call gets
         taken.update(id(c) for c in calls)
         if not offer_unsafe(ctx, result, rule, start, what="Skipping the condition and the call under torch.compile",
                             cost=f"this {'warning' if rule == 'GM203' else 'log message'} no longer fires in compiled "
@@ -215,6 +220,12 @@ FIXED = [
     (
         "import warnings\ndef f(x):\n    warnings.warn('deprecated')\n    return x * 2\n",
         "import warnings\nimport torch\ndef f(x):\n    if not torch.compiler.is_compiling(): warnings.warn('deprecated')\n    return x * 2\n",
+    ),
+    (  # an ``if`` that only warns on a Python value: Dynamo decides it; the call gets the lone guard
+        "import warnings\ndef f(self, x):\n    if self.size_average is not None:\n"
+        "        warnings.warn('deprecated', FutureWarning)\n    return x * 2\n",
+        "import warnings\nimport torch\ndef f(self, x):\n    if self.size_average is not None:\n"
+        "        if not torch.compiler.is_compiling(): warnings.warn('deprecated', FutureWarning)\n    return x * 2\n",
     ),
 ]
 
