@@ -48,7 +48,7 @@ def hf_files(manifest: dict) -> list[str]:
 
 
 def build_table(path: str | os.PathLike[str], config: Config, skip_hf: bool = False, timeout: Optional[float] = None,
-                progress: Optional[Callable[[str, int], Callable[[str], None]]] = None):
+                progress: Optional[Callable[[str, int], Callable[[str], None]]] = None, jobs: int = 1):
     from graphmend.fixing import FixOptions, run_fix
 
     root = Path(path)
@@ -57,7 +57,7 @@ def build_table(path: str | os.PathLike[str], config: Config, skip_hf: bool = Fa
     manifest = load_manifest(root)
     if skip_hf:
         config = dataclasses.replace(config, exclude=tuple(config.exclude) + tuple(hf_files(manifest)))
-    run = run_fix([str(root)], config, FixOptions(timeout=timeout), progress=progress)
+    run = run_fix([str(root)], config, FixOptions(timeout=timeout, jobs=jobs), progress=progress)
     return table_from_run(run, manifest, str(root), skip_hf), run
 
 

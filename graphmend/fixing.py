@@ -282,26 +282,35 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
                 hit.setdefault((t.name, _real(b.file)), set()).add(b.line)
     for (name, f), ls in hit.items():
         hit_any.setdefault(f, []).append(ls)
-    for t, spec in zip(before, found.targets):
+    def verify_one(t: TargetResult, spec) -> tuple[FixTarget, Optional[tuple]]:
         files = _break_files(t) & {p for p, c in cands.items() if c.sites}
         ft = FixTarget(name=t.name, breaks_before=len(t.breaks), breaks_after=len(t.breaks),
                        graph_breaks_before=t.graph_break_count, graph_breaks_after=t.graph_break_count)
+        outcome = None
         if t.error and not t.breaks:
             ft.error = t.error
-            fix_targets.append(ft)
-            if advance:
-                advance(t.name)
-            continue
-        sites = [s for p in sorted(files) for s in cands[p].sites
-                 if s.trigger & hit.get((t.name, p), set()) or not any(s.trigger & v for v in hit_any.get(p, []))]
-        if sites:
-            remaining[t.name] = _verify_sites(spec, t, sites, cands, texts, options, config, ft)
         else:
-            ft.outputs_equal = True  # nothing rewritten: the program is the original
-            ft.remaining = [f"{b.rule} {os.path.basename(b.file or '')}:{b.line}: {b.reason}" for b in t.breaks]
-        fix_targets.append(ft)
+            sites = [s for p in sorted(files) for s in cands[p].sites
+                     if s.trigger & hit.get((t.name, p), set()) or not any(s.trigger & v for v in hit_any.get(p, []))]
+            if sites:
+                remaining[t.name], outcome = _verify_sites(spec, t, sites, cands, dict(texts), options, config, ft)
+            else:
+                ft.outputs_equal = True  # nothing rewritten: the program is the original
+                ft.remaining = [f"{b.rule} {os.path.basename(b.file or '')}:{b.line}: {b.reason}" for b in t.breaks]
         if advance:
             advance(t.name)
+        return ft, outcome
+
+    # targets verify in parallel (--jobs), each in its own workers; their verdicts are added
+    # to the shared site records afterwards, in target order
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
+        done = list(pool.map(verify_one, before, found.targets))
+    for ft, outcome in done:
+        fix_targets.append(ft)
+        if outcome is not None:
+            _record(*outcome)
 
     # 4. settle: a site is verified when every target that ran it agreed, none rejected it
     # and none left one of its arms unexercised
@@ -378,9 +387,9 @@ def constants_of(text: str, conditions) -> list[float]:
 
 
 def _verify_sites(spec, before: TargetResult, sites: list[SiteRecord], cands, texts, options: FixOptions,
-                  config: Config, ft: FixTarget) -> list[Break]:
-    """Verify ``sites`` for one target; adds each site's outcome, fills ``ft``; returns the
-    breaks left."""
+                  config: Config, ft: FixTarget) -> tuple[list[Break], tuple]:
+    """Verify ``sites`` for one target; fills ``ft``; returns the breaks left and the
+    outcome ``_record`` adds to the sites."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="mend-verify-") as tmp:
@@ -388,7 +397,7 @@ def _verify_sites(spec, before: TargetResult, sites: list[SiteRecord], cands, te
 
 
 def _verify_sites_in(tmp: str, spec, before: TargetResult, sites: list[SiteRecord], cands, texts,
-                     options: FixOptions, config: Config, ft: FixTarget) -> list[Break]:
+                     options: FixOptions, config: Config, ft: FixTarget) -> tuple[list[Break], tuple]:
     from graphmend.verify.run import run_original, verify_target
 
     timeout = options.timeout or config.timeout
@@ -475,6 +484,26 @@ def _verify_sites_in(tmp: str, spec, before: TargetResult, sites: list[SiteRecor
             verdicts.update(j2)
             if not any(o is not None and o[0] != PASS for o in j2.values()):
                 final = v2
+    outcome = (sites, verdicts, final)
+    if final is not None:
+        ft.breaks_after = final.breaks_after
+        if final.after is not None:
+            ft.graph_breaks_after = final.after.graph_break_count
+        ft.outputs_equal = True
+        ft.unexercised_branches = final.unexercised
+        ft.remaining = final.remaining_reasons
+        return list(final.remaining_breaks), outcome
+    # no rewrite passed: the program stays the original (its outputs trivially equal); why
+    # each rewrite failed is in its Fix record
+    ft.outputs_equal = True
+    ft.error = v.error if v.error and v.error.startswith("original run") else None
+    ft.remaining = [f"{b.rule} {os.path.basename(b.file or '')}:{b.line}: {b.reason}" for b in before.breaks]
+    return list(before.breaks), outcome
+
+
+def _record(sites: list[SiteRecord], verdicts: dict, final) -> None:
+    """Add one target's verdicts to its sites (in target order: a site's first rejection
+    is the one its record names)."""
     for s in sites:
         o = verdicts.get(id(s))
         if o is None:
@@ -485,26 +514,10 @@ def _verify_sites_in(tmp: str, spec, before: TargetResult, sites: list[SiteRecor
                                            *(["arms"] if s.site.conditions else [])]))
             for name, why in final.skipped.items():
                 s.skipped.setdefault(name, why)
-    if final is not None:
-        for s in sites:
             for sf in final.surfaced:
-                o = verdicts.get(id(s))
-                if o is not None and o[0] == PASS and any(f == s.file and s.site.line <= line <= s.site.end_line
-                                                          for f, line in sf.hid) and sf.note() not in s.notes:
+                if any(f == s.file and s.site.line <= line <= s.site.end_line for f, line in sf.hid) \
+                        and sf.note() not in s.notes:
                     s.notes.append(sf.note())
-        ft.breaks_after = final.breaks_after
-        if final.after is not None:
-            ft.graph_breaks_after = final.after.graph_break_count
-        ft.outputs_equal = True
-        ft.unexercised_branches = final.unexercised
-        ft.remaining = final.remaining_reasons
-        return list(final.remaining_breaks)
-    # no rewrite passed: the program stays the original (its outputs trivially equal); why
-    # each rewrite failed is in its Fix record
-    ft.outputs_equal = True
-    ft.error = v.error if v.error and v.error.startswith("original run") else None
-    ft.remaining = [f"{b.rule} {os.path.basename(b.file or '')}:{b.line}: {b.reason}" for b in before.breaks]
-    return list(before.breaks)
 
 
 def _fix_records(cands: dict[str, FileCandidate], findings, before: list[TargetResult], options: FixOptions,

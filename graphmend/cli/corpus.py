@@ -15,6 +15,7 @@ def corpus(
     output: Path = typer.Option(Path("docs/corpus.md"), "--output", "-o", help="Where the markdown table goes."),
     skip_hf: bool = typer.Option(False, "--skip-hf", help="Leave out the transformers models (hf = true files)."),
     timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds per worker (default 300)."),
+    jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Targets captured and verified in parallel."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar, no summary on stderr."),
 ) -> None:
     """Regenerate the corpus table: breaks by category before, after `mend fix`, why the rest stay.
@@ -33,7 +34,7 @@ def corpus(
     require_torch("corpus")
     with progress_hook(quiet) as progress:
         try:
-            table, _ = build_table(path, config, skip_hf=skip_hf, timeout=timeout, progress=progress)
+            table, _ = build_table(path, config, skip_hf=skip_hf, timeout=timeout, progress=progress, jobs=jobs)
         except CorpusError as exc:
             raise fail(str(exc))
     try:

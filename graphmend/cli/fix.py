@@ -26,7 +26,7 @@ def fix(
     patch: Optional[Path] = typer.Option(None, "--patch", help="Write verified fixes to installed packages as one "
                                          "git-style diff here (apply with patch -p1 -d <site-packages>)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the diff / JSON here instead of stdout."),
-    jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Targets captured in parallel."),
+    jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Targets captured and verified in parallel."),
     timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds per worker (default 300)."),
     no_follow: bool = typer.Option(False, "--no-follow", help="Do not fix breaks in files outside PATH."),
     unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="Also offer fixes that keep the outputs but "

@@ -481,6 +481,9 @@ def impurity(node: cst.CSTNode) -> Optional[str]:
     return why[0] if why else None
 
 
+INPLACE_MODULE = "(inplace=True)"  # suffix module_attrs gives a module built with inplace=True
+
+
 def module_attrs(an: "Analysis", node: cst.CSTNode) -> dict[str, str]:
     """``{attr: class name}`` for ``self.attr = nn.X(...)`` (or a class of this module) in the
     class enclosing ``node``: those attributes are modules, their calls module calls."""
@@ -500,6 +503,10 @@ def module_attrs(an: "Analysis", node: cst.CSTNode) -> dict[str, str]:
             short = ctor.rsplit(".", 1)[-1]
             is_module = (ctor.startswith(("nn.", "torch.nn.")) and not ctor.startswith(("nn.functional", "torch.nn.functional"))
                          and short not in ("Parameter", "Buffer", "ParameterList", "ParameterDict")) or ctor in local_classes
+            inplace = next((a.value for a in n.value.args if a.keyword is not None and a.keyword.value == "inplace"),
+                           None)
+            if inplace is not None and not (isinstance(inplace, cst.Name) and inplace.value == "False"):
+                short += INPLACE_MODULE  # ``nn.ReLU(inplace=True)``: its call writes its input
             for t in n.targets:
                 tgt = t.target
                 if is_module and isinstance(tgt, cst.Attribute) and isinstance(tgt.value, cst.Name) \
@@ -522,7 +529,10 @@ def stateful_module_call(node: cst.CSTNode, modules: dict[str, str]) -> Optional
                 return
             attr = fn[5:]
             cls = modules.get(attr)
-            if cls in STATEFUL_MODULES:
+            if cls is not None and cls.endswith(INPLACE_MODULE):
+                found.append(f"`{fn}` is an nn.{cls}: it writes its input, so torch.where would run that write "
+                             "on both paths, and torch.cond refuses the mutation")
+            elif cls in STATEFUL_MODULES:
                 what = ("draws random numbers in training" if "Dropout" in cls or cls == "RReLU" else
                         "updates its running statistics (buffers) in training")
                 found.append(f"`{fn}` is an nn.{cls}, which {what}: torch.where would run it on both paths, "

@@ -952,6 +952,9 @@ NEGATIVE = [
     ("import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
      "        self.drop = nn.Dropout(0.1)\n\n    def forward(self, h):\n        if h.sum() > 0:\n"
      "            h = self.drop(h)\n        return h\n", "nn.Dropout"),
+    ("import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+     "        self.act = nn.ReLU(inplace=True)\n\n    def forward(self, h):\n        if h.mean() > 0:\n"
+     "            h = self.act(h)\n        return h\n", "nn.ReLU(inplace=True): it writes its input"),
     ("def f(x):\n    y = x * 2\n    if y.sum() > 0:\n        return y\n    print(y)\n    return y\n",
      "cannot become an arm"),
     ("def f(self, x):\n    if x.sum() > 0:\n        return x\n    h = self.proj(x)\n    return h + h\n",
