@@ -254,3 +254,24 @@ def graphmend_target(fn):
     from graphmend import Target
 
     return Target(fn=fn)
+
+
+def test_an_exception_message_the_original_varies_is_compared_by_type():
+    from graphmend.targets import LoadedTarget
+    from graphmend.verify.arms import ArmRecorder
+    from graphmend.verify.worker import _run_original
+
+    calls = iter(range(1000))
+
+    def flaky(x):  # a message naming whichever element a parallel kernel met first
+        raise IndexError(f"Target {next(calls)} is out of bounds.")
+
+    loaded = LoadedTarget(fn=flaky, args=(torch.ones(2),), kwargs={}, target=graphmend_target(flaky))
+    _, records, _ = _run_original(loaded, None, [], ArmRecorder(), 0, [])
+    first = records[0]
+    assert first["exc_type_only"]
+    other = dict(first, exc="IndexError: Target 7 is out of bounds.")
+    assert compare_records(first, other, "eval", None) is None
+    assert "ValueError" in compare_records(first, dict(first, exc="ValueError: Target 7"), "eval", None)
+    steady = dict(first, exc_type_only=False)
+    assert compare_records(steady, other, "eval", None) is not None  # a steady message must match exactly
