@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from graphmend.targets import normalise
+
 torch = pytest.importorskip("torch")
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,9 +67,8 @@ def _load(name: str):
     file, fn = name.split("::")
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    made = getattr(importlib.import_module(f"corpus.{Path(file).stem}"), fn)()
-    f, args, *rest = made
-    return f, tuple(args), (rest[0] if rest else {})
+    t = normalise(getattr(importlib.import_module(f"corpus.{Path(file).stem}"), fn)(), name)
+    return t.fn, t.args, t.kwargs  # a tuple or a graphmend.Target
 
 
 @pytest.fixture(scope="module")

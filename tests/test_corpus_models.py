@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from graphmend.targets import normalise
+
 torch = pytest.importorskip("torch")
 
 # selectable with -m "not slow"; runs by default
@@ -64,8 +66,8 @@ def runs(corpus_capture) -> dict:
     out = {}
     for fn_name in _targets():
         name = f"hf_models.py::{fn_name}"
-        fn, args, *rest = getattr(mod, fn_name)()
-        kwargs = rest[0] if rest else {}
+        t = normalise(getattr(mod, fn_name)(), fn_name)  # a tuple or a graphmend.Target
+        fn, args, kwargs = t.fn, t.args, t.kwargs
         with contextlib.redirect_stdout(io.StringIO()), torch.no_grad():
             eager = fn(*args, **kwargs)
         # explained as measure.py and the tracer do: grad mode on, after torch._dynamo.reset()

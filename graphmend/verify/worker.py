@@ -126,15 +126,24 @@ def _run_original(loaded, module, keys, recorder, seed: int, constants: list):
         for m in PER_INPUT:
             if m in skipped:
                 continue
+            snap = _snapshot(module)
             rec = run_call(loaded.fn, module, a, k, m, seed + len(records))
             plan.append((m, name))
             records.append(rec)
-            if rec["status"] == "raised":
-                # the same call again: a message that names what a parallel kernel found first
-                # ("Target -18 is out of bounds") can change from run to run; then only the type counts
-                again = run_call(loaded.fn, module, a, k, m, rec["seed"])
+
+            def repeat() -> dict:
+                """The same call again, from the state it started in (a counter or a cache in
+                the module moved on), with the same seed; the patched side repeats it too."""
+                _restore(module, snap)
+                again = dict(run_call(loaded.fn, module, a, k, m, rec["seed"]), repeat=True)
                 plan.append((m, name))
                 records.append(again)
+                return again
+
+            if rec["status"] == "raised":
+                # a message that names what a parallel kernel found first ("Target -18 is out
+                # of bounds") can change from run to run; then only the type counts
+                again = repeat()
                 if again.get("exc") != rec["exc"]:
                     rec["exc_type_only"] = again["exc_type_only"] = True
             if name != "example":
@@ -146,9 +155,7 @@ def _run_original(loaded, module, keys, recorder, seed: int, constants: list):
                 # the same call again, same seed: a mode in which the original itself differs from
                 # run to run (a seed drawn from the OS, as Reformer's train-mode dropout does)
                 # cannot tell a patched program from it
-                again = run_call(loaded.fn, module, a, k, m, seed + len(records) - 1)
-                plan.append((m, name))
-                records.append(again)
+                again = repeat()
                 if compare_outcome(rec, again, None) is not None:
                     why = f"the original is not deterministic in this mode ({compare_outcome(rec, again, None)})"
             if why:
@@ -183,15 +190,20 @@ def _run_patched(loaded, module, state, seed: int, tolerance, result: dict, spec
     skipped = state.get("skipped") or {}
     mismatches: list[str] = []
     fn = loaded.fn
+    snap = None
     for i, want in enumerate(state["records"]):
         m, name = want["mode"], want["input"]
         a, k = want["args"], want["kwargs"]
         if m == BF16:
             if "capture" not in result and retrace:
-                result["capture"] = _retrace(spec, loaded)  # before the cast: the program as it compiles
+                result["capture"] = _retrace(spec, loaded, module)  # before the cast: the program as it compiles
             device = device_of(module, loaded.args, loaded.kwargs)
             fn = prepare_callable(loaded.fn, device, torch.bfloat16)
             a, k = convert(a, device, torch.bfloat16), convert(k, device, torch.bfloat16)
+        if want.get("repeat"):
+            _restore(module, snap)  # as the original did: from where the first of these calls started
+        else:
+            snap = _snapshot(module)
         got = run_call(fn, module, a, k, m, want["seed"])
         if m in skipped:
             continue
@@ -199,7 +211,7 @@ def _run_patched(loaded, module, state, seed: int, tolerance, result: dict, spec
         if why and why not in mismatches:
             mismatches.append(why)
     if "capture" not in result and retrace:
-        result["capture"] = _retrace(spec, loaded)
+        result["capture"] = _retrace(spec, loaded, module)
     return mismatches
 
 
@@ -248,14 +260,31 @@ def _probe_dtype(loaded, dtype_name: str):
     return None
 
 
-def _retrace(spec: dict, loaded) -> dict:
-    """Breaks of the patched program, as the tracer records them."""
+def _retrace(spec: dict, loaded, module) -> dict:
+    """Breaks of the patched program, as the tracer records them; the module's state is put
+    back afterwards (the calls compared after it must start where the original's did)."""
     from graphmend.model import to_dict
     from tracer.worker import capture_loaded
 
+    snap = _snapshot(module)
     res = capture_loaded(spec["name"], spec.get("file") or spec.get("module") or "", spec["function"],
                          loaded.fn, loaded.args, loaded.kwargs)
+    _restore(module, snap)
     return to_dict(res)
+
+
+def _snapshot(module):
+    return {k: v.detach().clone() for k, v in module.state_dict().items()} if module is not None else None
+
+
+def _restore(module, snap) -> None:
+    import torch
+
+    if module is not None and snap is not None:
+        with torch.no_grad():
+            for k, v in module.state_dict().items():  # in place: the module's own tensors keep their identity
+                if k in snap:
+                    v.copy_(snap[k])
 
 
 if __name__ == "__main__":
