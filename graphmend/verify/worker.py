@@ -50,6 +50,9 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
             keys += [f"{os.path.realpath(path)}:{c[0]}:{c[1]}" for c in conds]
         recorder.install()
     finder = install_overlay(patches) if patches else None
+    # one thread: a parallel kernel's reductions and its error messages ("Target -62 is out of
+    # bounds" names whichever bad element a thread met first) then come out the same each run
+    torch.set_num_threads(1)
     torch.manual_seed(seed)
     try:
         loaded = load_target(spec)
