@@ -14,18 +14,26 @@ VARIANTS: list[str] = ["example", "negated", "random", "scaled_x10", "scaled_x0.
                         "scaled_x1000", "ints_halved", "ints_doubled", "bools_true", "bools_false"]
 
 
-def _map(obj: Any, fn: Callable) -> Any:
+def map_tensors(obj: Any, fn: Callable) -> Any:
+    """``obj`` with ``fn`` applied to every tensor in it (tuples, namedtuples, lists, dicts)."""
     import torch
 
     if isinstance(obj, torch.Tensor):
         return fn(obj)
-    if isinstance(obj, tuple):
-        return tuple(_map(v, fn) for v in obj)
-    if isinstance(obj, list):
-        return [_map(v, fn) for v in obj]
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return type(obj)(*(map_tensors(v, fn) for v in obj))
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(map_tensors(v, fn) for v in obj)
     if isinstance(obj, dict):
-        return {k: _map(v, fn) for k, v in obj.items()}
+        return {k: map_tensors(v, fn) for k, v in obj.items()}
     return obj
+
+
+def tensors(obj: Any) -> list:
+    """Every tensor in ``obj`` (the containers ``map_tensors`` walks), in order."""
+    found: list = []
+    map_tensors(obj, found.append)
+    return found
 
 
 def variant(name: str, args: tuple, kwargs: dict, seed: int = 0) -> tuple[tuple, dict]:
@@ -61,7 +69,7 @@ def variant(name: str, args: tuple, kwargs: dict, seed: int = 0) -> tuple[tuple,
             return torch.randint(lo, hi + 1, t.shape, generator=gen, dtype=t.dtype)
         return t.clone()
 
-    return _map(args, f), _map(kwargs, f)
+    return map_tensors(args, f), map_tensors(kwargs, f)
 
 
 def filled(value: float, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
@@ -77,4 +85,4 @@ def filled(value: float, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
             return torch.full_like(t, int(value))
         return t.clone()
 
-    return _map(args, f), _map(kwargs, f)
+    return map_tensors(args, f), map_tensors(kwargs, f)

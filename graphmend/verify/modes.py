@@ -20,9 +20,10 @@ Modes:
 from __future__ import annotations
 
 import random
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from graphmend.verify.compare import compare, to_plain
+from graphmend.verify.inputs import map_tensors, tensors
 
 EVAL, TRAIN, AUTOCAST, BF16 = "eval", "train", "autocast", "bf16"
 # the names reports give the checks (what was proven); "inputs", "exceptions" and "arms"
@@ -44,25 +45,9 @@ def module_of(fn: Any):
 
 
 def device_of(module, args, kwargs) -> str:
-    import torch
-
-    found: list[str] = []
-
-    def visit(o):
-        if isinstance(o, torch.Tensor):
-            found.append(o.device.type)
-        elif isinstance(o, (list, tuple)):
-            for v in o:
-                visit(v)
-        elif isinstance(o, dict):
-            for v in o.values():
-                visit(v)
-
-    visit((args, kwargs))
+    found = [t.device.type for t in tensors((args, kwargs))]
     if module is not None:
-        for p in module.parameters():
-            found.append(p.device.type)
-            break
+        found += [p.device.type for p in module.parameters()][:1]
     return next((d for d in found if d != "cpu"), "cpu")
 
 
@@ -89,20 +74,6 @@ def _seed(seed: int) -> None:
             np.random.seed(seed % (2 ** 32))
     except Exception:
         pass
-
-
-def _map(obj: Any, fn: Callable) -> Any:
-    import torch
-
-    if isinstance(obj, torch.Tensor):
-        return fn(obj)
-    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
-        return type(obj)(*(_map(v, fn) for v in obj))
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_map(v, fn) for v in obj)
-    if isinstance(obj, dict):
-        return {k: _map(v, fn) for k, v in obj.items()}
-    return obj
 
 
 def _floating_outputs(out: Any) -> list:
@@ -161,9 +132,9 @@ def run_call(fn: Any, module, args: tuple, kwargs: dict, mode: str, seed: int) -
                 return lt.clone()  # the caller's tensor: not a leaf, so in-place use stays legal
             return t.clone()
 
-        args, kwargs = _map(args, leaf), _map(kwargs, leaf)
+        args, kwargs = map_tensors(args, leaf), map_tensors(kwargs, leaf)
     else:
-        args, kwargs = _map(args, lambda t: t.clone()), _map(kwargs, lambda t: t.clone())
+        args, kwargs = map_tensors(args, lambda t: t.clone()), map_tensors(kwargs, lambda t: t.clone())
     if mode == AUTOCAST:
         device = device_of(module, args, kwargs)
         rec["precision"] = str(autocast_dtype(device)).replace("torch.", "")
@@ -229,7 +200,7 @@ def compare_outcome(want: dict, got: dict, tolerance: Optional[dict]) -> Optiona
         if not same:
             return f"original raised {want['exc']}, patched raised {got['exc']}"
     else:
-        why = (compare(_map(want["out"], _kind), _map(got["out"], _kind), "output", tolerance)
+        why = (compare(map_tensors(want["out"], _kind), map_tensors(got["out"], _kind), "output", tolerance)
                or compare(_at_precision(want), _at_precision(got), "output", tolerance))
         if why:
             return why
@@ -251,7 +222,7 @@ def _at_precision(rec: dict) -> Any:
     import torch
 
     dtype = getattr(torch, precision)
-    return _map(rec["out"], lambda t: t.to(dtype) if t.is_floating_point() else t)
+    return map_tensors(rec["out"], lambda t: t.to(dtype) if t.is_floating_point() else t)
 
 
 def _compare_named(want: dict, got: dict, keys, tolerance) -> Optional[str]:

@@ -219,22 +219,9 @@ def _run_patched(loaded, module, state, seed: int, tolerance, result: dict, spec
 
 
 def _has_float(a, k) -> bool:
-    import torch
+    from graphmend.verify.inputs import tensors
 
-    found = []
-
-    def visit(o):
-        if isinstance(o, torch.Tensor):
-            found.append(o.is_floating_point())
-        elif isinstance(o, (list, tuple)):
-            for v in o:
-                visit(v)
-        elif isinstance(o, dict):
-            for v in o.values():
-                visit(v)
-
-    visit((a, k))
-    return any(found)
+    return any(t.is_floating_point() for t in tensors((a, k)))
 
 
 def _probe_dtype(loaded, dtype_name: str):
