@@ -443,11 +443,11 @@ def _verify_sites_in(tmp: str, spec, before: TargetResult, sites: list[SiteRecor
         out: dict[int, Optional[tuple[str, str]]] = {}
         whole = failed_whole(v)
         for s in chosen:
-            keys = s.condition_keys()
-            seen = [set(v.arms.get(k, ())) for k in keys]
             if whole:
                 out[id(s)] = (REJECTED, whole)
                 continue
+            keys = s.condition_keys()
+            seen = [set(v.arms.get(k, ())) for k in keys]
             remaining = [k for k in v.remaining_keys if k[0] == s.file and any(
                 before_line in range(s.site.line, s.site.end_line + 1) for before_line in v.key_lines.get(k, []))]
             if remaining:

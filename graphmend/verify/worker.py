@@ -120,9 +120,8 @@ def _run_original(loaded, module, keys, recorder, seed: int, constants: list):
     optional = 0
     for name, a, k, required in _candidates(loaded, seed, constants):
         if not required:
-            if optional >= MIN_VARIANTS - 1 and keys and not recorder.missing(keys, reached_only=True):
-                break
-            if optional >= MIN_VARIANTS - 1 and not keys:
+            # enough inputs once every condition went both ways (or there is none to watch)
+            if optional >= MIN_VARIANTS - 1 and not (keys and recorder.missing(keys, reached_only=True)):
                 break
             optional += 1
         inputs[name] = (a, k)
