@@ -21,7 +21,9 @@ class Target:
     the inputs that take a rare branch (an id past the vocabulary, an empty mask), so that
     every rewritten arm runs. ``perturb`` also supplies ``(args, kwargs)`` pairs, tried only
     while a rewritten branch has not gone both ways; ``tolerance`` overrides the per-dtype
-    tolerances of output comparison.
+    tolerances of output comparison. ``loss(outputs)`` is the scalar train mode backwards
+    through (``--train``, fix verification's train check, the bench's training step);
+    without it, the sum of the floating outputs.
     """
 
     fn: Callable[..., Any]
@@ -31,6 +33,7 @@ class Target:
     perturb: Optional[list] = None
     inputs: Optional[list] = None
     tolerance: Optional[dict] = None
+    loss: Optional[Callable[[Any], Any]] = None
 
 
 __all__ = ["Target", "__version__"]

@@ -2,7 +2,8 @@
 
 Keys: ``targets`` (["pkg.mod:fn", "path/file.py:fn"]), ``select``, ``ignore``,
 ``exclude`` (globs), ``timeout`` (seconds per target), ``baseline`` (path),
-``all_functions`` (bool).
+``all_functions`` (bool), ``train`` (bool: targets run in train mode) or ``modes``
+(["eval", "train"]: both), ``compiled_autograd`` (bool: train mode traces the backward too).
 """
 
 from __future__ import annotations
@@ -37,10 +38,19 @@ class Config:
     timeout: float = DEFAULT_TIMEOUT_S
     baseline: str = DEFAULT_BASELINE
     all_functions: bool = False
+    modes: tuple[str, ...] = ("eval",)  # run modes (graphmend.modes): what targets run as
+    compiled_autograd: bool = False
 
     def with_flags(self, **flags: Any) -> "Config":
         """Flags given on the command line (not None) win over the file."""
         given = {k: v for k, v in flags.items() if v is not None}
+        if "modes" in given:
+            from graphmend.modes import ModeError, parse_modes
+
+            try:
+                given["modes"] = parse_modes(given["modes"])
+            except ModeError as exc:
+                raise ConfigError(str(exc)) from None
         for key in ("select", "ignore", "exclude", "targets"):
             if key in given:
                 given[key] = tuple(split_codes(given[key])) if key in ("select", "ignore") else tuple(given[key])
@@ -88,7 +98,8 @@ def load_config(paths: Sequence[str | os.PathLike[str]] = (), config_file: Optio
     if not isinstance(section, dict):
         raise ConfigError(f"{pyproject}: [tool.mend] must be a table")
     cfg = Config(root=pyproject.parent, pyproject=pyproject)
-    known = {"targets", "select", "ignore", "exclude", "timeout", "baseline", "all_functions", "all-functions"}
+    known = {"targets", "select", "ignore", "exclude", "timeout", "baseline", "all_functions", "all-functions",
+             "train", "modes", "compiled_autograd"}
     unknown = sorted(set(section) - known)
     if unknown:
         raise ConfigError(f"{pyproject}: unknown key(s) in [tool.mend]: {', '.join(unknown)}")
@@ -108,4 +119,29 @@ def load_config(paths: Sequence[str | os.PathLike[str]] = (), config_file: Optio
     af = section.get("all_functions", section.get("all-functions"))
     if af is not None:
         kwargs["all_functions"] = bool(af)
+    kwargs.update(_modes(section, pyproject))
     return replace(cfg, **kwargs)
+
+
+def _modes(section: dict, pyproject: Path) -> dict[str, Any]:
+    from graphmend.modes import ModeError, parse_modes
+
+    out: dict[str, Any] = {}
+    for key in ("train", "compiled_autograd"):
+        if key in section and not isinstance(section[key], bool):
+            raise ConfigError(f"{pyproject}: [tool.mend] {key} must be true or false")
+    if "train" in section and "modes" in section:
+        raise ConfigError(f"{pyproject}: [tool.mend] give train or modes, not both")
+    if section.get("train"):
+        out["modes"] = ("train",)
+    if "modes" in section:
+        value = section["modes"]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{pyproject}: [tool.mend] modes must be a list of strings")
+        try:
+            out["modes"] = parse_modes(value, f"{pyproject}: [tool.mend] modes")
+        except ModeError as exc:
+            raise ConfigError(str(exc)) from None
+    if "compiled_autograd" in section:
+        out["compiled_autograd"] = section["compiled_autograd"]
+    return out

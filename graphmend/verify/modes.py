@@ -7,11 +7,12 @@ parameter gradients of a backward through every floating output. The original si
 records; the patched side makes them again, in the same order from the same weights and
 seeds, and ``compare_records`` says where they differ.
 
-Modes:
-* ``eval``: the target as it returns it, under ``torch.no_grad()``;
-* ``train``: every module in ``.train()``, grad on, floating inputs leaves that require
+Modes (``eval`` and ``train`` are the run modes of ``graphmend.modes``):
+* ``eval``: the module in ``.eval()``, under ``torch.no_grad()``;
+* ``train``: the module in ``.train()``, grad on, floating inputs leaves that require
   grad (passed as copies, so in-place use of an input is legal as it is for a caller's
-  tensor), then ``backward`` of the sum of every floating output that requires grad;
+  tensor), then ``backward`` of the target's ``loss`` (else the sum of every floating
+  output that requires grad);
 * ``autocast``: ``eval`` under ``torch.autocast`` (bfloat16 on CPU, float16 on CUDA);
 * ``bf16``: ``eval`` with the module and the floating inputs cast to bfloat16 (run last:
   the cast is in place).
@@ -22,26 +23,15 @@ from __future__ import annotations
 import random
 from typing import Any, Optional
 
+from graphmend.modes import EVAL, TRAIN, module_of, training_loss  # noqa: F401  (module_of: the workers' import)
 from graphmend.verify.compare import compare, to_plain
 from graphmend.verify.inputs import map_tensors, tensors
 
-EVAL, TRAIN, AUTOCAST, BF16 = "eval", "train", "autocast", "bf16"
+AUTOCAST, BF16 = "autocast", "bf16"
 # the names reports give the checks (what was proven); "inputs", "exceptions" and "arms"
 # are compared in every mode that ran
 CHECK_NAMES = {EVAL: "eval", TRAIN: "train+grad", AUTOCAST: "autocast", BF16: "bf16"}
 _MSG = 500  # characters of an exception message compared
-
-
-def module_of(fn: Any):
-    import torch
-
-    if isinstance(fn, torch.nn.Module):
-        return fn
-    owner = getattr(fn, "__self__", None)
-    if isinstance(owner, torch.nn.Module):
-        return owner
-    inner = getattr(fn, "func", None)  # functools.partial of a module
-    return module_of(inner) if inner is not None else None
 
 
 def device_of(module, args, kwargs) -> str:
@@ -76,32 +66,6 @@ def _seed(seed: int) -> None:
         pass
 
 
-def _floating_outputs(out: Any) -> list:
-    import torch
-
-    found: list = []
-
-    def visit(o):
-        if isinstance(o, torch.Tensor):
-            if o.is_floating_point() and o.requires_grad:
-                found.append(o)
-        elif isinstance(o, (list, tuple)):
-            for v in o:
-                visit(v)
-        elif isinstance(o, dict) or (hasattr(o, "keys") and hasattr(o, "__getitem__")):
-            try:
-                for k in o.keys():
-                    visit(o[k])
-            except Exception:
-                pass
-        elif hasattr(o, "__dataclass_fields__"):
-            for k in o.__dataclass_fields__:
-                visit(getattr(o, k, None))
-
-    visit(out)
-    return found
-
-
 def _state(module) -> tuple[dict, dict]:
     """Buffers (values) and parameters' gradients of ``module`` (None where there is none)."""
     if module is None:
@@ -111,8 +75,10 @@ def _state(module) -> tuple[dict, dict]:
     return buffers, grads
 
 
-def run_call(fn: Any, module, args: tuple, kwargs: dict, mode: str, seed: int) -> dict:
-    """Call ``fn`` once in ``mode`` and return its record (plain containers of CPU tensors)."""
+def run_call(fn: Any, module, args: tuple, kwargs: dict, mode: str, seed: int, loss=None) -> dict:
+    """Call ``fn`` once in ``mode`` and return its record (plain containers of CPU tensors);
+    ``loss`` is the target's own (``Target.loss``), else train mode backwards the sum of
+    the floating outputs."""
     import contextlib
 
     import torch
@@ -120,9 +86,10 @@ def run_call(fn: Any, module, args: tuple, kwargs: dict, mode: str, seed: int) -
     rec: dict[str, Any] = {"mode": mode, "seed": seed}
     flags = [(m, m.training) for m in module.modules()] if module is not None else []
     leaves: list = []
+    if module is not None:
+        module.train(mode == TRAIN)
     if mode == TRAIN:
         if module is not None:
-            module.train()
             module.zero_grad(set_to_none=True)
 
         def leaf(t):
@@ -150,11 +117,10 @@ def run_call(fn: Any, module, args: tuple, kwargs: dict, mode: str, seed: int) -
         with ctx:
             out = fn(*args, **kwargs)
             if mode == TRAIN:
-                outs = _floating_outputs(out)
-                rec["differentiable"] = bool(outs)
-                if outs:
-                    loss = sum(o.float().sum() for o in outs)
-                    loss.backward()
+                scalar = training_loss(out, loss)
+                rec["differentiable"] = scalar is not None
+                if scalar is not None:
+                    scalar.backward()
         rec["status"] = "ok"
         rec["out"] = to_plain(out)
     except Exception as exc:
