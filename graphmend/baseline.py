@@ -43,8 +43,23 @@ def relative_file(path: str, base_dir: Path) -> str:
         return p.as_posix()
 
 
+def key_origin(entry: CheckEntry) -> str:
+    """The key's origin: "static", "dynamic" (an eval-mode break: what every baseline before
+    run modes holds) or "dynamic:train" (a break train mode hit)."""
+    if entry.origin == "dynamic" and entry.run_mode not in (None, "eval"):
+        return f"dynamic:{entry.run_mode}"
+    return entry.origin
+
+
+def origin_mode(origin: str) -> Optional[str]:
+    """The run mode a key's origin names (None for a static finding)."""
+    if origin == "static":
+        return None
+    return origin.partition(":")[2] or "eval"
+
+
 def key_of(entry: CheckEntry) -> Key:
-    return (entry.file, entry.origin, entry.function, entry.rule, entry.source)
+    return (entry.file, key_origin(entry), entry.function, entry.rule, entry.source)
 
 
 class _Lines:
@@ -80,14 +95,15 @@ def entries_from_findings(findings: Iterable[Finding], base_dir: Path) -> list[t
 
 
 def entries_from_targets(targets: Iterable[TargetResult]) -> list[CheckEntry]:
-    """One entry per distinct break site over all targets: two targets running the same
-    model hit the same line, which is one break in the code, not two."""
+    """One entry per distinct break site and run mode over all targets: two targets running
+    the same model hit the same line, which is one break in the code, not two; a break both
+    modes hit is one entry per mode (each mode is gated on its own)."""
     lines = _Lines()
     seen: set[tuple] = set()
     out = []
     for t in targets:
         for b in t.breaks:
-            site = (b.file, b.line, b.rule, b.function, None if b.file else b.reason)
+            site = (b.file, b.line, b.rule, b.function, None if b.file else b.reason, t.run_mode)
             if site in seen:
                 continue
             seen.add(site)
@@ -97,14 +113,15 @@ def entries_from_targets(targets: Iterable[TargetResult]) -> list[CheckEntry]:
                                   function=b.function or MODULE_FUNCTION,
                                   source=normalize_source(source) if b.file else normalize_source(b.reason),
                                   line=b.line, col=b.col, message=b.reason,
-                                  fix_hint="; ".join(b.hints), origin="dynamic", target=t.name))
+                                  fix_hint="; ".join(b.hints), origin="dynamic", target=t.name,
+                                  run_mode=t.run_mode))
     return out
 
 
 def to_baseline_key(entry: CheckEntry, base_dir: Path) -> Key:
     """The key of a current (absolute-path) entry as the baseline file writes it."""
     file = entry.file if entry.file.startswith("<") else relative_file(entry.file, base_dir)
-    return (file, entry.origin, entry.function, entry.rule, entry.source)
+    return (file, key_origin(entry), entry.function, entry.rule, entry.source)
 
 
 # -- the file ------------------------------------------------------------------------------
@@ -138,13 +155,19 @@ def load_baseline(path: Path) -> dict[Key, int]:
         origin = e.get("origin", "static")
         if origin not in ("static", "dynamic"):
             raise BaselineError(f"baseline {path}: entry {i} has origin {origin!r}; expected 'static' or 'dynamic'")
+        mode = e.get("mode", "eval")
+        if origin == "dynamic" and mode not in ("eval", "train"):
+            raise BaselineError(f"baseline {path}: entry {i} has mode {mode!r}; expected 'eval' or 'train'")
+        if origin == "dynamic" and mode != "eval":
+            origin = f"dynamic:{mode}"
         counts[(e["file"], origin, e["function"], e["rule"], e["source"])] += count
     return dict(counts)
 
 
 def dump_baseline(counts: dict[Key, int]) -> str:
     """Sorted, one field per line, trailing newline: the same breaks always give the same bytes."""
-    entries = [{"file": k[0], "rule": k[3], "function": k[2], "source": k[4], "origin": k[1], "count": n}
+    entries = [{"file": k[0], "rule": k[3], "function": k[2], "source": k[4], "origin": k[1].partition(":")[0],
+                **({"mode": origin_mode(k[1])} if origin_mode(k[1]) not in (None, "eval") else {}), "count": n}
                for k, n in sorted(counts.items()) if n > 0]
     return json.dumps({"version": BASELINE_VERSION, "tool": "graphmend", "entries": entries},
                       indent=2, ensure_ascii=False) + "\n"
@@ -176,7 +199,8 @@ def compare(current: Sequence[CheckEntry], baseline: dict[Key, int], base_dir: P
             file, origin, function, rule, source = key
             abs_file = file if file.startswith("<") or os.path.isabs(file) else str(base_dir / file)
             result.stale.append(CheckEntry(file=abs_file, rule=rule, function=function, source=source,
-                                           count=missing, origin=origin))
+                                           count=missing, origin=origin.partition(":")[0],
+                                           run_mode=origin_mode(origin)))
     result.new.sort(key=lambda e: (e.file, e.line or 0, e.col or 0, e.rule))
     return result
 

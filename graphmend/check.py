@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from graphmend.baseline import (Key, compare, dump_baseline, entries_from_findings, entries_from_targets,
-                                load_baseline, relative_file, updated_baseline)
+                                load_baseline, origin_mode, relative_file, updated_baseline)
 from graphmend.config import Config
 from graphmend.model import CheckEntry, Finding, Report, new_report
 from graphmend.sources import is_excluded, iter_python_files
@@ -64,6 +64,7 @@ def run_check(files: Optional[Sequence[Path]], config: Config, baseline_path: Pa
     # Absolute paths in, absolute paths in the findings (the model's rule for `file`).
     scan_targets = [p.resolve() for p in ([config.root] if whole_tree else python_files(files, config))]
     report = new_report("check", root=str(config.root.resolve()), torch_version=torch_version)
+    report.run_modes = list(config.modes)
 
     current: list[CheckEntry] = []
     by_entry: dict[int, Finding] = {}
@@ -93,7 +94,8 @@ def run_check(files: Optional[Sequence[Path]], config: Config, baseline_path: Pa
 
             advance = progress("capturing", len(found.targets)) if progress else None
             report.targets.extend(capture_targets(found.targets, jobs=options.jobs,
-                                                  timeout=options.timeout or config.timeout, on_done=advance))
+                                                  timeout=options.timeout or config.timeout, on_done=advance,
+                                                  modes=config.modes, compiled_autograd=config.compiled_autograd))
         failed_targets.extend(t.error if t.name in t.error else f"target {t.name} failed: {t.error}"
                               for t in report.targets if t.error)
         current.extend(entries_from_targets(report.targets))
@@ -106,8 +108,8 @@ def run_check(files: Optional[Sequence[Path]], config: Config, baseline_path: Pa
 
     def in_scope(key: Key) -> bool:
         file, origin = key[0], key[1]
-        if origin == "dynamic" and not options.dynamic:
-            return False  # a static run says nothing about dynamic breaks
+        if origin != "static" and (not options.dynamic or origin_mode(origin) not in config.modes):
+            return False  # a static run (or one in the other run mode) says nothing about these breaks
         if origin == "static" and file in unscanned:
             return False
         return whole_tree or file in checked
@@ -124,10 +126,10 @@ def run_check(files: Optional[Sequence[Path]], config: Config, baseline_path: Pa
     new_ids = {id(e) for e in result.new}
     outcome.new_findings = [by_entry[id(e)] for e in current if id(e) in new_ids and id(e) in by_entry]
     report.findings = list(outcome.new_findings)
-    new_sites = {(e.file, e.line, e.rule) for e in result.new if e.origin == "dynamic"}
+    new_sites = {(e.file, e.line, e.rule, e.run_mode) for e in result.new if e.origin == "dynamic"}
     for t in report.targets:
         t.breaks = [b for b in t.breaks
-                    if (str(Path(b.file).resolve()) if b.file else "<unknown>", b.line, b.rule) in new_sites]
+                    if (str(Path(b.file).resolve()) if b.file else "<unknown>", b.line, b.rule, t.run_mode) in new_sites]
     return outcome
 
 

@@ -184,6 +184,7 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
 
     root = analysed_root(paths)
     report = new_report("fix", root=root, torch_version=_torch_version())
+    report.run_modes = list(config.modes[:1])
     tree = [_real(str(Path(p).resolve())) for p in paths]
 
     def in_tree(f: str) -> bool:
@@ -211,8 +212,9 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
         from tracer.capture import capture_targets
 
         advance = progress("capturing", len(found.targets)) if progress else None
+        # one run mode (the CLI refuses more): one capture per target, which verify_one pairs with its spec
         before = capture_targets(found.targets, jobs=options.jobs, timeout=options.timeout or config.timeout,
-                                 on_done=advance)
+                                 on_done=advance, modes=config.modes[:1])
     report.targets = before
 
     # 2. propose

@@ -59,6 +59,9 @@ class Break:
     kind: str = "graph_break"  # "graph_break" | "frame_skipped"
     compiled_function: Optional[str] = None  # the torch.compile'd callable (mend run)
     end_col: Optional[int] = None  # 0-based, exclusive: end of the offending expression on `line`
+    phase: str = "forward"  # "backward": hit tracing the backward under compiled autograd
+    # set when a target ran in both run modes and only this one hit the break
+    only_in_mode: Optional[str] = None
 
 
 @dataclass
@@ -76,6 +79,8 @@ class TargetResult:
     name: str  # "<path relative to the analysed root>::<function>"
     file: str
     function: str
+    # "eval": .eval() under no_grad; "train": .train(), grad on, a backward after the call
+    run_mode: str = "eval"
     graph_count: int = 0  # as torch._dynamo.explain counts
     graph_break_count: int = 0  # as torch._dynamo.explain counts
     frames_skipped: int = 0
@@ -90,6 +95,8 @@ class TargetResult:
     breaks_after: Optional[int] = None
     outputs_equal: Optional[bool] = None
     unexercised_branches: Optional[list[str]] = None
+    # train mode with compiled autograd only: the backward's graphs (breaks: phase "backward")
+    backward_graph_count: Optional[int] = None
 
 
 @dataclass
@@ -180,6 +187,10 @@ class BenchRow:
     memory: Optional[str] = None  # what peak_mem_mb measures: "cuda_max_allocated" | "cpu_peak_rss_delta"
     mismatch: Optional[str] = None  # the first difference, when outputs_match is False
     skipped: bool = False  # arm not run (error says why); not a failure of the run
+    # "train": each timed call was a training step (forward, backward, optimizer step) and
+    # outputs_match compares the first step's loss, outputs and gradients
+    run_mode: str = "eval"
+    optimizer: Optional[str] = None  # train mode: "sgd" | "adamw"
 
 
 @dataclass
@@ -189,6 +200,7 @@ class BenchRatio:
     value: Optional[float]
     mode: str = "default"
     device: str = "cpu"
+    run_mode: str = "eval"
 
 
 @dataclass
@@ -206,6 +218,7 @@ class CheckEntry:
     col: Optional[int] = None  # 0-based, like Finding.col
     origin: str = "static"  # "static" (a Finding) | "dynamic" (a Break): keyed apart in the baseline
     target: Optional[str] = None  # the target that hit a dynamic break
+    run_mode: Optional[str] = None  # the run mode that hit a dynamic break ("eval" | "train")
 
 
 @dataclass
@@ -284,6 +297,8 @@ class Report:
     python_version: str = ""
     platform: str = ""
     root: str = ""
+    # the run modes targets ran in (graphmend.modes); each TargetResult says its own
+    run_modes: list[str] = field(default_factory=lambda: ["eval"])
     targets: list[TargetResult] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     fixes: list[Fix] = field(default_factory=list)

@@ -27,6 +27,7 @@ def analyze(paths: Sequence[str | os.PathLike[str]], config: Config, options: An
             progress: Optional[ProgressHook] = None, torch_version: Optional[str] = None) -> Report:
     root = analysed_root(paths)
     report = new_report("analyze", root=root, torch_version=torch_version if options.dynamic else None)
+    report.run_modes = list(config.modes)
     if options.static:
         from rewrites.scan import scan_paths
 
@@ -46,8 +47,8 @@ def analyze(paths: Sequence[str | os.PathLike[str]], config: Config, options: An
 
             advance = progress("capturing", len(found.targets)) if progress else None
             report.targets.extend(capture_targets(
-                found.targets, jobs=options.jobs,
-                timeout=options.timeout or config.timeout, on_done=advance))
+                found.targets, jobs=options.jobs, timeout=options.timeout or config.timeout, on_done=advance,
+                modes=config.modes, compiled_autograd=config.compiled_autograd))
     if options.static and options.dynamic:
         from graphmend.correlate import correlate
 

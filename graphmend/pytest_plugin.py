@@ -8,6 +8,13 @@
         torch.compile(model)(x)
         mend_breaks.assert_at_most(1)
 
+    @pytest.mark.mend(max_breaks=0, train=True)
+    def test_train_step_compiles_whole():
+        torch.compile(model.train())(x).sum().backward()
+
+``train=True`` holds the test to a training step: grad is on while it runs, and a test
+whose compiled calls never reach a backward fails (it did not test what it says).
+
 pytest loads this module in every run of every project where graphmend is installed, so it
 imports nothing but the standard library and pytest at import time; torch is imported only
 when a test uses the marker or the fixture.
@@ -91,8 +98,11 @@ class _Handler(logging.Handler):
 class BreakRecorder:
     """Records the graph breaks of compiled calls between ``start()`` and ``stop()``."""
 
-    def __init__(self, max_breaks: Optional[int] = None) -> None:
+    def __init__(self, max_breaks: Optional[int] = None, train: bool = False) -> None:
         self.max_breaks = max_breaks
+        self.train = train
+        self.backwards = 0  # backward / autograd.grad calls while recording (train=True)
+        self._restore: list = []
         self._records: list[RecordedBreak] = []
         self._loggers: list[tuple[logging.Logger, int, bool]] = []
         self._handler = _Handler(self._records)
@@ -118,13 +128,35 @@ class BreakRecorder:
             log.propagate = False  # ours to read, not torch's handlers to print on the test's stderr
             log.addHandler(self._handler)
         self._counter_before = self._graph_break_counter()
+        if self.train:
+            self._count_backwards()
         self.active = True
         return self
+
+    def _count_backwards(self) -> None:
+        """Grad on, and ``torch.autograd.backward`` / ``grad`` counted (``Tensor.backward``
+        calls the former), until ``stop()``."""
+        import torch
+
+        previous = torch.is_grad_enabled()
+        torch.set_grad_enabled(True)
+        self._restore.append(lambda: torch.set_grad_enabled(previous))
+        for name in ("backward", "grad"):
+            original = getattr(torch.autograd, name)
+
+            def counted(*args, _original=original, **kwargs):
+                self.backwards += 1
+                return _original(*args, **kwargs)
+
+            setattr(torch.autograd, name, counted)
+            self._restore.append(lambda name=name, original=original: setattr(torch.autograd, name, original))
 
     def stop(self) -> None:
         if not self.active:
             return
         self._counter_after = self._graph_break_counter()
+        while self._restore:
+            self._restore.pop()()
         for log, level, propagate in self._loggers:
             log.removeHandler(self._handler)
             log.setLevel(level)
@@ -171,12 +203,23 @@ class BreakRecorder:
     def assert_at_most(self, allowed: int) -> None:
         if self.count > allowed:
             pytest.fail(self.failure_message(allowed), pytrace=False)
+        if self.train and not self.backwards:
+            pytest.fail("@pytest.mark.mend(train=True): the test ran no backward, so no training step was "
+                        "checked; call .backward() on a loss of the compiled model's outputs", pytrace=False)
 
 
 def pytest_configure(config) -> None:
     config.addinivalue_line(
-        "markers", f"{MARKER}(max_breaks=0): fail the test when its torch.compile'd calls graph-break more "
-                   "than max_breaks times (graphmend)")
+        "markers", f"{MARKER}(max_breaks=0, train=False): fail the test when its torch.compile'd calls "
+                   "graph-break more than max_breaks times; train=True: grad on, and a backward must run (graphmend)")
+
+
+def _train(item) -> bool:
+    marker = item.get_closest_marker(MARKER)
+    value = marker.kwargs.get("train", False) if marker is not None else False
+    if not isinstance(value, bool):
+        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.mend(train=...) needs True or False, got {value!r}")
+    return value
 
 
 def _max_breaks(item) -> Optional[int]:
@@ -193,7 +236,7 @@ def _max_breaks(item) -> Optional[int]:
 @pytest.fixture
 def mend_breaks(request):
     """The breaks of compiled calls in this test; with the marker, its limit is enforced."""
-    recorder = BreakRecorder(max_breaks=_max_breaks(request.node))
+    recorder = BreakRecorder(max_breaks=_max_breaks(request.node), train=_train(request.node))
     request.node._mend_recorder = recorder
     recorder.start()
     yield recorder
@@ -204,7 +247,7 @@ def mend_breaks(request):
 def pytest_runtest_setup(item) -> None:
     # The marker alone is enough: record without asking for the fixture.
     if item.get_closest_marker(MARKER) is not None and "mend_breaks" not in getattr(item, "fixturenames", ()):
-        recorder = BreakRecorder(max_breaks=_max_breaks(item))
+        recorder = BreakRecorder(max_breaks=_max_breaks(item), train=_train(item))
         item._mend_recorder = recorder
         recorder.start()
 

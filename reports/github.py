@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Optional
 
 from graphmend.model import CONFIRMED, Report
-from reports.paths import rel
+from reports.paths import mode_note, rel, target_label
 
 
 def escape_data(text: str) -> str:
@@ -47,7 +47,8 @@ def render_github(r: Report) -> str:
             lines.append(command("error", t.error, rel(t.file, r.root), title=f"mend: {t.name}"))
         for b in t.breaks:
             message = b.reason + (f"\n{b.explanation}" if b.explanation else "") + \
-                "".join(f"\nHint: {h}" for h in b.hints) + f"\nTarget: {t.name}"
+                "".join(f"\nHint: {h}" for h in b.hints) + f"\nTarget: {target_label(t.name, t.run_mode)}" + \
+                (f" ({mode_note(b)})" if mode_note(b) else "")
             if b.file is None:
                 lines.append(command("error", message, title=b.rule))
             else:

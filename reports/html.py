@@ -13,7 +13,7 @@ from html import escape
 from typing import Optional
 
 from graphmend.model import Break, Report, TargetResult
-from reports.paths import location, rel
+from reports.paths import bench_setting, location, mode_note, rel, target_label
 
 ARM_COLORS = {"eager": "#8a94a6", "original": "#e06c3c", "mended": "#2f9e6e", "reference": "#3b6fd8"}
 ARMS = ("eager", "original", "mended", "reference")
@@ -229,7 +229,7 @@ def _targets(r: Report) -> str:
            '<span><i style="background:#fdf3dc;border:1px dashed #c98a12"></i>skipped frame (ran eagerly)</span></div>']
     for t in r.targets:
         badge = '<span class="badge error">error</span>' if t.error else '<span class="badge ok">ran</span>'
-        out.append(f'<div class="card target"><div class="target-head"><span class="target-name">{_e(t.name)}</span>'
+        out.append(f'<div class="card target"><div class="target-head"><span class="target-name">{_e(target_label(t.name, t.run_mode))}</span>'
                    f'<span class="figures">{t.graph_count} graphs · {t.graph_break_count} breaks · '
                    f'{t.frames_skipped} skipped frames · {len(t.recompiles)} recompiles · {t.duration_s:.2f} s {badge}'
                    f'</span></div>{_graph_bar(t, r.root)}')
@@ -263,12 +263,14 @@ def _breaks(r: Report) -> str:
                    f'{count} break{"s" if count != 1 else ""}</span></h3>')
         for t, b in group:
             flags = "" if b.counted else f' <span class="badge uncounted">{_e(b.kind.replace("_", " "))}, not counted by explain</span>'
+            if mode_note(b):
+                flags += f' <span class="badge uncounted">{_e(mode_note(b))}</span>'
             occ = f' <span class="badge">×{b.occurrences}</span>' if b.occurrences != 1 else ""
             ids = " · ".join(_e(x) for x in (b.gb_type, b.registry_id) if x)
             out.append(f'<div class="card break" data-rule="{_e(b.rule)}"><div><span class="loc">'
                        f'{_e(location(b.file, b.line, r.root, b.col))}</span>'
                        f'{" in <code>" + _e(b.function) + "</code>" if b.function else ""}{occ}{flags}</div>'
-                       f'<div class="small">target <code>{_e(t.name)}</code>{" · " + ids if ids else ""}</div>'
+                       f'<div class="small">target <code>{_e(target_label(t.name, t.run_mode))}</code>{" · " + ids if ids else ""}</div>'
                        f'{_source(b.line, b.source_line, b.col, b.end_col)}'
                        f'<div class="why"><b>Dynamo:</b> {_e(b.reason)}</div>'
                        + (f'<div class="why">{_e(b.explanation)}</div>' if b.explanation else "")
@@ -335,7 +337,7 @@ def _bench(r: Report) -> str:
             out.append('<div class="figures">' + " · ".join(
                 f"{_e(x.name)} <b>{_e(_opt(x.value, '{:.3f}×') or 'n/a')}</b>" for x in ratios) + "</div>")
         out.append("</div>")
-    rows = [[f"<code>{_e(b.target)}</code>", _e(b.arm), _e(f"{b.device}/{b.mode}"), _opt(b.cold_s, "{:.3f}"),
+    rows = [[f"<code>{_e(b.target)}</code>", _e(b.arm), _e(bench_setting(b)), _opt(b.cold_s, "{:.3f}"),
              _opt(b.median_ms, "{:.3f}"), _opt(b.iqr_ms, "{:.3f}"), _e(_opt(b.graph_count)), _e(_opt(b.break_count)),
              _e(_opt(b.kernel_count)), _e(b.backend or ""), _opt(b.peak_mem_mb, "{:.1f}"),
              f'<span class="badge advice" title="{_e(b.error)}">skipped</span>' if b.skipped else
@@ -355,7 +357,7 @@ def _check(r: Report) -> str:
     if c is None:
         return ""
     items = [f'<li><span class="badge error">failed target</span> {_e(x)}</li>' for x in c.failed_targets]
-    items += [f'<li><span class="badge new">new</span> <span class="badge">{_e(e.origin)}</span> <span class="rule">{_e(e.rule)}</span> '
+    items += [f'<li><span class="badge new">new</span> <span class="badge">{_e(e.origin)}{" " + _e(e.run_mode) if e.run_mode not in (None, "eval") else ""}</span> <span class="rule">{_e(e.rule)}</span> '
              f'<span class="loc">{_e(location(e.file, e.line, r.root, e.col))}</span> in <code>{_e(e.function)}</code>: '
              f'{_e(e.message)} <code>{_e(e.source)}</code>'
              + (f' <span class="hint">{_e(e.fix_hint)}</span>' if e.fix_hint else "") + "</li>" for e in c.new]
@@ -377,7 +379,8 @@ def _errors(r: Report) -> str:
 def render_html(r: Report) -> str:
     versions = " · ".join(x for x in (f"graphmend {r.graphmend_version or '?'}",
                                       f"torch {r.torch_version}" if r.torch_version else "",
-                                      f"Python {r.python_version}" if r.python_version else "", r.platform) if x)
+                                      f"Python {r.python_version}" if r.python_version else "", r.platform,
+                                      f"mode {','.join(r.run_modes)}" if r.targets or r.bench else "") if x)
     body = "".join([
         f"<header><h1>graphmend report: <code>mend {_e(r.command)}</code></h1>",
         f'<div class="meta">{_e(versions)}{" · root <code>" + _e(r.root) + "</code>" if r.root else ""} · '

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from graphmend.model import Report
-from reports.paths import location, rel
+from reports.paths import bench_setting, location, mode_note, rel, target_label
 
 
 def _esc(text: str) -> str:
@@ -68,19 +68,21 @@ def render_markdown(r: Report) -> str:
         versions.append(f"Python {r.python_version}")
     if r.platform:
         versions.append(r.platform)
+    if r.targets or r.bench:
+        versions.append(f"mode {','.join(r.run_modes)}")
     out.append(f"<sub>{_esc(' · '.join(versions))}</sub>")
 
     if r.targets:
         out += ["", "### Targets", "", "| target | graphs | breaks | skipped frames | recompiles | time (s) | error |",
                 "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
         for t in r.targets:
-            out.append(f"| {_code(t.name)} | {t.graph_count} | {t.graph_break_count} | {t.frames_skipped} | "
+            out.append(f"| {_code(target_label(t.name, t.run_mode))} | {t.graph_count} | {t.graph_break_count} | {t.frames_skipped} | "
                        f"{len(t.recompiles)} | {t.duration_s:.2f} | {_cell(t.error or '')} |")
 
     if s is not None and s.breaks:
         out += ["", "### Graph breaks", ""]
         for rule, count in s.break_rules.items():
-            group = [(t.name, b) for t in r.targets for b in t.breaks if b.rule == rule]
+            group = [(target_label(t.name, t.run_mode), b) for t in r.targets for b in t.breaks if b.rule == rule]
             if not group:  # a summary out of step with the report: show what is there
                 continue
             out.append(f"#### {rule} {_esc(group[0][1].category)} ({count})")
@@ -93,6 +95,8 @@ def render_markdown(r: Report) -> str:
                     line += f" ×{b.occurrences}"
                 if not b.counted:
                     line += f" *({_esc(b.kind.replace('_', ' '))}, not counted by explain)*"
+                if mode_note(b):
+                    line += f" *({_esc(mode_note(b))})*"
                 line += f" — {_esc(b.reason)}"
                 out.append(line)
                 if b.source_line:
@@ -147,7 +151,7 @@ def render_markdown(r: Report) -> str:
         for b in r.bench:
             match = "skipped" if b.skipped else "" if b.outputs_match is None else \
                 ("match" if b.outputs_match else "**differ**" + (f": {_esc(b.mismatch)}" if b.mismatch else ""))
-            out.append(f"| {_code(b.target)} | {b.arm} | {b.device} | {b.mode} | {_opt(b.cold_s, '{:.3f}')} | "
+            out.append(f"| {_code(b.target)} | {b.arm} | {b.device} | {_esc(bench_setting(b).partition('/')[2])} | {_opt(b.cold_s, '{:.3f}')} | "
                        f"{_opt(b.median_ms, '{:.3f}')} | {_opt(b.iqr_ms, '{:.3f}')} | {_opt(b.graph_count)} | "
                        f"{_opt(b.break_count)} | {_opt(b.kernel_count)} | {_esc(b.backend or '')} | {match} | "
                        f"{_cell(b.error or '')} |")
@@ -166,7 +170,7 @@ def render_markdown(r: Report) -> str:
         for failed in c.failed_targets:
             out.append(f"- **failed target** {_esc(failed)}")
         for e in c.new:
-            out.append(f"- **new** ({e.origin}) {e.rule} {_code(location(e.file, e.line, r.root))} in {_code(e.function)}: "
+            out.append(f"- **new** ({e.origin}{' ' + e.run_mode if e.run_mode not in (None, 'eval') else ''}) {e.rule} {_code(location(e.file, e.line, r.root))} in {_code(e.function)}: "
                        f"{_esc(e.message)} {_code(e.source)}" + (f" — fix: {_code(e.fix_hint)}" if e.fix_hint else ""))
         for e in c.stale:
             out.append(f"- stale {e.rule} {_code(rel(e.file, r.root))} in {_code(e.function)}: {_code(e.source)}")

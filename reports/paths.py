@@ -35,3 +35,25 @@ def location(path: Optional[str], line: Optional[int], root: str, col: Optional[
         if col is not None:
             text += f":{col + 1}"
     return text
+
+
+def target_label(name: str, run_mode: str) -> str:
+    """A target as reports name it: ``file.py::fn``, with ``[train]`` when it ran in train mode."""
+    return f"{name} [{run_mode}]" if run_mode == "train" else name
+
+
+def mode_note(b) -> str:
+    """What a break's run mode adds to its listing: ``train only`` (the target ran in both
+    modes and only train hit it), ``in the backward`` (compiled autograd), or ""."""
+    notes = []
+    if getattr(b, "only_in_mode", None):
+        notes.append(f"{b.only_in_mode} only")
+    if getattr(b, "phase", "forward") == "backward":
+        notes.append("in the backward (compiled autograd)")
+    return "; ".join(notes)
+
+
+def bench_setting(b) -> str:
+    """A bench row's device and compile mode, and the training step's optimizer in train mode."""
+    text = f"{b.device}/{b.mode}"
+    return text + (f", train step ({b.optimizer})" if getattr(b, "run_mode", "eval") == "train" else "")

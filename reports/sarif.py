@@ -14,7 +14,7 @@ from typing import Optional
 from urllib.parse import quote
 
 from graphmend.model import CONFIRMED, Report
-from reports.paths import is_under, rel
+from reports.paths import is_under, mode_note, rel, target_label
 from reports.rules import PYTORCH_GRAPH_BREAKS_URI, rule_meta
 
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -87,7 +87,8 @@ def render_sarif(r: Report) -> str:
     for t in r.targets:
         for b in t.breaks:
             text = b.reason + (f"\n{b.explanation}" if b.explanation else "") + \
-                "".join(f"\nHint: {h}" for h in b.hints) + f"\nTarget: {t.name}"
+                "".join(f"\nHint: {h}" for h in b.hints) + f"\nTarget: {target_label(t.name, t.run_mode)}" + \
+                (f" ({mode_note(b)})" if mode_note(b) else "")
             if b.file:
                 loc = _location(b.file, r.root, b.line, b.col, None, b.end_col, b.source_line)
                 path = rel(b.file, r.root)
@@ -99,8 +100,10 @@ def render_sarif(r: Report) -> str:
                 "ruleId": b.rule, "ruleIndex": index[b.rule], "level": "error", "message": {"text": text},
                 "locations": [loc],
                 "partialFingerprints": {FINGERPRINT_KEY: fingerprint(b.rule, path, b.function, b.source_line or b.reason)},
-                "properties": {"source": "dynamic", "target": t.name, "category": b.category,
+                "properties": {"source": "dynamic", "target": t.name, "run_mode": t.run_mode, "category": b.category,
                                "occurrences": b.occurrences, "counted": b.counted, "kind": b.kind,
+                               **({"only_in_mode": b.only_in_mode} if b.only_in_mode else {}),
+                               **({"phase": b.phase} if b.phase != "forward" else {}),
                                **({"gb_type": b.gb_type} if b.gb_type else {}),
                                **({"registry_id": b.registry_id} if b.registry_id else {})},
             }

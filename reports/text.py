@@ -11,7 +11,7 @@ import io
 from typing import Optional
 
 from graphmend.model import ADVICE, CONFIRMED, REJECTED, UNVERIFIED, VERIFIED, Break, Report
-from reports.paths import location, rel
+from reports.paths import bench_setting, location, mode_note, rel, target_label
 
 WIDTH = 120
 _STATUS_STYLE = {VERIFIED: "green", REJECTED: "red", UNVERIFIED: "red", ADVICE: "yellow", CONFIRMED: "red", "potential": "yellow"}
@@ -88,6 +88,8 @@ def _header(w: _Writer, r: Report) -> None:
     w.line((" | ".join(versions), "bold"))
     if r.root:
         w.line(("root: ", "dim"), r.root)
+    if r.targets or r.bench:
+        w.line(("mode: ", "dim"), ",".join(r.run_modes))
 
 
 def _targets(w: _Writer, r: Report) -> None:
@@ -95,13 +97,16 @@ def _targets(w: _Writer, r: Report) -> None:
         return
     cols = [("target", "left"), ("graphs", "right"), ("breaks", "right"), ("skipped frames", "right"),
             ("recompiles", "right"), ("time (s)", "right"), ("status", "left")]
-    rows = [[t.name, str(t.graph_count), str(t.graph_break_count), str(t.frames_skipped), str(len(t.recompiles)),
+    rows = [[target_label(t.name, t.run_mode), str(t.graph_count), str(t.graph_break_count), str(t.frames_skipped), str(len(t.recompiles)),
              f"{t.duration_s:.2f}", "error" if t.error else "ok"] for t in r.targets]
     w.console.print()
     w.table("Targets", cols, rows)
     for t in r.targets:
         if t.error:
-            w.line("  ", (t.name, "bold"), ": ", (t.error, "red"))
+            w.line("  ", (target_label(t.name, t.run_mode), "bold"), ": ", (t.error, "red"))
+        if t.backward_graph_count is not None:
+            w.line("  ", (target_label(t.name, t.run_mode), "bold"), f": backward: {t.backward_graph_count} graphs "
+                   "(compiled autograd)")
         for rc in t.recompiles:
             w.line("  ", (t.name, "bold"), ": recompiled ", rc.function,
                    f" ({location(rc.file, rc.line, r.root)})" if rc.file else "", ": ", rc.reason)
@@ -116,6 +121,8 @@ def _break(w: _Writer, r: Report, target: str, b: Break) -> None:
         parts.append(f"  x{b.occurrences}")
     w.line(*parts)
     w.line("    ", ("target: ", "dim"), target)
+    if mode_note(b):
+        w.line("    ", (mode_note(b), "yellow"))
     if not b.counted or b.kind != "graph_break":
         w.line("    ", (f"{b.kind.replace('_', ' ')}; not counted by explain()" if not b.counted else b.kind, "yellow"))
     w.source(b.line, b.source_line, b.col, b.end_col)
@@ -144,7 +151,7 @@ def _breaks(w: _Writer, r: Report) -> None:
         for t in r.targets:
             for b in t.breaks:
                 if b.rule == rule:
-                    _break(w, r, t.name, b)
+                    _break(w, r, target_label(t.name, t.run_mode), b)
 
 
 def _findings(w: _Writer, r: Report) -> None:
@@ -225,7 +232,7 @@ def _bench(w: _Writer, r: Report) -> None:
             ("IQR", "right"), ("graphs", "right"), ("breaks", "right"), ("kernels", "right"),
             ("backend", "left"), ("peak MB", "right"), ("outputs", "left")]
     for target in targets:
-        rows = [[b.arm, f"{b.device}/{b.mode}", _opt(b.cold_s, "{:.3f}"), _opt(b.median_ms, "{:.3f}"),
+        rows = [[b.arm, bench_setting(b), _opt(b.cold_s, "{:.3f}"), _opt(b.median_ms, "{:.3f}"),
                  _opt(b.iqr_ms, "{:.3f}"), _opt(b.graph_count), _opt(b.break_count), _opt(b.kernel_count),
                  b.backend or "", _opt(b.peak_mem_mb, "{:.1f}"),
                  "skipped" if b.skipped else "error" if b.error else
@@ -254,6 +261,7 @@ def _check(w: _Writer, r: Report) -> None:
     for e in c.new:
         w.line("  ", ("NEW ", "bold red"), (e.rule, "magenta"), " ", (location(e.file, e.line, r.root, e.col), "bold cyan"),
                f" in {e.function}", f"  x{e.count}" if e.count != 1 else "", f"  ({e.origin}",
+               f" {e.run_mode}" if e.run_mode not in (None, "eval") else "",
                f", target {e.target})" if e.target else ")")
         if e.message:
             w.line("    ", e.message)
@@ -264,7 +272,8 @@ def _check(w: _Writer, r: Report) -> None:
         w.line("  ", ("FAILED TARGET ", "bold red"), failed)
     for e in c.stale:
         w.line("  ", ("stale ", "yellow"), (e.rule, "magenta"), " ", (rel(e.file, r.root), "cyan"),
-               f" in {e.function}: ", e.source, f"  x{e.count}" if e.count != 1 else "")
+               f" in {e.function}: ", e.source, f"  x{e.count}" if e.count != 1 else "",
+               f"  ({e.run_mode})" if e.run_mode not in (None, "eval") else "")
 
 
 def _errors(w: _Writer, r: Report) -> None:

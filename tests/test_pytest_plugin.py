@@ -81,6 +81,35 @@ def test_unmarked_ignored():
     torch.compile(noisy, backend="eager")(torch.ones(3))
 
 
+@pytest.mark.mend(max_breaks=0, train=True)
+def test_train_step_clean_passes():
+    import torch
+    assert torch.is_grad_enabled()
+    model = torch.nn.Linear(3, 3).train()
+    torch.compile(model, backend="eager")(torch.ones(2, 3)).sum().backward()
+    assert model.weight.grad is not None
+
+
+@pytest.mark.mend(max_breaks=0, train=True)
+def test_train_without_backward_fails():
+    import torch
+    torch.compile(clean, backend="eager")(torch.ones(3))
+
+
+def dropout_logged(model, x):
+    y = model(x)
+    if model.training:
+        print("train step")  # the break only a training step hits
+    return y
+
+
+@pytest.mark.mend(max_breaks=0, train=True)
+def test_train_only_break_fails():
+    import torch
+    model = torch.nn.Linear(3, 3).train()
+    torch.compile(dropout_logged, backend="eager")(model, torch.ones(2, 3)).sum().backward()
+
+
 @pytest.mark.mend(max_breaks=0)
 def test_own_failure_wins():
     import torch
@@ -140,7 +169,17 @@ def test_marker_and_fixture_in_a_real_pytest_run(pytester):
     assert outcome["test_unmarked_ignored"] == "PASSED"
     assert outcome["test_own_failure_wins"] == "FAILED"
     assert "the test's own assertion" in _section(out, "test_own_failure_wins")
-    result.assert_outcomes(passed=3, failed=4)
+
+    # train=True: a training step with no break passes with grad on; one that never runs a
+    # backward fails saying so; a break only the training branch hits fails with its line
+    assert outcome["test_train_step_clean_passes"] == "PASSED", out
+    assert outcome["test_train_without_backward_fails"] == "FAILED"
+    assert "the test ran no backward" in _section(out, "test_train_without_backward_fails")
+    assert outcome["test_train_only_break_fails"] == "FAILED"
+    train_break = _section(out, "test_train_only_break_fails")
+    train_line = _line(text, "the break only a training step hits")
+    assert f"test_inner.py:{train_line}" in train_break
+    result.assert_outcomes(passed=4, failed=6)
 
 
 def test_parse_record_reads_every_log_form_torch_writes():

@@ -79,6 +79,7 @@ def _compiling_code() -> Optional[types.CodeType]:
 class _Raw:
     parsed: ParsedBreak
     compiled: Optional[str]
+    phase: str = "forward"
 
 
 @dataclass
@@ -89,6 +90,7 @@ class Recording:
     break_sites: list[tuple[str, int]] = field(default_factory=list)
     raw: list[_Raw] = field(default_factory=list)
     recompiles: list[Recompile] = field(default_factory=list)
+    backward_graphs: int = 0  # graphs of the backward, traced under compiled autograd
 
 
 class _Handler(logging.Handler):
@@ -120,6 +122,9 @@ class Recorder:
         self._handler = _Handler(self)
         self._saved: list[tuple[logging.Logger, int, bool]] = []
         self._torch_dir = _torch_dir()
+        # "backward" while compiled autograd traces a backward: its graphs and breaks are
+        # kept apart from the forward's (explain counts the forward only)
+        self.phase = "forward"
 
     # -- install / remove ---------------------------------------------------------------
     def _artifact_loggers(self) -> list[logging.Logger]:
@@ -176,6 +181,9 @@ class Recorder:
     def backend(self, gm: Any, example_inputs: Any) -> Callable[..., Any]:
         """Counts graphs and ops like ``torch._dynamo.explain``; compiles nothing."""
         rec = self.recording
+        if self.phase == "backward":
+            rec.backward_graphs += 1
+            return gm.forward
         rec.graphs += 1
         rec.ops_per_graph.append(sum(1 for n in gm.graph.nodes if n.op == "call_function"))
         reason = getattr(gm, "compile_subgraph_reason", None)
@@ -201,7 +209,7 @@ class Recorder:
         compiled = None
         if code is not None:
             compiled = compiled_key(code.co_name, code.co_filename)
-        self.recording.raw.append(_Raw(parsed, compiled))
+        self.recording.raw.append(_Raw(parsed, compiled, self.phase))
 
     # -- results ------------------------------------------------------------------------
     def breaks(self) -> list[Break]:
@@ -211,7 +219,7 @@ class Recorder:
         counted_sites = list(self.recording.break_sites)
         for raw in self.recording.raw:
             b = self._to_break(raw)
-            key = (b.file, b.line, b.gb_type or b.reason, b.kind)
+            key = (b.file, b.line, b.gb_type or b.reason, b.kind, b.phase)
             if key in index:
                 index[key].occurrences += 1
                 continue
@@ -221,7 +229,9 @@ class Recorder:
                 if prior is not None:
                     prior.occurrences += 1
                     continue
-            if b.kind == "graph_break" and not self.own_backend:
+            if b.phase == "backward":
+                b.counted = False  # explain counts the forward's graphs only
+            elif b.kind == "graph_break" and not self.own_backend:
                 b.counted = True
             elif b.kind == "graph_break" and (b.file, b.line) in counted_sites:
                 counted_sites.remove((b.file, b.line))
@@ -261,7 +271,7 @@ class Recorder:
             file=file, line=line, col=col, source_line=source,
             function=function_name(function) if function else None,
             stack=[Frame(file=s.file, line=s.line, function=s.function) for s in user],
-            counted=False, kind=kind, compiled_function=raw.compiled,
+            counted=False, kind=kind, compiled_function=raw.compiled, phase=raw.phase,
         )
 
 

@@ -1,8 +1,9 @@
 """The capture worker: ``python -m tracer.worker PAYLOAD RESULT``.
 
-PAYLOAD is ``{"targets": [TargetSpec as dict, ...]}``; RESULT is ``{"results": [TargetResult
-as dict, ...]}``. One target per worker is the default (isolation); several in one process
-are separated by ``torch._dynamo.reset()``.
+PAYLOAD is ``{"targets": [TargetSpec as dict, ...], "modes": ["eval", "train"],
+"compiled_autograd": bool}``; RESULT is ``{"results": [TargetResult as dict, ...]}``, one per
+target and run mode (target-major). Targets of one worker are separated by
+``torch._dynamo.reset()``.
 """
 
 from __future__ import annotations
@@ -12,16 +13,21 @@ from typing import Any
 
 from graphmend.jobs import worker_main
 from graphmend.model import TargetResult, to_dict
+from graphmend.modes import EVAL, TRAIN
 
 
-def capture_loaded(name: str, file: str, function: str, fn: Any, args: tuple, kwargs: dict) -> TargetResult:
-    """Run ``fn(*args, **kwargs)`` once under Dynamo with a recording backend."""
+def capture_loaded(name: str, file: str, function: str, fn: Any, args: tuple, kwargs: dict,
+                   mode: str = EVAL, loss: Any = None, compiled_autograd: bool = False) -> TargetResult:
+    """Run ``fn(*args, **kwargs)`` once under Dynamo with a recording backend, in run mode
+    ``mode``; in train mode the call is followed by a backward of the training loss (traced
+    too, under compiled autograd, when ``compiled_autograd``)."""
     import torch
     import torch._dynamo
 
+    from graphmend.modes import cannot_backward, run_mode, training_loss
     from tracer.recorder import Recorder, frame_counters
 
-    result = TargetResult(name=name, file=file, function=function)
+    result = TargetResult(name=name, file=file, function=function, run_mode=mode)
     torch._dynamo.reset()
     try:
         from torch._dynamo.utils import counters
@@ -32,16 +38,27 @@ def capture_loaded(name: str, file: str, function: str, fn: Any, args: tuple, kw
     start = time.perf_counter()
     rec = Recorder()
     # verbose=False: the log keeps the one format the parser reads; scoped to this call.
-    with torch._dynamo.config.patch(verbose=False), rec:
+    with torch._dynamo.config.patch(verbose=False), rec, run_mode(fn, mode):
         optimize = getattr(torch._dynamo, "optimize", None)
         try:
             # What explain() does: optimize(backend, nopython=False)(fn)(*args, **kwargs)
             compiled = optimize(rec.backend, nopython=False)(fn) if optimize else torch.compile(fn, backend=rec.backend)
-            compiled(*args, **kwargs)
+            out = compiled(*args, **kwargs)
+            if mode == TRAIN:
+                scalar = training_loss(out, loss)
+                if scalar is None:
+                    result.error = f"{name}: {cannot_backward(fn, loss)}"
+                else:
+                    rec.phase = "backward"
+                    with _compiled_autograd(rec.backend, compiled_autograd):
+                        scalar.backward()
+                    rec.phase = "forward"
         except BaseException as exc:  # the model itself failed: keep what was recorded
             if isinstance(exc, KeyboardInterrupt):
                 raise
-            result.error = f"{name}: calling the target raised {type(exc).__name__}: {_first_line(exc)}"
+            step = "its backward" if rec.phase == "backward" else "the target"
+            rec.phase = "forward"
+            result.error = f"{name}: calling {step} raised {type(exc).__name__}: {_first_line(exc)}"
     result.duration_s = time.perf_counter() - start
     rec_data = rec.recording
     result.graph_count = rec_data.graphs
@@ -49,6 +66,8 @@ def capture_loaded(name: str, file: str, function: str, fn: Any, args: tuple, kw
     result.graph_break_count = max(rec_data.graphs - 1, 0)
     result.ops_per_graph = list(rec_data.ops_per_graph)
     result.recompiles = list(rec_data.recompiles)
+    if compiled_autograd and mode == TRAIN:
+        result.backward_graph_count = rec_data.backward_graphs
     result.breaks = rec.breaks()
     frames = frame_counters()
     skipped_logged = len({b.compiled_function or (b.file, b.line) for b in result.breaks if b.kind == "frame_skipped"})
@@ -57,36 +76,58 @@ def capture_loaded(name: str, file: str, function: str, fn: Any, args: tuple, kw
     return result
 
 
+def _compiled_autograd(backend: Any, on: bool):
+    """Compiled autograd for the block (the backward traced by Dynamo, through ``backend``),
+    or nothing when off."""
+    import contextlib
+
+    if not on:
+        return contextlib.nullcontext()
+    import torch
+    from torch._dynamo import compiled_autograd
+
+    return compiled_autograd._enable(lambda gm: torch.compile(gm, backend=backend, fullgraph=False))
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0][:300] if text else ""
 
 
-def capture_spec(spec: dict[str, Any]) -> TargetResult:
+def capture_spec(spec: dict[str, Any], modes: tuple = (EVAL,), compiled_autograd: bool = False) -> list[TargetResult]:
+    """One result per run mode; each mode loads the target afresh (a train step changes the
+    weights' gradients and a stateful module's buffers)."""
     from graphmend.targets import TargetError, load_target
 
     name = spec["name"]
     file = spec.get("file") or spec.get("module") or ""
-    try:
-        loaded = load_target(spec)
-    except TargetError as exc:
-        return TargetResult(name=name, file=file, function=spec["function"], error=str(exc))
-    return capture_loaded(name, file, spec["function"], loaded.fn, loaded.args, loaded.kwargs)
+    out = []
+    for mode in modes:
+        try:
+            loaded = load_target(spec)
+        except TargetError as exc:
+            out.append(TargetResult(name=name, file=file, function=spec["function"], run_mode=mode, error=str(exc)))
+            continue
+        out.append(capture_loaded(name, file, spec["function"], loaded.fn, loaded.args, loaded.kwargs, mode=mode,
+                                  loss=getattr(loaded.target, "loss", None), compiled_autograd=compiled_autograd))
+    return out
 
 
-def explain_counts(spec: dict[str, Any]) -> Any:
-    """``[graph_count, graph_break_count, stacks]`` from torch._dynamo.explain, or the error
-    text: the tests' reference, run in the same worker to share its start-up. ``stacks`` holds
-    each break reason's user stack as ``[file, line]`` pairs, innermost last."""
+def explain_counts(spec: dict[str, Any], mode: str = EVAL) -> Any:
+    """``[graph_count, graph_break_count, stacks]`` from torch._dynamo.explain in run mode
+    ``mode``, or the error text: the tests' reference, run in the same worker to share its
+    start-up. ``stacks`` holds each break reason's user stack as ``[file, line]`` pairs,
+    innermost last."""
     import warnings
 
     import torch
 
+    from graphmend.modes import run_mode
     from graphmend.targets import load_target
 
     try:
         t = load_target(spec)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), run_mode(t.fn, mode):
             warnings.simplefilter("ignore")
             e = torch._dynamo.explain(t.fn)(*t.args, **t.kwargs)
         stacks = [[[str(getattr(f, "filename", "")), getattr(f, "lineno", None)]
@@ -99,9 +140,11 @@ def explain_counts(spec: dict[str, Any]) -> Any:
 
 
 def handle(payload: dict[str, Any]) -> dict[str, Any]:
-    out = {"results": [to_dict(capture_spec(spec)) for spec in payload["targets"]]}
+    modes = tuple(payload.get("modes") or (EVAL,))
+    ca = bool(payload.get("compiled_autograd"))
+    out = {"results": [to_dict(r) for spec in payload["targets"] for r in capture_spec(spec, modes, ca)]}
     if payload.get("explain"):
-        out["explain"] = [explain_counts(spec) for spec in payload["targets"]]
+        out["explain"] = [explain_counts(spec, m) for spec in payload["targets"] for m in modes]
     return out
 
 

@@ -34,6 +34,8 @@ class BenchOptions:
     keep_cache: bool = False
     seed: int = 0
     unsafe_fixes: bool = False  # the mended arm takes mend fix's cost-changing fixes too
+    run_mode: str = "eval"  # "train": each timed call is a training step (forward, backward, optimizer)
+    optimizer: str = "sgd"  # train mode: "sgd" | "adamw"
 
 
 ProgressHook = Callable[[str, int], Callable[[str], None]]
@@ -45,6 +47,7 @@ def bench(refs: Sequence[str], config: Config, options: BenchOptions,
     if Path(root).is_file():
         root = str(Path(root).parent)
     report = new_report("bench", root=root, torch_version=torch_version)
+    report.run_modes = [options.run_mode]
     items, errors = resolve(refs, config)
     report.errors.extend(errors)
     arms = [a for a in ARMS if a in options.arms]
@@ -75,7 +78,8 @@ def _bench_item(index: int, item: BenchItem, arms: Sequence[str], options: Bench
     for arm in arms:
         if arm == "reference" and not item.reference:
             continue
-        row = BenchRow(target=spec.name, arm=arm, device=options.device, mode=options.mode, dtype=options.dtype)
+        row = BenchRow(target=spec.name, arm=arm, device=options.device, mode=options.mode, dtype=options.dtype,
+                       run_mode=options.run_mode, optimizer=options.optimizer if options.run_mode == "train" else None)
         patches = None
         if arm == "mended":
             patches, why = patch_source.patches_for(item) if patch_source else (None, "mended arm not requested")
@@ -95,6 +99,7 @@ def _bench_item(index: int, item: BenchItem, arms: Sequence[str], options: Bench
             "device": options.device, "mode": options.mode, "dtype": options.dtype,
             "runs": options.runs, "warmup": options.warmup, "seed": options.seed,
             "eager_outputs": str(eager_outputs), "patches": patches,
+            "run_mode": options.run_mode, "optimizer": options.optimizer,
         }
         env = {"TORCHINDUCTOR_CACHE_DIR": str(cache), "TRITON_CACHE_DIR": str(cache / "triton")}
         outcome = run_job(Job(module=WORKER, payload=payload, label=f"{spec.name} [{arm}]",
@@ -132,12 +137,12 @@ def ratios_for(target: str, rows: Sequence[BenchRow], options: BenchOptions) -> 
         if num in present and den in present:
             value = ratio(getattr(ok.get(num), "median_ms", None), getattr(ok.get(den), "median_ms", None))
             out.append(BenchRatio(target=target, name=f"{num}/{den}", value=value,
-                                  mode=options.mode, device=options.device))
+                                  mode=options.mode, device=options.device, run_mode=options.run_mode))
     for num, den in COLD_RATIOS:
         if num in present and den in present:
             value = ratio(getattr(ok.get(num), "cold_s", None), getattr(ok.get(den), "cold_s", None))
             out.append(BenchRatio(target=target, name=f"{num}/{den} (cold)", value=value,
-                                  mode=options.mode, device=options.device))
+                                  mode=options.mode, device=options.device, run_mode=options.run_mode))
     return out
 
 

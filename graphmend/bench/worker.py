@@ -12,8 +12,10 @@ import time
 from typing import Any
 
 from graphmend.jobs import worker_main
+from graphmend.modes import EVAL, TRAIN
 
 COMPILED_ARMS = ("original", "mended", "reference")
+OPTIMIZERS = ("sgd", "adamw")
 
 
 def _seed(seed: int) -> None:
@@ -55,6 +57,64 @@ def _fresh_compile_config():
     return stack
 
 
+def _step(fn: Any, run_mode: str, loss_fn: Any, optimizer: str):
+    """``(step, optimizer)``: ``step(callable, args, kwargs, keep=False)`` runs one call
+    (eval) or one training step (forward, backward of the training loss, an optimizer step)
+    and, with ``keep``, returns what the arms compare: the outputs, and in train mode the
+    loss and every parameter's gradient. ``(None, why)`` when there is nothing to train."""
+    import torch
+
+    from graphmend.bench import measure
+    from graphmend.modes import cannot_backward, modules_of, training_loss
+
+    if run_mode != TRAIN:
+        def call(compiled, args, kwargs, keep=False):
+            out = compiled(*args, **kwargs)
+            return measure.to_plain(out) if keep else None
+
+        return call, None
+    named = [(n, p) for m in modules_of(fn) for n, p in m.named_parameters() if p.requires_grad]
+    if not named:
+        return None, cannot_backward(fn, loss_fn)
+    params = [p for _, p in named]
+    opt = torch.optim.AdamW(params, lr=1e-3) if optimizer == "adamw" else torch.optim.SGD(params, lr=1e-3)
+
+    def train_step(compiled, args, kwargs, keep=False):
+        opt.zero_grad(set_to_none=True)
+        out = compiled(*args, **kwargs)
+        loss = training_loss(out, loss_fn)
+        if loss is None:
+            raise RuntimeError(cannot_backward(fn, loss_fn))
+        loss.backward()
+        kept = None
+        if keep:  # before the step: the gradients of the weights every arm starts from
+            kept = {"loss": measure.to_plain(loss), "outputs": measure.to_plain(out),
+                    "grads": {n: measure.to_plain(p.grad) for n, p in named}}
+        opt.step()
+        return kept
+
+    return train_step, optimizer
+
+
+def run_mode_of(fn: Any, run_mode: str):
+    from graphmend.modes import run_mode as in_mode
+
+    return in_mode(fn, run_mode)
+
+
+def _train_rng(run_mode: str):
+    """Train mode: Inductor draws random numbers (dropout) as eager does, so the first step's
+    loss and gradients can be compared with the eager arm's; eval needs nothing."""
+    import contextlib
+
+    import torch
+
+    config = getattr(torch._inductor, "config", None)
+    if run_mode != TRAIN or config is None or not hasattr(config, "fallback_random"):
+        return contextlib.nullcontext()
+    return config.patch(fallback_random=True)
+
+
 def run_arm(payload: dict[str, Any]) -> dict[str, Any]:
     arm = payload["arm"]
     if payload.get("patches"):
@@ -87,8 +147,13 @@ def run_arm(payload: dict[str, Any]) -> dict[str, Any]:
 
     result: dict[str, Any] = {"arm": arm, "backend": None, "graph_count": None, "break_count": None,
                               "kernel_count": None, "memory": None}
+    run_mode = payload.get("run_mode") or EVAL
+    loss_fn = getattr(loaded.target, "loss", None)
+    step, optimizer = _step(fn, run_mode, loss_fn, payload.get("optimizer") or "sgd")
+    if step is None:
+        return {**result, "error": f"{spec['name']}: {optimizer}"}
     compiled = fn
-    with _fresh_compile_config(), torch.no_grad():
+    with _fresh_compile_config(), run_mode_of(fn, run_mode), _train_rng(run_mode):
         if arm in COMPILED_ARMS:
             torch._dynamo.reset()
             measure.reset_counts()
@@ -101,18 +166,17 @@ def run_arm(payload: dict[str, Any]) -> dict[str, Any]:
         _seed(seed)
         measure.synchronize(device)
         t0 = time.perf_counter()
-        out = compiled(*args, **kwargs)
+        first = step(compiled, args, kwargs, keep=True)
         measure.synchronize(device)
         result["cold_s"] = time.perf_counter() - t0
-        first = measure.to_plain(out)
         for _ in range(warmup):
-            compiled(*args, **kwargs)
+            step(compiled, args, kwargs)
         measure.synchronize(device)
         mem.steady()
         times = []
         for _ in range(runs):
             t0 = time.perf_counter()
-            compiled(*args, **kwargs)
+            step(compiled, args, kwargs)
             measure.synchronize(device)
             times.append((time.perf_counter() - t0) * 1000.0)
         result["peak_mem_mb"] = mem.peak_mb()

@@ -7,7 +7,8 @@ from typing import List, Optional
 
 import typer
 
-from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, Format, check_paths, fail, progress_hook, render_or_fail, require_torch)
+from graphmend.cli.common import (COMPILED_AUTOGRAD_HELP, EXIT_CLEAN, EXIT_FINDINGS, MODE_HELP, TRAIN_HELP, Format,
+                                  check_paths, fail, progress_hook, render_or_fail, require_torch, run_modes_flag)
 
 
 def analyze(
@@ -22,6 +23,9 @@ def analyze(
     ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Rule codes or prefixes to drop."),
     all_functions: Optional[bool] = typer.Option(None, "--all-functions/--compiled-only",
                                                  help="Scan every function, not only the regions Dynamo traces."),
+    train: bool = typer.Option(False, "--train", help=TRAIN_HELP),
+    mode: Optional[str] = typer.Option(None, "--modes", help=MODE_HELP),
+    compiled_autograd: Optional[bool] = typer.Option(None, "--compiled-autograd", help=COMPILED_AUTOGRAD_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Find every graph break: static scan of the sources and dynamic capture of each target."""
@@ -36,7 +40,8 @@ def analyze(
     if next(iter(iter_python_files(paths)), None) is None:
         raise fail(f"no Python files under {', '.join(str(p) for p in paths)}")
     try:
-        config = load_config(paths).with_flags(select=select, ignore=ignore, all_functions=all_functions)
+        config = load_config(paths).with_flags(select=select, ignore=ignore, all_functions=all_functions,
+                                               modes=run_modes_flag(train, mode), compiled_autograd=compiled_autograd)
     except ConfigError as exc:
         raise fail(str(exc))
     tv = None if static_only else require_torch("analyze")

@@ -9,7 +9,8 @@ from typing import List, Optional
 
 import typer
 
-from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, fail, progress_hook, render_or_fail, require_torch)
+from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, fail, progress_hook, render_or_fail, require_torch,
+                                  run_modes_flag)
 
 
 class BenchFormat(str, Enum):
@@ -28,6 +29,11 @@ class Mode(str, Enum):
     default = "default"
     reduce_overhead = "reduce-overhead"
     max_autotune = "max-autotune"
+
+
+class Optimizer(str, Enum):
+    sgd = "sgd"
+    adamw = "adamw"
 
 
 class DType(str, Enum):
@@ -54,6 +60,10 @@ def bench(
     keep_cache: bool = typer.Option(False, "--keep-cache", help="Keep each arm's Inductor cache directory."),
     unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="The mended arm also takes mend fix's unsafe "
                                       "(cost-changing) fixes, e.g. GM501/GM502 dense expert dispatch."),
+    train: bool = typer.Option(False, "--train", help="Time a training step (forward, backward of the loss, an "
+                               "optimizer step) instead of an inference call; the mended arm takes the fixes "
+                               "mend fix --train verifies ([tool.mend] train)."),
+    optimizer: Optimizer = typer.Option(Optimizer.sgd, "--optimizer", help="The training step's optimizer (--train)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Measure what mending buys: cold start, steady state, graphs, breaks, kernels, memory per arm."""
@@ -69,9 +79,12 @@ def bench(
         if not Path(path).exists():
             raise fail(f"path does not exist: {path}")
     try:
-        config = load_config([t.rpartition("::")[0] if "::" in t else t for t in targets])
+        config = load_config([t.rpartition("::")[0] if "::" in t else t for t in targets]).with_flags(
+            modes=run_modes_flag(train, None))
     except ConfigError as exc:
         raise fail(str(exc))
+    if len(config.modes) != 1:
+        raise fail(f"mend bench times one run mode, not {','.join(config.modes)}: pass --train, or none for eval")
     tv = require_torch("bench")
     if device is Device.cuda and not _cuda_available():
         raise fail("--device cuda: no CUDA device is available to this torch (torch.cuda.is_available() is False)")
@@ -79,7 +92,8 @@ def bench(
     from graphmend.bench.stage import BenchOptions, bench as run_bench, failed
 
     options = BenchOptions(device=device.value, mode=mode.value, dtype=dtype.value, runs=runs, warmup=warmup,
-                           timeout=timeout, arms=chosen, keep_cache=keep_cache, unsafe_fixes=unsafe_fixes)
+                           timeout=timeout, arms=chosen, keep_cache=keep_cache, unsafe_fixes=unsafe_fixes,
+                           run_mode=config.modes[0], optimizer=optimizer.value)
     with progress_hook(quiet) as progress:
         report = run_bench(targets, config, options, progress=progress, torch_version=tv)
     render_or_fail(report, format.value, output)

@@ -11,7 +11,8 @@ from typing import List, Optional
 
 import typer
 
-from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, Format, fail, progress_hook, render_or_fail, require_torch, write_atomic)
+from graphmend.cli.common import (COMPILED_AUTOGRAD_HELP, EXIT_CLEAN, EXIT_FINDINGS, MODE_HELP, TRAIN_HELP, Format, fail,
+                                  progress_hook, render_or_fail, require_torch, run_modes_flag, write_atomic)
 
 # Formats whose renderer shows Report.check.new itself (reports/).
 CHECK_AWARE_FORMATS = ("text", "md", "html", "github")
@@ -34,6 +35,9 @@ def check(
     ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Rule codes or prefixes to drop."),
     all_functions: Optional[bool] = typer.Option(None, "--all-functions/--compiled-only",
                                                  help="Scan every function, not only the regions Dynamo traces."),
+    train: bool = typer.Option(False, "--train", help=TRAIN_HELP + " With --dynamic."),
+    modes: Optional[str] = typer.Option(None, "--modes", help=MODE_HELP + " With --dynamic."),
+    compiled_autograd: Optional[bool] = typer.Option(None, "--compiled-autograd", help=COMPILED_AUTOGRAD_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar, no summary line on stderr."),
 ) -> None:
     """Fail on graph breaks that are not in the baseline: the pre-commit hook and CI gate."""
@@ -41,11 +45,15 @@ def check(
     from graphmend.check import CheckOptions, run_check
     from graphmend.config import ConfigError, load_config
 
+    if (train or modes is not None or compiled_autograd) and not dynamic:
+        raise fail("--train, --modes and --compiled-autograd choose how targets run: they need --dynamic")
     missing = [p for p in files or () if not p.exists()]
     if missing:
         raise fail(f"no such file: {missing[0]}")
     try:
-        config = load_config(files or []).with_flags(select=select, ignore=ignore, all_functions=all_functions)
+        config = load_config(files or []).with_flags(select=select, ignore=ignore, all_functions=all_functions,
+                                                     modes=run_modes_flag(train, modes),
+                                                     compiled_autograd=compiled_autograd)
     except ConfigError as exc:
         raise fail(str(exc))
     baseline_path = baseline if baseline is not None else config.root / config.baseline

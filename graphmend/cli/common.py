@@ -43,6 +43,19 @@ def check_paths(paths: Sequence[Path]) -> None:
             raise fail(f"path does not exist: {p}")
 
 
+TRAIN_HELP = "Run targets in train mode: .train(), grad on, a backward after each call ([tool.mend] train)."
+MODE_HELP = "Run modes: eval (.eval() under no_grad, the default), train, or eval,train for both ([tool.mend] modes)."
+COMPILED_AUTOGRAD_HELP = "Train mode traces the backward too (compiled autograd) and reports its breaks."
+
+
+def run_modes_flag(train: bool, mode: Optional[str]) -> Optional[str]:
+    """``--train`` / ``--modes`` as the value ``Config.with_flags(modes=...)`` takes (None: the
+    config's); both given must agree."""
+    if train and mode is not None and mode.strip().lower() != "train":
+        raise fail(f"--train and --modes {mode} disagree: give one")
+    return "train" if train else mode
+
+
 def torch_version() -> Optional[str]:
     """The installed torch's version without importing torch."""
     try:

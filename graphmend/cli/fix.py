@@ -10,7 +10,8 @@ from typing import List, Optional
 
 import typer
 
-from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, check_paths, emit, fail, progress_hook, require_torch, write_atomic)
+from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, TRAIN_HELP, check_paths, emit, fail, progress_hook, require_torch,
+                                  run_modes_flag, write_atomic)
 
 
 class FixFormat(str, Enum):
@@ -31,6 +32,9 @@ def fix(
     no_follow: bool = typer.Option(False, "--no-follow", help="Do not fix breaks in files outside PATH."),
     unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="Also offer fixes that keep the outputs but "
                                       "change the program's cost (GM501/GM502 dense expert dispatch); verified the same way."),
+    train: bool = typer.Option(False, "--train", help=TRAIN_HELP + " The breaks to fix are the ones a train step hits."),
+    modes: Optional[str] = typer.Option(None, "--modes", help="The one run mode breaks are captured and re-traced in: "
+                                        "eval (default) or train; verification checks both either way."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar, no listing on stderr."),
 ) -> None:
     """Propose source fixes for graph breaks; only fixes that pass verification are offered."""
@@ -44,9 +48,12 @@ def fix(
     if bad:
         raise fail(f"--rule: {bad[0]!r} is not a rule code or prefix like GM101 or GM2")
     try:
-        config = load_config(paths)
+        config = load_config(paths).with_flags(modes=run_modes_flag(train, modes))
     except ConfigError as exc:
         raise fail(str(exc))
+    if len(config.modes) != 1:
+        raise fail(f"mend fix captures and re-traces in one run mode, not {','.join(config.modes)}: "
+                   "pass --train or --modes eval")
     require_torch("fix")
     with progress_hook(quiet) as progress:
         run = run_fix(paths, config, FixOptions(rules=rules, jobs=jobs, timeout=timeout, follow=not no_follow,

@@ -14,6 +14,7 @@ from typing import Optional
 import typer
 
 from graphmend.cli.common import Format, fail, require_torch, write_atomic
+from graphmend.modes import SCRIPT_MODE
 
 
 def run(
@@ -22,8 +23,12 @@ def run(
     format: Format = typer.Option(Format.text, "--format", "-f", help="Report format."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report here instead of stderr."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No report on stderr (only --output, if given)."),
+    train: bool = typer.Option(False, "--train", hidden=True),
 ) -> None:
     """Run SCRIPT [ARGS...] like python would, recording every torch.compile graph break."""
+    if train:
+        raise fail("--train does not apply to mend run: the script decides whether it trains "
+                   "(put --train after the script to pass it to the script)")
     if not script.exists():
         raise fail(f"script does not exist: {script}")
     if not script.is_file():
@@ -35,6 +40,10 @@ def run(
 
     result = run_script(str(script), list(ctx.args))
     report = new_report("run", root=str(Path.cwd()), torch_version=result.torch_version or tv)
+    # the script chose how it ran (eval, train or both): mend did not set a run mode
+    report.run_modes = [SCRIPT_MODE]
+    for t in result.targets:
+        t.run_mode = SCRIPT_MODE
     report.targets.extend(result.targets)
     try:
         if output is not None:

@@ -94,8 +94,9 @@ def verify_target(original: Original, patches: dict[str, str], before: TargetRes
     v.skipped = dict(res.get("skipped", {}))
     v.arms = {k: list(a) for k, a in (res.get("arms") or {}).items()}
     v.inputs = list(res.get("inputs", []))
+    # re-traced in the run mode the breaks were captured in: what the fix must remove is there
     pat = run_job(Job(WORKER, {"spec": original.spec, "mode": "patched", "patches": patches, "state": original.state,
-                               "seed": seed, "retrace": True, "probe_dtype": probe_dtype},
+                               "seed": seed, "retrace": True, "probe_dtype": probe_dtype, "run_mode": before.run_mode},
                       label=original.spec["name"], timeout=timeout))
     if pat.error or (pat.result or {}).get("error"):
         v.error = f"patched run: {pat.error or pat.result.get('error')}"

@@ -81,7 +81,8 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
     state = torch.load(payload["state"], weights_only=False)
     if module is not None and state.get("weights") is not None:
         module.load_state_dict(state["weights"], strict=False)
-    mismatches = _run_patched(loaded, module, state, seed, tolerance, result, spec, payload.get("retrace", True))
+    mismatches = _run_patched(loaded, module, state, seed, tolerance, result, spec, payload.get("retrace", True),
+                              payload.get("run_mode") or EVAL)
     result["mismatches"] = mismatches
     result["inputs_run"] = len(_inputs_names(state["plan"]))
     if payload.get("probe_dtype"):
@@ -129,7 +130,7 @@ def _run_original(loaded, module, keys, recorder, seed: int, constants: list):
             if m in skipped:
                 continue
             snap = _snapshot(module)
-            rec = run_call(loaded.fn, module, a, k, m, seed + len(records))
+            rec = run_call(loaded.fn, module, a, k, m, seed + len(records), _loss(loaded))
             plan.append((m, name))
             records.append(rec)
 
@@ -137,7 +138,7 @@ def _run_original(loaded, module, keys, recorder, seed: int, constants: list):
                 """The same call again, from the state it started in (a counter or a cache in
                 the module moved on), with the same seed; the patched side repeats it too."""
                 _restore(module, snap)
-                again = dict(run_call(loaded.fn, module, a, k, m, rec["seed"]), repeat=True)
+                again = dict(run_call(loaded.fn, module, a, k, m, rec["seed"], _loss(loaded)), repeat=True)
                 plan.append((m, name))
                 records.append(again)
                 return again
@@ -183,7 +184,8 @@ def _run_original(loaded, module, keys, recorder, seed: int, constants: list):
     return plan, records, skipped
 
 
-def _run_patched(loaded, module, state, seed: int, tolerance, result: dict, spec: dict, retrace: bool) -> list[str]:
+def _run_patched(loaded, module, state, seed: int, tolerance, result: dict, spec: dict, retrace: bool,
+                 run_mode: str) -> list[str]:
     from graphmend.bench.measure import convert, prepare_callable
     from graphmend.verify.modes import compare_records, device_of, run_call
 
@@ -198,7 +200,7 @@ def _run_patched(loaded, module, state, seed: int, tolerance, result: dict, spec
         a, k = want["args"], want["kwargs"]
         if m == BF16:
             if "capture" not in result and retrace:
-                result["capture"] = _retrace(spec, loaded, module)  # before the cast: the program as it compiles
+                result["capture"] = _retrace(spec, loaded, module, run_mode)  # before the cast: the program as it compiles
             device = device_of(module, loaded.args, loaded.kwargs)
             fn = prepare_callable(loaded.fn, device, torch.bfloat16)
             a, k = convert(a, device, torch.bfloat16), convert(k, device, torch.bfloat16)
@@ -206,15 +208,19 @@ def _run_patched(loaded, module, state, seed: int, tolerance, result: dict, spec
             _restore(module, snap)  # as the original did: from where the first of these calls started
         else:
             snap = _snapshot(module)
-        got = run_call(fn, module, a, k, m, want["seed"])
+        got = run_call(fn, module, a, k, m, want["seed"], _loss(loaded))
         if m in skipped:
             continue
         why = compare_records(want, got, f"{CHECK_NAMES[m]} on input {name}", tolerance)
         if why and why not in mismatches:
             mismatches.append(why)
     if "capture" not in result and retrace:
-        result["capture"] = _retrace(spec, loaded, module)
+        result["capture"] = _retrace(spec, loaded, module, run_mode)
     return mismatches
+
+
+def _loss(loaded):
+    return getattr(loaded.target, "loss", None)
 
 
 def _has_float(a, k) -> bool:
@@ -249,16 +255,19 @@ def _probe_dtype(loaded, dtype_name: str):
     return None
 
 
-def _retrace(spec: dict, loaded, module) -> dict:
-    """Breaks of the patched program, as the tracer records them; the module's state is put
-    back afterwards (the calls compared after it must start where the original's did)."""
+def _retrace(spec: dict, loaded, module, run_mode: str) -> dict:
+    """Breaks of the patched program in ``run_mode``, as the tracer records them; the
+    module's state (and its gradients: a train step leaves them) is put back afterwards
+    (the calls compared after it must start where the original's did)."""
     from graphmend.model import to_dict
     from tracer.worker import capture_loaded
 
     snap = _snapshot(module)
     res = capture_loaded(spec["name"], spec.get("file") or spec.get("module") or "", spec["function"],
-                         loaded.fn, loaded.args, loaded.kwargs)
+                         loaded.fn, loaded.args, loaded.kwargs, mode=run_mode, loss=_loss(loaded))
     _restore(module, snap)
+    if module is not None:
+        module.zero_grad(set_to_none=True)
     return to_dict(res)
 
 
