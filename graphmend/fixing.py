@@ -26,7 +26,7 @@ from typing import Callable, Optional, Sequence
 
 from graphmend.config import Config
 from graphmend.model import ADVICE, REJECTED, UNVERIFIED, VERIFIED, Break, Fix, FixTarget, Report, TargetResult, new_report
-from graphmend.sources import analysed_root
+from graphmend.sources import SourceError, SourceText, analysed_root, read_source, split_lines
 
 CONTROL_RULES = ("GM101", "GM102", "GM103", "GM401", "GM402")
 _NUMPY_CALL = re.compile(r"\b(np|numpy)\.\w+\(")
@@ -65,7 +65,7 @@ class SiteRecord:
 @dataclass
 class FileCandidate:
     path: str
-    original: str
+    source: SourceText  # the file as read: its text, and how to write a changed text back
     lines: set[int]
     tensor_lines: set[int]
     in_tree: bool
@@ -75,6 +75,10 @@ class FileCandidate:
     sites: list[SiteRecord] = field(default_factory=list)
     refusals: list = field(default_factory=list)
     unsafe: bool = False  # the run asked for unsafe fixes too
+
+    @property
+    def original(self) -> str:
+        return self.source.text
 
     def fix(self, lines, rules):
         """The rewrites of ``lines`` in this file, with what Dynamo said about them."""
@@ -117,10 +121,32 @@ def import_root_of(path: str) -> Optional[str]:
     return best
 
 
-def unified_diff(path: str, old: str, new: str, label: Optional[str] = None) -> str:
-    name = label or path
-    return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                        f"a/{name}", f"b/{name}"))
+def diff_lines(source: SourceText, new: str, label: Optional[str] = None) -> list[str]:
+    """The unified diff from the file ``source`` was read from to ``new`` written back,
+    line by line: the file's own line endings and BOM in the content lines (``patch -p1``
+    and ``git apply`` take it as it is), and git's marker after a last line without one."""
+    name = label or source.path
+    out = []
+    for line in difflib.unified_diff(split_lines(source.render(source.text)), split_lines(source.render(new)),
+                                     f"a/{name}", f"b/{name}"):
+        out.append(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n")
+    return out
+
+
+def unified_diff(source: SourceText, new: str, label: Optional[str] = None) -> str:
+    """``diff_lines`` as text (the JSON report's ``diff``)."""
+    return "".join(diff_lines(source, new, label))
+
+
+def diff_bytes(source: SourceText, new: str, label: Optional[str] = None) -> bytes:
+    """``diff_lines`` as bytes: headers in UTF-8, content lines in the file's own encoding,
+    so that the diff applies to a file that is not UTF-8."""
+    codec = "utf-8" if source.bom else source.encoding  # the BOM is a character of the first line
+    out = []
+    for i, line in enumerate(diff_lines(source, new, label)):
+        header = i < 2 or line.startswith("@@")
+        out.append(line.encode("utf-8", "surrogateescape") if header else line.encode(codec))
+    return b"".join(out)
 
 
 def _break_files(t: TargetResult) -> set[str]:
@@ -140,8 +166,8 @@ def _source_line(text_by_file: dict[str, str], file: str, line: int) -> str:
     text = text_by_file.get(file)
     if text is None:
         try:
-            text = Path(file).read_text(encoding="utf-8")
-        except OSError:
+            text = read_source(file)
+        except SourceError:
             return ""
         text_by_file[file] = text
     lines = text.splitlines()
@@ -225,10 +251,13 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
             if not in_tree(f) and not options.follow:
                 return None
             try:
-                text = Path(f).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
+                source = SourceText.read(f)
+            except SourceError as exc:
+                # the scan already said so for a file in the tree; a followed file has no other voice
+                if not any(e.message == exc.message and _real(e.file) == f for e in report.errors):
+                    report.errors.append(_file_error(f, exc.message))
                 return None
-            cands[f] = FileCandidate(f, text, set(), set(), in_tree(f), None if in_tree(f) else import_root_of(f),
+            cands[f] = FileCandidate(f, source, set(), set(), in_tree(f), None if in_tree(f) else import_root_of(f),
                                      unsafe=options.unsafe)
         return cands[f]
 
@@ -265,6 +294,9 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
         if r.error:
             report.errors.append(_file_error(c.path, r.error))
         c.refusals = list(r.refused)
+        if r.changed and not r.error and (why := _unwritable(c, r.new_source)):
+            report.errors.append(_file_error(c.path, why))  # nothing to verify: it could never be written
+            continue
         for s in r.applied:
             trig = {l for l in c.lines if s.line <= l <= s.end_line} or {s.line}
             c.sites.append(SiteRecord(c.path, s, trig))
@@ -331,7 +363,13 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
                 s.reason = "no mend_target runs the rewritten code, so the rewrite could not be verified"
         if ok_lines:
             r = c.fix(ok_lines, options.rules)
-            if r.changed and not r.error:
+            why = _unwritable(c, r.new_source) if r.changed and not r.error else None
+            if why:
+                report.errors.append(_file_error(c.path, why))
+                for s in c.sites:
+                    if s.status == VERIFIED:
+                        s.status, s.reason = REJECTED, why
+            elif r.changed and not r.error:
                 patches[c.path] = r.new_source
     report.fix_targets = fix_targets
     # the fix report's targets[] carry the outcome too (the shape `mend fix --format json` promises)
@@ -349,6 +387,15 @@ def _file_error(path: str, message: str):
     from graphmend.model import FileError
 
     return FileError(file=path, message=message)
+
+
+def _unwritable(c: FileCandidate, text: str) -> Optional[str]:
+    """Why ``text`` cannot be written back to ``c``'s file (its declared encoding), or None."""
+    try:
+        c.source.encode(text)
+    except SourceError as exc:
+        return exc.message
+    return None
 
 
 def _selected(rule: str, rules: Sequence[str]) -> bool:
@@ -533,7 +580,7 @@ def _fix_records(cands: dict[str, FileCandidate], findings, before: list[TargetR
             proven = s.status == VERIFIED
             fixes.append(Fix(file=c.path, line=s.site.line, end_line=s.site.end_line, rule=s.site.rule,
                              status=s.status, reason=s.reason or _described(s),
-                             diff=unified_diff(c.path, c.original, r.new_source, label) if r.changed else "",
+                             diff=unified_diff(c.source, r.new_source, label) if r.changed else "",
                              import_root=c.import_root, checks=list(s.checks) if proven else [],
                              skipped_checks=[f"{k}: {why}" for k, why in s.skipped.items() if k not in s.checks]
                              if proven else []))

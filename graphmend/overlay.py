@@ -96,8 +96,10 @@ def install_overlay(patches: dict[str, str]) -> OverlayFinder:
         finder = OverlayFinder(patches)
         sys.meta_path.insert(0, finder)
         _installed = finder
+    from graphmend.sources import split_lines
+
     for path, text in patches.items():
-        lines = text.splitlines(keepends=True)
+        lines = split_lines(text)  # Python's own line breaks: a form feed does not end a line
         # mtime None: linecache.checkcache leaves the entry alone (not re-read from disk)
         linecache.cache[path] = (len(text), None, lines, path)
         if _key(path) != path:

@@ -1,13 +1,19 @@
-"""Reading user source files: encodings, BOMs and undecodable bytes handled in one place."""
+"""Reading and writing user source files: encodings, BOMs, line endings and undecodable
+bytes handled in one place (``SourceText``), atomic writes."""
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import io
 import os
+import re
+import tempfile
 import tokenize
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Optional, Sequence
 
 # Folders nobody wants scanned: VCS, caches, virtual environments, build output.
 SKIP_DIRS = frozenset(
@@ -25,29 +31,191 @@ class SourceError(Exception):
         self.message = message
 
 
+# PEP 263: a comment on line 1 or 2 naming the encoding (the name as written, for messages)
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+# Python's own line terminators; str.splitlines also splits on \f, \v, \x1c.. and \u2028
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+@dataclass(frozen=True)
+class SourceText:
+    """One source file: its text as the interpreter reads it, and what it takes to turn a
+    changed text back into the file's own bytes (encoding, BOM, each line's ending).
+
+    ``text`` is decoded (BOM, PEP 263 cookie, else UTF-8), without the BOM, every line ending
+    ``"\n"``; the whole pipeline works on it. ``encode(new_text)`` gives the bytes to write:
+    lines the change did not touch keep their own ending, new lines take the file's usual one,
+    the BOM and the declared encoding are kept."""
+
+    path: str
+    raw: bytes = field(repr=False)  # the file as read
+    text: str = field(repr=False)
+    encoding: str  # the codec tokenize found ("utf-8-sig" when there is a BOM)
+    declared: str  # the encoding's name as the file writes it, for messages
+    endings: tuple[str, ...]  # each line's terminator in the file, "" for a last line without one
+
+    @classmethod
+    def decode(cls, data: bytes, path: str = "<bytes>") -> "SourceText":
+        try:
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        except SyntaxError as exc:  # unknown encoding in a coding cookie
+            raise SourceError(path, f"cannot decode: {exc}") from None
+        declared = _declared(data) or encoding
+        try:
+            decoded = data.decode(encoding)
+        except (UnicodeDecodeError, LookupError) as exc:
+            raise SourceError(path, f"not valid {declared} text ({exc.reason if hasattr(exc, 'reason') else exc}); "
+                                    "declare the encoding with a '# -*- coding: ... -*-' line") from None
+        lines = _LINE.findall(decoded)
+        endings = tuple(line[len(line.rstrip("\r\n")):] for line in lines)
+        text = "".join(line.rstrip("\r\n") + ("\n" if e else "") for line, e in zip(lines, endings))
+        return cls(path, data, text, encoding, declared, endings)
+
+    @classmethod
+    def read(cls, path: str | os.PathLike[str]) -> "SourceText":
+        try:
+            data = Path(path).read_bytes()
+        except OSError as exc:
+            raise SourceError(str(path), exc.strerror or str(exc)) from None
+        return cls.decode(data, str(path))
+
+    @property
+    def bom(self) -> bool:
+        return self.encoding == "utf-8-sig"
+
+    @property
+    def newline(self) -> str:
+        """The file's usual line ending (the most frequent; "\n" for a file without one)."""
+        counts = Counter(e for e in self.endings if e)
+        return counts.most_common(1)[0][0] if counts else "\n"
+
+    def render(self, text: str) -> str:
+        """``text`` (a changed ``self.text``) with the file's line endings and BOM back."""
+        new = text.split("\n")
+        last = new.pop()  # "" when text ends with a newline, else an unterminated last line
+        used = {e for e in self.endings if e}
+        if len(used) <= 1:  # one style in the file (the usual case): every line gets it
+            out = self.newline.join(new) + (self.newline if new else "") + last
+        else:  # mixed: an unchanged line keeps its own ending, a new one takes the usual one
+            old = self.text.split("\n")
+            if not old[-1]:
+                old.pop()
+            ends = [self.newline] * len(new)
+            # the lines before and after the change, by position (a blank line matched out of
+            # place would trade endings), then what the middle still shares
+            head = 0
+            while head < min(len(old), len(new)) and old[head] == new[head]:
+                head += 1
+            tail = 0
+            while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
+                tail += 1
+            pairs = [(k, k) for k in range(head)] + [(len(old) - 1 - k, len(new) - 1 - k) for k in range(tail)]
+            matcher = difflib.SequenceMatcher(None, old[head:len(old) - tail], new[head:len(new) - tail],
+                                              autojunk=False)
+            pairs += [(head + i + k, head + j + k) for i, j, n in matcher.get_matching_blocks() for k in range(n)]
+            for i, j in pairs:
+                ends[j] = self.endings[i] or self.newline
+            out = "".join(line + e for line, e in zip(new, ends)) + last
+        return ("\ufeff" if self.bom else "") + out
+
+    def encode(self, text: str) -> bytes:
+        """The bytes of the file holding ``text``; a SourceError naming the encoding when
+        ``text`` cannot be written in it (or would no longer declare it)."""
+        rendered = self.render(text)
+        codec = "utf-8" if self.bom else self.encoding  # the BOM is already in ``rendered``
+        try:
+            data = rendered.encode(codec)
+        except UnicodeEncodeError as exc:
+            line = rendered.count("\n", 0, exc.start) + 1
+            raise SourceError(self.path, f"the fixed text cannot be encoded as {self.declared}, the file's "
+                                         f"encoding ({rendered[exc.start:exc.end]!r} on line {line}); not fixed") from None
+        try:
+            again, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        except SyntaxError:
+            again = None
+        if again != self.encoding:  # e.g. a line added above the coding cookie
+            raise SourceError(self.path, f"the fixed text no longer declares the file's encoding ({self.declared}) "
+                                         "on its first two lines; not fixed")
+        return data
+
+
+def _declared(data: bytes) -> Optional[str]:
+    for line in data.splitlines()[:2]:
+        m = _COOKIE.match(line)
+        if m:
+            return m.group(1).decode("ascii")
+        if not line.strip().startswith(b"#") and line.strip():
+            break  # the cookie may only follow a comment line
+    return None
+
+
 def decode_source(data: bytes, path: str = "<bytes>") -> str:
-    """Decode like the interpreter: BOM, PEP 263 coding cookie, else UTF-8."""
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as exc:  # unknown encoding in a coding cookie
-        raise SourceError(path, f"cannot decode: {exc}") from None
-    try:
-        text = data.decode(encoding)
-    except (UnicodeDecodeError, LookupError) as exc:
-        raise SourceError(path, f"not valid {encoding} text ({exc.reason if hasattr(exc, 'reason') else exc}); "
-                                "declare the encoding with a '# -*- coding: ... -*-' line") from None
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    return text
+    """Decode like the interpreter: BOM, PEP 263 coding cookie, else UTF-8; BOM dropped,
+    line endings "\n"."""
+    return SourceText.decode(data, path).text
 
 
 def read_source(path: str | os.PathLike[str]) -> str:
-    p = Path(path)
+    return SourceText.read(path).text
+
+
+def split_lines(text: str) -> list[str]:
+    """``text``'s lines with their endings, split where Python splits lines (``\\r\\n``,
+    ``\\r``, ``\\n``): a form feed inside a line stays in it."""
+    return _LINE.findall(text)
+
+
+def write_source(source: SourceText, text: str) -> None:
+    """Write ``text`` over the file ``source`` was read from: its encoding, BOM and line
+    endings kept, atomically, its mode kept. A SourceError naming the file says why not:
+    the text cannot be encoded, the file changed since it was read, it is read-only, or the
+    write failed (a folder that takes no new file)."""
+    data = source.encode(text)
+    path = source.path
     try:
-        data = p.read_bytes()
+        current = Path(path).read_bytes()
     except OSError as exc:
-        raise SourceError(str(path), exc.strerror or str(exc)) from None
-    return decode_source(data, str(path))
+        raise SourceError(path, f"cannot read it again ({exc.strerror or exc}); not written") from None
+    if current != source.raw:
+        raise SourceError(path, "changed while mend ran; not written")
+    if read_only(path):
+        raise SourceError(path, "read-only, not written")
+    try:
+        write_bytes_atomic(path, data)
+    except OSError as exc:
+        # mkstemp failing names the temp file alone: the folder takes no new file
+        where = (f" (a temporary file in {os.path.dirname(exc.filename)})" if exc.filename and not exc.filename2
+                 and os.path.abspath(exc.filename) != os.path.abspath(path) else "")
+        raise SourceError(path, f"cannot write{where}: {exc.strerror or exc}; not written") from None
+
+
+def read_only(path: str | os.PathLike[str]) -> bool:
+    """Whether mend must leave ``path`` alone: no write permission bit set (what ruff calls
+    read-only; root could write it, mend does not) or the user cannot write it (another
+    owner, an immutable file)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False  # the write reports why
+    return not (mode & 0o222) or not os.access(path, os.W_OK)
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write via a temp file in the same folder and rename, keeping an existing file's mode
+    (a new file gets 0644)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o7777 if path.exists() else None
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, mode if mode is not None else 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def iter_python_files(paths: Sequence[str | os.PathLike[str]],

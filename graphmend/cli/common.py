@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from contextlib import ExitStack, contextmanager
 from enum import Enum
 from pathlib import Path
@@ -74,35 +73,32 @@ def require_torch(command: str) -> str:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write via a temp file in the same folder and rename, keeping an existing file's mode."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o7777 if path.exists() else None
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        if mode is not None:
-            os.chmod(tmp, mode)
-        else:
-            os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write UTF-8 text via a temp file in the same folder and rename, keeping an existing file's mode."""
+    from graphmend.sources import write_bytes_atomic
+
+    write_bytes_atomic(path, text.encode("utf-8"))
 
 
-def emit(text: str, output: Optional[Path]) -> None:
-    """Machine-readable output goes to stdout or ``--output``."""
+def emit(text: str | bytes, output: Optional[Path]) -> None:
+    """Machine-readable output goes to stdout or ``--output``; bytes (a diff of files in
+    their own encodings and line endings) go out as they are."""
+    nl = "\n" if isinstance(text, str) else b"\n"
+    if not text.endswith(nl):
+        text += nl
     if output is not None:
+        from graphmend.sources import write_bytes_atomic
+
         try:
-            write_atomic(output, text if text.endswith("\n") else text + "\n")
+            write_bytes_atomic(output, text.encode("utf-8") if isinstance(text, str) else text)
         except OSError as exc:
             raise fail(f"cannot write --output {output}: {exc.strerror or exc}")
-    else:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    elif isinstance(text, str):
+        sys.stdout.write(text)
         sys.stdout.flush()
+    else:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(text)
+        sys.stdout.buffer.flush()
 
 
 def show_progress(quiet: bool) -> bool:

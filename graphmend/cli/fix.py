@@ -11,7 +11,7 @@ from typing import List, Optional
 import typer
 
 from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, TRAIN_HELP, check_paths, emit, fail, progress_hook, require_torch,
-                                  run_modes_flag, write_atomic)
+                                  run_modes_flag)
 
 
 class FixFormat(str, Enum):
@@ -39,7 +39,8 @@ def fix(
 ) -> None:
     """Propose source fixes for graph breaks; only fixes that pass verification are offered."""
     from graphmend.config import ConfigError, load_config, split_codes
-    from graphmend.fixing import FixOptions, run_fix, unified_diff
+    from graphmend.fixing import FixOptions, diff_bytes, run_fix
+    from graphmend.sources import SourceError, write_bytes_atomic, write_source
     from graphmend.model import REJECTED, UNVERIFIED
 
     check_paths(paths)
@@ -65,23 +66,21 @@ def fix(
     if format is FixFormat.json:
         emit(report.to_json(), output)
     else:
-        text = "".join(unified_diff(p, run.candidates[p].original, t, labels[p]) for p, t in sorted(run.patches.items()))
+        # bytes: each file's part in its own encoding, line endings and BOM, so that it applies
+        text = b"".join(diff_bytes(run.candidates[p].source, t, labels[p]) for p, t in sorted(run.patches.items()))
         if text or output is not None:
             emit(text, output)
     if not quiet:
         _listing(report)
     written = 0
     if write:
+        # one file that cannot be written never stops the others: each says why, exit 1
         for path, text in sorted(in_tree.items()):
             try:
-                current = Path(path).read_text(encoding="utf-8")
-            except OSError as exc:
-                typer.echo(f"mend: cannot read {path}: {exc.strerror}", err=True)
+                write_source(run.candidates[path].source, text)
+            except SourceError as exc:
+                typer.echo(f"mend: {os.path.relpath(path)}: {exc.message}", err=True)
                 continue
-            if current != run.candidates[path].original:
-                typer.echo(f"mend: {path} changed while mend ran; not written", err=True)
-                continue
-            write_atomic(Path(path), text)
             written += 1
         if not quiet and written:
             typer.echo(f"mend: wrote {written} file(s)", err=True)
@@ -89,9 +88,9 @@ def fix(
             typer.echo(f"mend: {len(out_tree)} verified fix(es) are in installed packages, never written in place; "
                        "use --patch FILE", err=True)
     if patch is not None:
-        diff = "".join(unified_diff(p, run.candidates[p].original, t, labels[p]) for p, t in sorted(out_tree.items()))
+        diff = b"".join(diff_bytes(run.candidates[p].source, t, labels[p]) for p, t in sorted(out_tree.items()))
         try:
-            write_atomic(patch, diff)
+            write_bytes_atomic(patch, diff)
         except OSError as exc:
             raise fail(f"cannot write --patch {patch}: {exc.strerror or exc}")
         if not quiet:

@@ -34,6 +34,7 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     from graphmend.overlay import install_overlay
+    from graphmend.sources import read_source
     from graphmend.targets import TargetError, load_target
     from graphmend.verify.arms import ArmRecorder, instrument
     from graphmend.verify.modes import module_of
@@ -45,8 +46,8 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
     keys: list[str] = []
     if mode == "original":
         for path, conds in conditions.items():
-            with open(path, encoding="utf-8") as fh:
-                patches[path] = instrument(fh.read(), [tuple(c) for c in conds])
+            # as the fix stage read it: declared encoding, BOM dropped, endings "\n"
+            patches[path] = instrument(read_source(path), [tuple(c) for c in conds])
             keys += [f"{os.path.realpath(path)}:{c[0]}:{c[1]}" for c in conds]
         recorder.install()
     finder = install_overlay(patches) if patches else None
