@@ -7,6 +7,7 @@ The manifest (``manifest.toml``) is filled from this output, never by guessing::
     python corpus/measure.py --json             # machine-readable
     python corpus/measure.py --toml             # manifest skeleton (counts + break sites)
     python corpus/measure.py --check            # differences from manifest.toml, as TOML to paste
+    python corpus/measure.py --mode train       # in train mode (default eval: .eval() under no_grad)
 
 Run from anywhere; it imports corpus modules as the package ``corpus``.
 """
@@ -33,8 +34,11 @@ def target_names(path: Path) -> list[str]:
 
 
 def unpack(made):
-    fn, args, *rest = made
-    return fn, tuple(args), (rest[0] if rest else {})
+    """``(fn, args, kwargs)`` of what a target returns: a tuple or a ``graphmend.Target``."""
+    from graphmend.targets import normalise
+
+    t = normalise(made, "target")
+    return t.fn, t.args, t.kwargs
 
 
 def _site(user_stack) -> tuple[str | None, int | None, str | None]:
@@ -63,19 +67,22 @@ def _rule(reason: str, user_stack) -> str | None:
     return classify(None, reason, linecache.getline(fr.filename, fr.lineno).strip(), following)
 
 
-def measure(file: str, function: str) -> dict:
+def measure(file: str, function: str, mode: str = "eval") -> dict:
+    """explain's counts in run ``mode``: eval = the module in .eval() under no_grad, train =
+    .train() with grad on (explain traces the forward; the backward runs eagerly)."""
     import torch
 
     if str(CORPUS.parent) not in sys.path:
         sys.path.insert(0, str(CORPUS.parent))
+    from graphmend.modes import run_mode
     mod = importlib.import_module(f"corpus.{Path(file).stem}")
-    row: dict = {"target": f"{file}::{function}"}
+    row: dict = {"target": f"{file}::{function}", "mode": mode}
     t0 = time.perf_counter()
     try:
         fn, args, kwargs = unpack(getattr(mod, function)())
         torch._dynamo.reset()
         # targets may print (that is a break pattern); keep stdout for our own output
-        with contextlib.redirect_stdout(sys.stderr):
+        with contextlib.redirect_stdout(sys.stderr), run_mode(fn, mode):
             out = torch._dynamo.explain(fn)(*args, **kwargs)
     except Exception as exc:  # one broken target never stops the rest
         row["error"] = f"{type(exc).__name__}: {exc}"
@@ -97,6 +104,13 @@ def measure(file: str, function: str) -> dict:
     return row
 
 
+def expected(entry: dict, mode: str, torch_key: str) -> dict:
+    """The manifest's counts for one run mode and torch: eval counts are the entry's own,
+    train mode's its ``train`` table; a ``torch."X.Y"`` table inside either overrides."""
+    base = {**entry, **entry.get("train", {})} if mode == "train" else entry
+    return {**base, **base.get("torch", {}).get(torch_key, {})}
+
+
 def check(rows: list[dict]) -> int:
     """Print, as a per-torch TOML table to paste, every target whose counts differ."""
     import tomllib
@@ -112,14 +126,15 @@ def check(rows: list[dict]) -> int:
             print(f"# {r['target']}: not in manifest.toml")
             bad += 1
             continue
-        want = {**entry, **entry.get("torch", {}).get(key, {})}
+        want = expected(entry, r["mode"], key)
         got = (r.get("graph_count"), r.get("graph_break_count"))
         if "error" in r or got != (want["graph_count"], want["graph_break_count"]):
             bad += 1
             print(f"# {r['target']}: manifest {want['graph_count']}/{want['graph_break_count']}, "
                   f"measured {r.get('error') or '%s/%s' % got}")
             if "error" not in r:
-                print(f'[targets."{r["target"]}".torch."{key}"]\ngraph_count = {got[0]}\ngraph_break_count = {got[1]}\n')
+                table = f'targets."{r["target"]}"' + (".train" if r["mode"] == "train" else "")
+                print(f'[{table}.torch."{key}"]\ngraph_count = {got[0]}\ngraph_break_count = {got[1]}\n')
     print(f"# {len(rows)} targets measured on torch {torch.__version__}, {bad} differ")
     return 1 if bad else 0
 
@@ -132,20 +147,24 @@ def main(argv=None) -> int:
     p.add_argument("--check", action="store_true", help="compare with manifest.toml; exit 1 on a difference")
     p.add_argument("--skip-hf", action="store_true", help="leave out hf_models.py (slow; needs transformers)")
     p.add_argument("-k", default="", help="only targets whose name contains this")
+    p.add_argument("--mode", default="eval", choices=["eval", "train", "both"], help="run mode(s) to measure in")
     ns = p.parse_args(argv)
     skip = {"measure.py", "__init__.py"} | ({"hf_models.py"} if ns.skip_hf else set())
     files = ns.files or sorted(f.name for f in CORPUS.glob("*.py") if f.name not in skip)
     rows = []
     for f in files:
         for fn in target_names(CORPUS / Path(f).name):
-            if ns.k in fn:
-                rows.append(measure(Path(f).name, fn))
+            for mode in (("eval", "train") if ns.mode == "both" else (ns.mode,)):
+                if ns.k not in fn:
+                    continue
+                rows.append(measure(Path(f).name, fn, mode))
                 if not (ns.json or ns.toml or ns.check):
                     r = rows[-1]
                     if "error" in r:
                         print(f"{r['target']}: ERROR {r['error']}")
                         continue
-                    print(f"{r['target']}: graphs={r['graph_count']} breaks={r['graph_break_count']} ({r['seconds']}s)")
+                    print(f"{r['target']} [{r['mode']}]: graphs={r['graph_count']} breaks={r['graph_break_count']} "
+                          f"({r['seconds']}s)")
                     for s in r["sites"]:
                         print(f"    {s['file']}:{s['line']} in {s['function']}: {s['reason']}")
     if ns.check:

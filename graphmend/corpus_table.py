@@ -82,7 +82,9 @@ def table_from_run(run, manifest: dict, root: str, skipped_hf: bool = False) -> 
                         graph_breaks_after=ft.graph_breaks_after)
         row.remaining = [_why(b, rep.fixes, entry) for b in left]
         if entry and not entry.get("hf"):
-            fixable = [s for s in entry.get("sites", []) if s.get("fixable") and s.get("dynamic", True)]
+            # the table is mend fix's default (eval) run: sites only train mode reports are not in it
+            fixable = [s for s in entry.get("sites", []) if s.get("fixable") and s.get("dynamic", True)
+                       and "eval" in s.get("modes", ("eval", "train"))]
             file = ft.name.split("::")[0]
             gone = [s for s in fixable if not any(
                 b.line == s["line"] and os.path.basename(b.file or "") == os.path.basename(file) for b in left)]

@@ -1,9 +1,9 @@
 """Fixtures shared by several test files because they are expensive.
 
 ``corpus_capture``: every target of the tracer's small fixtures and of ``corpus/`` (the
-transformers models included) captured ONCE per session by the tracer's worker, with
-``torch._dynamo.explain`` run on the same target right after in the same worker (one torch
-start-up per file). test_tracer_capture (capture == explain), test_corpus_manifest and
+transformers models included) captured ONCE per session by the tracer's worker in both run
+modes (eval, train), with ``torch._dynamo.explain`` run on the same target in the same mode
+right after in the same worker (one torch start-up per file). test_tracer_capture (capture == explain), test_corpus_manifest and
 test_corpus_models (both == corpus/manifest.toml) all read it.
 
 Under pytest-xdist every worker process has its own session: the first one to ask computes
@@ -30,10 +30,16 @@ CORPUS = ROOT / "corpus"
 @dataclasses.dataclass
 class CorpusCapture:
     specs: list  # TargetSpec, tracer fixtures then corpus, discovery order
-    results: dict  # name -> TargetResult
+    results: dict  # name -> TargetResult, eval mode
     # name -> [graph_count, graph_break_count, [[file, line], ...] per break reason] or the
-    # error text when explain itself raised
+    # error text when explain itself raised; eval mode
     explained: dict
+    train_results: dict  # the same two in train mode
+    train_explained: dict
+
+    def of(self, mode: str) -> tuple[dict, dict]:
+        """(results, explained) of one run mode."""
+        return (self.train_results, self.train_explained) if mode == "train" else (self.results, self.explained)
 
 
 def corpus_specs() -> list:
@@ -60,15 +66,19 @@ def _capture(specs: list) -> dict[str, Any]:
     ordered = []
     for g in sorted(groups.values(), key=len, reverse=True):
         ordered += [g[0::2], g[1::2]] if len(g) >= 6 else [g]
-    jobs = [Job(WORKER, {"targets": [dataclasses.asdict(s) for s in g], "explain": True}, label=g[0].file,
-                timeout=240 * len(g)) for g in ordered]
-    results, explained = {}, {}
+    modes = ["eval", "train"]
+    jobs = [Job(WORKER, {"targets": [dataclasses.asdict(s) for s in g], "explain": True, "modes": modes},
+                label=g[0].file, timeout=400 * len(g)) for g in ordered]
+    out: dict[str, dict] = {"results": {}, "explained": {}, "train_results": {}, "train_explained": {}}
     for g, outcome in zip(ordered, run_jobs(jobs, parallel=2)):
         assert outcome.result and "results" in outcome.result, (g[0].file, outcome.error or outcome.stderr)
-        for s, r, e in zip(g, outcome.result["results"], outcome.result["explain"]):
-            results[s.name] = r
-            explained[s.name] = e
-    return {"results": results, "explained": explained}
+        got, explain = outcome.result["results"], outcome.result["explain"]
+        for i, s in enumerate(g):
+            for j, mode in enumerate(modes):
+                prefix = "train_" if mode == "train" else ""
+                out[prefix + "results"][s.name] = got[i * len(modes) + j]
+                out[prefix + "explained"][s.name] = explain[i * len(modes) + j]
+    return out
 
 
 def _shared(tmp_path_factory) -> dict[str, Any]:
@@ -102,5 +112,8 @@ def corpus_capture(tmp_path_factory) -> CorpusCapture:
 
     raw = _shared(tmp_path_factory)
     specs = corpus_specs()
-    results = {k: from_dict(TargetResult, v) for k, v in raw["results"].items()}
-    return CorpusCapture(specs=specs, results=results, explained=raw["explained"])
+    def results(key: str) -> dict:
+        return {k: from_dict(TargetResult, v) for k, v in raw[key].items()}
+
+    return CorpusCapture(specs=specs, results=results("results"), explained=raw["explained"],
+                         train_results=results("train_results"), train_explained=raw["train_explained"])

@@ -11,6 +11,7 @@ scanner's.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import io
 import sys
@@ -32,15 +33,25 @@ REQUIRED_RULES = {"GM101", "GM102", "GM103", "GM104", "GM201", "GM202", "GM203",
                   "GM401", "GM402", "GM501", "GM502", "GM503", "GM504", "GM505", "GM601", "GM603", "GM604"}
 
 
+MODES = ["eval", "train"]
+
+
 def torch_key() -> str:
     return ".".join(torch.__version__.split("+")[0].split(".")[:2])
 
 
-def expected(entry: dict) -> dict:
-    """The manifest entry for this torch: a per-version table overrides the default."""
-    merged = {k: v for k, v in entry.items() if k != "torch"}
-    merged.update(entry.get("torch", {}).get(torch_key(), {}))
-    return merged
+def expected(entry: dict, mode: str = "eval") -> dict:
+    """The manifest's counts for this torch in run ``mode`` (corpus/measure.py reads them so)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from corpus.measure import expected as measured
+
+    return measured(entry, mode, torch_key())
+
+
+def dynamic_lines(entry: dict, mode: str) -> set:
+    """The sites Dynamo reports in ``mode``: ``dynamic = false`` in none, ``modes`` in those."""
+    return {s["line"] for s in entry.get("sites", []) if s.get("dynamic", True) and mode in s.get("modes", MODES)}
 
 
 @pytest.fixture(scope="module")
@@ -71,12 +82,11 @@ def _load(name: str):
     return t.fn, t.args, t.kwargs  # a tuple or a graphmend.Target
 
 
-@pytest.fixture(scope="module")
-def explained(local, corpus_capture) -> dict:
+def _explained(local, corpus_capture, mode: str) -> dict:
     """name -> (graph_count, graph_break_count, break lines in the target's file)."""
     out = {}
     for name in local:
-        ref = corpus_capture.explained[name]
+        ref = corpus_capture.of(mode)[1][name]
         assert not isinstance(ref, str), f"{name}: explain raised {ref}"
         graphs, breaks, stacks = ref
         file = Path(name.split("::")[0]).name
@@ -87,6 +97,16 @@ def explained(local, corpus_capture) -> dict:
                 lines.add((Path(frames[-1][0]).name, frames[-1][1]))
         out[name] = (graphs, breaks, {ln for f, ln in lines if f == file})
     return out
+
+
+@pytest.fixture(scope="module")
+def explained(local, corpus_capture) -> dict:
+    return _explained(local, corpus_capture, "eval")
+
+
+@pytest.fixture(scope="module")
+def explained_modes(local, corpus_capture) -> dict:
+    return {mode: _explained(local, corpus_capture, mode) for mode in MODES}
 
 
 def test_corpus_size_and_clean_models(local):
@@ -125,28 +145,62 @@ def test_discovered_targets_match_manifest(discovered, manifest):
     assert names == set(manifest), (sorted(names - set(manifest)), sorted(set(manifest) - names))
 
 
-def test_counts_match_explain(local, explained):
+@pytest.mark.parametrize("mode", MODES)
+def test_counts_match_explain(local, explained_modes, mode):
     wrong = []
     for name, entry in local.items():
-        want = expected(entry)
-        graphs, breaks, lines = explained[name]
+        want = expected(entry, mode)
+        graphs, breaks, lines = explained_modes[mode][name]
         if (graphs, breaks) != (want["graph_count"], want["graph_break_count"]):
-            wrong.append(f"{name}: explain {graphs}/{breaks}, manifest {want['graph_count']}/{want['graph_break_count']}")
-        dynamic = {s["line"] for s in entry.get("sites", []) if s.get("dynamic", True)}
+            wrong.append(f"{name} [{mode}]: explain {graphs}/{breaks}, "
+                         f"manifest {want['graph_count']}/{want['graph_break_count']}")
+        dynamic = dynamic_lines(entry, mode)
         if lines != dynamic:
-            wrong.append(f"{name}: breaks at lines {sorted(lines)}, manifest {sorted(dynamic)}")
+            wrong.append(f"{name} [{mode}]: breaks at lines {sorted(lines)}, manifest {sorted(dynamic)}")
     assert not wrong, "\n".join(wrong)
 
 
-def test_references_match_their_broken_sibling(local, explained):
+def test_training_targets_break_only_in_train_mode(local, corpus_capture):
+    """corpus/training.py: one graph in eval, breaks in train, each break marked train-only
+    when both modes are compared; their references compile whole in both modes."""
+    import copy
+
+    from tracer.capture import mark_single_mode
+
+    training = [k for k in local if k.startswith("training.py::")]
+    broken = [k for k in training if "reference_of" not in local[k]]
+    assert len(broken) >= 4, training
+    for name in training:
+        ev, tr = corpus_capture.results[name], corpus_capture.train_results[name]
+        assert (ev.graph_break_count, ev.error) == (0, None), name
+        if "reference_of" in local[name]:
+            assert (tr.graph_break_count, tr.error) == (0, None), name
+            continue
+        assert tr.graph_break_count >= 1 and tr.error is None, (name, tr.error)
+        runs = [copy.deepcopy(ev), copy.deepcopy(tr)]
+        mark_single_mode(runs)
+        assert runs[1].breaks and all(b.only_in_mode == "train" for b in runs[1].breaks), name
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_references_match_their_broken_sibling(local, explained_modes, mode):
+    """A reference compiles whole in both run modes and computes what its broken sibling
+    does in each (train mode draws the same random numbers: both are seeded alike)."""
+    from graphmend.modes import run_mode
+
     pairs = [(k, f"{k.split('::')[0]}::{v['reference']}") for k, v in local.items() if "reference" in v]
     assert pairs
     for broken, ref in pairs:
-        assert explained[ref][1] == 0, ref
+        assert explained_modes[mode][ref][1] == 0, (ref, mode)
         fa, aa, ka = _load(broken)
         fb, ab, kb = _load(ref)
-        with torch.no_grad(), contextlib.redirect_stdout(io.StringIO()):
-            oa, ob = fa(*aa, **ka), fb(*ab, **kb)
+        with contextlib.redirect_stdout(io.StringIO()):
+            with run_mode(fa, mode):
+                torch.manual_seed(1)
+                oa = fa(*aa, **ka)
+            with run_mode(fb, mode):
+                torch.manual_seed(1)
+                ob = fb(*ab, **kb)
         flat_a = oa if isinstance(oa, (tuple, list)) else (oa,)
         flat_b = ob if isinstance(ob, (tuple, list)) else (ob,)
         assert len(flat_a) == len(flat_b), broken
@@ -154,29 +208,32 @@ def test_references_match_their_broken_sibling(local, explained):
             torch.testing.assert_close(x, y, rtol=1e-5, atol=1e-5, msg=lambda m: f"{broken} vs {ref}: {m}")
 
 
-@pytest.fixture(scope="module")
-def captured(local, corpus_capture):
-    return {name: corpus_capture.results[name] for name in local}
-
-
-def test_capture_matches_manifest(local, captured):
+@pytest.mark.parametrize("mode", MODES)
+def test_capture_matches_manifest(local, corpus_capture, mode):
     wrong = []
     for name, entry in local.items():
-        r = captured[name]
-        want = expected(entry)
+        r = corpus_capture.of(mode)[0][name]
+        want = expected(entry, mode)
+        if mode == "train" and want.get("trains") is False:
+            # nothing to backward through: the forward's breaks are still recorded, with the reason
+            if not (r.error or "").split(": ", 1)[-1].startswith("cannot train"):
+                wrong.append(f"{name} [train]: expected 'cannot train', got {r.error!r}")
+            r = dataclasses.replace(r, error=None)
         if r.error or (r.graph_count, r.graph_break_count) != (want["graph_count"], want["graph_break_count"]):
             wrong.append(f"{name}: capture {r.graph_count}/{r.graph_break_count} ({r.error}), "
                          f"manifest {want['graph_count']}/{want['graph_break_count']}")
     assert not wrong, "\n".join(wrong)
 
 
-def test_capture_rules_match_manifest_sites(local, captured):
+@pytest.mark.parametrize("mode", MODES)
+def test_capture_rules_match_manifest_sites(local, corpus_capture, mode):
     """The tracer's rule at every site Dynamo reports (before any correlation with the scan)."""
     wrong = []
+    captured = corpus_capture.of(mode)[0]
     for name, entry in local.items():
         file = CORPUS / name.split("::")[0]
         for s in entry.get("sites", []):
-            if not s.get("dynamic", True):
+            if s["line"] not in dynamic_lines(entry, mode):
                 continue
             rules = {b.rule for b in captured[name].breaks if b.file and Path(b.file).resolve() == file and b.line == s["line"]}
             if s["rule"] not in rules:

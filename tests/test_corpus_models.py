@@ -70,10 +70,13 @@ def runs(corpus_capture) -> dict:
         fn, args, kwargs = t.fn, t.args, t.kwargs
         with contextlib.redirect_stdout(io.StringIO()), torch.no_grad():
             eager = fn(*args, **kwargs)
-        # explained as measure.py and the tracer do: grad mode on, after torch._dynamo.reset()
-        ref = corpus_capture.explained[name]
-        assert not isinstance(ref, str), f"{name}: explain raised {ref}"
-        out[name] = (eager, ref[0], ref[1])
+        # explained as measure.py and the tracer do, in each run mode, after torch._dynamo.reset()
+        counts = {}
+        for mode in ("eval", "train"):
+            ref = corpus_capture.of(mode)[1][name]
+            assert not isinstance(ref, str), f"{name} [{mode}]: explain raised {ref}"
+            counts[mode] = (ref[0], ref[1])
+        out[name] = (eager, counts)
     return out
 
 
@@ -86,21 +89,28 @@ def test_at_least_eight_breaking_models_are_recorded(manifest):
 
 
 def test_models_run_and_outputs_are_finite(runs):
-    for name, (eager, _, _) in runs.items():
+    for name, (eager, _) in runs.items():
         tensors = [t for t in _flat(eager) if t.is_floating_point()]
         assert tensors, f"{name}: no floating-point output"
         for t in tensors:
             assert torch.isfinite(t).all(), f"{name}: non-finite output"
 
 
-def test_counts_match_manifest(runs, manifest):
+@pytest.mark.parametrize("mode", ["eval", "train"])
+def test_counts_match_manifest(runs, manifest, mode):
+    root = str(Path(__file__).resolve().parents[1])
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from corpus.measure import expected
+
     key = ".".join(torch.__version__.split("+")[0].split(".")[:2])
     wrong = []
-    for name, (_, graphs, breaks) in runs.items():
-        entry = dict(manifest[name])
-        entry.update(entry.get("torch", {}).get(key, {}))
+    for name, (_, counts) in runs.items():
+        graphs, breaks = counts[mode]
+        entry = expected(manifest[name], mode, key)
         if (graphs, breaks) != (entry["graph_count"], entry["graph_break_count"]):
-            wrong.append(f"{name}: explain {graphs}/{breaks}, manifest {entry['graph_count']}/{entry['graph_break_count']}")
+            wrong.append(f"{name} [{mode}]: explain {graphs}/{breaks}, "
+                         f"manifest {entry['graph_count']}/{entry['graph_break_count']}")
     assert not wrong, "\n".join(wrong)
 
 

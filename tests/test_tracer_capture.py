@@ -15,8 +15,12 @@ def captured(corpus_capture):
     return corpus_capture.specs, corpus_capture.results, corpus_capture.explained
 
 
-def test_counts_equal_explain(captured):
-    specs, results, explained = captured
+@pytest.mark.parametrize("mode", ["eval", "train"])
+def test_counts_equal_explain(corpus_capture, mode):
+    """In each run mode, the capture's counts are explain's in that mode (eval: .eval() under
+    no_grad; train: .train() with grad on)."""
+    specs = corpus_capture.specs
+    results, explained = corpus_capture.of(mode)
     assert len(results) == len(specs) >= 5
     mismatches = []
     for name, ref in explained.items():
@@ -28,11 +32,13 @@ def test_counts_equal_explain(captured):
         # explain reports graph_count - 1, i.e. -1 for a target that compiled nothing
         if (r.graph_count, r.graph_break_count) != (graphs, max(breaks, 0)):
             mismatches.append((name, (r.graph_count, r.graph_break_count), ref[:2]))
+        assert r.run_mode == mode, name
     assert not mismatches
 
 
-def test_counted_breaks_match_break_count(captured):
-    _, results, _ = captured
+@pytest.mark.parametrize("mode", ["eval", "train"])
+def test_counted_breaks_match_break_count(corpus_capture, mode):
+    results, _ = corpus_capture.of(mode)
     for r in results.values():
         if r.error:
             continue
