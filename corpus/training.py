@@ -37,6 +37,7 @@ class LayerDropEncoder(nn.Module):
         super().__init__()
         self.layers = nn.ModuleList(Block() for _ in range(layers))
         self.layerdrop = layerdrop
+        self.norm = nn.LayerNorm(32)  # the output has weights to train even when every layer drew "skip"
 
     def forward(self, x):
         for layer in self.layers:
@@ -45,7 +46,7 @@ class LayerDropEncoder(nn.Module):
                 if dropout_probability < self.layerdrop:  # data-dependent: breaks in training only
                     continue
             x = layer(x)
-        return x
+        return self.norm(x)
 
 
 class LayerDropEncoderReference(LayerDropEncoder):
@@ -58,7 +59,7 @@ class LayerDropEncoderReference(LayerDropEncoder):
                 x = x + keep * (layer(x) - x)
             else:
                 x = layer(x)
-        return x
+        return self.norm(x)
 
 
 class CheckpointedStack(nn.Module):
