@@ -113,9 +113,9 @@ def expected(entry: dict, mode: str, torch_key: str) -> dict:
 
 def check(rows: list[dict]) -> int:
     """Print, as a per-torch TOML table to paste, every target whose counts differ."""
-    import tomllib
-
     import torch
+
+    from graphmend.config import tomllib  # tomli on Python 3.10
 
     key = ".".join(torch.__version__.split("+")[0].split(".")[:2])
     manifest = tomllib.loads((CORPUS / "manifest.toml").read_text(encoding="utf-8"))["targets"]

@@ -1,7 +1,7 @@
 """The baseline of known graph breaks: keys, load, save, compare.
 
 An entry is keyed by (file relative to the baseline's folder, rule, enclosing function,
-whitespace-normalised source line, origin) with a count. No line numbers: moving code up or
+source line normalised by its tokens, origin) with a count. No line numbers: moving code up or
 down a file keeps its breaks known; only a count above the baseline's is new. Static
 findings and dynamic breaks at the same line are keyed apart (``origin``) because a static
 run never sees the dynamic ones and must not call them stale.
@@ -11,8 +11,10 @@ Pure data in, data out: no printing, no torch.
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import tokenize
 from collections import defaultdict
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
@@ -29,9 +31,35 @@ class BaselineError(Exception):
     """A baseline file that cannot be used; the message names the file."""
 
 
+_WORDS = (tokenize.NAME, tokenize.NUMBER, tokenize.STRING)
+_SKIP = (tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
+
+
 def normalize_source(line: Optional[str]) -> str:
-    """Whitespace runs collapsed to one space, ends stripped: re-indenting is not a change."""
-    return " ".join((line or "").split())
+    """The line's tokens, a space only between two words (``not x``, ``x if c else y``): the
+    spacing a formatter changes (``0:`` / ``0 :``, re-indenting, ``f( x )``) is not a change.
+    Idempotent, so a stored key normalised again is itself: baselines written with the older
+    whitespace-collapsed keys are read through it (``load_baseline``) and still match. A line
+    that does not tokenise to its end (an unclosed triple-quoted string) keeps the rest with
+    whitespace runs collapsed."""
+    text = (line or "").strip()
+    out: list[str] = []
+    prev = None
+    end = 0  # characters of ``text`` consumed
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type in _SKIP:
+                continue
+            word = tok.type in _WORDS
+            if out and (tok.type == tokenize.COMMENT or (word and prev in _WORDS)):
+                out.append(" ")
+            out.append(tok.string)
+            prev = tok.type
+            end = tok.end[1]
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass  # unclosed brackets or string at the end of the line: the tokens so far, then the rest
+    rest = " ".join(text[end:].split())
+    return "".join(out) + (" " if out and rest else "") + rest
 
 
 def relative_file(path: str, base_dir: Path) -> str:
@@ -155,12 +183,13 @@ def load_baseline(path: Path) -> dict[Key, int]:
         origin = e.get("origin", "static")
         if origin not in ("static", "dynamic"):
             raise BaselineError(f"baseline {path}: entry {i} has origin {origin!r}; expected 'static' or 'dynamic'")
+        # source normalised again: keys of older baselines (whitespace collapsed) match today's
         mode = e.get("mode", "eval")
         if origin == "dynamic" and mode not in ("eval", "train"):
             raise BaselineError(f"baseline {path}: entry {i} has mode {mode!r}; expected 'eval' or 'train'")
         if origin == "dynamic" and mode != "eval":
             origin = f"dynamic:{mode}"
-        counts[(e["file"], origin, e["function"], e["rule"], e["source"])] += count
+        counts[(e["file"], origin, e["function"], e["rule"], normalize_source(e["source"]))] += count
     return dict(counts)
 
 

@@ -4,6 +4,8 @@ Keys: ``targets`` (["pkg.mod:fn", "path/file.py:fn"]), ``select``, ``ignore``,
 ``exclude`` (globs), ``timeout`` (seconds per target), ``baseline`` (path),
 ``all_functions`` (bool), ``train`` (bool: targets run in train mode) or ``modes``
 (["eval", "train"]: both), ``compiled_autograd`` (bool: train mode traces the backward too).
+``line_length`` is not a mend key: it is the project's formatter's (``[tool.ruff] line-length``,
+else ``[tool.black] line-length``, else their default 88), the width ``mend fix`` lays its code out in.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ else:  # pragma: no cover
 
 DEFAULT_TIMEOUT_S = 300.0
 DEFAULT_BASELINE = ".mend-baseline.json"
+DEFAULT_LINE_LENGTH = 88  # black's and ruff's
 
 
 class ConfigError(Exception):
@@ -40,6 +43,7 @@ class Config:
     all_functions: bool = False
     modes: tuple[str, ...] = ("eval",)  # run modes (graphmend.modes): what targets run as
     compiled_autograd: bool = False
+    line_length: int = DEFAULT_LINE_LENGTH  # the formatter's, for the code fixes write
 
     def with_flags(self, **flags: Any) -> "Config":
         """Flags given on the command line (not None) win over the file."""
@@ -84,6 +88,18 @@ def find_pyproject(start: Path) -> Optional[Path]:
     return None
 
 
+def _line_length(data: dict, pyproject: Path) -> int:
+    tools = data.get("tool", {})
+    for tool in ("ruff", "black"):
+        section = tools.get(tool) if isinstance(tools, dict) else None
+        if isinstance(section, dict) and "line-length" in section:
+            value = section["line-length"]
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ConfigError(f"{pyproject}: [tool.{tool}] line-length must be a positive integer")
+            return value
+    return DEFAULT_LINE_LENGTH
+
+
 def load_config(paths: Sequence[str | os.PathLike[str]] = (), config_file: Optional[Path] = None) -> Config:
     """The config that governs ``paths``: the nearest pyproject.toml above the first
     path (or the working directory)."""
@@ -97,7 +113,7 @@ def load_config(paths: Sequence[str | os.PathLike[str]] = (), config_file: Optio
     section = data.get("tool", {}).get("mend", {})
     if not isinstance(section, dict):
         raise ConfigError(f"{pyproject}: [tool.mend] must be a table")
-    cfg = Config(root=pyproject.parent, pyproject=pyproject)
+    cfg = Config(root=pyproject.parent, pyproject=pyproject, line_length=_line_length(data, pyproject))
     known = {"targets", "select", "ignore", "exclude", "timeout", "baseline", "all_functions", "all-functions",
              "train", "modes", "compiled_autograd"}
     unknown = sorted(set(section) - known)

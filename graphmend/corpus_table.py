@@ -34,7 +34,7 @@ def load_manifest(root: Path) -> dict:
     path = root / "manifest.toml"
     if not path.is_file():
         return {}
-    import tomllib
+    from graphmend.config import tomllib  # tomli on Python 3.10
 
     try:
         return tomllib.loads(path.read_text(encoding="utf-8")).get("targets", {})

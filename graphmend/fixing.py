@@ -75,6 +75,7 @@ class FileCandidate:
     sites: list[SiteRecord] = field(default_factory=list)
     refusals: list = field(default_factory=list)
     unsafe: bool = False  # the run asked for unsafe fixes too
+    line_length: int = 88  # the project formatter's: the width the fixes are laid out in
 
     @property
     def original(self) -> str:
@@ -85,7 +86,7 @@ class FileCandidate:
         from rewrites.fixes import fix_source
 
         return fix_source(self.original, lines, rules, self.tensor_lines, self.shape_lines, self.numpy_lines,
-                          unsafe=self.unsafe)
+                          unsafe=self.unsafe, line_length=self.line_length)
 
 
 @dataclass
@@ -259,6 +260,7 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
                 return None
             cands[f] = FileCandidate(f, source, set(), set(), in_tree(f), None if in_tree(f) else import_root_of(f),
                                      unsafe=options.unsafe)
+            cands[f].line_length = config.line_length
         return cands[f]
 
     for fd in findings:

@@ -84,14 +84,53 @@ def _short_loc(b: Break, root: str) -> str:
     return f"{path.rsplit('/', 1)[-1]}:{b.line}" if b.line is not None else path.rsplit("/", 1)[-1]
 
 
+LANE_H = 16  # one row of break labels
+_CHAR_W = 8.4  # an upper bound on a 12px bold character's width (labels are short ASCII)
+
+
+def _label_lanes(t: TargetResult, root: str, width: int, top: int, bar_h: int) -> dict[int, tuple[str, float, int]]:
+    """Where each break's label goes (marker index -> text, left x, row): centred on its marker,
+    kept inside the chart, and moved down a row until it clears every label already in that row,
+    so that markers close together (a model breaking many times in a narrow strip) never overlap
+    their labels. Layout only: the positions follow the graph widths the bar itself draws."""
+    counted = [b for b in t.breaks if b.counted]
+    n = t.graph_count
+    weights = t.ops_per_graph if len(t.ops_per_graph) == n and sum(t.ops_per_graph) > 0 else [1] * n
+    skipped_w = 190 if t.frames_skipped else 0
+    graphs_w = width - skipped_w - (10 if skipped_w and n > 0 else 0)
+    gap = 14
+    usable = graphs_w - gap * (n - 1)
+    total = sum(weights)
+    rows: list[float] = []  # per row: where its last label ends
+    out: dict[int, tuple[str, float, int]] = {}
+    x = 0.0
+    for i, w in enumerate(weights[:-1]):
+        x += min(max(usable * w / total, 24.0), graphs_w - x)
+        cx = x + gap / 2
+        x += gap
+        if i >= len(counted):
+            continue
+        b = counted[i]
+        text = f"{b.rule} {_short_loc(b, root)}"
+        w_text = len(text) * _CHAR_W
+        x0 = min(max(cx - w_text / 2, 0.0), width - w_text)
+        lane = next((k for k, end in enumerate(rows) if end + 8 <= x0), len(rows))
+        if lane == len(rows):
+            rows.append(0.0)
+        rows[lane] = x0 + w_text
+        out[i] = (text, x0, lane)
+    return out
+
+
 def _graph_bar(t: TargetResult, root: str) -> str:
     """The graphs of one target as segments, each counted break a red marker between two of them;
     skipped frames (code Dynamo ran eagerly, invisible to explain) as an amber box at the end."""
     width, top, bar_h = 1000, 8, 30
     counted = [b for b in t.breaks if b.counted]
     n = t.graph_count
-    labelled = n > 1 and bool(counted)
-    height = top + bar_h + (26 if labelled else 8)
+    labels = _label_lanes(t, root, width, top, bar_h) if n > 1 and counted else {}
+    lanes = max((lane for _, _, lane in labels.values()), default=-1) + 1
+    height = top + bar_h + (14 + LANE_H * lanes if lanes else 8)
     label = f"{t.name}: {n} graphs, {t.graph_break_count} breaks, {t.frames_skipped} skipped frames"
     parts = [f'<svg class="graph-bar" data-target="{_e(t.name)}" viewBox="0 0 {width} {height}" width="{width}" '
              f'height="{height}" role="img" aria-label="{_e(label)}"><title>{_e(label)}</title>']
@@ -135,10 +174,14 @@ def _graph_bar(t: TargetResult, root: str) -> str:
                          f'<line x1="{cx:.1f}" y1="{top - 4}" x2="{cx:.1f}" y2="{top + bar_h + 4}" stroke="#d6452f" '
                          f'stroke-width="3"/><polygon points="{cx - 6:.1f},{top + bar_h + 10} {cx + 6:.1f},'
                          f'{top + bar_h + 10} {cx:.1f},{top + bar_h + 3}" fill="#d6452f"/>')
-            if b is not None:
-                anchor = "start" if cx < 120 else "end" if cx > width - 120 else "middle"
-                parts.append(f'<text x="{cx:.1f}" y="{top + bar_h + 24}" text-anchor="{anchor}" font-size="12" '
-                             f'fill="#d6452f" font-weight="600">{_e(b.rule + " " + _short_loc(b, root))}</text>')
+            if i in labels:
+                text, x0, lane = labels[i]
+                y = top + bar_h + 24 + LANE_H * lane
+                if lane:  # a leader from the marker down to a label moved below its neighbours
+                    parts.append(f'<line x1="{cx:.1f}" y1="{top + bar_h + 10}" x2="{cx:.1f}" y2="{y - 11}" '
+                                 f'stroke="#d6452f" stroke-width="1" stroke-opacity="0.5"/>')
+                parts.append(f'<text class="break-label" x="{x0:.1f}" y="{y}" font-size="12" '
+                             f'fill="#d6452f" font-weight="600">{_e(text)}</text>')
             parts.append("</g>")
             x += gap
     parts.append("</svg>")

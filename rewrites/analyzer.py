@@ -12,6 +12,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import NamedTuple, Optional
 
+from rewrites.guards import compiled_value, eager_operands, is_mend_helper
 from rewrites.tensors import (BOOL, BOOL_METHODS, DATA_DEPENDENT, HOST, HOST_METHODS, META, META_ATTRS,
                               META_METHODS, MODULE, NON_TENSOR_METHODS, OTHER,
                               SCALAR_CONVERSIONS, TENSOR, TENSOR_ATTRS, TENSOR_ONLY_METHODS,
@@ -203,6 +204,8 @@ class FileAnalysis:
             key = f"{info.name}.{s.name}" if info else s.name
             if key in self.index.disabled:
                 continue  # Dynamo never traces it: calls to it are GM605
+            if info is None and is_mend_helper(s):
+                continue  # mend's own repaired form (rewrites.guards)
             heuristic = (info is not None and info.module_like) or key in self.local_roots or s.name == "forward"
             ctx = FunctionContext(self, info, key, key, {}, heuristic)
             ctx.run_function(s)
@@ -327,13 +330,14 @@ class FunctionContext:
         self.ctors: dict[str, str] = {}  # name -> dotted class it was constructed from
         self.stmt: Optional[ast.stmt] = None
         self.in_test = False  # the node is (inside) the condition of if/while/assert/ternary
+        self.eager = False  # the node is in code torch.compile never traces (rewrites.guards): no finding
         self.function_node: Optional[ast.AST] = None
         self.edges = fa.index.edges.setdefault(func_key, set()) if func_key != "<module>" else set()
 
     # -- reporting ------------------------------------------------------------------------------
     def report(self, code: str, node: ast.AST, message: str, fix_hint: str = "", needs_root: bool = False) -> None:
         enabled = self.fa.enabled
-        if enabled is not None and code not in enabled:
+        if (enabled is not None and code not in enabled) or self.eager:
             return
         stmt = self.stmt
         self.fa.findings.append(RawFinding(
@@ -343,6 +347,19 @@ class FunctionContext:
 
     def resolve(self, node: ast.AST) -> Optional[str]:
         return self.fa.resolve(node)
+
+    def name_of(self, node: ast.AST) -> Optional[str]:
+        """Dotted name through the imports, else as written (a fragment without its imports)."""
+        parts = _dotted(node)
+        return None if parts is None else (self.fa.resolve(node) or ".".join(parts))
+
+    def run_eager(self, stmts: list[ast.stmt]) -> None:
+        """A block compiled code never runs: walked (names still bind), nothing reported."""
+        outer, self.eager = self.eager, True
+        try:
+            self.run_block(stmts)
+        finally:
+            self.eager = outer
 
     def is_data_dependent(self, node: ast.AST) -> bool:
         return self.kind(node) in DATA_DEPENDENT
@@ -634,10 +651,17 @@ class FunctionContext:
         for s in stmts:
             self.stmt = s
             t = type(s)
+            conditional = t is ast.If or t is ast.While or t is ast.Assert
+            # decided: which arm compiled code takes; the statement's own hooks see a condition
+            # compiled code decides on the flags alone, reading nothing else first
+            decided = compiled_value(s.test, self.name_of, first=False) if conditional else None
             hs = hooks.get(t)
             if hs:
+                outer = self.eager
+                self.eager = outer or (decided is not None and compiled_value(s.test, self.name_of) is not None)
                 for h in hs:
                     h(s, self)
+                self.eager = outer
             if t is ast.Assign:
                 visit(s.value)
                 for tg in s.targets:
@@ -649,8 +673,8 @@ class FunctionContext:
                     visit(s.value)
             elif t is ast.If:
                 visit(s.test, True)
-                self.run_block(s.body)
-                self.run_block(s.orelse)
+                (self.run_eager if decided is False else self.run_block)(s.body)
+                (self.run_eager if decided is True else self.run_block)(s.orelse)
             elif t is ast.For or t is ast.AsyncFor:
                 visit(s.iter)
                 self.bind_for(s.target, s.iter)
@@ -658,7 +682,7 @@ class FunctionContext:
                 self.run_block(s.orelse)
             elif t is ast.While:
                 visit(s.test, True)
-                self.run_block(s.body)
+                (self.run_eager if decided is False else self.run_block)(s.body)
                 self.run_block(s.orelse)
             elif t is ast.AugAssign:
                 visit(s.value)
@@ -699,6 +723,7 @@ class FunctionContext:
                                         dict(self.env), self.heuristic)
                 inner.edges = self.edges
                 inner.ctors = self.ctors
+                inner.eager = self.eager
                 inner.run_function(s)
                 self.stmt = s
                 self.env[s.name] = OTHER
@@ -720,35 +745,51 @@ class FunctionContext:
 
     def visit_expr(self, node: ast.AST, in_test: bool = False) -> None:
         hooks = self.fa.hooks
-        stack = [(node, in_test)]
+        outer = self.eager
+        stack = [(node, in_test, outer)]
         pop, push = stack.pop, stack.append
         fields_of = _EXPR_FIELDS
         leaves = _LEAVES
-        Call, IfExp, Lambda = ast.Call, ast.IfExp, ast.Lambda
+        Call, IfExp, Lambda, BoolOp = ast.Call, ast.IfExp, ast.Lambda, ast.BoolOp
         while stack:
-            n, t = pop()
+            n, t, e = pop()
             tp = type(n)
             if tp is Call:
-                self.note_call(n)
+                if e:  # not traced: no region edge, but a torch.compile call there still makes a root
+                    if self.fa.want_compile:
+                        self.note_compile(n)
+                else:
+                    self.note_call(n)
             hs = hooks.get(tp)
+            if tp is IfExp:
+                decided = compiled_value(n.test, self.name_of)
+                if hs:
+                    self.in_test, self.eager = t, e or decided is not None
+                    for h in hs:
+                        h(n, self)
+                push((n.test, True, e))
+                push((n.body, t, e or decided is False))
+                push((n.orelse, t, e or decided is True))
+                continue
             if hs:
-                self.in_test = t
+                self.in_test, self.eager = t, e
                 for h in hs:
                     h(n, self)
-            if tp is IfExp:
-                push((n.test, True))
-                push((n.body, t))
-                push((n.orelse, t))
+            if tp is BoolOp:
+                cut = eager_operands(n, self.name_of)  # `not is_compiling() and <eager only>`
+                for i, c in enumerate(n.values):
+                    if type(c) not in leaves:
+                        push((c, t, e or i >= cut))
                 continue
             if tp is Lambda:
-                push((n.body, False))
+                push((n.body, False, e))
                 continue
             if tp is Call and type(n.func) is ast.Attribute and n.func.attr.startswith("_check"):
                 # torch._check(cond, lambda: msg): the message runs only when the check fails
-                push((n.func, t))
+                push((n.func, t, e))
                 for c in n.args:
                     if type(c) is not Lambda and type(c) not in leaves:
-                        push((c, t))
+                        push((c, t, e))
                 continue
             for name in fields_of.get(tp, ()):
                 v = getattr(n, name)
@@ -757,9 +798,10 @@ class FunctionContext:
                 if type(v) is list:
                     for c in v:
                         if c is not None and type(c) not in leaves:
-                            push((c, t))
+                            push((c, t, e))
                 elif type(v) not in leaves:
-                    push((v, t))
+                    push((v, t, e))
+        self.eager = outer
 
 
 # Leaves carry nothing a detector looks at; ctx/op fields are never expressions.

@@ -27,7 +27,7 @@ def everything(_key):
 
 
 def test_normalize_source_collapses_whitespace():
-    assert normalize_source("    print( x,\t y )  \n") == "print( x, y )"
+    assert normalize_source("    print( x,\t y )  \n") == "print(x,y)"
     assert normalize_source(None) == ""
 
 
@@ -93,7 +93,7 @@ def test_finding_without_source_line_reads_the_file(tmp_path):
     (tmp_path / "m.py").write_text("def forward(x):\n    print(  x )\n")
     f = Finding(rule="GM201", file=str(tmp_path / "m.py"), line=2, col=4, message="print", function="forward")
     (e,) = entries(tmp_path, f)
-    assert e.source == "print( x )" and e.origin == "static"
+    assert e.source == "print(x)" and e.origin == "static"
 
 
 def test_dynamic_entries_dedupe_sites_and_key_apart_from_static(tmp_path):
@@ -107,3 +107,35 @@ def test_dynamic_entries_dedupe_sites_and_key_apart_from_static(tmp_path):
     base = updated_baseline(static, {}, tmp_path, everything)
     # the static entry does not make the dynamic break known
     assert len(compare(dyn, base, tmp_path, everything, "b").new) == 1
+
+
+def test_spacing_a_formatter_changes_keeps_an_entry_known(tmp_path):
+    """``0:`` -> ``0 :`` (what formatters do to slices) is neither new nor stale."""
+    (tmp_path / "m.py").write_text("def forward(x):\n    y = x[0:].item()\n")
+    f = Finding(rule="GM301", file=str(tmp_path / "m.py"), line=2, col=8, message="item", function="forward",
+                source_line="    y = x[0:].item()")
+    baseline = updated_baseline([e for e, _ in entries_from_findings([f], tmp_path)], {}, tmp_path, lambda k: True)
+    g = Finding(rule="GM301", file=str(tmp_path / "m.py"), line=2, col=8, message="item", function="forward",
+                source_line="    y = x[0 :].item( )")
+    result = compare([e for e, _ in entries_from_findings([g], tmp_path)], baseline, tmp_path, lambda k: True, "b")
+    assert (result.known, result.new, result.stale) == (1, [], [])
+    # tokens still tell code apart, and strings keep their spaces
+    assert normalize_source("y = x[0:].item()") != normalize_source("y = x[1:].item()")
+    assert normalize_source('s = "a  b"') != normalize_source('s = "a b"')
+    assert normalize_source("return not x") == "return not x"
+
+
+def test_baseline_written_with_whitespace_keys_still_matches(tmp_path):
+    """Baselines before token keys stored the whitespace-collapsed line: read, they are
+    normalised again (the normalisation is idempotent), so they match today's keys."""
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"version": 1, "entries": [
+        {"file": "m.py", "rule": "GM301", "function": "forward", "source": "y = x[0 :].item( )",
+         "origin": "static", "count": 1}]}))
+    f = Finding(rule="GM301", file=str(tmp_path / "m.py"), line=2, col=8, message="item", function="forward",
+                source_line="    y = x[0:].item()")
+    result = compare([e for e, _ in entries_from_findings([f], tmp_path)], load_baseline(old), tmp_path,
+                     lambda k: True, "b")
+    assert (result.known, result.new, result.stale) == (1, [], [])
+    for text in ("if x.sum() > 0:", 'x = """unclosed  doc', "foo(a,", "print(*args, **kwargs)  # c"):
+        assert normalize_source(normalize_source(text)) == normalize_source(text)

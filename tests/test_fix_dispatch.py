@@ -8,31 +8,33 @@ import pytest
 from rewrites.fixes import fix_source
 from rewrites.fixes import gm5_dispatch
 
+# the cases are transformers code: laid out at its ruff line-length
+HF = {"line_length": 119}
 CASES = gm5_dispatch.UNSAFE_FIXED
 
 
 @pytest.mark.parametrize("before,after,lines", CASES, ids=["range-loop", "nonzero-loop"])
 def test_unsafe_fix_text(before, after, lines):
-    safe = fix_source(before, lines=lines)
+    safe = fix_source(before, lines=lines, **HF)
     assert not safe.changed  # never without --unsafe-fixes, but every site says the fix exists
     assert {r.line for r in safe.refused if "--unsafe-fixes" in r.advice} == lines
-    r = fix_source(before, lines=lines, unsafe=True)
+    r = fix_source(before, lines=lines, unsafe=True, **HF)
     assert r.error is None
     assert r.new_source == after
     assert {s.strategy for s in r.applied} <= {"dense_dispatch", "every_index"}
-    assert fix_source(after, lines=lines, unsafe=True).new_source == after  # idempotent
+    assert fix_source(after, lines=lines, unsafe=True, **HF).new_source == after  # idempotent
 
 
 @pytest.mark.parametrize("source,lines", gm5_dispatch.HEADER_KEPT, ids=["effect", "read-after"])
 def test_nonzero_loop_kept_when_an_extra_pass_shows(source, lines):
-    r = fix_source(source, lines=lines, unsafe=True)
+    r = fix_source(source, lines=lines, unsafe=True, **HF)
     assert gm5_dispatch.WHERE_HELPER in r.new_source  # the dispatch itself is still rewritten
     assert gm5_dispatch.EVERY_HELPER not in r.new_source and ".nonzero()" in r.new_source
 
 
 @pytest.mark.parametrize("source,reason", gm5_dispatch.UNSAFE_NEGATIVE, ids=lambda v: str(v)[:30])
 def test_unsafe_fix_refused(source, reason):
-    r = fix_source(source, unsafe=True)
+    r = fix_source(source, unsafe=True, **HF)
     assert gm5_dispatch.WHERE_HELPER not in r.new_source
     assert any(reason in x.reason for x in r.refused), [x.reason for x in r.refused]
 
@@ -168,11 +170,11 @@ MASK_IDS = ["xmod-adapters", "switch-4.x", "nllb-4.x"]
 
 @pytest.mark.parametrize("before,after,lines", MASK_CASES, ids=MASK_IDS)
 def test_unsafe_mask_fix_text(before, after, lines):
-    safe = fix_source(before, lines=lines, shape_lines=lines)
+    safe = fix_source(before, lines=lines, shape_lines=lines, **HF)
     assert not safe.changed and any("--unsafe-fixes" in r.advice for r in safe.refused)
-    r = fix_source(before, lines=lines, shape_lines=lines, unsafe=True)
+    r = fix_source(before, lines=lines, shape_lines=lines, unsafe=True, **HF)
     assert r.error is None and r.new_source == after
-    assert fix_source(after, lines=lines, shape_lines=lines, unsafe=True).new_source == after
+    assert fix_source(after, lines=lines, shape_lines=lines, unsafe=True, **HF).new_source == after
 
 
 class _Table:

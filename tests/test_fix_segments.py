@@ -9,27 +9,30 @@ import pytest
 from rewrites.fixes import fix_source
 from rewrites.fixes import gm5_segments
 
+# the cases are transformers code: laid out at its ruff line-length
+HF = {"line_length": 119}
+
 
 @pytest.mark.parametrize("before,after,lines", gm5_segments.UNSAFE_FIXED)
 def test_segments_fix_text(before, after, lines):
-    safe = fix_source(before, lines=lines)
+    safe = fix_source(before, lines=lines, **HF)
     assert not safe.changed
     assert [r.line for r in safe.refused if "--unsafe-fixes" in r.advice] == sorted(lines)
-    r = fix_source(before, lines=lines, unsafe=True)
+    r = fix_source(before, lines=lines, unsafe=True, **HF)
     assert r.error is None and r.new_source == after
     assert [(s.rule, s.line, s.strategy) for s in r.applied] == [("GM302", min(lines), "segments")]
-    assert not fix_source(after, lines=lines, unsafe=True).changed  # idempotent
+    assert not fix_source(after, lines=lines, unsafe=True, **HF).changed  # idempotent
 
 
 @pytest.mark.parametrize("source,lines", gm5_segments.UNSAFE_NEGATIVE,
                          ids=["across-rows", "chunks-escape", "other-name", "dim-1"])
 def test_segments_fix_refused(source, lines):
-    assert not fix_source(source, lines=lines, unsafe=True).changed
+    assert not fix_source(source, lines=lines, unsafe=True, **HF).changed
 
 
 def test_segments_fix_only_at_a_break_line():
     before, _, lines = gm5_segments.UNSAFE_FIXED[0]
-    assert not fix_source(before, lines={1}, unsafe=True).changed
+    assert not fix_source(before, lines={1}, unsafe=True, **HF).changed
 
 
 @pytest.mark.parametrize("tokens,k,experts", [(5, 2, 4), (7, 1, 3), (3, 2, 6)])
@@ -82,20 +85,20 @@ def test_segments_same_values_and_one_graph(tokens, k, experts):
 @pytest.mark.parametrize("before,after,lines", gm5_segments.UNSAFE_FIXED_BY_ID)
 def test_runs_by_id_fix_text(before, after, lines):
     """X-MOD's language adapters: unique_consecutive runs, split by their lengths, a module per run."""
-    safe = fix_source(before, lines=lines)
+    safe = fix_source(before, lines=lines, **HF)
     assert not safe.changed
     assert [r.rule for r in safe.refused if "--unsafe-fixes" in r.advice] == ["GM503"]
-    r = fix_source(before, lines=lines, unsafe=True)
+    r = fix_source(before, lines=lines, unsafe=True, **HF)
     assert r.error is None and r.new_source == after
     assert [(s.rule, s.line, s.strategy) for s in r.applied] == [("GM503", min(lines), "rows_by_id")]
-    assert not fix_source(after, lines=lines, unsafe=True).changed  # idempotent
-    assert not fix_source(before, lines={1}, unsafe=True).changed  # only where Dynamo broke
+    assert not fix_source(after, lines=lines, unsafe=True, **HF).changed  # idempotent
+    assert not fix_source(before, lines={1}, unsafe=True, **HF).changed  # only where Dynamo broke
 
 
 @pytest.mark.parametrize("source,lines", gm5_segments.UNSAFE_NEGATIVE_BY_ID,
                          ids=["lengths-read-after", "ids-rebound", "reduced", "dim-1-runs", "dim-1-split"])
 def test_runs_by_id_fix_refused(source, lines):
-    assert not fix_source(source, lines=lines, unsafe=True).changed
+    assert not fix_source(source, lines=lines, unsafe=True, **HF).changed
 
 
 @pytest.mark.parametrize("ids", [[0, 0, 1, 1, 1], [2, 0, 2, 1, 0, 0], [1], [0, 2, 2, 2]])

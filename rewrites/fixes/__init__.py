@@ -38,12 +38,13 @@ class FixResult:
 
 def fix_source(source: str, lines: Optional[Iterable[int]] = None, rules: Sequence[str] = (),
                tensor_lines: Iterable[int] = (), shape_lines: Iterable[int] = (),
-               numpy_lines: Iterable[int] = (), unsafe: bool = False) -> FixResult:
+               numpy_lines: Iterable[int] = (), unsafe: bool = False, line_length: int = 88) -> FixResult:
     """Rewrite ``source``; ``lines`` limits the rewrites to statements covering those lines.
     ``tensor_lines``: Dynamo said a tensor decided a branch there; ``shape_lines``: Dynamo
     said an op's output shape depended on data there (a boolean-mask index);
     ``numpy_lines``: a NumPy call there computed a value a branch depended on; ``unsafe``:
-    also plan the fixes that change the program's cost (GM501/GM502 dense expert dispatch)."""
+    also plan the fixes that change the program's cost (GM501/GM502 dense expert dispatch);
+    ``line_length``: the project formatter's, the width new code is laid out in."""
     import libcst as cst
 
     from rewrites.fixes.base import Analysis, Context
@@ -55,12 +56,12 @@ def fix_source(source: str, lines: Optional[Iterable[int]] = None, rules: Sequen
     ctx = Context(lines=set(lines) if lines is not None else None, rules=tuple(rules),
                   tensor_lines=set(tensor_lines), shape_lines=set(shape_lines), numpy_lines=set(numpy_lines), unsafe=unsafe)
     try:
-        return _fix(an, ctx, source)
+        return _fix(an, ctx, source, line_length)
     except Exception as exc:  # a transform bug on one file never stops the run
         return FixResult(source, source, error=f"rewrite failed ({type(exc).__name__}: {exc}); file left unchanged")
 
 
-def _fix(an, ctx, source: str) -> FixResult:
+def _fix(an, ctx, source: str, line_length: int = 88) -> FixResult:
     import libcst as cst
 
     from rewrites.fixes.base import apply_edits
@@ -80,7 +81,7 @@ def _fix(an, ctx, source: str) -> FixResult:
             edits.append(e)
         refused.extend(r for r in p.refusals
                        if not any(a <= r.line <= b for a, b in claimed))
-    new = apply_edits(an, edits)
+    new = apply_edits(an, edits, line_length)
     try:
         cst.parse_module(new)
     except cst.ParserSyntaxError as exc:  # never hand back a file that does not parse

@@ -114,26 +114,63 @@ class Analysis:
 
 # -- applying --------------------------------------------------------------------------
 
+class _Ids(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.ids: set[int] = set()
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.ids.add(id(node))
+        return True
+
+
 class _Apply(cst.CSTTransformer):
-    def __init__(self, edits: dict[int, Edit]):
+    """Each edit's replacement, laid out as a formatter would (``layout``): what a fix built is
+    written formatted; a statement an edit changed only in part is re-laid out when it no
+    longer fits its line."""
+
+    def __init__(self, edits: dict[int, Edit], default_indent: str, width: int):
         super().__init__()
         self.edits = edits
+        self.width = width
+        self.indent = len(default_indent)
+        self.blocks: list[int] = []  # the indentation the enclosing blocks add
+        self.touched: list[bool] = []  # per enclosing statement: an expression inside was rewritten
+
+    def on_visit(self, node) -> bool:  # type: ignore[override]
+        if isinstance(node, cst.IndentedBlock):
+            self.blocks.append(len(node.indent) if node.indent is not None else self.indent)
+        elif isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            self.touched.append(False)
+        return True
 
     def on_leave(self, original_node, updated_node):  # type: ignore[override]
+        from rewrites.fixes.layout import lay_out_built, refit
+
+        if isinstance(original_node, cst.IndentedBlock):
+            self.blocks.pop()
+        statement = isinstance(original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
+        touched = self.touched.pop() if statement else False
+        base = sum(self.blocks)
         e = self.edits.get(id(original_node))
         if e is None:
-            return updated_node
-        return e.build(updated_node)
+            return refit(updated_node, base, self.width) if touched else updated_node
+        if not statement:
+            if self.touched:
+                self.touched[-1] = True
+            return e.build(updated_node)
+        ids = _Ids()
+        updated_node.visit(ids)
+        return lay_out_built(e.build(updated_node), base, ids.ids, self.indent, self.width)
 
 
 # Module-level helpers a fix may need, by name; inserted once, after the imports.
 HELPERS: dict[str, str] = {}
 
 
-def apply_edits(analysis: Analysis, edits: Sequence[Edit]) -> str:
+def apply_edits(analysis: Analysis, edits: Sequence[Edit], width: int = 88) -> str:
     if not edits:
         return analysis.module.code
-    new = analysis.module.visit(_Apply({id(e.node): e for e in edits}))
+    new = analysis.module.visit(_Apply({id(e.node): e for e in edits}, analysis.module.default_indent, width))
     assert isinstance(new, cst.Module)
     if any(e.needs_torch for e in edits):
         new = ensure_import(new, "torch")

@@ -830,7 +830,9 @@ FIXED = [
     ),
     (
         "import torch\ndef f(x):\n    if x.sum() > 0 and not (x.max() > 5):\n        return x * 2\n    return x + 1\n",
-        "import torch\ndef f(x):\n    return torch.where(torch.logical_and(x.sum() > 0, torch.logical_not(x.max() > 5)), x * 2, x + 1)\n",
+        "import torch\ndef f(x):\n    return torch.where(\n"
+        "        torch.logical_and(x.sum() > 0, torch.logical_not(x.max() > 5)),\n"
+        "        x * 2,\n        x + 1,\n    )\n",
     ),
     (
         "import torch\ndef f(self, x):\n    if x.sum() > 0:\n        return self.proj(x)\n    else:\n        return x\n",
@@ -839,8 +841,12 @@ FIXED = [
     (
         "import torch\ndef f(h):\n    if torch.isinf(h).any() or torch.isnan(h).any():\n        c = torch.finfo(h.dtype).max - 10\n"
         "        h = torch.clamp(h, min=-c, max=c)\n    return h\n",
-        "import torch\ndef f(h):\n    h = torch.where(torch.logical_or(torch.isinf(h).any(), torch.isnan(h).any()), "
-        "torch.clamp(h, min=-(torch.finfo(h.dtype).max - 10), max=(torch.finfo(h.dtype).max - 10)), h)\n    return h\n",
+        "import torch\ndef f(h):\n    h = torch.where(\n"
+        "        torch.logical_or(torch.isinf(h).any(), torch.isnan(h).any()),\n"
+        "        torch.clamp(\n            h,\n"
+        "            min=-(torch.finfo(h.dtype).max - 10),\n"
+        "            max=(torch.finfo(h.dtype).max - 10),\n        ),\n        h,\n    )\n"
+        "    return h\n",
     ),
 ]
 
@@ -859,8 +865,9 @@ FIXED += [
     ),
     (  # a later value reads a name the rewrite rebinds first: one tuple assignment
         "import torch\ndef f(x, y):\n    if x.sum() > 0:\n        x = x + 1\n        y = x * 2\n    return x + y\n",
-        "import torch\ndef f(x, y):\n    x, y = (torch.where(x.sum() > 0, x + 1, x), torch.where(x.sum() > 0, (x + 1) * 2, y))\n"
-        "    return x + y\n",
+        "import torch\ndef f(x, y):\n    x, y = (\n"
+        "        torch.where(x.sum() > 0, x + 1, x),\n"
+        "        torch.where(x.sum() > 0, (x + 1) * 2, y),\n    )\n    return x + y\n",
     ),
     (  # Reformer's padding bucket: ``if <python> and <tensor>`` with a Python ``elif``, which
        # stays for the Python-false path and is the where's other arm otherwise
@@ -868,9 +875,10 @@ FIXED += [
         "        n = n + 1\n        x = torch.where(mask > 0, x, x - n)\n    elif grow is not None:\n"
         "        n = n + 2\n    return x * n\n",
         "import torch\ndef f(x, mask, grow):\n    n = 4\n    if mask is not None:\n"
-        "        n, x = (torch.where(mask.sum() < 1, n + 1, (n + 2 if grow is not None else n)), "
-        "torch.where(mask.sum() < 1, torch.where(mask > 0, x, x - (n + 1)), x))\n    elif grow is not None:\n"
-        "        n = n + 2\n    return x * n\n",
+        "        n, x = (\n"
+        "            torch.where(mask.sum() < 1, n + 1, (n + 2 if grow is not None else n)),\n"
+        "            torch.where(mask.sum() < 1, torch.where(mask > 0, x, x - (n + 1)), x),\n"
+        "        )\n    elif grow is not None:\n        n = n + 2\n    return x * n\n",
     ),
 ]
 
@@ -883,7 +891,8 @@ FIXED_IN_CLASS = [
         "            inv = 1.0 / self._base(n)\n        return inv\n",
         "import torch\nclass R:\n    def _base(self, n):\n        r = n * 2.0 - 1\n        return r.abs() + 0.5\n\n"
         "    def f(self, n: torch.Tensor, inv: torch.Tensor):\n"
-        "        inv = torch.where(n.max() > 0, 1.0 / torch.where(n.max() > 0, self._base(n), 1), inv)\n"
+        "        inv = torch.where(\n            n.max() > 0,\n"
+        "            1.0 / torch.where(n.max() > 0, self._base(n), 1),\n            inv,\n        )\n"
         "        return inv\n",
     ),
     (  # a pure method that is not total (``** 0.5``: infinite derivative at 0) cannot be fed a
@@ -910,7 +919,8 @@ FIXED_IN_CLASS = [
 FIXED += [
     (
         "import torch\ndef f(h):\n    if (h > 0).all():\n        y = torch.sqrt(h)\n    else:\n        y = h * 0.5\n    return y\n",
-        "import torch\ndef f(h):\n    y = torch.where((h > 0).all(), torch.sqrt(torch.where((h > 0).all(), h, 1)), h * 0.5)\n"
+        "import torch\ndef f(h):\n    y = torch.where(\n        (h > 0).all(),\n"
+        "        torch.sqrt(torch.where((h > 0).all(), h, 1)),\n        h * 0.5,\n    )\n"
         "    return y\n",
     ),
     (  # masked mean: the divisor of an empty mask is 0 on the path eager code skips
@@ -920,13 +930,18 @@ FIXED += [
     ),
     (  # the else arm is fed under logical_not(c); exp overflows, so it is guarded too
         "import torch\ndef f(h):\n    if h.max() > 80:\n        return h\n    return h.exp()\n",
-        "import torch\ndef f(h):\n    return torch.where(h.max() > 80, h, torch.where(torch.logical_not(h.max() > 80), h, 0).exp())\n",
+        "import torch\ndef f(h):\n    return torch.where(\n        h.max() > 80,\n        h,\n"
+        "        torch.where(torch.logical_not(h.max() > 80), h, 0).exp(),\n    )\n",
     ),
     (  # elif chains compose: an elif arm is selected under not c0 and c1
         "import torch\ndef f(x, y):\n    if (x > 1).all():\n        z = x * 2\n    elif (y > 0).all():\n        z = y.log()\n"
         "    else:\n        z = y\n    return z\n",
-        "import torch\ndef f(x, y):\n    z = torch.where((x > 1).all(), x * 2, torch.where((y > 0).all(), torch.where(torch.logical_and("
-        "torch.logical_not((x > 1).all()), (y > 0).all()), y, 1).log(), y))\n    return z\n",
+        "import torch\ndef f(x, y):\n    z = torch.where(\n        (x > 1).all(),\n"
+        "        x * 2,\n        torch.where(\n            (y > 0).all(),\n"
+        "            torch.where(\n"
+        "                torch.logical_and(torch.logical_not((x > 1).all()), (y > 0).all()),\n"
+        "                y,\n                1,\n            ).log(),\n            y,\n"
+        "        ),\n    )\n    return z\n",
     ),
     (  # a Python-number divisor and an integer power are total: nothing to feed
         "import torch\ndef f(x):\n    if x.sum() > 0:\n        x = x / 2 + x ** 2\n    return x\n",

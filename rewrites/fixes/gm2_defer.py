@@ -12,12 +12,14 @@ on older torch the registration is skipped and the call breaks as before):
   compiled region's other work instead of in the middle of it.
 
 Logger methods (GM202: ``logger.info/warning/...``, ``logging.warning``, transformers'
-``logger.warning_once``) and ``warnings.warn`` (GM203) are guarded on the same line::
+``logger.warning_once``) and ``warnings.warn`` (GM203) get a guard on their own line, the call
+indented under it, as a reviewer would write it::
 
-    if not torch.compiler.is_compiling(): logger.warning("...")
+    if not torch.compiler.is_compiling():
+        logger.warning("...")
 
-* eager: the call runs exactly as before, from the same line (log records and warnings
-  keep their file:line; only the echoed source line of a warning shows the guard);
+* eager: the call runs exactly as before, with the same arguments (its log record or warning
+  names the call's new line, one below the guard);
 * under ``torch.compile``: the call is skipped -- the message is NOT emitted, on any call of
   the compiled function. What the user loses: that message (a deprecation notice, a "slow
   path" note) from compiled code; every message eager code emits is still emitted there.
@@ -36,7 +38,7 @@ both forms work on 2.9 to 2.14.
 An ``if`` whose body only logs or warns (``if (counts > cap).any(): logger.warning(...)``)
 breaks twice: on the tensor condition and on the call. Guarding its condition::
 
-    if not torch.compiler.is_compiling() and ((counts > cap).any()):
+    if not torch.compiler.is_compiling() and (counts > cap).any():
         logger.warning(...)
 
 * eager: the condition is evaluated and the message emitted exactly as before;
@@ -66,7 +68,7 @@ try:
     import torch._dynamo as _mend_dynamo
 
     _mend_dynamo.config.reorderable_logging_functions.add(_mend_print)
-except (ImportError, AttributeError):  # torch < 2.5: the print breaks as before
+except (ImportError, AttributeError):  # torch < 2.5: the print breaks
     pass
 '''
 
@@ -144,14 +146,19 @@ def _plan_logging_ifs(an: Analysis, ctx: Context, result: Plan) -> set[int]:
                     "(eager unchanged; unsafe: the message is lost in compiled code)", strategy="guard_if")
 
         def build(updated: cst.If):
-            inner = updated.test.with_changes(
-                lpar=[cst.LeftParen()], rpar=[cst.RightParen()]) if not updated.test.lpar else updated.test
+            inner = updated.test
+            if isinstance(inner, _LOOSER_THAN_AND) and not inner.lpar:  # `c or d` must stay one operand
+                inner = inner.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
             guard = cst.BooleanOperation(left=cst.parse_expression("not torch.compiler.is_compiling()"),
                                          operator=cst.And(), right=inner)
             return updated.with_changes(test=guard)
 
         result.edits.append(Edit(node, build, site))
     return taken
+
+
+# operands that bind looser than (or as loose as) ``and``: parenthesised behind ``not is_compiling() and``
+_LOOSER_THAN_AND = (cst.BooleanOperation, cst.IfExp, cst.Lambda, cst.NamedExpr)
 
 
 def plan(an: Analysis, ctx: Context) -> Plan:
@@ -191,9 +198,11 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             site = Site(rule, start, end, f"{what} skipped under torch.compile (eager unchanged)", strategy="guard")
 
             def build_guard(updated: cst.SimpleStatementLine):
+                # the guard takes the call's place (and the comments above it); the call, its
+                # trailing comment kept, goes one level in
                 return cst.If(
                     test=cst.parse_expression("not torch.compiler.is_compiling()"),
-                    body=cst.SimpleStatementSuite(body=list(updated.body), trailing_whitespace=updated.trailing_whitespace),
+                    body=cst.IndentedBlock(body=[updated.with_changes(leading_lines=())]),
                     leading_lines=updated.leading_lines,
                 )
 
@@ -208,24 +217,34 @@ FIXED = [
         "    # mend GM201: eager prints as before; torch.compile replays it after the graph\n"
         "    print(*args, **kwargs)\n\n\ntry:\n    import torch._dynamo as _mend_dynamo\n\n"
         "    _mend_dynamo.config.reorderable_logging_functions.add(_mend_print)\n"
-        "except (ImportError, AttributeError):  # torch < 2.5: the print breaks as before\n    pass\n\n\n"
+        "except (ImportError, AttributeError):  # torch < 2.5: the print breaks\n    pass\n\n\n"
         "def f(x):\n    y = x + 1\n    _mend_print('y is', y)  # tell\n    return y\n",
     ),
     (
         "import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(x):\n"
         "    logger.warning_once('slow path %s', 3)\n    return x * 2\n",
         "import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(x):\n"
-        "    if not torch.compiler.is_compiling(): logger.warning_once('slow path %s', 3)\n    return x * 2\n",
+        "    if not torch.compiler.is_compiling():\n        logger.warning_once('slow path %s', 3)\n"
+        "    return x * 2\n",
     ),
     (
         "import warnings\ndef f(x):\n    warnings.warn('deprecated')\n    return x * 2\n",
-        "import warnings\nimport torch\ndef f(x):\n    if not torch.compiler.is_compiling(): warnings.warn('deprecated')\n    return x * 2\n",
+        "import warnings\nimport torch\ndef f(x):\n    if not torch.compiler.is_compiling():\n        warnings.warn('deprecated')\n"
+        "    return x * 2\n",
     ),
     (  # an ``if`` that only warns on a Python value: Dynamo decides it; the call gets the lone guard
         "import warnings\ndef f(self, x):\n    if self.size_average is not None:\n"
         "        warnings.warn('deprecated', FutureWarning)\n    return x * 2\n",
         "import warnings\nimport torch\ndef f(self, x):\n    if self.size_average is not None:\n"
-        "        if not torch.compiler.is_compiling(): warnings.warn('deprecated', FutureWarning)\n    return x * 2\n",
+        "        if not torch.compiler.is_compiling():\n            warnings.warn('deprecated', FutureWarning)\n"
+        "    return x * 2\n",
+    ),
+    (  # the comment above the call stays above the guard; the call keeps its own comment
+        "import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(x):\n    y = x + 1\n\n"
+        "    # say where we are\n    logger.info('step %d', 3)  # noisy\n    return y\n",
+        "import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(x):\n    y = x + 1\n\n"
+        "    # say where we are\n    if not torch.compiler.is_compiling():\n        logger.info('step %d', 3)  # noisy\n"
+        "    return y\n",
     ),
 ]
 
@@ -235,9 +254,15 @@ UNSAFE_FIXED = [(
     "    if (x > cap).any():  # overflow\n        logger.warning('over %d', int((x > cap).sum()))\n"
     "        warnings.warn('over')\n    return x.clamp(max=cap)\n",
     "import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(x, cap):\n"
-    "    if not torch.compiler.is_compiling() and ((x > cap).any()):  # overflow\n"
+    "    if not torch.compiler.is_compiling() and (x > cap).any():  # overflow\n"
     "        logger.warning('over %d', int((x > cap).sum()))\n"
     "        warnings.warn('over')\n    return x.clamp(max=cap)\n",
+), (  # an `or` condition stays one operand of the guard's `and`
+    "import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(x, cap):\n"
+    "    if (x > cap).any() or x.isnan().any():\n        logger.warning('bad input')\n    return x\n",
+    "import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(x, cap):\n"
+    "    if not torch.compiler.is_compiling() and ((x > cap).any() or x.isnan().any()):\n"
+    "        logger.warning('bad input')\n    return x\n",
 )]
 
 NEGATIVE = [

@@ -39,7 +39,8 @@ HELPERS[HELPER] = '''def _mend_int_item(op, a, b):
     # are ints and the result fits int64 (the same value, no tensor read back); floats, bools,
     # a zero divisor and overflow keep the torch call
     r = None
-    if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool) and not isinstance(b, bool):
+    ints = isinstance(a, int) and isinstance(b, int)
+    if ints and not isinstance(a, bool) and not isinstance(b, bool):
         if op == "fmod" and b != 0:
             r = abs(a) % abs(b)
             r = -r if a < 0 else r

@@ -21,7 +21,7 @@ only the check (no break) and eager code is the program as written: the same exc
 type and message (a bare ``AssertionError()`` for an assert without message), the same
 ``python -O`` stripping. What changes under ``torch.compile`` only: a failing check raises
 ``RuntimeError`` (on CUDA asynchronously, at the next synchronisation), with the message when
-it is a string literal, else ``'assertion failed: <condition>'`` (a computed message cannot be
+it is a string literal, else ``"assertion failed: <condition>"`` (a computed message cannot be
 built inside the graph); ``python -O`` does not strip the compiled check. ``torch._check``
 gets no message under compile: a message closure is itself a graph break on some torch
 versions (2.11: "Can't extract message from torch._check()").
@@ -57,11 +57,11 @@ HELPERS[CHECK_HELPER] = '''def _mend_check(cond, text):
 
 
 def _condition_text(test: cst.BaseExpression, prefix: str = "assertion failed") -> cst.SimpleString:
-    """``'assertion failed: <condition>'`` on one line, without quotes or backslashes:
+    """``"assertion failed: <condition>"`` on one line, without quotes or backslashes:
     Inductor pastes an _assert_async message into generated C++ as a string literal, and a
     condition spanning lines (Longformer's size asserts) broke that literal."""
     text = " ".join(code(test).split()).replace('"', "'").replace("\\", "/")
-    return cst.SimpleString(repr(f"{prefix}: {text}"))
+    return cst.SimpleString(f'"{prefix}: {text}"')  # double quotes, as the formatters write them
 
 
 def _literal(msg: Optional[cst.BaseExpression]) -> bool:
@@ -302,7 +302,7 @@ FIXED = [
     (  # a computed message cannot be built in the graph: compiled code names the condition
         "import torch\ndef f(x):\n    assert (x >= 0).all(), f'min {x.min()}'  # inputs\n    return x\n",
         "import torch\ndef f(x):\n    if torch.compiler.is_compiling():\n"
-        "        torch._assert_async((x >= 0).all(), 'assertion failed: (x >= 0).all()')\n"
+        "        torch._assert_async((x >= 0).all(), \"assertion failed: (x >= 0).all()\")\n"
         "    else:\n        assert (x >= 0).all(), f'min {x.min()}'  # inputs\n    return x\n",
     ),
 ]
@@ -322,9 +322,9 @@ FIXED_WITH_LINES = [
     (
         "def f(x, n):\n    assert list(x.size()) == [n, 4], f'bad {x.size()}'\n    return x\n",
         _CHECKED_PRELUDE + "def f(x, n):\n    if torch.compiler.is_compiling():\n"
-        "        _mend_check(x.dim() == 2, 'assertion failed: list(x.size()) == [n, 4]')\n"
-        "        _mend_check(x.size(0) == n, 'assertion failed: list(x.size()) == [n, 4]')\n"
-        "        _mend_check(x.size(1) == 4, 'assertion failed: list(x.size()) == [n, 4]')\n"
+        "        _mend_check(x.dim() == 2, \"assertion failed: list(x.size()) == [n, 4]\")\n"
+        "        _mend_check(x.size(0) == n, \"assertion failed: list(x.size()) == [n, 4]\")\n"
+        "        _mend_check(x.size(1) == 4, \"assertion failed: list(x.size()) == [n, 4]\")\n"
         "    else:\n        assert list(x.size()) == [n, 4], f'bad {x.size()}'\n"
         "    return x\n",
         {2},
@@ -332,9 +332,9 @@ FIXED_WITH_LINES = [
     (
         "def f(x, n):\n    assert list(x.size()) == [\n        n,\n        4,\n    ]\n    return x\n",
         _CHECKED_PRELUDE + "def f(x, n):\n    if torch.compiler.is_compiling():\n"
-        "        _mend_check(x.dim() == 2, 'assertion failed: list(x.size()) == [ n, 4, ]')\n"
-        "        _mend_check(x.size(0) == n, 'assertion failed: list(x.size()) == [ n, 4, ]')\n"
-        "        _mend_check(x.size(1) == 4, 'assertion failed: list(x.size()) == [ n, 4, ]')\n"
+        "        _mend_check(x.dim() == 2, \"assertion failed: list(x.size()) == [ n, 4, ]\")\n"
+        "        _mend_check(x.size(0) == n, \"assertion failed: list(x.size()) == [ n, 4, ]\")\n"
+        "        _mend_check(x.size(1) == 4, \"assertion failed: list(x.size()) == [ n, 4, ]\")\n"
         "    else:\n        assert list(x.size()) == [\n            n,\n            4,\n        ]\n"
         "    return x\n",
         {2},

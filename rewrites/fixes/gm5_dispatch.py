@@ -67,14 +67,16 @@ COST = "every expert then runs on every token (num_experts x the expert FLOPs of
 
 HELPERS[WHERE_HELPER] = '''def _mend_dense_where(mask):
     # mend GM501: every index of `mask`, in torch.where's row-major order, and which are set
-    grids = torch.meshgrid(*[torch.arange(n, device=mask.device) for n in mask.shape], indexing="ij")
+    ranges = [torch.arange(n, device=mask.device) for n in mask.shape]
+    grids = torch.meshgrid(*ranges, indexing="ij")
     return tuple(g.reshape(-1) for g in grids), mask.reshape(-1) != 0
 '''
 HELPERS[MASK_HELPER] = '''def _mend_masked(values, keep, dim):
     # mend GM501: the pairs the mask did not select add exactly zero
     shape = [1] * values.dim()
     shape[dim] = -1
-    return torch.where(keep.reshape(shape), values, torch.zeros((), dtype=values.dtype, device=values.device))
+    zero = torch.zeros((), dtype=values.dtype, device=values.device)
+    return torch.where(keep.reshape(shape), values, zero)
 '''
 HELPERS[EVERY_HELPER] = '''def _mend_every_index(x):
     # mend GM501: every index of `x` in nonzero()'s layout; the loop masks the unset ones
@@ -687,7 +689,11 @@ def moe(self, hidden_states, router_probs):
                 expert_output = self.token_dropout(expert_output)
             else:
                 expert_output *= 1 - self.moe_token_dropout
-        _mend_masked_put(masked_hidden_states[idx], token_indices, torch.einsum("b,be->be", combining_weights, expert_output))
+        _mend_masked_put(
+            masked_hidden_states[idx],
+            token_indices,
+            torch.einsum("b,be->be", combining_weights, expert_output),
+        )
     return masked_hidden_states.sum(dim=0)
 '''
 

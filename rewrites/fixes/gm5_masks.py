@@ -75,19 +75,26 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         caveat = " (empty mask: returns inf instead of raising)" if op not in ("sum", "mean") else ""
         site = Site("GM502", start, end, f"x[mask].{op}() -> masked {op}{caveat}", strategy="mask")
 
-        def build(updated: cst.Call, op=op):
+        # ``sum / count`` needs parentheses only where an operator binds it
+        bare = isinstance(an.parent(node), _DELIMITED)
+
+        def build(updated: cst.Call, op=op, bare=bare):
             sub: cst.Subscript = updated.func.value
             x, m = sub.value, sub.slice[0].slice.value
             filled = call("torch.where", m, x, cst.parse_expression(_REDUCE[op]))
             if op == "mean":
                 total = cst.Call(func=cst.Attribute(value=filled, attr=cst.Name("sum")), args=[])
                 count = cst.Call(func=cst.Attribute(value=paren(m), attr=cst.Name("sum")), args=[])
-                return cst.BinaryOperation(left=total, operator=cst.Divide(), right=count,
-                                           lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+                parens = {} if bare else {"lpar": [cst.LeftParen()], "rpar": [cst.RightParen()]}
+                return cst.BinaryOperation(left=total, operator=cst.Divide(), right=count, **parens)
             return cst.Call(func=cst.Attribute(value=filled, attr=cst.Name(op)), args=[])
 
         result.edits.append(Edit(node, build, site))
     return result
+
+
+# where an expression stands alone: the right side of ``=``, ``return``, an argument, an element
+_DELIMITED = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return, cst.Expr, cst.Arg, cst.Element)
 
 
 FIXED = [
@@ -97,8 +104,9 @@ FIXED = [
     ),
     (
         "import torch\ndef f(x, y):\n    keep = y != 0\n    return x[keep].mean() + x[keep].max()\n",
-        "import torch\ndef f(x, y):\n    keep = y != 0\n    return (torch.where(keep, x, 0).sum() / keep.sum()) + "
-        "torch.where(keep, x, float(\"-inf\")).max()\n",
+        "import torch\ndef f(x, y):\n    keep = y != 0\n    return (\n"
+        "        (torch.where(keep, x, 0).sum() / keep.sum())\n"
+        '        + torch.where(keep, x, float("-inf")).max()\n    )\n',
     ),
 ]
 

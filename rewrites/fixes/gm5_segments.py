@@ -99,7 +99,8 @@ HELPERS[BY_ID_HELPER] = '''def _mend_rows_by_id(row_ids, x, fns):
     # split the rows into runs of one id and ran each run through its module)
     out = fns[0](x)
     for k in range(1, len(fns)):
-        out = torch.where((row_ids == k).reshape((-1,) + (1,) * (out.dim() - 1)), fns[k](x), out)
+        pick = (row_ids == k).reshape((-1,) + (1,) * (out.dim() - 1))
+        out = torch.where(pick, fns[k](x), out)
     return out
 '''
 

@@ -1,0 +1,84 @@
+"""Code that never runs under ``torch.compile``, as the static detectors must recognise it.
+
+Dynamo resolves the compile flags below to the constant True while it traces, so an arm they
+rule out is never traced and holds no graph break:
+
+* ``if not torch.compiler.is_compiling(): <eager only>`` (the guard ``mend fix`` writes in front
+  of a logging call), ``if torch.compiler.is_compiling(): <compiled> else: <eager only>`` (its
+  validation split), ``while not ...``, ``assert is_compiling() or <eager only>``;
+* the operands ``and`` / ``or`` never evaluate past a flag: ``not is_compiling() and (<eager
+  only>)`` (the guard written into the condition of an ``if`` that only logs),
+  ``is_compiling() or <eager only>``; likewise a ternary's ruled-out side.
+
+And the helper functions ``mend fix`` defines at module level (``_mend_print`` ...): their bodies
+are the repaired form, not a break to report again. ``rewrites.fixes`` registers each helper's
+source under one of these names (a test holds the two to the same set).
+
+Stdlib only: the static scan imports neither torch nor libcst.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable, Optional
+
+# Every spelling of "is Dynamo tracing this?" user code writes by hand, and the one mend writes.
+IS_COMPILING = frozenset({
+    "torch.compiler.is_compiling",
+    "torch.compiler.is_dynamo_compiling",
+    "torch._dynamo.is_compiling",
+    "transformers.utils.is_torchdynamo_compiling",
+    "transformers.utils.import_utils.is_torchdynamo_compiling",
+})
+
+MEND_HELPERS = frozenset({
+    "_mend_print", "_mend_check", "_mend_int_item", "_mend_dense_where", "_mend_masked",
+    "_mend_every_index", "_mend_masked_put", "_mend_every_position", "_mend_chunk_ids",
+    "_mend_cat_chunks", "_mend_rows_by_id",
+})
+
+
+def compiled_value(node: ast.AST, name_of: Callable[[ast.AST], Optional[str]], first: bool = True) -> Optional[bool]:
+    """What ``node`` evaluates to (as a condition) under torch.compile when the compile flags
+    decide it; None when they do not. ``first``: only when they decide it before any other
+    operand is read (``x.any() and not is_compiling()`` is False under compile, but reads a
+    tensor first). ``name_of`` maps a callee to its dotted name through the file's imports
+    (``is_compiling`` imported from ``torch.compiler``)."""
+    t = type(node)
+    if t is ast.Call:
+        if node.args or node.keywords:
+            return None
+        return True if name_of(node.func) in IS_COMPILING else None
+    if t is ast.UnaryOp and type(node.op) is ast.Not:
+        v = compiled_value(node.operand, name_of, first)
+        return None if v is None else not v
+    if t is ast.BoolOp:
+        stop = type(node.op) is ast.Or  # `or` stops at the first True, `and` at the first False
+        undecided = False
+        for v in node.values:
+            d = compiled_value(v, name_of, first)
+            if d is stop:
+                return stop
+            if d is None:
+                if first:
+                    return None
+                undecided = True
+        return None if undecided else not stop
+    return None
+
+
+def eager_operands(node: ast.BoolOp, name_of: Callable[[ast.AST], Optional[str]]) -> int:
+    """Index of the first operand of ``node`` that compiled code never evaluates (len when
+    every one may be): ``and`` stops after an operand that is False under compile, ``or``
+    after one that is True."""
+    stop = type(node.op) is ast.Or
+    values = node.values
+    for i, v in enumerate(values[:-1]):
+        if compiled_value(v, name_of) is stop:
+            return i + 1
+    return len(values)
+
+
+def is_mend_helper(node: ast.AST) -> bool:
+    """A module-level ``def`` of one of mend's helpers."""
+    return type(node) is ast.FunctionDef and node.name in MEND_HELPERS
