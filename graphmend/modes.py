@@ -12,7 +12,7 @@ Importing this module is cheap (no torch); the helpers that run a target import 
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 EVAL, TRAIN = "eval", "train"
 RUN_MODES = (EVAL, TRAIN)
@@ -137,7 +137,3 @@ def cannot_backward(fn: Any, loss: Optional[Callable[[Any], Any]] = None) -> str
     if not params:
         return "cannot train: no floating-point output requires grad (the target has no parameters requiring grad)"
     return "cannot train: no floating-point output requires grad"
-
-
-def mode_label(modes: Sequence[str]) -> str:
-    return ",".join(modes) if modes else EVAL

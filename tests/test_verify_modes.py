@@ -9,7 +9,8 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from graphmend.verify.modes import (AUTOCAST, BF16, EVAL, TRAIN, compare_records, module_of, run_call,  # noqa: E402
+from graphmend.modes import module_of  # noqa: E402
+from graphmend.verify.modes import (AUTOCAST, BF16, EVAL, TRAIN, compare_records, run_call,  # noqa: E402
                                     train_unusable)
 
 

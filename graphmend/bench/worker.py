@@ -96,12 +96,6 @@ def _step(fn: Any, run_mode: str, loss_fn: Any, optimizer: str):
     return train_step, optimizer
 
 
-def run_mode_of(fn: Any, run_mode: str):
-    from graphmend.modes import run_mode as in_mode
-
-    return in_mode(fn, run_mode)
-
-
 def _train_rng(run_mode: str):
     """Train mode: Inductor draws random numbers (dropout) as eager does, so the first step's
     loss and gradients can be compared with the eager arm's; eval needs nothing."""
@@ -128,6 +122,7 @@ def run_arm(payload: dict[str, Any]) -> dict[str, Any]:
 
     from graphmend.bench import measure
     from graphmend.bench.stats import iqr, median
+    from graphmend.modes import run_mode as in_mode
     from graphmend.targets import load_target
 
     device, mode, dtype_name = payload["device"], payload["mode"], payload["dtype"]
@@ -153,7 +148,7 @@ def run_arm(payload: dict[str, Any]) -> dict[str, Any]:
     if step is None:
         return {**result, "error": f"{spec['name']}: {optimizer}"}
     compiled = fn
-    with _fresh_compile_config(), run_mode_of(fn, run_mode), _train_rng(run_mode):
+    with _fresh_compile_config(), in_mode(fn, run_mode), _train_rng(run_mode):
         if arm in COMPILED_ARMS:
             torch._dynamo.reset()
             measure.reset_counts()

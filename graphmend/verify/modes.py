@@ -23,7 +23,7 @@ from __future__ import annotations
 import random
 from typing import Any, Optional
 
-from graphmend.modes import EVAL, TRAIN, module_of, training_loss  # noqa: F401  (module_of: the workers' import)
+from graphmend.modes import EVAL, TRAIN, training_loss
 from graphmend.verify.compare import compare, to_plain
 from graphmend.verify.inputs import map_tensors, tensors
 

@@ -37,7 +37,7 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
     from graphmend.sources import read_source
     from graphmend.targets import TargetError, load_target
     from graphmend.verify.arms import ArmRecorder, instrument
-    from graphmend.verify.modes import module_of
+    from graphmend.modes import module_of
 
     spec, mode, seed = payload["spec"], payload["mode"], int(payload.get("seed", 0))
     patches: dict[str, str] = dict(payload.get("patches") or {})
