@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from graphmend import Target
+from graphmend.jobs import out_of_memory
 
 
 class TargetError(Exception):
@@ -89,6 +90,9 @@ def import_target_module(file: Optional[str], module: Optional[str], label: str)
     try:
         return importlib.import_module(name)
     except BaseException as exc:
+        oom = out_of_memory(exc)
+        if oom:
+            raise TargetError(f"{label}: {oom} while importing {file or module}") from exc
         raise TargetError(f"{label}: importing {file or module} raised {type(exc).__name__}: {exc}") from exc
 
 
@@ -102,6 +106,9 @@ def load_target(spec: dict[str, Any]) -> LoadedTarget:
     try:
         made = factory()
     except BaseException as exc:
+        oom = out_of_memory(exc)
+        if oom:
+            raise TargetError(f"{label}: {oom} while calling {spec['function']}()") from exc
         raise TargetError(f"{label}: calling {spec['function']}() raised {type(exc).__name__}: {exc}") from exc
     loaded = normalise(made, label)
     loaded.module = mod

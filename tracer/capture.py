@@ -15,15 +15,13 @@ from graphmend.jobs import Job, JobOutcome, run_jobs
 from graphmend.model import TargetResult, from_dict
 
 WORKER = "tracer.worker"
-# Added to each worker's limit: importing torch takes seconds (more on a loaded machine),
-# and --timeout is meant for the target's own run.
-STARTUP_ALLOWANCE_S = 30.0
 
 
-def _job(specs: Sequence[TargetSpec], timeout: float) -> Job:
+def _job(specs: Sequence[TargetSpec], timeout: float, memory_limit: Optional[int]) -> Job:
+    # the worker's start-up (importing torch) gets its own allowance: see graphmend.jobs
     label = specs[0].name if len(specs) == 1 else f"{specs[0].display_file} ({len(specs)} targets)"
     return Job(module=WORKER, payload={"targets": [dataclasses.asdict(s) for s in specs]}, label=label,
-               timeout=timeout * len(specs) + STARTUP_ALLOWANCE_S)
+               timeout=timeout * len(specs), memory_limit=memory_limit)
 
 
 def _failed(spec: TargetSpec, outcome: JobOutcome, why: str) -> TargetResult:
@@ -32,8 +30,10 @@ def _failed(spec: TargetSpec, outcome: JobOutcome, why: str) -> TargetResult:
 
 
 def capture_targets(specs: Sequence[TargetSpec], jobs: int = 1, timeout: float = 300.0,
-                    on_done: Optional[Callable[[str], None]] = None) -> list[TargetResult]:
-    """Capture each target; results in input order. ``on_done(name)`` after each target."""
+                    on_done: Optional[Callable[[str], None]] = None,
+                    memory_limit: Optional[int] = None) -> list[TargetResult]:
+    """Capture each target; results in input order. ``on_done(name)`` after each target;
+    ``memory_limit``: bytes each worker may use."""
     batches: dict[str, list[TargetSpec]] = {}
     for s in specs:
         batches.setdefault(s.display_file, []).append(s)
@@ -60,11 +60,11 @@ def capture_targets(specs: Sequence[TargetSpec], jobs: int = 1, timeout: float =
             if on_done:
                 on_done(s.name)
 
-    job_list = [_job(g, timeout) for g in groups]
+    job_list = [_job(g, timeout, memory_limit) for g in groups]
     by_job = {id(j): g for j, g in zip(job_list, groups)}
     run_jobs(job_list, parallel=max(1, jobs), on_done=lambda j, o: collect(by_job[id(j)], o, final=False))
     if retry:
-        singles = [_job([s], timeout) for s in retry]
+        singles = [_job([s], timeout, memory_limit) for s in retry]
         by_single = {id(j): s for j, s in zip(singles, retry)}
         run_jobs(singles, parallel=max(1, jobs), on_done=lambda j, o: collect([by_single[id(j)]], o, final=True))
     return [results[s] for s in specs]

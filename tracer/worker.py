@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from graphmend.jobs import worker_main
+from graphmend.jobs import out_of_memory, worker_main
 from graphmend.model import TargetResult, to_dict
 
 
@@ -41,7 +41,9 @@ def capture_loaded(name: str, file: str, function: str, fn: Any, args: tuple, kw
         except BaseException as exc:  # the model itself failed: keep what was recorded
             if isinstance(exc, KeyboardInterrupt):
                 raise
-            result.error = f"{name}: calling the target raised {type(exc).__name__}: {_first_line(exc)}"
+            oom = out_of_memory(exc)
+            result.error = (f"{name}: {oom} while calling the target" if oom else
+                            f"{name}: calling the target raised {type(exc).__name__}: {_first_line(exc)}")
     result.duration_s = time.perf_counter() - start
     rec_data = rec.recording
     result.graph_count = rec_data.graphs
@@ -105,5 +107,13 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _startup() -> None:
+    """What every capture needs before the first target: not counted against --timeout."""
+    import torch  # noqa: F401
+    import torch._dynamo  # noqa: F401
+
+    import tracer.recorder  # noqa: F401
+
+
 if __name__ == "__main__":
-    worker_main(handle)
+    worker_main(handle, startup=_startup)
