@@ -7,7 +7,8 @@ from typing import List, Optional
 
 import typer
 
-from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, Format, check_paths, fail, progress_hook, render_or_fail, require_torch)
+from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, Format, check_paths, fail, memory_limit_flag,
+                                  progress_hook, render_or_fail, require_torch)
 
 
 def analyze(
@@ -18,6 +19,7 @@ def analyze(
     dynamic_only: bool = typer.Option(False, "--dynamic-only", help="Run the targets only, no static scan."),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Targets (and files) processed in parallel."),
     timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds per target (default 300, or [tool.mend] timeout)."),
+    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
     select: Optional[List[str]] = typer.Option(None, "--select", help="Rule codes or prefixes to report (GM1,GM201)."),
     ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Rule codes or prefixes to drop."),
     all_functions: Optional[bool] = typer.Option(None, "--all-functions/--compiled-only",
@@ -31,12 +33,14 @@ def analyze(
     if static_only and dynamic_only:
         raise fail("--static-only and --dynamic-only exclude each other")
     check_paths(paths)
+    memory = memory_limit_flag(memory_limit)
     from graphmend.sources import iter_python_files
 
     if next(iter(iter_python_files(paths)), None) is None:
         raise fail(f"no Python files under {', '.join(str(p) for p in paths)}")
     try:
-        config = load_config(paths).with_flags(select=select, ignore=ignore, all_functions=all_functions)
+        config = load_config(paths).with_flags(select=select, ignore=ignore, all_functions=all_functions,
+                                               memory_limit=memory)
     except ConfigError as exc:
         raise fail(str(exc))
     tv = None if static_only else require_torch("analyze")
