@@ -67,7 +67,7 @@ def relative_file(path: str, base_dir: Path) -> str:
     p = Path(path)
     try:
         return p.resolve().relative_to(base_dir.resolve()).as_posix()
-    except (ValueError, OSError):
+    except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
         return p.as_posix()
 
 

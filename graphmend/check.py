@@ -7,6 +7,7 @@ Static mode imports neither torch nor the tracer; ``dynamic`` imports the tracer
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
@@ -14,8 +15,8 @@ from typing import Callable, Optional, Sequence
 from graphmend.baseline import (Key, compare, dump_baseline, entries_from_findings, entries_from_targets,
                                 load_baseline, origin_mode, relative_file, updated_baseline)
 from graphmend.config import Config
-from graphmend.model import CheckEntry, Finding, Report, new_report
-from graphmend.sources import is_excluded, iter_python_files
+from graphmend.model import CheckEntry, FileError, Finding, Report, new_report
+from graphmend.sources import SkippedFile, file_kind_problem, is_excluded, iter_python_files
 
 
 @dataclass
@@ -34,21 +35,29 @@ class CheckOutcome:
     new_findings: list[Finding] = field(default_factory=list)
 
 
-def python_files(paths: Sequence[Path], config: Config) -> list[Path]:
+def python_files(paths: Sequence[Path], config: Config, skipped: Optional[list[SkippedFile]] = None) -> list[Path]:
     """What ``mend check FILES`` looks at: .py files (pre-commit passes any staged name),
     folders walked, config excludes applied to files given directly too (as ruff's
-    force-exclude), so a hook never checks what the project excluded."""
+    force-exclude), so a hook never checks what the project excluded. A name that is no
+    readable regular file (a dangling symlink, a FIFO) goes to ``skipped``."""
     out: list[Path] = []
     for p in paths:
         if p.is_dir():
-            out.extend(iter_python_files([p], config.exclude))
+            out.extend(iter_python_files([p], config.exclude, skipped))
         elif p.suffix == ".py":
             try:
-                rel = p.resolve().relative_to(config.root.resolve())
+                # the folder resolved, not the name: a symlink is excluded by its own name
+                rel = (Path(os.path.realpath(p.parent)) / p.name).relative_to(config.root.resolve())
             except ValueError:
                 rel = Path(p.name)
-            if not (config.exclude and is_excluded(rel, config.exclude)):
-                out.append(p)
+            if config.exclude and is_excluded(rel, config.exclude):
+                continue
+            why = file_kind_problem(p)
+            if why:
+                if skipped is not None:
+                    skipped.append(SkippedFile(os.path.abspath(p), why))
+                continue
+            out.append(p)
     # A file named twice (or inside a folder also named) is one file: its breaks count once.
     seen: set[Path] = set()
     return [p for p in out if not (p.resolve() in seen or seen.add(p.resolve()))]
@@ -62,9 +71,11 @@ def run_check(files: Optional[Sequence[Path]], config: Config, baseline_path: Pa
     baseline = load_baseline(baseline_path)
     whole_tree = files is None
     # Absolute paths in, absolute paths in the findings (the model's rule for `file`).
-    scan_targets = [p.resolve() for p in ([config.root] if whole_tree else python_files(files, config))]
+    skipped: list[SkippedFile] = []
+    scan_targets = [p.resolve() for p in ([config.root] if whole_tree else python_files(files, config, skipped))]
     report = new_report("check", root=str(config.root.resolve()), torch_version=torch_version)
     report.run_modes = list(config.modes)
+    report.errors.extend(FileError(file=s.path, message=s.message) for s in skipped)
 
     current: list[CheckEntry] = []
     by_entry: dict[int, Finding] = {}
@@ -95,7 +106,8 @@ def run_check(files: Optional[Sequence[Path]], config: Config, baseline_path: Pa
             advance = progress("capturing", len(found.targets)) if progress else None
             report.targets.extend(capture_targets(found.targets, jobs=options.jobs,
                                                   timeout=options.timeout or config.timeout, on_done=advance,
-                                                  modes=config.modes, compiled_autograd=config.compiled_autograd))
+                                                  modes=config.modes, compiled_autograd=config.compiled_autograd,
+                                                  memory_limit=config.memory_limit))
         failed_targets.extend(t.error if t.name in t.error else f"target {t.name} failed: {t.error}"
                               for t in report.targets if t.error)
         current.extend(entries_from_targets(report.targets))

@@ -1,7 +1,8 @@
 """``[tool.mend]`` in pyproject.toml, merged with command-line flags.
 
 Keys: ``targets`` (["pkg.mod:fn", "path/file.py:fn"]), ``select``, ``ignore``,
-``exclude`` (globs), ``timeout`` (seconds per target), ``baseline`` (path),
+``exclude`` (globs), ``timeout`` (seconds per target), ``memory_limit`` (per worker: "4G",
+"512M"), ``baseline`` (path),
 ``all_functions`` (bool), ``train`` (bool: targets run in train mode) or ``modes``
 (["eval", "train"]: both), ``compiled_autograd`` (bool: train mode traces the backward too).
 ``line_length`` is not a mend key: it is the project's formatter's (``[tool.ruff] line-length``,
@@ -11,6 +12,7 @@ else ``[tool.black] line-length``, else their default 88), the width ``mend fix`
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,6 +26,10 @@ else:  # pragma: no cover
 DEFAULT_TIMEOUT_S = 300.0
 DEFAULT_BASELINE = ".mend-baseline.json"
 DEFAULT_LINE_LENGTH = 88  # black's and ruff's
+# Below this no worker can even import torch: a smaller value is a typo (4 for 4G).
+MIN_MEMORY_LIMIT = 256 << 20
+_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(?:([kmgt])(?:i?b)?|(b))?\s*", re.IGNORECASE)
+_UNIT = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
 class ConfigError(Exception):
@@ -39,6 +45,7 @@ class Config:
     ignore: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     timeout: float = DEFAULT_TIMEOUT_S
+    memory_limit: Optional[int] = None  # bytes per worker; None: no limit
     baseline: str = DEFAULT_BASELINE
     all_functions: bool = False
     modes: tuple[str, ...] = ("eval",)  # run modes (graphmend.modes): what targets run as
@@ -75,6 +82,20 @@ def split_codes(values: Iterable[str] | str) -> list[str]:
     for v in values:
         out.extend(c.strip().upper() for c in v.split(",") if c.strip())
     return out
+
+
+def parse_memory_limit(value: Any, where: str) -> int:
+    """``"4G"``, ``"512M"``, ``"1.5GiB"``, ``"4g"`` or a number of bytes -> bytes. Units are
+    binary (K = 1024, as ulimit and docker count); ``where`` names the flag or key in the
+    ConfigError a bad value raises."""
+    m = _SIZE.fullmatch(str(value)) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+    if m is None:
+        raise ConfigError(f"{where}: {value!r} is not a size; give one like 4G, 512M or 1.5GiB")
+    n = int(float(m.group(1)) * _UNIT[(m.group(2) or "").lower()])
+    if n < MIN_MEMORY_LIMIT:
+        hint = f" (did you mean {str(value).strip()}G?)" if not m.group(2) and not m.group(3) else ""
+        raise ConfigError(f"{where}: {value!r} is too small: a worker needs at least 256M to start{hint}")
+    return n
 
 
 def find_pyproject(start: Path) -> Optional[Path]:
@@ -114,7 +135,7 @@ def load_config(paths: Sequence[str | os.PathLike[str]] = (), config_file: Optio
     if not isinstance(section, dict):
         raise ConfigError(f"{pyproject}: [tool.mend] must be a table")
     cfg = Config(root=pyproject.parent, pyproject=pyproject, line_length=_line_length(data, pyproject))
-    known = {"targets", "select", "ignore", "exclude", "timeout", "baseline", "all_functions", "all-functions",
+    known = {"targets", "select", "ignore", "exclude", "timeout", "memory_limit", "memory-limit", "baseline", "all_functions", "all-functions",
              "train", "modes", "compiled_autograd"}
     unknown = sorted(set(section) - known)
     if unknown:
@@ -130,6 +151,9 @@ def load_config(paths: Sequence[str | os.PathLike[str]] = (), config_file: Optio
         if not isinstance(section["timeout"], (int, float)) or section["timeout"] <= 0:
             raise ConfigError(f"{pyproject}: [tool.mend] timeout must be a positive number")
         kwargs["timeout"] = float(section["timeout"])
+    memory = section.get("memory_limit", section.get("memory-limit"))
+    if memory is not None:
+        kwargs["memory_limit"] = parse_memory_limit(memory, f"{pyproject}: [tool.mend] memory_limit")
     if "baseline" in section:
         kwargs["baseline"] = str(section["baseline"])
     af = section.get("all_functions", section.get("all-functions"))

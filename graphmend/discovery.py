@@ -14,7 +14,7 @@ from typing import Optional, Sequence
 
 from graphmend.config import Config
 from graphmend.model import FileError
-from graphmend.sources import SourceError, decode_source, iter_python_files
+from graphmend.sources import SkippedFile, SourceError, decode_source, iter_python_files, parse_failure
 
 TARGET_PREFIX = "mend_target"
 
@@ -53,8 +53,8 @@ def _required_params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
 def targets_in_source(text: str, path: str, name_root: Path) -> tuple[list[TargetSpec], list[FileError]]:
     try:
         tree = ast.parse(text, filename=path)
-    except SyntaxError as exc:
-        return [], [FileError(file=path, message=f"syntax error at line {exc.lineno}: {exc.msg}; file skipped")]
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:  # as the scan: null bytes, deep nesting
+        return [], [FileError(file=path, message=parse_failure(exc))]
     specs, errors = [], []
     try:
         rel = Path(path).resolve().relative_to(name_root.resolve()).as_posix()
@@ -81,7 +81,9 @@ def discover(paths: Sequence[str | os.PathLike[str]], config: Config) -> Discove
     """Targets under ``paths`` plus the explicit ``[tool.mend] targets``."""
     targets: list[TargetSpec] = []
     errors: list[FileError] = []
-    files = list(iter_python_files(paths, config.exclude))
+    skipped: list[SkippedFile] = []
+    files = list(iter_python_files(paths, config.exclude, skipped))
+    errors.extend(FileError(file=s.path, message=s.message) for s in skipped)
     for f in files:
         name_root = Path.cwd()
         for p in paths:
@@ -91,19 +93,20 @@ def discover(paths: Sequence[str | os.PathLike[str]], config: Config) -> Discove
             if Path(p).is_file() and Path(p).resolve() == Path(f).resolve():
                 name_root = Path(p).parent  # a file given directly: named by its file name
                 break
+        path = str(f.resolve())  # absolute, as the scan names it: a file both reject is reported once
         try:
             data = f.read_bytes()
         except OSError as exc:
-            errors.append(FileError(file=str(f), message=f"cannot read: {exc.strerror}"))
+            errors.append(FileError(file=path, message=f"cannot read: {exc.strerror}"))
             continue
         if TARGET_PREFIX.encode() not in data:
             continue
         try:
-            text = decode_source(data, str(f))
+            text = decode_source(data, path)
         except SourceError as exc:
-            errors.append(FileError(file=str(f), message=f"{exc.message}; file skipped"))
+            errors.append(FileError(file=path, message=f"{exc.message}; file skipped"))
             continue
-        found, errs = targets_in_source(text, str(f), name_root)
+        found, errs = targets_in_source(text, path, name_root)
         targets.extend(found)
         errors.extend(errs)
     for ref in config.targets:

@@ -241,7 +241,8 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
         advance = progress("capturing", len(found.targets)) if progress else None
         # one run mode (the CLI refuses more): one capture per target, which verify_one pairs with its spec
         before = capture_targets(found.targets, jobs=options.jobs, timeout=options.timeout or config.timeout,
-                                 on_done=advance, modes=config.modes[:1])
+                                 on_done=advance, modes=config.modes[:1],
+                                 memory_limit=config.memory_limit)
     report.targets = before
 
     # 2. propose
@@ -462,7 +463,8 @@ def _verify_sites_in(tmp: str, spec, before: TargetResult, sites: list[SiteRecor
         conditions.setdefault(s.file, []).extend(list(c) for c in s.site.conditions)
         constants += constants_of(cands[s.file].original, s.site.conditions)
     original = run_original(spec, {f: c for f, c in conditions.items() if c}, tmp, timeout,
-                            probe_dtype=probe, constants=list(dict.fromkeys(constants)))
+                            probe_dtype=probe, constants=list(dict.fromkeys(constants)),
+                            memory_limit=config.memory_limit)
 
     def attempt(chosen: list[SiteRecord]):
         by_file: dict[str, list[SiteRecord]] = {}
@@ -474,7 +476,8 @@ def _verify_sites_in(tmp: str, spec, before: TargetResult, sites: list[SiteRecor
             if p is not None:
                 patches[f] = p
         return verify_target(original, patches, before, texts, timeout,
-                             probe_dtype=probe if any(s.site.strategy == "cond" for s in chosen) else None)
+                             probe_dtype=probe if any(s.site.strategy == "cond" for s in chosen) else None,
+                             memory_limit=config.memory_limit)
 
     def failed_whole(v) -> Optional[str]:
         """Why the attempt as a whole failed (every rewrite in it is suspect), or None."""

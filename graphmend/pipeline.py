@@ -48,7 +48,8 @@ def analyze(paths: Sequence[str | os.PathLike[str]], config: Config, options: An
             advance = progress("capturing", len(found.targets)) if progress else None
             report.targets.extend(capture_targets(
                 found.targets, jobs=options.jobs, timeout=options.timeout or config.timeout, on_done=advance,
-                modes=config.modes, compiled_autograd=config.compiled_autograd))
+                modes=config.modes, compiled_autograd=config.compiled_autograd,
+                memory_limit=config.memory_limit))
     if options.static and options.dynamic:
         from graphmend.correlate import correlate
 

@@ -6,13 +6,18 @@ message naming the target for everything the user can get wrong.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.abc
+import importlib.util
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 from graphmend import Target
+from graphmend.jobs import out_of_memory
 
 
 class TargetError(Exception):
@@ -30,11 +35,12 @@ class LoadedTarget:
 
 def module_name_for(path: Path) -> tuple[str, Path]:
     """The dotted name a file imports as, and the sys.path entry that makes it so
-    (walking up through packages that have ``__init__.py``)."""
+    (walking up through packages that have ``__init__.py``). The last part may not be an
+    identifier (``model.v2.py``): ``import_target_module`` then loads the file under an alias."""
     path = path.resolve()
     parts = [path.stem]
     d = path.parent
-    while (d / "__init__.py").is_file() and d.parent != d:
+    while (d / "__init__.py").is_file() and d.parent != d and d.name.isidentifier():
         parts.insert(0, d.name)
         d = d.parent
     if parts[-1] == "__init__":
@@ -42,16 +48,51 @@ def module_name_for(path: Path) -> tuple[str, Path]:
     return ".".join(parts), d
 
 
+class _FileAliases(importlib.abc.MetaPathFinder):
+    """Module names for files Python runs but cannot import by name (``model.v2.py``,
+    ``attn-fixed.py``). A finder on ``sys.meta_path`` rather than a one-off
+    ``spec_from_file_location``, so that the import overlay, which asks every finder,
+    serves such a file's patched text too."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, str] = {}
+
+    def find_spec(self, fullname, path=None, target=None):  # type: ignore[override]
+        file = self.files.get(fullname)
+        return importlib.util.spec_from_file_location(fullname, file) if file else None
+
+
+_aliases = _FileAliases()
+
+
+def alias_module_name(path: Path, package: str = "") -> str:
+    """A name no real module has, the same in every worker for one file (pickled objects
+    of its classes load on the other side), inside ``package`` so relative imports work."""
+    stem = re.sub(r"\W", "_", path.stem)
+    leaf = f"_mend_{stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:8]}"
+    name = f"{package}.{leaf}" if package else leaf
+    if _aliases not in sys.meta_path:
+        sys.meta_path.append(_aliases)
+    _aliases.files[name] = str(path)
+    return name
+
+
 def import_target_module(file: Optional[str], module: Optional[str], label: str) -> Any:
     if file:
-        name, root = module_name_for(Path(file))
+        path = Path(file).resolve()
+        name, root = module_name_for(path)
         if str(root) not in sys.path:
             sys.path.insert(0, str(root))
+        if not name or not path.stem.isidentifier():
+            name = alias_module_name(path, name[: -len(path.stem)].rstrip(".") if name else "")
     else:
         name = module or ""
     try:
         return importlib.import_module(name)
     except BaseException as exc:
+        oom = out_of_memory(exc)
+        if oom:
+            raise TargetError(f"{label}: {oom} while importing {file or module}") from exc
         raise TargetError(f"{label}: importing {file or module} raised {type(exc).__name__}: {exc}") from exc
 
 
@@ -65,6 +106,9 @@ def load_target(spec: dict[str, Any]) -> LoadedTarget:
     try:
         made = factory()
     except BaseException as exc:
+        oom = out_of_memory(exc)
+        if oom:
+            raise TargetError(f"{label}: {oom} while calling {spec['function']}()") from exc
         raise TargetError(f"{label}: calling {spec['function']}() raised {type(exc).__name__}: {exc}") from exc
     loaded = normalise(made, label)
     loaded.module = mod

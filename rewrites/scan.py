@@ -19,7 +19,7 @@ from typing import Optional, Sequence
 
 from graphmend.config import Config
 from graphmend.model import FileError, Finding
-from graphmend.sources import SourceError, decode_source, iter_python_files
+from graphmend.sources import SkippedFile, SourceError, decode_source, iter_python_files, parse_failure
 
 _SUPPRESS = re.compile(r"#\s*mend:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
 # Worth a process pool only for this many files.
@@ -109,11 +109,8 @@ def scan_source(text: str, path: str = "<string>", module: str = "", is_package:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escape sequences etc. in user code
             tree = ast.parse(text, filename=path)
-    except SyntaxError as exc:
-        result.error = f"syntax error at line {exc.lineno}: {exc.msg}; file skipped"
-        return result
-    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
-        result.error = f"cannot parse: {type(exc).__name__}: {exc}; file skipped"
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
+        result.error = parse_failure(exc)
         return result
     codes = STATIC_CODES if enabled is None else enabled
     fa = FileAnalysis(tree, path, module, is_package, None if enabled is None else enabled,
@@ -164,11 +161,12 @@ def _scan_chunk(chunk: list[tuple[str, str, bool]], enabled: Optional[frozenset[
     return [scan_file(p, m, pkg, enabled) for p, m, pkg in chunk]
 
 
-def _collect_files(paths: Sequence, config: Config) -> list[tuple[str, str, bool]]:
+def _collect_files(paths: Sequence, config: Config,
+                   skipped: Optional[list[SkippedFile]] = None) -> list[tuple[str, str, bool]]:
     out, seen = [], set()
     for root in paths:
         root = Path(root)
-        for f in iter_python_files([root], config.exclude):
+        for f in iter_python_files([root], config.exclude, skipped):
             absolute = str(f.resolve())
             if absolute in seen:
                 continue
@@ -214,10 +212,12 @@ def scan_paths(paths: Sequence, config: Config, jobs: int = 1) -> ScanResult:
     from rewrites.rules import STATIC_CODES
 
     enabled = frozenset(c for c in STATIC_CODES if config.rule_enabled(c))
-    files = _collect_files(paths, config)
+    skipped: list[SkippedFile] = []
+    files = _collect_files(paths, config, skipped)
     results = _run(files, None if enabled == STATIC_CODES else enabled, max(1, int(jobs or 1)))
     results.sort(key=lambda r: r.path)
     out = ScanResult(files_scanned=len(results))
+    out.errors.extend(FileError(file=s.path, message=s.message) for s in skipped)
     regions = Regions([r.index for r in results if r.index is not None])
     for r in results:
         out.lines_scanned += r.lines

@@ -24,3 +24,23 @@ def test_bad_config(tmp_path, body, needle):
 def test_defaults_and_split(tmp_path):
     assert split_codes(["gm101, GM2", "GM3"]) == ["GM101", "GM2", "GM3"]
     assert Config().timeout == 300.0
+
+
+@pytest.mark.parametrize("value,expected", [('"4G"', 4 << 30), ('"512M"', 512 << 20), ('"1.5GiB"', 3 << 29),
+                                            ('"2gb"', 2 << 30), (str(1 << 30), 1 << 30)])
+def test_memory_limit(tmp_path, value, expected):
+    (tmp_path / "pyproject.toml").write_text(f"[tool.mend]\nmemory_limit = {value}\n")
+    cfg = load_config([tmp_path])
+    assert cfg.memory_limit == expected
+    assert cfg.with_flags(memory_limit=None).memory_limit == expected  # no flag: the file's value
+    assert cfg.with_flags(memory_limit=1 << 30).memory_limit == 1 << 30  # a flag wins
+    assert Config().memory_limit is None  # no limit unless asked
+
+
+@pytest.mark.parametrize("value,needle", [('"4X"', "is not a size"), ('"4"', "did you mean 4G?"),
+                                          ("true", "is not a size"), ('"-1G"', "is not a size")])
+def test_bad_memory_limit(tmp_path, value, needle):
+    (tmp_path / "pyproject.toml").write_text(f"[tool.mend]\nmemory_limit = {value}\n")
+    with pytest.raises(ConfigError, match=needle) as exc:
+        load_config([tmp_path])
+    assert "[tool.mend] memory_limit" in str(exc.value) and str(tmp_path / "pyproject.toml") in str(exc.value)

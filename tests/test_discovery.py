@@ -1,4 +1,9 @@
 
+import os
+from pathlib import Path
+
+import pytest
+
 from graphmend.config import Config
 from graphmend.discovery import discover, parse_target_ref
 
@@ -25,3 +30,63 @@ def test_config_targets(tmp_path):
     assert len(d.errors) == 2
     spec, err = parse_target_ref("pkg.mod:fn", tmp_path)
     assert spec.module == "pkg.mod" and err is None
+
+
+def _odd_tree(tmp_path):
+    """A folder with one good target file and every kind of name that must not be read."""
+    proj, outside = tmp_path / "proj", tmp_path / "outside"
+    proj.mkdir()
+    outside.mkdir()
+    (proj / "good.py").write_text("def mend_target_good():\n    pass\n")
+    (outside / "ext.py").write_text("def mend_target_ext():\n    pass\n")
+    (proj / "inside.py").symlink_to(proj / "good.py")  # within the folder: the same file, once
+    (proj / "link_out.py").symlink_to(outside / "ext.py")
+    (proj / "dangle.py").symlink_to(proj / "nowhere.py")
+    (proj / "loop_a.py").symlink_to(proj / "loop_b.py")
+    (proj / "loop_b.py").symlink_to(proj / "loop_a.py")
+    os.mkfifo(proj / "pipe.py")
+    return proj
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs and symlinks")
+def test_odd_files_are_per_file_errors(tmp_path):
+    proj = _odd_tree(tmp_path)
+    d = discover([proj], Config())  # never opens the FIFO: this would block forever
+    assert [t.name for t in d.targets] == ["good.py::mend_target_good"]
+    why = {Path(e.file).name: e.message for e in d.errors}
+    assert why == {
+        "dangle.py": f"dangling symlink (-> {proj / 'nowhere.py'}); file skipped",
+        "link_out.py": f"symlink points outside the analysed folder (-> {tmp_path / 'outside' / 'ext.py'}); file skipped",
+        "loop_a.py": "symlink loop; file skipped",
+        "loop_b.py": "symlink loop; file skipped",
+        "pipe.py": "not a regular file (a FIFO); file skipped",
+    }
+    assert all(Path(e.file).parent == proj for e in d.errors)  # the name as found, not its target
+    # the static scan says the same, in the same words: a run reports each file once
+    from rewrites.scan import scan_paths
+
+    scan = scan_paths([proj], Config())
+    assert {(e.file, e.message) for e in scan.errors} == {(e.file, e.message) for e in d.errors}
+
+
+def test_deeply_nested_file_is_a_per_file_error(tmp_path):
+    (tmp_path / "deep.py").write_text("x = " + " + ".join(["1"] * 4000) + "\n\ndef mend_target_deep():\n    pass\n")
+    (tmp_path / "ok.py").write_text("def mend_target_ok():\n    pass\n")
+    d = discover([tmp_path], Config())
+    assert [t.name for t in d.targets] == ["ok.py::mend_target_ok"]
+    assert [(Path(e.file).name, e.message) for e in d.errors] == [
+        ("deep.py", "expression nested too deeply to parse (RecursionError); file skipped")]
+    from rewrites.scan import scan_paths
+
+    assert [(e.file, e.message) for e in scan_paths([tmp_path], Config()).errors] == \
+        [(e.file, e.message) for e in d.errors]
+
+
+def test_errors_name_the_file_once_whatever_the_path_form(tmp_path, monkeypatch):
+    (tmp_path / "bad.py").write_text("def mend_target_z(:\n")
+    monkeypatch.chdir(tmp_path.parent)
+    from rewrites.scan import scan_paths
+
+    rel = tmp_path.name
+    assert [e.file for e in discover([rel], Config()).errors] == [e.file for e in scan_paths([rel], Config()).errors] \
+        == [str(tmp_path / "bad.py")]

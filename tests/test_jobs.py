@@ -1,7 +1,14 @@
 """Worker subprocesses: results, errors, timeouts and signals, with a tiny worker module."""
+import os
+import re
+import signal
+import sys
 import textwrap
+from pathlib import Path
 
-from graphmend.jobs import Job, run_jobs
+import pytest
+
+from graphmend.jobs import Job, format_size, run_job, run_jobs
 
 
 def _worker(tmp_path):
@@ -30,3 +37,177 @@ def test_outcomes(tmp_path):
     assert "T-sleep: timed out after 4 s" in slept.error
     assert "T-segv" in segv.error and "SIGSEGV" in segv.error
     assert "T-exit" in exited.error and "status 3" in exited.error
+
+
+# -- a worker's whole process tree ends with it ----------------------------------------
+
+def _tree_worker(tmp_path):
+    """A worker whose handler forks a plain child and a setsid double-forked daemon (each
+    writes its pid to a file and sleeps), then returns, hangs or dies without cleaning up."""
+    (tmp_path / "tree_worker.py").write_text(textwrap.dedent("""
+        import os, time
+        from graphmend.jobs import worker_main
+
+        def spawn(path, daemon):
+            if os.fork() == 0:
+                if daemon:
+                    os.setsid()
+                    if os.fork():
+                        os._exit(0)
+                with open(path, "w") as fh:
+                    fh.write(str(os.getpid()))
+                time.sleep(300)
+                os._exit(0)
+
+        def handle(p):
+            spawn(p["plain"], False)
+            spawn(p["daemon"], True)
+            while not (os.path.exists(p["plain"]) and os.path.exists(p["daemon"])):
+                time.sleep(0.05)
+            if p["do"] == "hang":
+                time.sleep(300)
+            if p["do"] == "crash":
+                time.sleep(2.5)  # the parent looks at the worker's processes once a second
+                os._exit(5)
+            return {"ok": True}
+
+        worker_main(handle)
+    """))
+    return {"PYTHONPATH": str(tmp_path)}
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (a killed orphan waits for init to reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            state = fh.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in (b"Z", b"X")
+
+
+def _gone(pid: int) -> bool:
+    import time
+
+    for _ in range(100):  # SIGKILL is delivered at once; its exit takes a moment
+        if not _running(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _bounded(job: Job, limit: float = 120.0):
+    """run_job, failing instead of hanging when a leftover child keeps the worker's pipes open."""
+    import threading
+
+    box = {}
+    thread = threading.Thread(target=lambda: box.setdefault("outcome", run_job(job)), daemon=True)
+    thread.start()
+    thread.join(limit)
+    assert "outcome" in box, f"{job.label}: still waiting after {limit:g} s on a child that holds the worker's pipes"
+    return box["outcome"]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc (Linux)")
+@pytest.mark.parametrize("do", ["return", "hang", "crash"])
+def test_forked_children_die_with_the_worker(tmp_path, do):
+    env = _tree_worker(tmp_path)
+    files = {k: str(tmp_path / f"{k}.pid") for k in ("plain", "daemon")}
+    out = _bounded(Job("tree_worker", {"do": do, **files}, label=f"T-{do}", timeout=5, env=env))
+    if do == "return":
+        assert out.result == {"ok": True}
+    elif do == "hang":
+        assert "timed out after 5 s" in out.error
+    else:
+        assert "status 5" in out.error
+    pids = {k: int(Path(f).read_text()) for k, f in files.items()}
+    try:
+        for kind, pid in pids.items():
+            assert _gone(pid), f"the {kind} child {pid} outlived its worker ({do})"
+    finally:
+        for pid in pids.values():
+            if _running(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+# -- the timeout is the user's; start-up is reported apart ------------------------------
+
+def _slow_start_worker(tmp_path):
+    (tmp_path / "slow_start.py").write_text(textwrap.dedent("""
+        import json, sys, time
+        from graphmend.jobs import worker_main
+
+        payload = json.loads(open(sys.argv[1]).read())
+
+        def startup():
+            time.sleep(payload["startup"])
+
+        def handle(p):
+            time.sleep(p["work"])
+            return {"done": True}
+
+        worker_main(handle, startup=startup)
+    """))
+    return {"PYTHONPATH": str(tmp_path)}
+
+
+def test_timeout_reports_what_was_set_and_start_up_apart(tmp_path):
+    env = _slow_start_worker(tmp_path)
+    # start-up (1 s) is not counted against the 2 s: the work takes 1.5 s and finishes
+    ok = run_job(Job("slow_start", {"startup": 1.0, "work": 1.5}, label="T-ok", timeout=2, startup=20, env=env))
+    assert ok.result == {"done": True} and ok.startup_s is not None and ok.startup_s >= 1.0
+    hung = run_job(Job("slow_start", {"startup": 1.0, "work": 60}, label="T-hung", timeout=2, startup=20, env=env))
+    assert hung.result is None
+    assert "T-hung: timed out after 2 s" in hung.error and "22 s" not in hung.error
+    start_up = re.search(r"start-up before that took (\d+\.\d) s", hung.error)
+    assert start_up and float(start_up.group(1)) >= 1.0, hung.error
+    stuck = run_job(Job("slow_start", {"startup": 60, "work": 0}, label="T-stuck", timeout=1, startup=1, env=env))
+    assert "T-stuck: timed out after 1 s" in stuck.error
+    assert "had not finished starting up" in stuck.error and "1 s allowed" in stuck.error
+
+
+# -- memory ---------------------------------------------------------------------------
+
+def _memory_worker(tmp_path):
+    (tmp_path / "mem_worker.py").write_text(textwrap.dedent("""
+        import os, signal, sys
+        from graphmend.jobs import worker_main
+
+        def handle(p):
+            if p["do"] == "alloc":  # Python's own allocator
+                return {"allocated": len(bytearray(2 << 30))}
+            if p["do"] == "map":  # anonymous memory, as torch's allocator takes it (never touched: costs no RAM)
+                import mmap
+                return {"mapped": len(mmap.mmap(-1, 2 << 30, flags=mmap.MAP_PRIVATE))}
+            if p["do"] == "killed":  # what the kernel's OOM killer does
+                os.kill(os.getpid(), signal.SIGKILL)
+            if p["do"] == "abort":  # a C++ allocation failure nobody caught
+                sys.stderr.write("terminate called after throwing an instance of 'std::bad_alloc'\\n")
+                sys.stderr.flush()
+                os.abort()
+            return {"ok": True}
+
+        worker_main(handle)
+    """))
+    return {"PYTHONPATH": str(tmp_path)}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="resource limits as Linux applies them")
+def test_memory_limit(tmp_path):
+    env = _memory_worker(tmp_path)
+    limit = 512 << 20
+    alloc, mapped, killed, abort, fine = run_jobs([Job("mem_worker", {"do": d}, label=f"T-{d}", timeout=20, env=env,
+                                                       memory_limit=limit)
+                                                   for d in ("alloc", "map", "killed", "abort", "ok")])
+    assert alloc.result["error"].startswith("out of memory (limit 512 MiB)"), alloc.result
+    assert mapped.result["error"].startswith("out of memory (limit 512 MiB)"), mapped.result
+    assert "T-killed: out of memory (limit 512 MiB)" in killed.error and "SIGKILL" in killed.error
+    assert "T-abort: out of memory (limit 512 MiB)" in abort.error
+    assert fine.result == {"ok": True}
+    # the same allocation without a limit succeeds: the limit, not the machine, stopped it
+    free = run_job(Job("mem_worker", {"do": "map"}, label="T-free", timeout=20, env=env))
+    assert free.result == {"mapped": 2 << 30}
+
+
+def test_format_size():
+    assert format_size(4 << 30) == "4 GiB" and format_size(512 << 20) == "512 MiB" and format_size(3 << 29) == "1.5 GiB"

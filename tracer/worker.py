@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from graphmend.jobs import worker_main
+from graphmend.jobs import out_of_memory, worker_main
 from graphmend.model import TargetResult, to_dict
 from graphmend.modes import EVAL, TRAIN
 
@@ -58,7 +58,9 @@ def capture_loaded(name: str, file: str, function: str, fn: Any, args: tuple, kw
                 raise
             step = "its backward" if rec.phase == "backward" else "the target"
             rec.phase = "forward"
-            result.error = f"{name}: calling {step} raised {type(exc).__name__}: {_first_line(exc)}"
+            oom = out_of_memory(exc)
+            result.error = (f"{name}: {oom} while calling {step}" if oom else
+                            f"{name}: calling {step} raised {type(exc).__name__}: {_first_line(exc)}")
     result.duration_s = time.perf_counter() - start
     rec_data = rec.recording
     result.graph_count = rec_data.graphs
@@ -148,5 +150,13 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _startup() -> None:
+    """What every capture needs before the first target: not counted against --timeout."""
+    import torch  # noqa: F401
+    import torch._dynamo  # noqa: F401
+
+    import tracer.recorder  # noqa: F401
+
+
 if __name__ == "__main__":
-    worker_main(handle)
+    worker_main(handle, startup=_startup)

@@ -103,7 +103,7 @@ def _bench_item(index: int, item: BenchItem, arms: Sequence[str], options: Bench
         }
         env = {"TORCHINDUCTOR_CACHE_DIR": str(cache), "TRITON_CACHE_DIR": str(cache / "triton")}
         outcome = run_job(Job(module=WORKER, payload=payload, label=f"{spec.name} [{arm}]",
-                              timeout=timeout, env=env))
+                              timeout=timeout, env=env, memory_limit=config.memory_limit))
         fill_row(row, outcome)
         rows.append(row)
         if advance:

@@ -200,5 +200,9 @@ def run_arm(payload: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def _startup() -> None:
+    import torch  # noqa: F401  (start-up, not counted against --timeout)
+
+
 if __name__ == "__main__":
-    worker_main(run_arm)
+    worker_main(run_arm, startup=_startup)

@@ -7,8 +7,9 @@ from typing import List, Optional
 
 import typer
 
-from graphmend.cli.common import (COMPILED_AUTOGRAD_HELP, EXIT_CLEAN, EXIT_FINDINGS, MODE_HELP, TRAIN_HELP, Format,
-                                  check_paths, fail, progress_hook, render_or_fail, require_torch, run_modes_flag)
+from graphmend.cli.common import (COMPILED_AUTOGRAD_HELP, EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, MODE_HELP,
+                                  TRAIN_HELP, Format, check_paths, fail, memory_limit_flag, progress_hook,
+                                  render_or_fail, require_torch, run_modes_flag)
 
 
 def analyze(
@@ -19,6 +20,7 @@ def analyze(
     dynamic_only: bool = typer.Option(False, "--dynamic-only", help="Run the targets only, no static scan."),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Targets (and files) processed in parallel."),
     timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds per target (default 300, or [tool.mend] timeout)."),
+    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
     select: Optional[List[str]] = typer.Option(None, "--select", help="Rule codes or prefixes to report (GM1,GM201)."),
     ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Rule codes or prefixes to drop."),
     all_functions: Optional[bool] = typer.Option(None, "--all-functions/--compiled-only",
@@ -35,13 +37,15 @@ def analyze(
     if static_only and dynamic_only:
         raise fail("--static-only and --dynamic-only exclude each other")
     check_paths(paths)
+    memory = memory_limit_flag(memory_limit)
     from graphmend.sources import iter_python_files
 
     if next(iter(iter_python_files(paths)), None) is None:
         raise fail(f"no Python files under {', '.join(str(p) for p in paths)}")
     try:
         config = load_config(paths).with_flags(select=select, ignore=ignore, all_functions=all_functions,
-                                               modes=run_modes_flag(train, mode), compiled_autograd=compiled_autograd)
+                                               modes=run_modes_flag(train, mode), compiled_autograd=compiled_autograd,
+                                               memory_limit=memory)
     except ConfigError as exc:
         raise fail(str(exc))
     tv = None if static_only else require_torch("analyze")

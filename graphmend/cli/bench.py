@@ -9,8 +9,8 @@ from typing import List, Optional
 
 import typer
 
-from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, fail, progress_hook, render_or_fail, require_torch,
-                                  run_modes_flag)
+from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, fail, memory_limit_flag,
+                                  progress_hook, render_or_fail, require_torch, run_modes_flag)
 
 
 class BenchFormat(str, Enum):
@@ -57,6 +57,7 @@ def bench(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report here instead of stdout."),
     timeout: Optional[float] = typer.Option(None, "--timeout", min=1,
                                             help="Seconds per arm (default 300, or [tool.mend] timeout)."),
+    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
     keep_cache: bool = typer.Option(False, "--keep-cache", help="Keep each arm's Inductor cache directory."),
     unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="The mended arm also takes mend fix's unsafe "
                                       "(cost-changing) fixes, e.g. GM501/GM502 dense expert dispatch."),
@@ -78,9 +79,10 @@ def bench(
         path = t.rpartition("::")[0] if "::" in t else t
         if not Path(path).exists():
             raise fail(f"path does not exist: {path}")
+    memory = memory_limit_flag(memory_limit)
     try:
         config = load_config([t.rpartition("::")[0] if "::" in t else t for t in targets]).with_flags(
-            modes=run_modes_flag(train, None))
+            modes=run_modes_flag(train, None), memory_limit=memory)
     except ConfigError as exc:
         raise fail(str(exc))
     if len(config.modes) != 1:

@@ -11,8 +11,9 @@ from typing import List, Optional
 
 import typer
 
-from graphmend.cli.common import (COMPILED_AUTOGRAD_HELP, EXIT_CLEAN, EXIT_FINDINGS, MODE_HELP, TRAIN_HELP, Format, fail,
-                                  progress_hook, render_or_fail, require_torch, run_modes_flag, write_atomic)
+from graphmend.cli.common import (COMPILED_AUTOGRAD_HELP, EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, MODE_HELP,
+                                  TRAIN_HELP, Format, fail, memory_limit_flag, progress_hook, render_or_fail,
+                                  require_torch, run_modes_flag, write_atomic)
 
 # Formats whose renderer shows Report.check.new itself (reports/).
 CHECK_AWARE_FORMATS = ("text", "md", "html", "github")
@@ -31,6 +32,7 @@ def check(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report here instead of stdout."),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Targets run in parallel (--dynamic)."),
     timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds per target (--dynamic)."),
+    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP + " (--dynamic)"),
     select: Optional[List[str]] = typer.Option(None, "--select", help="Rule codes or prefixes to check (GM1,GM201)."),
     ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Rule codes or prefixes to drop."),
     all_functions: Optional[bool] = typer.Option(None, "--all-functions/--compiled-only",
@@ -47,13 +49,15 @@ def check(
 
     if (train or modes is not None or compiled_autograd) and not dynamic:
         raise fail("--train, --modes and --compiled-autograd choose how targets run: they need --dynamic")
-    missing = [p for p in files or () if not p.exists()]
+    # a broken symlink is no usage error: it is reported as that file's error and the rest is checked
+    missing = [p for p in files or () if not p.exists() and not p.is_symlink()]
     if missing:
         raise fail(f"no such file: {missing[0]}")
     try:
         config = load_config(files or []).with_flags(select=select, ignore=ignore, all_functions=all_functions,
                                                      modes=run_modes_flag(train, modes),
-                                                     compiled_autograd=compiled_autograd)
+                                                     compiled_autograd=compiled_autograd,
+                                                     memory_limit=memory_limit_flag(memory_limit))
     except ConfigError as exc:
         raise fail(str(exc))
     baseline_path = baseline if baseline is not None else config.root / config.baseline

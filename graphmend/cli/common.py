@@ -36,6 +36,22 @@ def fail(message: str) -> "typer.Exit":
     return typer.Exit(EXIT_ERROR)
 
 
+MEMORY_LIMIT_HELP = ("Memory each worker may use, e.g. 4G or 512M (K/M/G/T, binary); "
+                     "default: no limit, or [tool.mend] memory_limit.")
+
+
+def memory_limit_flag(value: Optional[str]) -> Optional[int]:
+    """``--memory-limit`` in bytes (None when not given); a bad value is a usage error."""
+    if value is None:
+        return None
+    from graphmend.config import ConfigError, parse_memory_limit
+
+    try:
+        return parse_memory_limit(value, "--memory-limit")
+    except ConfigError as exc:
+        raise fail(str(exc))
+
+
 def check_paths(paths: Sequence[Path]) -> None:
     for p in paths:
         if not p.exists():

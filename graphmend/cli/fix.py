@@ -10,8 +10,8 @@ from typing import List, Optional
 
 import typer
 
-from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, TRAIN_HELP, check_paths, emit, fail, progress_hook, require_torch,
-                                  run_modes_flag)
+from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, TRAIN_HELP, check_paths, emit, fail,
+                                  memory_limit_flag, progress_hook, require_torch, run_modes_flag)
 
 
 class FixFormat(str, Enum):
@@ -29,6 +29,7 @@ def fix(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the diff / JSON here instead of stdout."),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Targets captured and verified in parallel."),
     timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds per worker (default 300)."),
+    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
     no_follow: bool = typer.Option(False, "--no-follow", help="Do not fix breaks in files outside PATH."),
     unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="Also offer fixes that keep the outputs but "
                                       "change the program's cost (GM501/GM502 dense expert dispatch); verified the same way."),
@@ -48,8 +49,9 @@ def fix(
     bad = [r for r in rules if not (r.startswith("GM") and r[2:].isdigit())]
     if bad:
         raise fail(f"--rule: {bad[0]!r} is not a rule code or prefix like GM101 or GM2")
+    memory = memory_limit_flag(memory_limit)
     try:
-        config = load_config(paths).with_flags(modes=run_modes_flag(train, modes))
+        config = load_config(paths).with_flags(modes=run_modes_flag(train, modes), memory_limit=memory)
     except ConfigError as exc:
         raise fail(str(exc))
     if len(config.modes) != 1:

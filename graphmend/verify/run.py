@@ -65,7 +65,8 @@ class Original:
 
 
 def run_original(spec: Any, conditions: dict[str, list], tmp: str, timeout: float, seed: int = 0,
-                 probe_dtype: Optional[str] = None, constants: Sequence[float] = ()) -> Original:
+                 probe_dtype: Optional[str] = None, constants: Sequence[float] = (),
+                 memory_limit: Optional[int] = None) -> Original:
     """The original program in a fresh worker, instrumented at ``conditions`` (every
     condition any attempt rewrites) to record which way each went; ``constants``: numbers the
     rewritten conditions compare against (inputs filled with them are tried until every arm
@@ -74,13 +75,15 @@ def run_original(spec: Any, conditions: dict[str, list], tmp: str, timeout: floa
     state = os.path.join(tmp, "state.pt")
     out = run_job(Job(WORKER, {"spec": spec_d, "mode": "original", "conditions": conditions,
                                "constants": list(constants), "state": state, "seed": seed,
-                               "probe_dtype": probe_dtype}, label=spec_d["name"], timeout=timeout))
+                               "probe_dtype": probe_dtype}, label=spec_d["name"], timeout=timeout,
+                          memory_limit=memory_limit))
     error = out.error or (out.result or {}).get("error")
     return Original(spec_d, state, out.result or {}, f"original run: {error}" if error else None)
 
 
 def verify_target(original: Original, patches: dict[str, str], before: TargetResult, texts: dict[str, str],
-                  timeout: float, seed: int = 0, probe_dtype: Optional[str] = None) -> Verdict:
+                  timeout: float, seed: int = 0, probe_dtype: Optional[str] = None,
+                  memory_limit: Optional[int] = None) -> Verdict:
     """The patched side against ``original``: ``patches`` applied through the overlay, the
     original's calls replayed and compared record by record, then re-traced; with
     ``probe_dtype``, the patched program must trace in that dtype wherever the original does."""
@@ -97,7 +100,7 @@ def verify_target(original: Original, patches: dict[str, str], before: TargetRes
     # re-traced in the run mode the breaks were captured in: what the fix must remove is there
     pat = run_job(Job(WORKER, {"spec": original.spec, "mode": "patched", "patches": patches, "state": original.state,
                                "seed": seed, "retrace": True, "probe_dtype": probe_dtype, "run_mode": before.run_mode},
-                      label=original.spec["name"], timeout=timeout))
+                      label=original.spec["name"], timeout=timeout, memory_limit=memory_limit))
     if pat.error or (pat.result or {}).get("error"):
         v.error = f"patched run: {pat.error or pat.result.get('error')}"
         return v

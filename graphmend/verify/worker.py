@@ -286,5 +286,9 @@ def _restore(module, snap) -> None:
                     v.copy_(snap[k])
 
 
+def _startup() -> None:
+    import torch  # noqa: F401  (start-up, not counted against --timeout)
+
+
 if __name__ == "__main__":
-    worker_main(handle)
+    worker_main(handle, startup=_startup)

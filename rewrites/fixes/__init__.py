@@ -16,6 +16,8 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
 
+TOO_DEEP = "expression nested too deeply to rewrite (RecursionError); file left unchanged"
+
 FAMILIES = ("gm4_guards", "gm2_defer", "gm3_scalars", "gm3_host_math", "gm5_masks", "gm5_dispatch", "gm5_segments", "gm1_where", "gm6_numpy", "gm6_buffers", "gm6_advice")
 
 
@@ -53,10 +55,14 @@ def fix_source(source: str, lines: Optional[Iterable[int]] = None, rules: Sequen
         an = Analysis(source)
     except cst.ParserSyntaxError as exc:
         return FixResult(source, source, error=f"syntax error at line {exc.raw_line}: {exc.message}")
+    except RecursionError:  # libcst recurses per nesting level, where Python's own parser does not
+        return FixResult(source, source, error=TOO_DEEP)
     ctx = Context(lines=set(lines) if lines is not None else None, rules=tuple(rules),
                   tensor_lines=set(tensor_lines), shape_lines=set(shape_lines), numpy_lines=set(numpy_lines), unsafe=unsafe)
     try:
         return _fix(an, ctx, source, line_length)
+    except RecursionError:
+        return FixResult(source, source, error=TOO_DEEP)
     except Exception as exc:  # a transform bug on one file never stops the run
         return FixResult(source, source, error=f"rewrite failed ({type(exc).__name__}: {exc}); file left unchanged")
 
