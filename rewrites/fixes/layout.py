@@ -39,6 +39,12 @@ def code(node: cst.CSTNode) -> str:
     return _EMPTY.code_for_node(node)
 
 
+def _rank(op: cst.CSTNode) -> object:
+    """What two operators share when they form one chain: a binary operator's precedence,
+    a boolean operator's own kind (``and`` and ``or`` never share one)."""
+    return type(op) if isinstance(op, cst.BaseBooleanOp) else _PRECEDENCE.get(type(op), 0)
+
+
 def _newline(extra: int) -> cst.ParenthesizedWhitespace:
     """A line break inside brackets, the next line ``extra`` columns past the block's indent."""
     return cst.ParenthesizedWhitespace(first_line=cst.TrailingWhitespace(), empty_lines=[], indent=True,
@@ -187,21 +193,10 @@ class _Layout:
     def operators(self, node, extra: int):
         """An operator chain split before each operator of its lowest precedence, at ``extra``."""
         col = self.base + extra
-        if isinstance(node, cst.BinaryOperation) and not node.lpar:
-            prec = _PRECEDENCE.get(type(node.operator), 0)
+        if isinstance(node, (cst.BinaryOperation, cst.BooleanOperation)) and not node.lpar:
             left = node.left
-            if isinstance(left, cst.BinaryOperation) and not left.lpar and \
-                    _PRECEDENCE.get(type(left.operator), 0) == prec:
-                left = self.operators(left, extra)
-            else:
-                left = self.operand(left, extra, col)
-            op = node.operator.with_changes(whitespace_before=_newline(extra),
-                                            whitespace_after=cst.SimpleWhitespace(" "))
-            width = len(code(node.operator).strip()) + 1
-            return node.with_changes(left=left, operator=op, right=self.operand(node.right, extra, col + width))
-        if isinstance(node, cst.BooleanOperation) and not node.lpar:
-            left = node.left
-            if isinstance(left, cst.BooleanOperation) and not left.lpar and type(left.operator) is type(node.operator):
+            # the chain goes on through a left operand of the same kind and rank
+            if type(left) is type(node) and not left.lpar and _rank(left.operator) == _rank(node.operator):
                 left = self.operators(left, extra)
             else:
                 left = self.operand(left, extra, col)
