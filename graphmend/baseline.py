@@ -71,11 +71,21 @@ def relative_file(path: str, base_dir: Path) -> str:
         return p.as_posix()
 
 
+NESTED_SUFFIX = "+nested"
+
+
+def dynamic_origin(mode: Optional[str], nested: bool) -> str:
+    """A dynamic key's origin: "dynamic" (an eval-mode break: what every baseline before run
+    modes holds), "dynamic:train" (a break train mode hit), either with "+nested" when
+    Dynamo's nested graph breaks were on (they resume, and so break, differently)."""
+    origin = "dynamic" if mode in (None, "eval") else f"dynamic:{mode}"
+    return origin + (NESTED_SUFFIX if nested else "")
+
+
 def key_origin(entry: CheckEntry) -> str:
-    """The key's origin: "static", "dynamic" (an eval-mode break: what every baseline before
-    run modes holds) or "dynamic:train" (a break train mode hit)."""
-    if entry.origin == "dynamic" and entry.run_mode not in (None, "eval"):
-        return f"dynamic:{entry.run_mode}"
+    """The key's origin: "static", or what :func:`dynamic_origin` makes of a dynamic break."""
+    if entry.origin == "dynamic":
+        return dynamic_origin(entry.run_mode, entry.nested_graph_breaks)
     return entry.origin
 
 
@@ -83,7 +93,17 @@ def origin_mode(origin: str) -> Optional[str]:
     """The run mode a key's origin names (None for a static finding)."""
     if origin == "static":
         return None
-    return origin.partition(":")[2] or "eval"
+    return origin.removesuffix(NESTED_SUFFIX).partition(":")[2] or "eval"
+
+
+def origin_kind(origin: str) -> str:
+    """"static" or "dynamic": the origin a baseline entry writes."""
+    return "static" if origin == "static" else "dynamic"
+
+
+def origin_nested(origin: str) -> bool:
+    """Whether a key's origin is a break found with nested graph breaks on."""
+    return origin.endswith(NESTED_SUFFIX)
 
 
 def key_of(entry: CheckEntry) -> Key:
@@ -131,7 +151,8 @@ def entries_from_targets(targets: Iterable[TargetResult]) -> list[CheckEntry]:
     out = []
     for t in targets:
         for b in t.breaks:
-            site = (b.file, b.line, b.rule, b.function, None if b.file else b.reason, t.run_mode)
+            site = (b.file, b.line, b.rule, b.function, None if b.file else b.reason, t.run_mode,
+                    bool(t.nested_graph_breaks))
             if site in seen:
                 continue
             seen.add(site)
@@ -142,7 +163,7 @@ def entries_from_targets(targets: Iterable[TargetResult]) -> list[CheckEntry]:
                                   source=normalize_source(source) if b.file else normalize_source(b.reason),
                                   line=b.line, col=b.col, message=b.reason,
                                   fix_hint="; ".join(b.hints), origin="dynamic", target=t.name,
-                                  run_mode=t.run_mode))
+                                  run_mode=t.run_mode, nested_graph_breaks=bool(t.nested_graph_breaks)))
     return out
 
 
@@ -187,16 +208,21 @@ def load_baseline(path: Path) -> dict[Key, int]:
         mode = e.get("mode", "eval")
         if origin == "dynamic" and mode not in ("eval", "train"):
             raise BaselineError(f"baseline {path}: entry {i} has mode {mode!r}; expected 'eval' or 'train'")
-        if origin == "dynamic" and mode != "eval":
-            origin = f"dynamic:{mode}"
+        nested = e.get("nested_graph_breaks", False)
+        if origin == "dynamic" and not isinstance(nested, bool):
+            raise BaselineError(f"baseline {path}: entry {i} has nested_graph_breaks {nested!r}; expected true or false")
+        if origin == "dynamic":
+            origin = dynamic_origin(mode, nested)
         counts[(e["file"], origin, e["function"], e["rule"], normalize_source(e["source"]))] += count
     return dict(counts)
 
 
 def dump_baseline(counts: dict[Key, int]) -> str:
     """Sorted, one field per line, trailing newline: the same breaks always give the same bytes."""
-    entries = [{"file": k[0], "rule": k[3], "function": k[2], "source": k[4], "origin": k[1].partition(":")[0],
-                **({"mode": origin_mode(k[1])} if origin_mode(k[1]) not in (None, "eval") else {}), "count": n}
+    entries = [{"file": k[0], "rule": k[3], "function": k[2], "source": k[4],
+                "origin": origin_kind(k[1]),
+                **({"mode": origin_mode(k[1])} if origin_mode(k[1]) not in (None, "eval") else {}),
+                **({"nested_graph_breaks": True} if origin_nested(k[1]) else {}), "count": n}
                for k, n in sorted(counts.items()) if n > 0]
     return json.dumps({"version": BASELINE_VERSION, "tool": "graphmend", "entries": entries},
                       indent=2, ensure_ascii=False) + "\n"
@@ -228,8 +254,8 @@ def compare(current: Sequence[CheckEntry], baseline: dict[Key, int], base_dir: P
             file, origin, function, rule, source = key
             abs_file = file if file.startswith("<") or os.path.isabs(file) else str(base_dir / file)
             result.stale.append(CheckEntry(file=abs_file, rule=rule, function=function, source=source,
-                                           count=missing, origin=origin.partition(":")[0],
-                                           run_mode=origin_mode(origin)))
+                                           count=missing, origin=origin_kind(origin),
+                                           run_mode=origin_mode(origin), nested_graph_breaks=origin_nested(origin)))
     result.new.sort(key=lambda e: (e.file, e.line or 0, e.col or 0, e.rule))
     return result
 

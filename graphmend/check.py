@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from graphmend.baseline import (Key, compare, dump_baseline, entries_from_findings, entries_from_targets,
-                                load_baseline, origin_mode, relative_file, updated_baseline)
+                                load_baseline, origin_mode, origin_nested, relative_file, updated_baseline)
 from graphmend.config import Config
-from graphmend.model import CheckEntry, FileError, Finding, Report, new_report
+from graphmend.model import CheckEntry, FileError, Finding, Report, nested_setting, new_report
 from graphmend.sources import SkippedFile, file_kind_problem, is_excluded, iter_python_files
 
 
@@ -107,7 +107,9 @@ def run_check(files: Optional[Sequence[Path]], config: Config, baseline_path: Pa
             report.targets.extend(capture_targets(found.targets, jobs=options.jobs,
                                                   timeout=options.timeout or config.timeout, on_done=advance,
                                                   modes=config.modes, compiled_autograd=config.compiled_autograd,
-                                                  memory_limit=config.memory_limit))
+                                                  memory_limit=config.memory_limit,
+                                                  nested_graph_breaks=config.nested_graph_breaks))
+            report.nested_graph_breaks = nested_setting(report.targets)
         failed_targets.extend(t.error if t.name in t.error else f"target {t.name} failed: {t.error}"
                               for t in report.targets if t.error)
         current.extend(entries_from_targets(report.targets))
@@ -120,8 +122,9 @@ def run_check(files: Optional[Sequence[Path]], config: Config, baseline_path: Pa
 
     def in_scope(key: Key) -> bool:
         file, origin = key[0], key[1]
-        if origin != "static" and (not options.dynamic or origin_mode(origin) not in config.modes):
-            return False  # a static run (or one in the other run mode) says nothing about these breaks
+        if origin != "static" and (not options.dynamic or origin_mode(origin) not in config.modes
+                                   or origin_nested(origin) != bool(report.nested_graph_breaks)):
+            return False  # a static run (or one in another run mode or nesting) says nothing about these
         if origin == "static" and file in unscanned:
             return False
         return whole_tree or file in checked
@@ -138,6 +141,7 @@ def run_check(files: Optional[Sequence[Path]], config: Config, baseline_path: Pa
     new_ids = {id(e) for e in result.new}
     outcome.new_findings = [by_entry[id(e)] for e in current if id(e) in new_ids and id(e) in by_entry]
     report.findings = list(outcome.new_findings)
+    # one run has one nesting setting, so (file, line, rule, mode) is a site of it
     new_sites = {(e.file, e.line, e.rule, e.run_mode) for e in result.new if e.origin == "dynamic"}
     for t in report.targets:
         t.breaks = [b for b in t.breaks

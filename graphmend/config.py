@@ -4,7 +4,8 @@ Keys: ``targets`` (["pkg.mod:fn", "path/file.py:fn"]), ``select``, ``ignore``,
 ``exclude`` (globs), ``timeout`` (seconds per target), ``memory_limit`` (per worker: "4G",
 "512M"), ``baseline`` (path),
 ``all_functions`` (bool), ``train`` (bool: targets run in train mode) or ``modes``
-(["eval", "train"]: both), ``compiled_autograd`` (bool: train mode traces the backward too).
+(["eval", "train"]: both), ``compiled_autograd`` (bool: train mode traces the backward too),
+``nested_graph_breaks`` (bool: Dynamo's option of that name; unset: torch's default).
 ``line_length`` is not a mend key: it is the project's formatter's (``[tool.ruff] line-length``,
 else ``[tool.black] line-length``, else their default 88), the width ``mend fix`` lays its code out in.
 """
@@ -50,6 +51,7 @@ class Config:
     all_functions: bool = False
     modes: tuple[str, ...] = ("eval",)  # run modes (graphmend.modes): what targets run as
     compiled_autograd: bool = False
+    nested_graph_breaks: Optional[bool] = None  # Dynamo's option; None: the installed torch's default
     line_length: int = DEFAULT_LINE_LENGTH  # the formatter's, for the code fixes write
 
     def with_flags(self, **flags: Any) -> "Config":
@@ -136,7 +138,7 @@ def load_config(paths: Sequence[str | os.PathLike[str]] = (), config_file: Optio
         raise ConfigError(f"{pyproject}: [tool.mend] must be a table")
     cfg = Config(root=pyproject.parent, pyproject=pyproject, line_length=_line_length(data, pyproject))
     known = {"targets", "select", "ignore", "exclude", "timeout", "memory_limit", "memory-limit", "baseline", "all_functions", "all-functions",
-             "train", "modes", "compiled_autograd"}
+             "train", "modes", "compiled_autograd", "nested_graph_breaks"}
     unknown = sorted(set(section) - known)
     if unknown:
         raise ConfigError(f"{pyproject}: unknown key(s) in [tool.mend]: {', '.join(unknown)}")
@@ -167,7 +169,7 @@ def _modes(section: dict, pyproject: Path) -> dict[str, Any]:
     from graphmend.modes import ModeError, parse_modes
 
     out: dict[str, Any] = {}
-    for key in ("train", "compiled_autograd"):
+    for key in ("train", "compiled_autograd", "nested_graph_breaks"):
         if key in section and not isinstance(section[key], bool):
             raise ConfigError(f"{pyproject}: [tool.mend] {key} must be true or false")
     if "train" in section and "modes" in section:
@@ -182,6 +184,7 @@ def _modes(section: dict, pyproject: Path) -> dict[str, Any]:
             out["modes"] = parse_modes(value, f"{pyproject}: [tool.mend] modes")
         except ModeError as exc:
             raise ConfigError(str(exc)) from None
-    if "compiled_autograd" in section:
-        out["compiled_autograd"] = section["compiled_autograd"]
+    for key in ("compiled_autograd", "nested_graph_breaks"):
+        if key in section:
+            out[key] = section[key]
     return out

@@ -14,7 +14,7 @@ import sys
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 SCHEMA_VERSION = "1.0"
 
@@ -97,6 +97,8 @@ class TargetResult:
     unexercised_branches: Optional[list[str]] = None
     # train mode with compiled autograd only: the backward's graphs (breaks: phase "backward")
     backward_graph_count: Optional[int] = None
+    # torch._dynamo.config.nested_graph_breaks as the capture ran (None: this torch has no such option)
+    nested_graph_breaks: Optional[bool] = None
 
 
 @dataclass
@@ -219,6 +221,7 @@ class CheckEntry:
     origin: str = "static"  # "static" (a Finding) | "dynamic" (a Break): keyed apart in the baseline
     target: Optional[str] = None  # the target that hit a dynamic break
     run_mode: Optional[str] = None  # the run mode that hit a dynamic break ("eval" | "train")
+    nested_graph_breaks: bool = False  # a dynamic break found with Dynamo's nested graph breaks on
 
 
 @dataclass
@@ -299,6 +302,8 @@ class Report:
     root: str = ""
     # the run modes targets ran in (graphmend.modes); each TargetResult says its own
     run_modes: list[str] = field(default_factory=lambda: ["eval"])
+    # Dynamo's nested_graph_breaks as targets ran (None: not run, or this torch has no such option)
+    nested_graph_breaks: Optional[bool] = None
     targets: list[TargetResult] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     fixes: list[Fix] = field(default_factory=list)
@@ -345,6 +350,11 @@ def new_report(command: str, root: str = "", torch_version: Optional[str] = None
         platform=f"{sys.platform}-{platform.machine()}",
         root=root,
     )
+
+
+def nested_setting(targets: Sequence[TargetResult]) -> Optional[bool]:
+    """Dynamo's nested_graph_breaks as the run's captures had it (one setting per run)."""
+    return next((t.nested_graph_breaks for t in targets if t.nested_graph_breaks is not None), None)
 
 
 def summarize(report: Report) -> Summary:

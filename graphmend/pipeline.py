@@ -9,7 +9,7 @@ from typing import Callable, Optional, Sequence
 
 from graphmend.config import Config
 from graphmend.discovery import discover
-from graphmend.model import Report, new_report
+from graphmend.model import Report, nested_setting, new_report
 from graphmend.sources import analysed_root
 
 ProgressHook = Callable[[str, int], Callable[[str], None]]  # (description, total) -> advance(item)
@@ -49,7 +49,8 @@ def analyze(paths: Sequence[str | os.PathLike[str]], config: Config, options: An
             report.targets.extend(capture_targets(
                 found.targets, jobs=options.jobs, timeout=options.timeout or config.timeout, on_done=advance,
                 modes=config.modes, compiled_autograd=config.compiled_autograd,
-                memory_limit=config.memory_limit))
+                memory_limit=config.memory_limit, nested_graph_breaks=config.nested_graph_breaks))
+            report.nested_graph_breaks = nested_setting(report.targets)
     if options.static and options.dynamic:
         from graphmend.correlate import correlate
 

@@ -13,7 +13,7 @@ from html import escape
 from typing import Optional
 
 from graphmend.model import Break, Report, TargetResult
-from reports.paths import bench_setting, location, mode_note, rel, target_label
+from reports.paths import bench_setting, location, mode_note, rel, run_setting, target_label
 
 ARM_COLORS = {"eager": "#8a94a6", "original": "#e06c3c", "mended": "#2f9e6e", "reference": "#3b6fd8"}
 ARMS = ("eager", "original", "mended", "reference")
@@ -423,7 +423,7 @@ def render_html(r: Report) -> str:
     versions = " · ".join(x for x in (f"graphmend {r.graphmend_version or '?'}",
                                       f"torch {r.torch_version}" if r.torch_version else "",
                                       f"Python {r.python_version}" if r.python_version else "", r.platform,
-                                      f"mode {','.join(r.run_modes)}" if r.targets or r.bench else "") if x)
+                                      f"mode {run_setting(r)}" if r.targets or r.bench else "") if x)
     body = "".join([
         f"<header><h1>graphmend report: <code>mend {_e(r.command)}</code></h1>",
         f'<div class="meta">{_e(versions)}{" · root <code>" + _e(r.root) + "</code>" if r.root else ""} · '

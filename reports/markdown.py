@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from graphmend.model import Report
-from reports.paths import bench_setting, location, mode_note, rel, target_label
+from reports.paths import bench_setting, location, mode_note, rel, run_setting, target_label
 
 
 def _esc(text: str) -> str:
@@ -69,7 +69,7 @@ def render_markdown(r: Report) -> str:
     if r.platform:
         versions.append(r.platform)
     if r.targets or r.bench:
-        versions.append(f"mode {','.join(r.run_modes)}")
+        versions.append(f"mode {run_setting(r)}")
     out.append(f"<sub>{_esc(' · '.join(versions))}</sub>")
 
     if r.targets:

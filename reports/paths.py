@@ -53,6 +53,12 @@ def mode_note(b) -> str:
     return "; ".join(notes)
 
 
+def run_setting(r) -> str:
+    """How a report's targets ran: their modes, and "nested graph breaks on" when Dynamo's
+    option was on (off is every torch's default so far)."""
+    return ",".join(r.run_modes) + (" · nested graph breaks on" if r.nested_graph_breaks else "")
+
+
 def bench_setting(b) -> str:
     """A bench row's device and compile mode, and the training step's optimizer in train mode."""
     text = f"{b.device}/{b.mode}"

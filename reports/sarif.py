@@ -137,7 +137,8 @@ def render_sarif(r: Report) -> str:
         "results": results,
         "invocations": [{"executionSuccessful": True, "toolExecutionNotifications": notifications}],
         "properties": {"schema_version": r.schema_version, "torch_version": r.torch_version,
-                       "python_version": r.python_version, "platform": r.platform},
+                       "python_version": r.python_version, "platform": r.platform,
+                       "run_modes": r.run_modes, "nested_graph_breaks": r.nested_graph_breaks},
     }
     if r.root:
         root_uri = "file://" + quote(r.root.replace("\\", "/").rstrip("/") + "/")

@@ -11,7 +11,7 @@ import io
 from typing import Optional
 
 from graphmend.model import ADVICE, CONFIRMED, REJECTED, UNVERIFIED, VERIFIED, Break, Report
-from reports.paths import bench_setting, location, mode_note, rel, target_label
+from reports.paths import bench_setting, location, mode_note, rel, run_setting, target_label
 
 WIDTH = 120
 _STATUS_STYLE = {VERIFIED: "green", REJECTED: "red", UNVERIFIED: "red", ADVICE: "yellow", CONFIRMED: "red", "potential": "yellow"}
@@ -89,7 +89,7 @@ def _header(w: _Writer, r: Report) -> None:
     if r.root:
         w.line(("root: ", "dim"), r.root)
     if r.targets or r.bench:
-        w.line(("mode: ", "dim"), ",".join(r.run_modes))
+        w.line(("mode: ", "dim"), run_setting(r))
 
 
 def _targets(w: _Writer, r: Report) -> None:

@@ -19,12 +19,22 @@ WORKER = "tracer.worker"
 
 
 def _job(specs: Sequence[TargetSpec], timeout: float, modes: Sequence[str], compiled_autograd: bool,
-         memory_limit: Optional[int]) -> Job:
+         memory_limit: Optional[int], nested_graph_breaks: Optional[bool]) -> Job:
     # the worker's start-up (importing torch) gets its own allowance: see graphmend.jobs
     label = specs[0].name if len(specs) == 1 else f"{specs[0].display_file} ({len(specs)} targets)"
     return Job(module=WORKER, payload={"targets": [dataclasses.asdict(s) for s in specs], "modes": list(modes),
-                                       "compiled_autograd": compiled_autograd}, label=label,
+                                       "compiled_autograd": compiled_autograd,
+                                       "nested_graph_breaks": nested_graph_breaks}, label=label,
                timeout=timeout * len(specs) * len(modes), memory_limit=memory_limit)
+
+
+def nested_graph_breaks_supported() -> bool:
+    """Whether the installed torch has Dynamo's ``nested_graph_breaks`` option (imports torch)."""
+    import torch._dynamo.config
+
+    from tracer.worker import NESTED
+
+    return hasattr(torch._dynamo.config, NESTED)
 
 
 def _failed(spec: TargetSpec, outcome: JobOutcome, why: str, mode: str) -> TargetResult:
@@ -34,10 +44,12 @@ def _failed(spec: TargetSpec, outcome: JobOutcome, why: str, mode: str) -> Targe
 
 def capture_targets(specs: Sequence[TargetSpec], jobs: int = 1, timeout: float = 300.0,
                     on_done: Optional[Callable[[str], None]] = None, modes: Sequence[str] = (EVAL,),
-                    compiled_autograd: bool = False, memory_limit: Optional[int] = None) -> list[TargetResult]:
+                    compiled_autograd: bool = False, memory_limit: Optional[int] = None,
+                    nested_graph_breaks: Optional[bool] = None) -> list[TargetResult]:
     """Capture each target in each run mode; results in input order (target-major: a
     target's modes together). ``on_done(name)`` after each target; ``memory_limit``: bytes
-    each worker may use."""
+    each worker may use; ``nested_graph_breaks``: Dynamo's option of that name (None: torch's
+    default)."""
     modes = tuple(modes) or (EVAL,)
     batches: dict[str, list[TargetSpec]] = {}
     for s in specs:
@@ -65,11 +77,11 @@ def capture_targets(specs: Sequence[TargetSpec], jobs: int = 1, timeout: float =
             if on_done:
                 on_done(s.name)
 
-    job_list = [_job(g, timeout, modes, compiled_autograd, memory_limit) for g in groups]
+    job_list = [_job(g, timeout, modes, compiled_autograd, memory_limit, nested_graph_breaks) for g in groups]
     by_job = {id(j): g for j, g in zip(job_list, groups)}
     run_jobs(job_list, parallel=max(1, jobs), on_done=lambda j, o: collect(by_job[id(j)], o, final=False))
     if retry:
-        singles = [_job([s], timeout, modes, compiled_autograd, memory_limit) for s in retry]
+        singles = [_job([s], timeout, modes, compiled_autograd, memory_limit, nested_graph_breaks) for s in retry]
         by_single = {id(j): s for j, s in zip(singles, retry)}
         run_jobs(singles, parallel=max(1, jobs), on_done=lambda j, o: collect([by_single[id(j)]], o, final=True))
     out = [r for s in specs for r in results[s]]

@@ -1,23 +1,26 @@
 """The capture worker: ``python -m tracer.worker PAYLOAD RESULT``.
 
 PAYLOAD is ``{"targets": [TargetSpec as dict, ...], "modes": ["eval", "train"],
-"compiled_autograd": bool}``; RESULT is ``{"results": [TargetResult as dict, ...]}``, one per
-target and run mode (target-major). Targets of one worker are separated by
+"compiled_autograd": bool, "nested_graph_breaks": bool | None}``; RESULT is
+``{"results": [TargetResult as dict, ...]}``, one per target and run mode (target-major). Targets of one worker are separated by
 ``torch._dynamo.reset()``.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Optional
 
 from graphmend.jobs import out_of_memory, worker_main
 from graphmend.model import TargetResult, to_dict
 from graphmend.modes import EVAL, TRAIN
 
+NESTED = "nested_graph_breaks"  # torch._dynamo.config's name; not every torch has it
+
 
 def capture_loaded(name: str, file: str, function: str, fn: Any, args: tuple, kwargs: dict,
-                   mode: str = EVAL, loss: Any = None, compiled_autograd: bool = False) -> TargetResult:
+                   mode: str = EVAL, loss: Any = None, compiled_autograd: bool = False,
+                   nested_graph_breaks: Optional[bool] = None) -> TargetResult:
     """Run ``fn(*args, **kwargs)`` once under Dynamo with a recording backend, in run mode
     ``mode``; in train mode the call is followed by a backward of the training loss (traced
     too, under compiled autograd, when ``compiled_autograd``)."""
@@ -38,7 +41,8 @@ def capture_loaded(name: str, file: str, function: str, fn: Any, args: tuple, kw
     start = time.perf_counter()
     rec = Recorder()
     # verbose=False: the log keeps the one format the parser reads; scoped to this call.
-    with torch._dynamo.config.patch(verbose=False), rec, run_mode(fn, mode):
+    with torch._dynamo.config.patch(verbose=False, **dynamo_options(nested_graph_breaks)), rec, run_mode(fn, mode):
+        result.nested_graph_breaks = getattr(torch._dynamo.config, NESTED, None)
         optimize = getattr(torch._dynamo, "optimize", None)
         try:
             # What explain() does: optimize(backend, nopython=False)(fn)(*args, **kwargs)
@@ -78,6 +82,12 @@ def capture_loaded(name: str, file: str, function: str, fn: Any, args: tuple, kw
     return result
 
 
+def dynamo_options(nested_graph_breaks: Optional[bool]) -> dict[str, bool]:
+    """The Dynamo config a capture patches in besides its own: ``nested_graph_breaks`` when
+    asked for (None: torch's default). The CLI refused the flag where torch lacks it."""
+    return {} if nested_graph_breaks is None else {NESTED: nested_graph_breaks}
+
+
 def _compiled_autograd(backend: Any, on: bool):
     """Compiled autograd for the block (the backward traced by Dynamo, through ``backend``),
     or nothing when off."""
@@ -96,7 +106,8 @@ def _first_line(exc: BaseException) -> str:
     return text[0][:300] if text else ""
 
 
-def capture_spec(spec: dict[str, Any], modes: tuple = (EVAL,), compiled_autograd: bool = False) -> list[TargetResult]:
+def capture_spec(spec: dict[str, Any], modes: tuple = (EVAL,), compiled_autograd: bool = False,
+                 nested_graph_breaks: Optional[bool] = None) -> list[TargetResult]:
     """One result per run mode; each mode loads the target afresh (a train step changes the
     weights' gradients and a stateful module's buffers)."""
     from graphmend.targets import TargetError, load_target
@@ -111,11 +122,12 @@ def capture_spec(spec: dict[str, Any], modes: tuple = (EVAL,), compiled_autograd
             out.append(TargetResult(name=name, file=file, function=spec["function"], run_mode=mode, error=str(exc)))
             continue
         out.append(capture_loaded(name, file, spec["function"], loaded.fn, loaded.args, loaded.kwargs, mode=mode,
-                                  loss=getattr(loaded.target, "loss", None), compiled_autograd=compiled_autograd))
+                                  loss=getattr(loaded.target, "loss", None), compiled_autograd=compiled_autograd,
+                                  nested_graph_breaks=nested_graph_breaks))
     return out
 
 
-def explain_counts(spec: dict[str, Any], mode: str = EVAL) -> Any:
+def explain_counts(spec: dict[str, Any], mode: str = EVAL, nested_graph_breaks: Optional[bool] = None) -> Any:
     """``[graph_count, graph_break_count, stacks]`` from torch._dynamo.explain in run mode
     ``mode``, or the error text: the tests' reference, run in the same worker to share its
     start-up. ``stacks`` holds each break reason's user stack as ``[file, line]`` pairs,
@@ -129,7 +141,8 @@ def explain_counts(spec: dict[str, Any], mode: str = EVAL) -> Any:
 
     try:
         t = load_target(spec)
-        with warnings.catch_warnings(), run_mode(t.fn, mode):
+        with warnings.catch_warnings(), run_mode(t.fn, mode), \
+                torch._dynamo.config.patch(**dynamo_options(nested_graph_breaks)):
             warnings.simplefilter("ignore")
             e = torch._dynamo.explain(t.fn)(*t.args, **t.kwargs)
         stacks = [[[str(getattr(f, "filename", "")), getattr(f, "lineno", None)]
@@ -144,9 +157,10 @@ def explain_counts(spec: dict[str, Any], mode: str = EVAL) -> Any:
 def handle(payload: dict[str, Any]) -> dict[str, Any]:
     modes = tuple(payload.get("modes") or (EVAL,))
     ca = bool(payload.get("compiled_autograd"))
-    out = {"results": [to_dict(r) for spec in payload["targets"] for r in capture_spec(spec, modes, ca)]}
+    nested = payload.get("nested_graph_breaks")
+    out = {"results": [to_dict(r) for spec in payload["targets"] for r in capture_spec(spec, modes, ca, nested)]}
     if payload.get("explain"):
-        out["explain"] = [explain_counts(spec, m) for spec in payload["targets"] for m in modes]
+        out["explain"] = [explain_counts(spec, m, nested) for spec in payload["targets"] for m in modes]
     return out
 
 

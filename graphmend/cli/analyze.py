@@ -8,8 +8,9 @@ from typing import List, Optional
 import typer
 
 from graphmend.cli.common import (COMPILED_AUTOGRAD_HELP, EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, MODE_HELP,
-                                  TRAIN_HELP, Format, check_paths, fail, memory_limit_flag, progress_hook,
-                                  render_or_fail, require_torch, run_modes_flag)
+                                  NESTED_HELP, TRAIN_HELP, Format, check_paths, fail, memory_limit_flag,
+                                  nested_flag, progress_hook, render_or_fail, require_nested_support,
+                                  require_torch, run_modes_flag)
 
 
 def analyze(
@@ -28,6 +29,8 @@ def analyze(
     train: bool = typer.Option(False, "--train", help=TRAIN_HELP),
     mode: Optional[str] = typer.Option(None, "--modes", help=MODE_HELP),
     compiled_autograd: Optional[bool] = typer.Option(None, "--compiled-autograd", help=COMPILED_AUTOGRAD_HELP),
+    nested_graph_breaks: Optional[str] = typer.Option(None, "--nested-graph-breaks", metavar="on|off",
+                                                      help=NESTED_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Find every graph break: static scan of the sources and dynamic capture of each target."""
@@ -36,6 +39,9 @@ def analyze(
 
     if static_only and dynamic_only:
         raise fail("--static-only and --dynamic-only exclude each other")
+    nested = nested_flag(nested_graph_breaks)
+    if static_only and nested is not None:
+        raise fail("--nested-graph-breaks chooses how targets run: it does nothing with --static-only")
     check_paths(paths)
     memory = memory_limit_flag(memory_limit)
     from graphmend.sources import iter_python_files
@@ -45,10 +51,12 @@ def analyze(
     try:
         config = load_config(paths).with_flags(select=select, ignore=ignore, all_functions=all_functions,
                                                modes=run_modes_flag(train, mode), compiled_autograd=compiled_autograd,
-                                               memory_limit=memory)
+                                               memory_limit=memory, nested_graph_breaks=nested)
     except ConfigError as exc:
         raise fail(str(exc))
     tv = None if static_only else require_torch("analyze")
+    if not static_only:
+        require_nested_support(config)
     with progress_hook(quiet) as progress:
         report = run_analyze(paths, config, AnalyzeOptions(static=not dynamic_only, dynamic=not static_only,
                                                            jobs=jobs, timeout=timeout),

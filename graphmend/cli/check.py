@@ -12,8 +12,9 @@ from typing import List, Optional
 import typer
 
 from graphmend.cli.common import (COMPILED_AUTOGRAD_HELP, EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, MODE_HELP,
-                                  TRAIN_HELP, Format, fail, memory_limit_flag, progress_hook, render_or_fail,
-                                  require_torch, run_modes_flag, write_atomic)
+                                  NESTED_HELP, TRAIN_HELP, Format, fail, memory_limit_flag, nested_flag,
+                                  progress_hook, render_or_fail, require_nested_support, require_torch,
+                                  run_modes_flag, write_atomic)
 
 # Formats whose renderer shows Report.check.new itself (reports/).
 CHECK_AWARE_FORMATS = ("text", "md", "html", "github")
@@ -40,6 +41,8 @@ def check(
     train: bool = typer.Option(False, "--train", help=TRAIN_HELP + " With --dynamic."),
     modes: Optional[str] = typer.Option(None, "--modes", help=MODE_HELP + " With --dynamic."),
     compiled_autograd: Optional[bool] = typer.Option(None, "--compiled-autograd", help=COMPILED_AUTOGRAD_HELP),
+    nested_graph_breaks: Optional[str] = typer.Option(None, "--nested-graph-breaks", metavar="on|off",
+                                                      help=NESTED_HELP + " With --dynamic."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar, no summary line on stderr."),
 ) -> None:
     """Fail on graph breaks that are not in the baseline: the pre-commit hook and CI gate."""
@@ -47,8 +50,10 @@ def check(
     from graphmend.check import CheckOptions, run_check
     from graphmend.config import ConfigError, load_config
 
-    if (train or modes is not None or compiled_autograd) and not dynamic:
-        raise fail("--train, --modes and --compiled-autograd choose how targets run: they need --dynamic")
+    nested = nested_flag(nested_graph_breaks)
+    if (train or modes is not None or compiled_autograd or nested is not None) and not dynamic:
+        raise fail("--train, --modes, --compiled-autograd and --nested-graph-breaks choose how targets run: "
+                   "they need --dynamic")
     # a broken symlink is no usage error: it is reported as that file's error and the rest is checked
     missing = [p for p in files or () if not p.exists() and not p.is_symlink()]
     if missing:
@@ -57,13 +62,16 @@ def check(
         config = load_config(files or []).with_flags(select=select, ignore=ignore, all_functions=all_functions,
                                                      modes=run_modes_flag(train, modes),
                                                      compiled_autograd=compiled_autograd,
-                                                     memory_limit=memory_limit_flag(memory_limit))
+                                                     memory_limit=memory_limit_flag(memory_limit),
+                                                     nested_graph_breaks=nested)
     except ConfigError as exc:
         raise fail(str(exc))
     baseline_path = baseline if baseline is not None else config.root / config.baseline
     if baseline_path.is_dir():
         raise fail(f"--baseline {baseline_path} is a folder; give a file path")
     tv = require_torch("check --dynamic") if dynamic else None
+    if dynamic:
+        require_nested_support(config)
 
     with progress_hook(quiet) as progress:
         try:

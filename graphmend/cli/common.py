@@ -10,9 +10,12 @@ import sys
 from contextlib import ExitStack, contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Callable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence
 
 import typer
+
+if TYPE_CHECKING:
+    from graphmend.config import Config
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
@@ -61,6 +64,31 @@ def check_paths(paths: Sequence[Path]) -> None:
 TRAIN_HELP = "Run targets in train mode: .train(), grad on, a backward after each call ([tool.mend] train)."
 MODE_HELP = "Run modes: eval (.eval() under no_grad, the default), train, or eval,train for both ([tool.mend] modes)."
 COMPILED_AUTOGRAD_HELP = "Train mode traces the backward too (compiled autograd) and reports its breaks."
+NESTED_HELP = ("on|off: run targets with Dynamo's nested_graph_breaks on or off (default: torch's, or "
+               "[tool.mend] nested_graph_breaks).")
+
+
+def nested_flag(value: Optional[str]) -> Optional[bool]:
+    """``--nested-graph-breaks on|off`` as a bool (None: not given)."""
+    if value is None:
+        return None
+    choice = {"on": True, "true": True, "off": False, "false": False}.get(value.strip().lower())
+    if choice is None:
+        raise fail(f"--nested-graph-breaks {value}: expected on or off")
+    return choice
+
+
+def require_nested_support(config: "Config") -> None:
+    """A nested_graph_breaks setting needs a torch that has the option (imports torch)."""
+    if config.nested_graph_breaks is None:
+        return
+    from tracer.capture import nested_graph_breaks_supported
+
+    if not nested_graph_breaks_supported():
+        import torch
+
+        raise fail(f"nested graph breaks: torch {torch.__version__} has no torch._dynamo.config.nested_graph_breaks "
+                   "(drop --nested-graph-breaks or [tool.mend] nested_graph_breaks)")
 
 
 def run_modes_flag(train: bool, mode: Optional[str]) -> Optional[str]:
