@@ -10,9 +10,12 @@ import sys
 from contextlib import ExitStack, contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Callable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence
 
 import typer
+
+if TYPE_CHECKING:
+    from graphmend.config import Config
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
@@ -48,6 +51,40 @@ def memory_limit_flag(value: Optional[str]) -> Optional[int]:
 
     try:
         return parse_memory_limit(value, "--memory-limit")
+    except ConfigError as exc:
+        raise fail(str(exc))
+
+
+def rule_codes_flag(values: Optional[Sequence[str]], flag: str) -> Optional[list[str]]:
+    """``--select`` / ``--ignore`` / ``--rule`` split into codes (None when not given); a code
+    that selects no rule is a usage error naming the flag."""
+    if values is None:
+        return None
+    from graphmend.config import ConfigError, split_codes
+    from rewrites.rules import check_codes
+
+    codes = split_codes(values)
+    try:
+        check_codes(codes, flag)
+    except ConfigError as exc:
+        raise fail(str(exc))
+    return codes
+
+
+def load_checked_config(paths: Sequence, **flags) -> "Config":
+    """``load_config(paths).with_flags(**flags)`` with every rule code checked against the
+    catalog: the file's ``select`` / ``ignore`` (named as ``file: [tool.mend] key``) and the
+    ``select`` / ``ignore`` flags. Any bad value is a usage error (exit 2)."""
+    from graphmend.config import ConfigError, load_config
+    from rewrites.rules import check_codes
+
+    for key in ("select", "ignore"):
+        flags[key] = rule_codes_flag(flags.get(key), f"--{key}")
+    try:
+        config = load_config(paths)
+        for key in ("select", "ignore"):
+            check_codes(getattr(config, key), f"{config.pyproject}: [tool.mend] {key}")
+        return config.with_flags(**flags)
     except ConfigError as exc:
         raise fail(str(exc))
 
