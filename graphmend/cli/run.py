@@ -34,12 +34,16 @@ def run(
     if not script.is_file():
         raise fail(f"not a file: {script}")
     tv = require_torch("run")
+    from graphmend.config import find_pyproject
     from graphmend.model import new_report
+    from graphmend.sources import report_root
     from reports import render
     from tracer.run_script import run_script
 
     result = run_script(str(script), list(ctx.args))
-    report = new_report("run", root=str(Path.cwd()), torch_version=result.torch_version or tv)
+    project = find_pyproject(script)
+    report = new_report("run", root=report_root([script], project and project.parent),
+                        torch_version=result.torch_version or tv)
     # the script chose how it ran (eval, train or both): mend did not set a run mode
     report.run_modes = [SCRIPT_MODE]
     for t in result.targets:
