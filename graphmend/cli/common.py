@@ -196,10 +196,19 @@ class Progressor:
 
 
 def render_or_fail(report, fmt: str, output: Optional[Path]) -> None:
-    from reports import render
+    emit(render_noted(report, fmt, color=output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ),
+         output)
+
+
+def render_noted(report, fmt: str, color: bool = False) -> str:
+    """``reports.render``; the renderer's notes (results a format's limits left out) go to
+    stderr as warnings, an unknown format is a usage error."""
+    from reports import render_with_notes
 
     try:
-        text = render(report, fmt, color=output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ)
+        text, notes = render_with_notes(report, fmt, color=color)
     except ValueError as exc:
         raise fail(str(exc))
-    emit(text, output)
+    for note in notes:
+        typer.echo(f"mend: warning: {note}", err=True)
+    return text

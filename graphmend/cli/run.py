@@ -13,7 +13,7 @@ from typing import Optional
 
 import typer
 
-from graphmend.cli.common import Format, fail, require_torch, write_atomic
+from graphmend.cli.common import Format, fail, render_noted, require_torch, write_atomic
 from graphmend.modes import SCRIPT_MODE
 
 
@@ -37,7 +37,6 @@ def run(
     from graphmend.config import find_pyproject
     from graphmend.model import new_report
     from graphmend.sources import report_root
-    from reports import render
     from tracer.run_script import run_script
 
     result = run_script(str(script), list(ctx.args))
@@ -49,17 +48,14 @@ def run(
     for t in result.targets:
         t.run_mode = SCRIPT_MODE
     report.targets.extend(result.targets)
-    try:
-        if output is not None:
-            text = render(report, format.value)
-            try:
-                write_atomic(output, text if text.endswith("\n") else text + "\n")
-            except OSError as exc:
-                raise fail(f"cannot write --output {output}: {exc.strerror or exc}")
-        elif not quiet:
-            text = render(report, format.value, color=False)
-            sys.stderr.write(text if text.endswith("\n") else text + "\n")
-            sys.stderr.flush()
-    except ValueError as exc:
-        raise fail(str(exc))
+    if output is not None:
+        text = render_noted(report, format.value)
+        try:
+            write_atomic(output, text if text.endswith("\n") else text + "\n")
+        except OSError as exc:
+            raise fail(f"cannot write --output {output}: {exc.strerror or exc}")
+    elif not quiet:
+        text = render_noted(report, format.value)
+        sys.stderr.write(text if text.endswith("\n") else text + "\n")
+        sys.stderr.flush()
     raise typer.Exit(result.exit_code)
