@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 __version__ = "0.1.0"
+PROJECT_URL = "https://github.com/graphmend/graphmend"  # the project's home: SARIF's tool URI, rule docs
 
 
 @dataclass
@@ -36,4 +37,4 @@ class Target:
     loss: Optional[Callable[[Any], Any]] = None
 
 
-__all__ = ["Target", "__version__"]
+__all__ = ["PROJECT_URL", "Target", "__version__"]

@@ -16,7 +16,7 @@ from graphmend.baseline import (Key, compare, dump_baseline, entries_from_findin
                                 load_baseline, origin_mode, origin_nested, relative_file, updated_baseline)
 from graphmend.config import Config
 from graphmend.model import CheckEntry, FileError, Finding, Report, nested_setting, new_report
-from graphmend.sources import SkippedFile, file_kind_problem, is_excluded, iter_python_files
+from graphmend.sources import SkippedFile, file_kind_problem, is_excluded, iter_python_files, report_root
 
 
 @dataclass
@@ -73,7 +73,7 @@ def run_check(files: Optional[Sequence[Path]], config: Config, baseline_path: Pa
     # Absolute paths in, absolute paths in the findings (the model's rule for `file`).
     skipped: list[SkippedFile] = []
     scan_targets = [p.resolve() for p in ([config.root] if whole_tree else python_files(files, config, skipped))]
-    report = new_report("check", root=str(config.root.resolve()), torch_version=torch_version)
+    report = new_report("check", root=report_root([config.root], config.project_root), torch_version=torch_version)
     report.run_modes = list(config.modes)
     report.errors.extend(FileError(file=s.path, message=s.message) for s in skipped)
 

@@ -69,6 +69,11 @@ class Config:
                 given[key] = tuple(split_codes(given[key])) if key in ("select", "ignore") else tuple(given[key])
         return replace(self, **given)
 
+    @property
+    def project_root(self) -> Optional[Path]:
+        """The folder of the pyproject.toml governing the run; None when there is none."""
+        return self.root if self.pyproject is not None else None
+
     def rule_enabled(self, code: str) -> bool:
         """ruff-style prefix selection: ``GM1`` selects GM101, GM102, ..."""
         if self.select and not any(code.startswith(s) for s in self.select):

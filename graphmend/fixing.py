@@ -26,7 +26,7 @@ from typing import Callable, Optional, Sequence
 
 from graphmend.config import Config
 from graphmend.model import ADVICE, REJECTED, UNVERIFIED, VERIFIED, Break, Fix, FixTarget, Report, TargetResult, new_report
-from graphmend.sources import SourceError, SourceText, analysed_root, read_source, split_lines
+from graphmend.sources import SourceError, SourceText, read_source, report_root, split_lines
 
 CONTROL_RULES = ("GM101", "GM102", "GM103", "GM401", "GM402")
 _NUMPY_CALL = re.compile(r"\b(np|numpy)\.\w+\(")
@@ -209,7 +209,7 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
     from rewrites.fixes.gm6_advice import advice_for
     from tracer.messages import provenance
 
-    root = analysed_root(paths)
+    root = report_root(paths, config.project_root)
     report = new_report("fix", root=root, torch_version=_torch_version())
     report.run_modes = list(config.modes[:1])
     tree = [_real(str(Path(p).resolve())) for p in paths]

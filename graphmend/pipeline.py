@@ -10,7 +10,7 @@ from typing import Callable, Optional, Sequence
 from graphmend.config import Config
 from graphmend.discovery import discover
 from graphmend.model import Report, nested_setting, new_report
-from graphmend.sources import analysed_root
+from graphmend.sources import report_root
 
 ProgressHook = Callable[[str, int], Callable[[str], None]]  # (description, total) -> advance(item)
 
@@ -25,7 +25,7 @@ class AnalyzeOptions:
 
 def analyze(paths: Sequence[str | os.PathLike[str]], config: Config, options: AnalyzeOptions,
             progress: Optional[ProgressHook] = None, torch_version: Optional[str] = None) -> Report:
-    root = analysed_root(paths)
+    root = report_root(paths, config.project_root)
     report = new_report("analyze", root=root, torch_version=torch_version if options.dynamic else None)
     report.run_modes = list(config.modes)
     if options.static:

@@ -315,12 +315,30 @@ def iter_python_files(paths: Sequence[str | os.PathLike[str]],
 
 
 def analysed_root(paths: Sequence[str | os.PathLike[str]]) -> str:
-    """The folder report paths are shown relative to: the one folder given (a lone file's
-    folder), else the working directory."""
+    """The folder that was analysed: the one folder given (a lone file's folder), else the
+    working directory."""
     if len(paths) != 1:
         return str(Path.cwd())
     first = Path(paths[0]).resolve()
     return str(first.parent if first.is_file() else first)
+
+
+def report_root(paths: Sequence[str | os.PathLike[str]], config_root: Optional[Path] = None) -> str:
+    """The folder every report's paths are relative to (``Report.root``): the repository
+    root, so that ``--format github`` and SARIF locations attach to files in CI
+    (``mymodels/block.py``, not ``block.py``, when ``mymodels/`` is analysed). That is the
+    git top level above the analysed folder (``.git`` a folder, or a file in worktrees and
+    submodules; no git process), else ``config_root`` (the pyproject.toml's folder) when the
+    analysed folder lies under it, else the analysed folder itself."""
+    base = Path(analysed_root(paths))
+    for d in (base, *base.parents):
+        if (d / ".git").exists():
+            return str(d)
+    if config_root is not None:
+        top = config_root.resolve()
+        if top == base or top in base.parents:
+            return str(top)
+    return str(base)
 
 
 def is_excluded(rel: Path, patterns: Sequence[str]) -> bool:

@@ -14,6 +14,10 @@ from graphmend.model import Report, summarize
 
 FORMATS = ("text", "json", "md", "html", "sarif", "github")
 
+# Renderers that can also say something about the rendering itself (what a format's limits
+# left out): they return (text, notes), and the command prints the notes on stderr.
+_WITH_NOTES = {"sarif": ("reports.sarif", "sarif_with_notes")}
+
 _RENDERERS = {
     "text": ("reports.text", "render_text"),
     "json": ("reports.json_report", "render_json"),
@@ -32,9 +36,19 @@ def with_summary(report: Report) -> Report:
 
 
 def render(report: Report, fmt: str, color: bool = False) -> str:
+    return render_with_notes(report, fmt, color)[0]
+
+
+def render_with_notes(report: Report, fmt: str, color: bool = False) -> tuple[str, list[str]]:
+    """``render``, and the renderer's notes about the output (results left out to stay within
+    a format's limits), which renderers never print themselves."""
     if fmt not in _RENDERERS:
         raise ValueError(f"unknown --format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    report = with_summary(report)
+    if fmt in _WITH_NOTES:
+        module, name = _WITH_NOTES[fmt]
+        text, notes = getattr(importlib.import_module(module), name)(report)
+        return text, list(notes)
     module, name = _RENDERERS[fmt]
     renderer = getattr(importlib.import_module(module), name)
-    report = with_summary(report)
-    return renderer(report, color=color) if fmt == "text" else renderer(report)
+    return (renderer(report, color=color) if fmt == "text" else renderer(report)), []

@@ -19,7 +19,9 @@ class RuleMeta:
     summary: str = ""
     description: str = ""
     help_uri: str = ""
+    doc_uri: str = ""
     fix: str = ""
+    gb_ids: tuple[str, ...] = ()  # Dynamo's graph-break registry ids (GB0170) the rule stands for
 
 
 def _catalog_entry(code: str):
@@ -61,5 +63,7 @@ def rule_meta(code: str, category: str = "") -> RuleMeta:
         summary=summary,
         description=_text(entry, "description", "doc", "documentation") or summary,
         help_uri=_text(entry, "help_uri", "help_url", "url", "doc_url"),
+        doc_uri=_text(entry, "doc_uri"),
         fix=_text(entry, "fix", "help"),
+        gb_ids=tuple(str(g) for g in (getattr(entry, "gb_ids", None) or ()) if isinstance(g, str)),
     )

@@ -1,9 +1,15 @@
 """SARIF 2.1.0 for code scanning: every dynamic break and every static finding is a result.
 
-Locations under ``Report.root`` are relative URIs against the ``PROJECTROOT`` base id, so
-the log is the same on every checkout. ``partialFingerprints`` hash the rule, the relative
-path, the enclosing function and the whitespace-normalised source line (never the line
-number), so code scanning keeps tracking a break when code above it moves.
+Locations under ``Report.root`` (the repository root) are relative URIs against the
+``PROJECTROOT`` base id, so the log is the same on every checkout. ``partialFingerprints``
+hash the rule, the relative path, the enclosing function, the whitespace-normalised source
+line and, for the second and later identical lines, their occurrence index (never the line
+number), so code scanning keeps tracking a break when code above it moves. ``ruleId`` is
+the GM code; Dynamo's registry ids (GB0170) sit beside it in the rule's and the result's
+``properties``. GitHub shows at most 5,000 results of a run and takes files up to 10 MB:
+past either limit the most important results are kept (errors first) and the run's
+``toolExecutionNotifications`` say what was left out (``sarif_with_notes`` returns the same
+sentence for the command to print).
 """
 
 from __future__ import annotations
@@ -13,19 +19,26 @@ import json
 from typing import Optional
 from urllib.parse import quote
 
+from graphmend import PROJECT_URL
 from graphmend.model import CONFIRMED, Report
 from reports.paths import is_under, mode_note, rel, target_label
 from reports.rules import PYTORCH_GRAPH_BREAKS_URI, rule_meta
 
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
-INFORMATION_URI = "https://github.com/graphmend/graphmend"
+INFORMATION_URI = PROJECT_URL
 ROOT_ID = "PROJECTROOT"
 FINGERPRINT_KEY = "graphmend/v1"
+# GitHub code scanning: results shown per run, and the largest SARIF upload it accepts.
+MAX_RESULTS = 5000
+MAX_BYTES = 10 * 1024 * 1024
+_LEVEL_RANK = {"error": 0, "warning": 1, "note": 2, "none": 3}
 
 
-def fingerprint(rule: str, path: str, function: Optional[str], source: Optional[str]) -> str:
+def fingerprint(rule: str, path: str, function: Optional[str], source: Optional[str], occurrence: int = 0) -> str:
+    """Stable across unrelated edits: no line number. ``occurrence`` tells identical lines of
+    one function apart (0 for the first, which hashes as it always did)."""
     normalised = " ".join((source or "").split())
-    key = "\0".join((rule, path, function or "", normalised))
+    key = "\0".join((rule, path, function or "", normalised)) + (f"\0{occurrence}" if occurrence else "")
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 
@@ -59,21 +72,83 @@ def _rule(code: str, category: str) -> dict:
     full = meta.description or short
     help_uri = meta.help_uri or PYTORCH_GRAPH_BREAKS_URI
     fix = f"Fix: {meta.fix}\n\n" if meta.fix else ""
+    doc = meta.doc_uri if meta.doc_uri and meta.doc_uri != help_uri else ""
     rule: dict = {"id": code}
     if meta.name:
         rule["name"] = meta.name
     rule.update({
         "shortDescription": {"text": short},
         "fullDescription": {"text": full},
-        "help": {"text": f"{full}\n\n{fix}More: {help_uri}  (or run: mend rules {code})",
-                 "markdown": f"{full}\n\n{fix}[Documentation]({help_uri}) · `mend rules {code}`"},
+        "help": {"text": f"{full}\n\n{fix}More: {help_uri}" + (f"\nRule: {doc}" if doc else "")
+                 + f"  (or run: mend rules {code})",
+                 "markdown": f"{full}\n\n{fix}[Documentation]({help_uri})" + (f" · [Rule]({doc})" if doc else "")
+                 + f" · `mend rules {code}`"},
         "helpUri": help_uri,
-        "properties": {"category": meta.category or category, "tags": ["torch.compile", "graph-break"]},
+        "properties": {"category": meta.category or category, "tags": ["torch.compile", "graph-break"],
+                       **({"gb_ids": list(meta.gb_ids)} if meta.gb_ids else {})},
     })
     return rule
 
 
+def _fingerprint_all(keyed: list[tuple[dict, tuple, Optional[int]]]) -> None:
+    """Set each result's fingerprint; identical (rule, path, function, text) at different lines
+    get occurrence indexes in line order, and one line keeps one index, so a static finding and
+    the dynamic break at its site stay one alert."""
+    lines: dict[tuple, list] = {}
+    for _, key, line in keyed:
+        seen = lines.setdefault(key, [])
+        if line not in seen:
+            seen.append(line)
+    for key, seen in lines.items():
+        seen.sort(key=lambda ln: (ln is None, ln or 0))
+    for result, key, line in keyed:
+        result["partialFingerprints"] = {FINGERPRINT_KEY: fingerprint(*key, occurrence=lines[key].index(line))}
+
+
+def _size(doc: dict) -> int:
+    return len(_dump(doc).encode("utf-8"))
+
+
+def _dump(doc: dict) -> str:
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def _within_limits(log: dict, results: list[dict]) -> tuple[list[dict], Optional[str]]:
+    """The results GitHub keeps and shows: at most MAX_RESULTS, the whole log within MAX_BYTES;
+    past that the errors first, then warnings, each in report order. Returns them in report
+    order, and a sentence saying what was left out (None when nothing was)."""
+    order = sorted(range(len(results)), key=lambda i: (_LEVEL_RANK.get(results[i].get("level", "warning"), 1), i))
+    keep = order[:MAX_RESULTS]
+    why = f"GitHub code scanning shows at most {MAX_RESULTS:,} results per run" if len(keep) < len(results) else ""
+    run = log["runs"][0]
+
+    def fits(n: int) -> bool:
+        run["results"] = [results[i] for i in sorted(keep[:n])]
+        return _size(log) <= MAX_BYTES - 1024  # room for the notification
+
+    if not fits(len(keep)):
+        lo, hi = 0, len(keep)  # the largest n that fits: fits(lo) holds, fits(hi) does not
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+        keep = keep[:lo]
+        why = f"GitHub code scanning accepts SARIF files up to {MAX_BYTES / (1024 * 1024):g} MB"
+    run["results"] = []
+    if len(keep) == len(results):
+        return results, None
+    dropped = len(results) - len(keep)
+    errors_kept = sum(1 for i in keep if results[i].get("level") == "error")
+    return [results[i] for i in sorted(keep)], (
+        f"{dropped:,} of {len(results):,} results left out of the SARIF log: {why}; "
+        f"kept {len(keep):,}, errors first ({errors_kept:,} errors). The JSON report (--format json) has them all.")
+
+
 def render_sarif(r: Report) -> str:
+    return sarif_with_notes(r)[0]
+
+
+def sarif_with_notes(r: Report) -> tuple[str, list[str]]:
+    """The SARIF log, and what it had to leave out to stay within GitHub's limits (for stderr)."""
     categories: dict[str, str] = {}
     for t in r.targets:
         for b in t.breaks:
@@ -83,6 +158,7 @@ def render_sarif(r: Report) -> str:
     codes = sorted(categories)
     index = {code: i for i, code in enumerate(codes)}
     results: list[dict] = []
+    keyed: list[tuple[dict, tuple, Optional[int]]] = []  # (result, fingerprint key, line)
 
     for t in r.targets:
         for b in t.breaks:
@@ -99,7 +175,7 @@ def render_sarif(r: Report) -> str:
             result = {
                 "ruleId": b.rule, "ruleIndex": index[b.rule], "level": "error", "message": {"text": text},
                 "locations": [loc],
-                "partialFingerprints": {FINGERPRINT_KEY: fingerprint(b.rule, path, b.function, b.source_line or b.reason)},
+                "partialFingerprints": {},  # filled by _fingerprint_all, which sees every result
                 "properties": {"source": "dynamic", "target": t.name, "run_mode": t.run_mode, "category": b.category,
                                "occurrences": b.occurrences, "counted": b.counted, "kind": b.kind,
                                **({"only_in_mode": b.only_in_mode} if b.only_in_mode else {}),
@@ -113,16 +189,20 @@ def render_sarif(r: Report) -> str:
                      **_location(fr.file, r.root, fr.line, None, None, None, None)}
                     for i, fr in enumerate(b.stack)]
             results.append(result)
+            keyed.append((result, (b.rule, path, b.function, b.source_line or b.reason), b.line if b.file else None))
 
     for f in r.findings:
         text = f.message + (f"\nFix: {f.fix_hint}" if f.fix_hint else "")
-        results.append({
+        result = {
             "ruleId": f.rule, "ruleIndex": index[f.rule],
             "level": "error" if f.status == CONFIRMED else "warning", "message": {"text": text},
             "locations": [_location(f.file, r.root, f.line, f.col, f.end_line, f.end_col, f.source_line)],
-            "partialFingerprints": {FINGERPRINT_KEY: fingerprint(f.rule, rel(f.file, r.root), f.function, f.source_line)},
+            "partialFingerprints": {},
             "properties": {"source": "static", "status": f.status, "category": f.category},
-        })
+        }
+        results.append(result)
+        keyed.append((result, (f.rule, rel(f.file, r.root), f.function, f.source_line), f.line))
+    _fingerprint_all(keyed)
 
     notifications = [{
         "level": "error",
@@ -134,7 +214,7 @@ def render_sarif(r: Report) -> str:
                             "informationUri": INFORMATION_URI,
                             "rules": [_rule(code, categories[code]) for code in codes]}},
         "automationDetails": {"id": f"graphmend/{r.command}/"},
-        "results": results,
+        "results": [],
         "invocations": [{"executionSuccessful": True, "toolExecutionNotifications": notifications}],
         "properties": {"schema_version": r.schema_version, "torch_version": r.torch_version,
                        "python_version": r.python_version, "platform": r.platform,
@@ -145,4 +225,9 @@ def render_sarif(r: Report) -> str:
         run["originalUriBaseIds"] = {ROOT_ID: {"uri": root_uri if root_uri.startswith("file:///") else
                                                "file:///" + root_uri[len("file://"):]}}
     log = {"$schema": SARIF_SCHEMA_URI, "version": "2.1.0", "runs": [run]}
-    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+    run["results"], dropped = _within_limits(log, results)
+    if dropped is None:
+        return _dump(log), []
+    notifications.append({"level": "warning", "message": {"text": dropped},
+                          "descriptor": {"id": "graphmend/results-truncated"}})
+    return _dump(log), [dropped]

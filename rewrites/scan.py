@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
-from graphmend.config import Config
+from graphmend.config import Config, ConfigError
 from graphmend.model import FileError, Finding
 from graphmend.sources import SkippedFile, SourceError, decode_source, iter_python_files, parse_failure
 
-_SUPPRESS = re.compile(r"#\s*mend:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
+# ``# mend: ignore`` (every rule) or ``# mend: ignore[GM201, GM3]``; group 1 is the bracket
+# as written (closing ``]`` may be missing: that is reported, not read as "every rule").
+_SUPPRESS = re.compile(r"#\s*mend:\s*ignore(\[[^\]]*\]?)?")
 # Worth a process pool only for this many files.
 _PARALLEL_MIN_FILES = 16
 
@@ -41,6 +43,7 @@ class FileResult:
     findings: list = field(default_factory=list)  # (Finding, func_key, needs_root)
     error: Optional[str] = None
     lines: int = 0
+    bad_suppressions: list[tuple[int, str]] = field(default_factory=list)  # Suppressions.bad
 
 
 def module_name(path: Path, root: Path) -> tuple[str, bool]:
@@ -61,21 +64,54 @@ def module_name(path: Path, root: Path) -> tuple[str, bool]:
     return ".".join(p for p in parts if p.isidentifier()), is_package
 
 
-def suppressions(text: str) -> dict[int, Optional[frozenset[str]]]:
-    """``{line: None (all rules) | {codes}}`` from ``# mend: ignore[...]`` comments."""
-    out: dict[int, Optional[frozenset[str]]] = {}
-    for i, line in enumerate(text.splitlines(), 1):
-        if "mend:" not in line:
-            continue
-        m = _SUPPRESS.search(line)
+@dataclass
+class Suppressions:
+    lines: dict[int, Optional[frozenset[str]]] = field(default_factory=dict)  # line -> None (all rules) | codes
+    bad: list[tuple[int, str]] = field(default_factory=list)  # (line, why): a comment that names no rule
+
+
+def _comments(text: str) -> list[tuple[int, str]]:
+    """``(line, comment)`` of every ``#`` comment holding ``mend:`` (a docstring that quotes
+    the syntax is no suppression); by lines when the text does not tokenize."""
+    import io
+    import tokenize
+
+    try:
+        return [(tok.start[0], tok.string) for tok in tokenize.generate_tokens(io.StringIO(text).readline)
+                if tok.type == tokenize.COMMENT and "mend:" in tok.string]
+    except (tokenize.TokenError, SyntaxError):
+        return [(i, line) for i, line in enumerate(text.splitlines(), 1) if "mend:" in line]
+
+
+def parse_suppressions(text: str) -> Suppressions:
+    """The ``# mend: ignore[...]`` comments of ``text``, each code checked against the rule
+    catalog: a typo (``GM1O1``) would otherwise suppress nothing, or, unclosed, everything."""
+    from rewrites.rules import check_codes
+
+    out = Suppressions()
+    for i, comment in _comments(text):
+        m = _SUPPRESS.search(comment)
         if m is None:
             continue
         if m.group(1) is None:
-            out[i] = None
-        else:
-            codes = frozenset(c.strip().upper() for c in m.group(1).split(",") if c.strip())
-            out[i] = codes or None
+            out.lines[i] = None
+            continue
+        if not m.group(1).endswith("]"):
+            out.bad.append((i, f"unclosed '[' in {m.group(0).strip()!r}"))
+            continue
+        codes = [c.strip().upper() for c in m.group(1)[1:-1].split(",") if c.strip()]
+        try:
+            check_codes(codes, "# mend: ignore[...]")
+        except ConfigError as exc:
+            out.bad.append((i, str(exc)))
+            continue
+        out.lines[i] = frozenset(codes) or None
     return out
+
+
+def suppressions(text: str) -> dict[int, Optional[frozenset[str]]]:
+    """``{line: None (all rules) | {codes}}`` from ``# mend: ignore[...]`` comments."""
+    return parse_suppressions(text).lines
 
 
 def _suppressed(sup, code: str, line: int, stmt_line: int) -> bool:
@@ -124,9 +160,11 @@ def scan_source(text: str, path: str = "<string>", module: str = "", is_package:
         result.error = f"internal error while scanning ({type(exc).__name__}: {exc}); file skipped"
         return result
     result.index = fa.index
+    parsed = parse_suppressions(text) if "mend:" in text else Suppressions()
+    result.bad_suppressions = parsed.bad
     if fa.findings:
         lines = text.splitlines()
-        sup = suppressions(text) if "mend:" in text else {}
+        sup = parsed.lines
         seen = set()
         for r in fa.findings:
             if sup and _suppressed(sup, r.code, r.line, r.stmt_line):
@@ -205,9 +243,18 @@ def _run(files: list[tuple[str, str, bool]], enabled, jobs: int) -> list[FileRes
     return results
 
 
+def _shown(path: str) -> str:
+    """A path in a message: relative to the working folder when under it."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
 def scan_paths(paths: Sequence, config: Config, jobs: int = 1) -> ScanResult:
     """Scan every ``.py`` file under ``paths``; findings only inside compiled regions
-    unless ``config.all_functions``. Broken files are reported in ``errors`` and skipped."""
+    unless ``config.all_functions``. Broken files are reported in ``errors`` and skipped.
+
+    Raises ``ConfigError`` naming ``file:line`` for a ``# mend: ignore[...]`` comment that
+    names no rule: like a bad ``--select``, a usage error, not a finding."""
     from rewrites.regions import Regions
     from rewrites.rules import STATIC_CODES
 
@@ -216,6 +263,10 @@ def scan_paths(paths: Sequence, config: Config, jobs: int = 1) -> ScanResult:
     files = _collect_files(paths, config, skipped)
     results = _run(files, None if enabled == STATIC_CODES else enabled, max(1, int(jobs or 1)))
     results.sort(key=lambda r: r.path)
+    for r in results:
+        if r.bad_suppressions:
+            line, why = r.bad_suppressions[0]
+            raise ConfigError(f"{_shown(r.path)}:{line}: {why}")
     out = ScanResult(files_scanned=len(results))
     out.errors.extend(FileError(file=s.path, message=s.message) for s in skipped)
     regions = Regions([r.index for r in results if r.index is not None])

@@ -189,3 +189,104 @@ def test_real_catalog_when_present_gives_valid_sarif(sample, sarif_validator):
     pytest.importorskip("rewrites.catalog")
     doc = json.loads(render(sample, "sarif"))
     assert _errors(sarif_validator, doc) == []
+
+
+# -- SARIF: ids, links, identical lines, GitHub's limits (issue 23) ------------------------
+
+def test_sarif_rule_ids_are_gm_codes_with_gb_ids_and_real_help_uris(sample, sarif_validator):
+    from rewrites.rules import get_rule
+    from rewrites.rules.base import gb_link
+
+    doc = json.loads(render(sample, "sarif"))
+    assert _errors(sarif_validator, doc) == []
+    run = doc["runs"][0]
+    rules = {r["id"]: r for r in run["tool"]["driver"]["rules"]}
+    repo = Path(__file__).resolve().parent.parent
+    for code, rule in rules.items():
+        info = get_rule(code)
+        assert code.startswith("GM") and info is not None
+        if info.gb_ids:
+            assert rule["properties"]["gb_ids"] == list(info.gb_ids)
+            assert rule["helpUri"] == gb_link(info.gb_ids[0])
+        else:  # no single Dynamo id (GM900): the rule's own doc, which the repo really has
+            assert "gb_ids" not in rule["properties"]
+            assert rule["helpUri"].endswith(f"/blob/main/docs/rules/{code}.md")
+            assert (repo / "docs" / "rules" / f"{code}.md").is_file()
+    assert rules["GM101"]["helpUri"].endswith("/gb/gb0170.html")
+    dynamic = [r for r in run["results"] if r["properties"]["source"] == "dynamic" and r["ruleId"] == "GM101"]
+    assert dynamic[0]["properties"]["registry_id"] == "GB0170"
+
+
+def test_sarif_identical_lines_get_distinct_fingerprints_that_survive_moves(sample):
+    twice = copy.deepcopy(sample)
+    first = twice.findings[-1]  # a potential GM401 assert
+    second = dataclasses.replace(first, line=first.line + 5, end_line=(first.end_line or first.line) + 5)
+    twice.findings.append(second)
+    base = _fingerprints(sample)
+    prints = _fingerprints(twice)
+    assert prints[:-1] == base  # the first of the two keeps the fingerprint it always had
+    assert prints[-1] != prints[-2]
+    moved = copy.deepcopy(twice)  # code above moved: breaks and findings alike
+    for b in (b for t in moved.targets for b in t.breaks):
+        b.line = None if b.line is None else b.line + 40
+    for f in moved.findings:
+        f.line += 40
+        f.end_line = None if f.end_line is None else f.end_line + 40
+    assert _fingerprints(moved) == prints
+
+
+def _many(sample: Report, n: int, message: str = "assert on a tensor") -> Report:
+    big = copy.deepcopy(sample)
+    template = big.findings[-1]  # potential: a warning
+    big.findings.extend(dataclasses.replace(template, line=100 + i, message=f"{message} {i}", source_line=f"x{i}")
+                        for i in range(n))
+    big.summary = None
+    return big
+
+
+def _levels(doc: dict) -> list[str]:
+    return [r["level"] for r in doc["runs"][0]["results"]]
+
+
+def test_sarif_keeps_githubs_5000_results_errors_first(sample):
+    from reports import render_with_notes
+    from reports.sarif import MAX_BYTES, MAX_RESULTS
+
+    assert (MAX_RESULTS, MAX_BYTES) == (5000, 10 * 1024 * 1024)  # what GitHub shows and accepts
+    errors = _levels(json.loads(render(sample, "sarif"))).count("error")
+    big = _many(sample, 6000)
+    text, notes = render_with_notes(big, "sarif")
+    doc = json.loads(text)
+    levels = _levels(doc)
+    assert len(levels) == MAX_RESULTS and levels.count("error") == errors
+    total = sum(len(t.breaks) for t in big.targets) + len(big.findings)
+    note = doc["runs"][0]["invocations"][0]["toolExecutionNotifications"][-1]
+    assert note["level"] == "warning" and f"{total - MAX_RESULTS:,} of {total:,} results left out" in note["message"]["text"]
+    assert notes == [note["message"]["text"]]
+    assert render_with_notes(sample, "sarif")[1] == []
+
+
+def test_sarif_stays_within_the_size_limit(sample, sarif_validator, monkeypatch):
+    import reports.sarif as sarif
+
+    monkeypatch.setattr(sarif, "MAX_BYTES", 64 * 1024)
+    big = _many(sample, 60, message="x" * 2000)
+    text, notes = sarif.sarif_with_notes(big)
+    assert len(text.encode("utf-8")) <= 64 * 1024
+    doc = json.loads(text)
+    assert _errors(sarif_validator, doc) == []
+    assert "error" in _levels(doc) and len(_levels(doc)) < 60
+    assert notes and "accepts SARIF files up to 0.0625 MB" in notes[0] and "left out" in notes[0]
+
+
+def test_cli_says_on_stderr_what_sarif_left_out(sample, tmp_path):
+    from typer.testing import CliRunner
+
+    from graphmend.cli.app import app
+
+    saved = tmp_path / "big.json"
+    saved.write_text(_many(sample, 5100).to_json(), encoding="utf-8")
+    r = CliRunner().invoke(app, ["report", str(saved), "--format", "sarif", "-o", str(tmp_path / "out.sarif")])
+    assert r.exit_code == 0, r.output
+    assert "mend: warning:" in r.stderr and "results left out of the SARIF log" in r.stderr
+    assert len(json.loads((tmp_path / "out.sarif").read_text())["runs"][0]["results"]) == 5000

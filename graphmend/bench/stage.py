@@ -14,7 +14,7 @@ from graphmend.bench.stats import ratio
 from graphmend.config import Config
 from graphmend.jobs import Job, JobOutcome, run_job
 from graphmend.model import BenchRatio, BenchRow, Report, new_report
-from graphmend.sources import analysed_root
+from graphmend.sources import report_root
 
 WORKER = "graphmend.bench.worker"
 # numerator arm, denominator arm: medians (steady state); "(cold)" compares cold starts
@@ -43,9 +43,7 @@ ProgressHook = Callable[[str, int], Callable[[str], None]]
 
 def bench(refs: Sequence[str], config: Config, options: BenchOptions,
           progress: Optional[ProgressHook] = None, torch_version: Optional[str] = None) -> Report:
-    root = analysed_root([r.partition("::")[0] for r in refs])
-    if Path(root).is_file():
-        root = str(Path(root).parent)
+    root = report_root([r.partition("::")[0] for r in refs], config.project_root)
     report = new_report("bench", root=root, torch_version=torch_version)
     report.run_modes = [options.run_mode]
     items, errors = resolve(refs, config)

@@ -9,8 +9,8 @@ from typing import List, Optional
 
 import typer
 
-from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, fail, memory_limit_flag,
-                                  progress_hook, render_or_fail, require_torch, run_modes_flag)
+from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, fail, load_checked_config,
+                                  memory_limit_flag, progress_hook, render_or_fail, require_torch, run_modes_flag)
 
 
 class BenchFormat(str, Enum):
@@ -69,8 +69,6 @@ def bench(
 ) -> None:
     """Measure what mending buys: cold start, steady state, graphs, breaks, kernels, memory per arm."""
     from graphmend.bench.arms import parse_arms
-    from graphmend.config import ConfigError, load_config
-
     try:
         chosen = parse_arms(arms)
     except ValueError as exc:
@@ -80,11 +78,8 @@ def bench(
         if not Path(path).exists():
             raise fail(f"path does not exist: {path}")
     memory = memory_limit_flag(memory_limit)
-    try:
-        config = load_config([t.rpartition("::")[0] if "::" in t else t for t in targets]).with_flags(
-            modes=run_modes_flag(train, None), memory_limit=memory)
-    except ConfigError as exc:
-        raise fail(str(exc))
+    config = load_checked_config([t.rpartition("::")[0] if "::" in t else t for t in targets],
+                                 modes=run_modes_flag(train, None), memory_limit=memory)
     if len(config.modes) != 1:
         raise fail(f"mend bench times one run mode, not {','.join(config.modes)}: pass --train, or none for eval")
     tv = require_torch("bench")

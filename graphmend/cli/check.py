@@ -12,9 +12,9 @@ from typing import List, Optional
 import typer
 
 from graphmend.cli.common import (COMPILED_AUTOGRAD_HELP, EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, MODE_HELP,
-                                  NESTED_HELP, TRAIN_HELP, Format, fail, memory_limit_flag, nested_flag,
-                                  progress_hook, render_or_fail, require_nested_support, require_torch,
-                                  run_modes_flag, write_atomic)
+                                  NESTED_HELP, TRAIN_HELP, Format, fail, load_checked_config, memory_limit_flag,
+                                  nested_flag, progress_hook, render_or_fail, require_nested_support,
+                                  require_torch, run_modes_flag, write_atomic)
 
 # Formats whose renderer shows Report.check.new itself (reports/).
 CHECK_AWARE_FORMATS = ("text", "md", "html", "github")
@@ -48,7 +48,7 @@ def check(
     """Fail on graph breaks that are not in the baseline: the pre-commit hook and CI gate."""
     from graphmend.baseline import BaselineError
     from graphmend.check import CheckOptions, run_check
-    from graphmend.config import ConfigError, load_config
+    from graphmend.config import ConfigError
 
     nested = nested_flag(nested_graph_breaks)
     if (train or modes is not None or compiled_autograd or nested is not None) and not dynamic:
@@ -58,14 +58,9 @@ def check(
     missing = [p for p in files or () if not p.exists() and not p.is_symlink()]
     if missing:
         raise fail(f"no such file: {missing[0]}")
-    try:
-        config = load_config(files or []).with_flags(select=select, ignore=ignore, all_functions=all_functions,
-                                                     modes=run_modes_flag(train, modes),
-                                                     compiled_autograd=compiled_autograd,
-                                                     memory_limit=memory_limit_flag(memory_limit),
-                                                     nested_graph_breaks=nested)
-    except ConfigError as exc:
-        raise fail(str(exc))
+    config = load_checked_config(files or [], select=select, ignore=ignore, all_functions=all_functions,
+                                 modes=run_modes_flag(train, modes), compiled_autograd=compiled_autograd,
+                                 memory_limit=memory_limit_flag(memory_limit), nested_graph_breaks=nested)
     baseline_path = baseline if baseline is not None else config.root / config.baseline
     if baseline_path.is_dir():
         raise fail(f"--baseline {baseline_path} is a folder; give a file path")
@@ -78,7 +73,7 @@ def check(
             outcome = run_check(files if files else None, config, baseline_path,
                                 CheckOptions(dynamic=dynamic, update=update_baseline, jobs=jobs, timeout=timeout),
                                 torch_version=tv, progress=progress)
-        except BaselineError as exc:
+        except (BaselineError, ConfigError) as exc:  # ConfigError: a suppression comment naming no rule
             raise fail(str(exc))
 
     report, result = outcome.report, outcome.report.check

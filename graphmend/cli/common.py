@@ -55,6 +55,40 @@ def memory_limit_flag(value: Optional[str]) -> Optional[int]:
         raise fail(str(exc))
 
 
+def rule_codes_flag(values: Optional[Sequence[str]], flag: str) -> Optional[list[str]]:
+    """``--select`` / ``--ignore`` / ``--rule`` split into codes (None when not given); a code
+    that selects no rule is a usage error naming the flag."""
+    if values is None:
+        return None
+    from graphmend.config import ConfigError, split_codes
+    from rewrites.rules import check_codes
+
+    codes = split_codes(values)
+    try:
+        check_codes(codes, flag)
+    except ConfigError as exc:
+        raise fail(str(exc))
+    return codes
+
+
+def load_checked_config(paths: Sequence, **flags) -> "Config":
+    """``load_config(paths).with_flags(**flags)`` with every rule code checked against the
+    catalog: the file's ``select`` / ``ignore`` (named as ``file: [tool.mend] key``) and the
+    ``select`` / ``ignore`` flags. Any bad value is a usage error (exit 2)."""
+    from graphmend.config import ConfigError, load_config
+    from rewrites.rules import check_codes
+
+    for key in ("select", "ignore"):
+        flags[key] = rule_codes_flag(flags.get(key), f"--{key}")
+    try:
+        config = load_config(paths)
+        for key in ("select", "ignore"):
+            check_codes(getattr(config, key), f"{config.pyproject}: [tool.mend] {key}")
+        return config.with_flags(**flags)
+    except ConfigError as exc:
+        raise fail(str(exc))
+
+
 def check_paths(paths: Sequence[Path]) -> None:
     for p in paths:
         if not p.exists():
@@ -187,10 +221,19 @@ class Progressor:
 
 
 def render_or_fail(report, fmt: str, output: Optional[Path]) -> None:
-    from reports import render
+    emit(render_noted(report, fmt, color=output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ),
+         output)
+
+
+def render_noted(report, fmt: str, color: bool = False) -> str:
+    """``reports.render``; the renderer's notes (results a format's limits left out) go to
+    stderr as warnings, an unknown format is a usage error."""
+    from reports import render_with_notes
 
     try:
-        text = render(report, fmt, color=output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ)
+        text, notes = render_with_notes(report, fmt, color=color)
     except ValueError as exc:
         raise fail(str(exc))
-    emit(text, output)
+    for note in notes:
+        typer.echo(f"mend: warning: {note}", err=True)
+    return text

@@ -7,7 +7,8 @@ from typing import Optional
 
 import typer
 
-from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, fail, progress_hook, require_torch, write_atomic)
+from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, fail, load_checked_config, progress_hook, require_torch,
+                                  write_atomic)
 
 
 def corpus(
@@ -21,16 +22,12 @@ def corpus(
     """Regenerate the corpus table: breaks by category before, after `mend fix`, why the rest stay.
 
     Exit 1 when a target's outputs changed or a fixable site was not removed, else 0."""
-    from graphmend.config import ConfigError, load_config
     from graphmend.corpus_table import CorpusError, build_table
     from reports.corpus_md import render
 
     if not path.is_dir():
         raise fail(f"path is not a folder: {path}")
-    try:
-        config = load_config([path])
-    except ConfigError as exc:
-        raise fail(str(exc))
+    config = load_checked_config([path])
     require_torch("corpus")
     with progress_hook(quiet) as progress:
         try:

@@ -11,7 +11,8 @@ from typing import List, Optional
 import typer
 
 from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, TRAIN_HELP, check_paths, emit, fail,
-                                  memory_limit_flag, progress_hook, require_torch, run_modes_flag)
+                                  load_checked_config, memory_limit_flag, progress_hook, require_torch,
+                                  rule_codes_flag, run_modes_flag)
 
 
 class FixFormat(str, Enum):
@@ -39,29 +40,26 @@ def fix(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar, no listing on stderr."),
 ) -> None:
     """Propose source fixes for graph breaks; only fixes that pass verification are offered."""
-    from graphmend.config import ConfigError, load_config, split_codes
+    from graphmend.config import ConfigError
     from graphmend.fixing import FixOptions, diff_bytes, run_fix
     from graphmend.sources import SourceError, write_bytes_atomic, write_source
     from graphmend.model import REJECTED, UNVERIFIED
 
     check_paths(paths)
-    rules = tuple(split_codes(rule)) if rule else ()
-    bad = [r for r in rules if not (r.startswith("GM") and r[2:].isdigit())]
-    if bad:
-        raise fail(f"--rule: {bad[0]!r} is not a rule code or prefix like GM101 or GM2")
+    rules = tuple(rule_codes_flag(rule, "--rule") or ())
     memory = memory_limit_flag(memory_limit)
-    try:
-        config = load_config(paths).with_flags(modes=run_modes_flag(train, modes), memory_limit=memory)
-    except ConfigError as exc:
-        raise fail(str(exc))
+    config = load_checked_config(paths, modes=run_modes_flag(train, modes), memory_limit=memory)
     if len(config.modes) != 1:
         raise fail(f"mend fix captures and re-traces in one run mode, not {','.join(config.modes)}: "
                    "pass --train or --modes eval")
     require_torch("fix")
     with progress_hook(quiet) as progress:
-        run = run_fix(paths, config, FixOptions(rules=rules, jobs=jobs, timeout=timeout, follow=not no_follow,
-                                                      unsafe=unsafe_fixes),
-                      progress=progress)
+        try:
+            run = run_fix(paths, config, FixOptions(rules=rules, jobs=jobs, timeout=timeout, follow=not no_follow,
+                                                    unsafe=unsafe_fixes),
+                          progress=progress)
+        except ConfigError as exc:  # a suppression comment naming no rule
+            raise fail(str(exc))
     report = run.report
     in_tree, out_tree = run.in_tree_patches(), run.out_of_tree_patches()
     labels = {p: _label(run.candidates[p]) for p in run.patches}

@@ -13,7 +13,7 @@ from typing import Optional
 
 import typer
 
-from graphmend.cli.common import Format, fail, require_torch, write_atomic
+from graphmend.cli.common import Format, fail, render_noted, require_torch, write_atomic
 from graphmend.modes import SCRIPT_MODE
 
 
@@ -34,28 +34,28 @@ def run(
     if not script.is_file():
         raise fail(f"not a file: {script}")
     tv = require_torch("run")
+    from graphmend.config import find_pyproject
     from graphmend.model import new_report
-    from reports import render
+    from graphmend.sources import report_root
     from tracer.run_script import run_script
 
     result = run_script(str(script), list(ctx.args))
-    report = new_report("run", root=str(Path.cwd()), torch_version=result.torch_version or tv)
+    project = find_pyproject(script)
+    report = new_report("run", root=report_root([script], project and project.parent),
+                        torch_version=result.torch_version or tv)
     # the script chose how it ran (eval, train or both): mend did not set a run mode
     report.run_modes = [SCRIPT_MODE]
     for t in result.targets:
         t.run_mode = SCRIPT_MODE
     report.targets.extend(result.targets)
-    try:
-        if output is not None:
-            text = render(report, format.value)
-            try:
-                write_atomic(output, text if text.endswith("\n") else text + "\n")
-            except OSError as exc:
-                raise fail(f"cannot write --output {output}: {exc.strerror or exc}")
-        elif not quiet:
-            text = render(report, format.value, color=False)
-            sys.stderr.write(text if text.endswith("\n") else text + "\n")
-            sys.stderr.flush()
-    except ValueError as exc:
-        raise fail(str(exc))
+    if output is not None:
+        text = render_noted(report, format.value)
+        try:
+            write_atomic(output, text if text.endswith("\n") else text + "\n")
+        except OSError as exc:
+            raise fail(f"cannot write --output {output}: {exc.strerror or exc}")
+    elif not quiet:
+        text = render_noted(report, format.value)
+        sys.stderr.write(text if text.endswith("\n") else text + "\n")
+        sys.stderr.flush()
     raise typer.Exit(result.exit_code)

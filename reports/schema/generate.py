@@ -18,7 +18,8 @@ DESC = {
  "Report": "Everything one mend command produced.",
  "Report.schema_version": "Version of this JSON form; a new major version is incompatible.",
  "Report.command": "The mend command that produced the report (analyze, fix, bench, check, run).",
- "Report.root": "The analysed root; file paths under it are shown relative to it.",
+ "Report.root": "The repository root (the git top level above the analysed folder, else the pyproject.toml's "
+                "folder, else the analysed folder); every format shows file paths under it relative to it.",
  "Report.summary": "Totals over the report, so that renderers never count.",
  "Report.files_scanned": "Python files the static scan read.",
  "TargetResult": "The dynamic capture of one target.",

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 from types import ModuleType
-from typing import Callable, Optional
+import difflib
+from typing import Callable, Iterable, Optional
+
+from graphmend.config import ConfigError
 
 from rewrites.rules import (gm1_control_flow, gm2_side_effects, gm3_host_scalars, gm4_validation,
                             gm5_dynamic_shapes, gm6_unsupported, gm9_unexplained)
@@ -35,6 +38,33 @@ def get_rule(code: str) -> Optional[Rule]:
     return RULES_BY_CODE.get(code.strip().upper())
 
 
+def is_rule_code(code: str) -> bool:
+    """A code or prefix that selects at least one rule (``GM1``, ``GM10``, ``GM101``); ``GM1O1``
+    (letter O) selects none."""
+    code = code.strip().upper()
+    return bool(code) and any(r.code.startswith(code) for r in RULES)
+
+
+def check_codes(codes: Iterable[str], where: str) -> None:
+    """Raise ``ConfigError`` naming ``where`` (a flag, ``file: [tool.mend] key`` or a comment's
+    ``file:line``) and the first code in ``codes`` that selects no rule: a typo in a selection
+    must not quietly select nothing or suppress everything."""
+    for code in codes:
+        if not is_rule_code(code):
+            hint = _close_code(code.strip().upper())
+            raise ConfigError(f"{where}: unknown rule code or prefix {code.strip()!r}"
+                              + (f" (did you mean {hint}?)" if hint else "") + "; run 'mend rules' for the list")
+
+
+def _close_code(code: str) -> Optional[str]:
+    # letters typed for digits (GM1O1, GM2l1) are the usual typo; else the nearest code
+    digits = code[:2] + code[2:].translate(str.maketrans("OILS", "0115"))
+    if is_rule_code(digits):
+        return digits
+    near = difflib.get_close_matches(code, [r.code for r in RULES], n=1, cutoff=0.8)
+    return near[0] if near else None
+
+
 def category_of(code: str) -> str:
     r = get_rule(code)
     return r.category if r else ""
@@ -52,4 +82,5 @@ def hooks_for(codes: frozenset[str]) -> dict[type, tuple[Callable, ...]]:
     return {k: tuple(v) for k, v in hooks.items()}
 
 
-__all__ = ["RULES", "RULES_BY_CODE", "HOOKS", "Rule", "get_rule", "category_of", "hooks_for"]
+__all__ = ["RULES", "RULES_BY_CODE", "HOOKS", "Rule", "get_rule", "is_rule_code", "check_codes", "category_of",
+           "hooks_for"]

@@ -20,8 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from graphmend import PROJECT_URL
+
 GRAPH_BREAKS_INDEX = "https://docs.pytorch.org/docs/stable/compile/programming_model.graph_breaks_index.html"
 GB_SITE = "https://meta-pytorch.org/compile-graph-break-site/gb/{}.html"
+RULE_DOC = PROJECT_URL + "/blob/main/docs/rules/{}.md"  # docs/rules/<CODE>.md, written by write_docs
 
 CATEGORIES = ("control-flow", "side-effect", "host-scalar", "validation", "dynamic-shape",
               "unsupported-python", "unexplained")
@@ -54,8 +57,15 @@ class Rule:
         return tuple(gb_link(g) for g in self.gb_ids) + (GRAPH_BREAKS_INDEX,)
 
     @property
+    def doc_uri(self) -> str:
+        """This rule's documentation in the repository (what ``mend rules CODE`` prints)."""
+        return RULE_DOC.format(self.code)
+
+    @property
     def help_uri(self) -> str:
-        return self.links[0]
+        """SARIF's ``helpUri``: the graph-break site's page for the rule's first gb id, the
+        rule's own doc when Dynamo has no single id for it (GM900)."""
+        return gb_link(self.gb_ids[0]) if self.gb_ids else self.doc_uri
 
     @property
     def description(self) -> str:
