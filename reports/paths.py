@@ -57,3 +57,12 @@ def bench_setting(b) -> str:
     """A bench row's device and compile mode, and the training step's optimizer in train mode."""
     text = f"{b.device}/{b.mode}"
     return text + (f", train step ({b.optimizer})" if getattr(b, "run_mode", "eval") == "train" else "")
+
+
+def skipped_sentence(frame, root: str) -> str:
+    """A skipped frame as one sentence: ``TinyTransformer.forward ran entirely in eager (loop
+    at model.py:62)``; a resume function ran in eager from its resume line on."""
+    where = f"loop at {location(frame.file, frame.loop_line, root)}" if frame.loop_line else \
+        f"defined at {location(frame.file, frame.line, root)}"
+    ran = f"ran in eager from line {frame.resume_line} on" if frame.resume_line else "ran entirely in eager"
+    return f"{frame.function} {ran} ({where})"

@@ -45,6 +45,9 @@ def run(
     for t in result.targets:
         t.run_mode = SCRIPT_MODE
     report.targets.extend(result.targets)
+    from graphmend.correlate import diagnose
+
+    diagnose(report)
     try:
         if output is not None:
             text = render(report, format.value)
