@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from graphmend.cli.common import (COMPILED_AUTOGRAD_HELP, EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, MODE_HELP,
-                                  TRAIN_HELP, Format, check_paths, fail, memory_limit_flag, progress_hook,
+                                  TRAIN_HELP, VERBOSE_HELP, Format, check_paths, fail, memory_limit_flag, progress_hook,
                                   render_or_fail, require_torch, run_modes_flag)
 
 
@@ -29,6 +29,7 @@ def analyze(
     mode: Optional[str] = typer.Option(None, "--modes", help=MODE_HELP),
     compiled_autograd: Optional[bool] = typer.Option(None, "--compiled-autograd", help=COMPILED_AUTOGRAD_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
 ) -> None:
     """Find every graph break: static scan of the sources and dynamic capture of each target."""
     from graphmend.config import ConfigError, load_config
@@ -48,12 +49,13 @@ def analyze(
                                                memory_limit=memory)
     except ConfigError as exc:
         raise fail(str(exc))
-    tv = None if static_only else require_torch("analyze")
+    tv = None if static_only else require_torch(
+        "analyze", otherwise=f"or scan the sources alone, running nothing: mend analyze {' '.join(str(p) for p in paths)} --static-only")
     with progress_hook(quiet) as progress:
         report = run_analyze(paths, config, AnalyzeOptions(static=not dynamic_only, dynamic=not static_only,
                                                            jobs=jobs, timeout=timeout),
                              progress=progress, torch_version=tv)
-    render_or_fail(report, format.value, output)
+    render_or_fail(report, format.value, output, verbose=verbose)
     # a target that errored is a finding too: its breaks are unknown
     failed = any(t.breaks or t.graph_break_count or t.error for t in report.targets) or bool(report.findings)
     raise typer.Exit(EXIT_FINDINGS if failed else EXIT_CLEAN)

@@ -81,10 +81,13 @@ def torch_version() -> Optional[str]:
         return None
 
 
-def require_torch(command: str) -> str:
+def require_torch(command: str, otherwise: str = "") -> str:
+    """The installed torch's version, or a usage error saying how to install it (and
+    ``otherwise``: what runs without it)."""
     v = torch_version()
     if v is None:
-        raise fail(f"'mend {command}' needs PyTorch, which is not installed; install it with: {TORCH_INSTALL_HINT}")
+        raise fail(f"'mend {command}' needs PyTorch, which is not installed; install it with: {TORCH_INSTALL_HINT}"
+                   + (f"; {otherwise}" if otherwise else ""))
     return v
 
 
@@ -158,11 +161,15 @@ class Progressor:
             self._progress.update(self._task, advance=1, item=item)
 
 
-def render_or_fail(report, fmt: str, output: Optional[Path]) -> None:
+VERBOSE_HELP = "Text: every detail (Dynamo's explanations, hints, stacks, recompile guards), not only the summary."
+
+
+def render_or_fail(report, fmt: str, output: Optional[Path], verbose: bool = False) -> None:
     from reports import render
 
     try:
-        text = render(report, fmt, color=output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ)
+        text = render(report, fmt, color=output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ,
+                      verbose=verbose)
     except ValueError as exc:
         raise fail(str(exc))
     emit(text, output)
