@@ -128,8 +128,14 @@ def diagnose(report: Report, read_sources: bool = True) -> None:
         group.findings.append(fi)
 
     issues = [_issue(report, g) for g in groups]
-    order = sorted(range(len(issues)), key=lambda i: (issues[i].file is None, issues[i].file or "", issues[i].line or 0,
-                                                      issues[i].col or 0, issues[i].rule))
+    root = os.path.join(report.root, "") if report.root else ""
+
+    def place(i: int) -> tuple:  # the analysed tree first, then installed packages, then no location
+        it = issues[i]
+        return (it.file is None, not (root and (it.file or "").startswith(root)), it.file or "", it.line or 0,
+                it.col or 0, it.rule)
+
+    order = sorted(range(len(issues)), key=place)
     report.issues = [issues[i] for i in order]
     ordered_groups = [groups[i] for i in order]
     _skipped_frames(report, ordered_groups, norm, read_sources)

@@ -11,7 +11,7 @@ import io
 from typing import Optional
 
 from graphmend.model import ADVICE, CONFIRMED, DYNAMIC, REJECTED, UNREACHED, UNVERIFIED, VERIFIED, Issue, Report
-from reports.paths import bench_setting, location, mode_note, rel, skipped_sentence, target_label
+from reports.paths import bench_setting, location, mode_note, rel, short_path, skipped_sentence, target_label
 
 WIDTH = 120
 _STATUS_STYLE = {VERIFIED: "green", REJECTED: "red", UNVERIFIED: "red", ADVICE: "yellow", CONFIRMED: "red", DYNAMIC: "red",
@@ -63,14 +63,16 @@ class _Writer:
 
         table = Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD)
         last = len(columns) - 1
+        # clip_last: one row a line, the other columns at their widest cell and the last one
+        # (prose the details repeat in full) cut to what is left of the width (layout only)
+        widths = [max([len(name)] + [len(row[i]) for row in rows]) for i, (name, _) in enumerate(columns)]
+        rest = max(WIDTH - sum(widths[:last]) - 3 * len(columns) - 2, 12)
         for i, (name, justify) in enumerate(columns):
-            # the first column names the thing (a target): never wrapped; clip_last: one row a
-            # line, the last column (prose the details repeat in full) cut to fit
+            # the first column names the thing (a target): never wrapped
             clip = clip_last and i == last
-            # layout only: the other columns keep their widest cell, the last one takes the rest
-            width = max([len(name)] + [len(row[i]) for row in rows]) if clip_last and not clip else None
             table.add_column(name, justify=justify, overflow="ellipsis" if clip else "fold",
-                             no_wrap=no_wrap or i == 0 or clip_last, min_width=width)
+                             no_wrap=no_wrap or i == 0 or clip_last,
+                             width=(rest if clip else widths[i]) if clip_last else None)
         for row in rows:
             table.add_row(*(Text(cell) for cell in row))
         self.console.print(table)
@@ -104,7 +106,7 @@ def _targets(w: _Writer, r: Report, verbose: bool) -> None:
     if not r.targets:
         return
     cols = [("target", "left"), ("graphs", "right"), ("breaks", "right"), ("skipped", "right"),
-            ("recompiles", "right"), ("time s", "right"), ("status", "left")]
+            ("recompiled", "right"), ("s", "right"), ("status", "left")]
     rows = [[target_label(t.name, t.run_mode), str(t.graph_count), str(t.graph_break_count), str(t.frames_skipped), str(len(t.recompiles)),
              f"{t.duration_s:.2f}", "error" if t.error else "ok"] for t in r.targets]
     w.console.print()
@@ -130,21 +132,20 @@ def _skipped(w: _Writer, r: Report) -> None:
     if not s or not s.skipped_frames:
         return
     w.console.print()
-    w.line((f"Dynamo skipped {s.skipped_frames} frame{'s' if s.skipped_frames != 1 else ''}: "
-            "each ran in eager, compiled into nothing", "bold red"))
+    n = s.skipped_frames
+    w.line((f"{n} frame{'s' if n != 1 else ''} ran in eager: a break inside {'their' if n != 1 else 'its'} loop "
+            f"made Dynamo skip {'them' if n != 1 else 'it'} whole, compiling nothing", "bold red"))
     for issue in r.issues:
         for frame in issue.skipped:
-            w.line("  ", (skipped_sentence(frame, r.root), "bold"))
+            w.line("  ", (skipped_sentence(frame, r.root, short=True), "bold"),
+                   (f"  [{_few(frame.targets, 2)}]" if frame.targets else "", "dim"))
             w.line("    ", ("because of: ", "dim"), (issue.rule, "magenta"), " ",
-                   (location(issue.file, issue.line, r.root, issue.col), "cyan"),
-                   f" in {issue.function}" if issue.function else "", f": {issue.message}",
-                   " (a break inside a loop makes Dynamo skip the whole frame)")
-            if frame.targets:
-                w.line("    ", ("targets: ", "dim"), _few(frame.targets))
+                   (short_path(location(issue.file, issue.line, r.root, issue.col)), "cyan"),
+                   f" in {issue.function}" if issue.function else "", f": {issue.message}")
             for j in frame.hides:
                 h = r.issues[j]
                 w.line("    ", ("hides: ", "yellow"), (h.rule, "magenta"), " ",
-                       (location(h.file, h.line, r.root, h.col), "cyan"), f": {h.message} (never traced)")
+                       (short_path(location(h.file, h.line, r.root, h.col)), "cyan"), f": {h.message} (never traced)")
 
 
 def _few(items: list[str], limit: int = 3) -> str:
@@ -152,13 +153,11 @@ def _few(items: list[str], limit: int = 3) -> str:
     return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
-def _short(loc: str) -> str:
-    """An installed package's file by its import path (``transformers/models/...``): the table
-    keeps one row a line; the details give the full path."""
-    for mark in ("site-packages/", "dist-packages/"):
-        if mark in loc:
-            return loc.rsplit(mark, 1)[1]
-    return loc
+def _brief(loc: str, width: int = 40) -> str:
+    """A location that fits a summary row: an installed file by its import path, a long one
+    by its file name; the details give it in full."""
+    loc = short_path(loc)
+    return loc if len(loc) <= width else "…/" + loc.rsplit("/", 1)[-1]
 
 
 def _fix_cell(issue: Issue) -> str:
@@ -171,7 +170,7 @@ def _top(w: _Writer, r: Report) -> None:
         return
     cols = [("rule", "left"), ("location", "left"), ("status", "left"), ("fan-out", "right"), ("fix", "left"),
             ("what", "left")]
-    rows = [[i.rule, _short(location(i.file, i.line, r.root)), i.status, f"x{i.fan_out}" if i.fan_out else "", _fix_cell(i),
+    rows = [[i.rule, _brief(location(i.file, i.line, r.root)), i.status, f"x{i.fan_out}" if i.fan_out else "", _fix_cell(i),
              i.message] for i in (r.issues[k] for k in s.top if k < len(r.issues))]
     w.console.print()
     more = f" ({len(rows)} of {s.issues})" if s.issues > len(rows) else ""
@@ -362,14 +361,14 @@ def _totals(w: _Writer, r: Report) -> None:
 
 
 def render_text(report: Report, color: bool = False, verbose: bool = False) -> str:
-    """The first screen is the summary (skipped frames, targets, top causes, totals, next
-    steps); the details follow, Dynamo's explanations, hints, stacks and guards with ``verbose``."""
+    """The first screen is the summary (skipped frames, top causes, totals, next steps, the
+    targets table); the details follow, Dynamo's explanations, hints, stacks and guards with ``verbose``."""
     w = _Writer(color)
     _header(w, report)
     _skipped(w, report)
-    _targets(w, report, verbose)
     _top(w, report)
     _totals(w, report)
+    _targets(w, report, verbose)
     _issues(w, report, verbose)
     _fixes(w, report)
     _bench(w, report)
