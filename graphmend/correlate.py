@@ -5,14 +5,21 @@ and the two rule families are compatible (a condition on ``t.item()`` is GM101 s
 and may be classified GM3xx or GM1xx dynamically); otherwise it stays ``potential``. A GM9xx
 break (no rule explained it dynamically) that a static finding explains takes that
 finding's rule and category; the others stay GM9xx with Dynamo's words.
+
+``diagnose`` then merges both sources into ``Report.issues``, one per cause and place (what
+every format lists), and tells the costliest fact: the frames Dynamo skipped because of a
+break in one of their loops, and the findings inside them it never reached.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from typing import Optional
 
-from graphmend.model import CONFIRMED, POTENTIAL, Break, Finding, Report
+from graphmend.model import (CONFIRMED, DYNAMIC, POTENTIAL, UNREACHED, Break, Finding, Issue, Report,
+                             SkippedFrame)
+from rewrites.catalog import SAFE, UNSAFE, fix_kind
 
 # Families whose patterns overlap on one line: value reads (GM3) feed conditions (GM1) and
 # guards (GM4); a mask-then-reduce (GM5) often sits in a condition.
@@ -66,3 +73,229 @@ def correlate(report: Report) -> None:
             if b.rule.startswith("GM9") and b.kind != "frame_skipped":
                 b.rule = best.rule
                 b.category = best.category
+
+
+# -- one issue per cause and place --------------------------------------------------------
+
+def _rank(rule: str) -> tuple:
+    return (_PRIORITY.index(rule[:3]) if rule[:3] in _PRIORITY else 99, rule)
+
+
+@dataclass
+class _Group:
+    place: tuple  # (file, line) normalised, or (None, reason) for a break without a user frame
+    rule: str  # the dynamic rule, or the first static finding's
+    breaks: list[tuple[int, int]] = field(default_factory=list)
+    findings: list[int] = field(default_factory=list)
+
+
+def diagnose(report: Report, read_sources: bool = True) -> None:
+    """Fill ``report.issues``: every static finding and dynamic break merged into one issue
+    per cause and place, each with its fan-out, its fixability, and, for a break that made
+    Dynamo skip a frame, that frame and the findings it kept Dynamo from reaching.
+
+    ``read_sources``: read the skipped frames' sources to name the function, find its loop
+    and the findings inside it (a stage does; a renderer filling an old report does not)."""
+    norm = _norm if read_sources else (lambda p: p or None)
+    findings, targets = report.findings, report.targets
+    groups: list[_Group] = []
+    dynamic_at: dict[tuple, list[_Group]] = {}
+    for ti, t in enumerate(targets):
+        for bi, b in enumerate(t.breaks):
+            f = norm(b.file)
+            place = (f, b.line) if f is not None and b.line is not None else (None, b.reason)
+            group = next((g for g in dynamic_at.get(place, ()) if g.rule == b.rule), None)
+            if group is None:
+                group = _Group(place, b.rule)
+                groups.append(group)
+                dynamic_at.setdefault(place, []).append(group)
+            group.breaks.append((ti, bi))
+    static_at: dict[tuple, list[_Group]] = {}
+    for fi, finding in enumerate(findings):
+        place = (norm(finding.file), finding.line)
+        candidates = [g for g in dynamic_at.get(place, ()) if compatible(finding.rule, g.rule)]
+        if candidates:  # the break it explains: the same rule first, then the same family
+            best = min(candidates, key=lambda g: (g.rule != finding.rule, g.rule[:3] != finding.rule[:3]))
+            best.findings.append(fi)
+            continue
+        # a second pattern of one cause on one line (`if x.item() > 0`: GM101 and GM301)
+        group = next((g for g in static_at.get(place, ())
+                      if compatible(g.rule, finding.rule) or compatible(finding.rule, g.rule)), None)
+        if group is None:
+            group = _Group(place, finding.rule)
+            groups.append(group)
+            static_at.setdefault(place, []).append(group)
+        group.findings.append(fi)
+
+    issues = [_issue(report, g) for g in groups]
+    root = os.path.join(report.root, "") if report.root else ""
+
+    def place(i: int) -> tuple:  # the analysed tree first, then installed packages, then no location
+        it = issues[i]
+        return (it.file is None, not (root and (it.file or "").startswith(root)), it.file or "", it.line or 0,
+                it.col or 0, it.rule)
+
+    order = sorted(range(len(issues)), key=place)
+    report.issues = [issues[i] for i in order]
+    ordered_groups = [groups[i] for i in order]
+    _skipped_frames(report, ordered_groups, norm, read_sources)
+
+
+def _issue(report: Report, g: _Group) -> Issue:
+    fs = sorted((report.findings[i] for i in g.findings), key=lambda f: _rank(f.rule))
+    bs = [report.targets[ti].breaks[bi] for ti, bi in g.breaks]
+    labels = list(dict.fromkeys(_label(report.targets[ti]) for ti, _ in g.breaks))
+    # the dynamic rule is what Dynamo said; GM9xx (unexplained) yields to a static rule
+    rule = bs[0].rule if bs and (not fs or not bs[0].rule.startswith("GM9")) else fs[0].rule
+    codes = list(dict.fromkeys([rule] + [f.rule for f in fs] + [b.rule for b in bs]))
+    first = fs[0] if fs else None
+    # Dynamo's words from a break that has them all (a graph break before a frame-skip record)
+    brk = min(bs, key=lambda b: (b.kind != "graph_break", not b.explanation, len(b.stack) == 0)) if bs else None
+    kinds = [fix_kind(c) for c in codes if not c.startswith("GM9")]
+    status = CONFIRMED if fs and bs else DYNAMIC if bs else POTENTIAL
+    modes = {b.only_in_mode for b in bs}
+    return Issue(
+        rule=rule, category=(first.category if first and rule == first.rule else brk.category if brk else ""),
+        status=status, message=first.message if first else brk.reason,
+        file=first.file if first else brk.file, line=first.line if first else brk.line,
+        col=first.col if first else brk.col,
+        end_line=first.end_line if first else None, end_col=first.end_col if first else brk.end_col,
+        source_line=first.source_line if first and first.source_line else brk.source_line if brk else None,
+        function=first.function if first and first.function else brk.function if brk else None,
+        fix_hint=first.fix_hint if first else "", also=codes[1:],
+        reason=brk.reason if brk else "", explanation=brk.explanation if brk else "",
+        hints=list(brk.hints) if brk else [], gb_type=brk.gb_type if brk else None,
+        registry_id=brk.registry_id if brk else None, stack=list(brk.stack) if brk else [],
+        # a frame-skip record is the same break seen from the caller Dynamo gave up on: it adds
+        # no occurrence beside the graph breaks of the frame traced on its own
+        targets=labels, fan_out=sum(b.occurrences for b in bs if b.kind == "graph_break")
+        or sum(b.occurrences for b in bs), counted=any(b.counted for b in bs),
+        # a break every mode hit is not "train only", even if one target saw it in one mode
+        only_in_mode=modes.pop() if len(modes) == 1 else None,
+        phase="backward" if bs and all(b.phase == "backward" for b in bs) else "forward",
+        fix=SAFE if SAFE in kinds else UNSAFE if UNSAFE in kinds else None,
+        findings=sorted(g.findings), breaks=[[ti, bi] for ti, bi in g.breaks],
+    )
+
+
+def _label(t) -> str:
+    return f"{t.name} [{t.run_mode}]" if t.run_mode == "train" else t.name
+
+
+def _skipped_frames(report: Report, groups: list[_Group], norm, read_sources: bool) -> None:
+    """One SkippedFrame per frame Dynamo gave up on, on the issue whose break made it, with the
+    findings in that frame Dynamo never reached (UNREACHED, linked back to the cause)."""
+    from tracer.recorder import function_name, resume_line
+
+    sources = _Sources() if read_sources else None
+    for index, (issue, g) in enumerate(zip(report.issues, groups)):
+        frames: dict[tuple, SkippedFrame] = {}
+        for ti, bi in g.breaks:
+            b = report.targets[ti].breaks[bi]
+            sf = b.skipped_frame
+            if b.kind != "frame_skipped" or sf is None:
+                continue
+            key = (norm(sf.file), sf.line, sf.function)
+            frame = frames.get(key)
+            if frame is None:
+                frame = frames[key] = SkippedFrame(function=function_name(sf.function), file=sf.file, line=sf.line,
+                                                   resume_line=resume_line(sf.function))
+                issue.skipped.append(frame)
+            label = _label(report.targets[ti])
+            if label not in frame.targets:
+                frame.targets.append(label)
+        for (file, _, _), frame in frames.items():
+            scope = sources.function_at(frame.file, frame.line, frame.function) if sources else None
+            if scope is None:
+                continue
+            frame.function = scope.qualname
+            # the loop the break sits in, or the loop of the frame's call into it
+            lines = [b.line for b in _breaks_of(report, g) if b.line and norm(b.file) == file] + \
+                [fr.line for b in _breaks_of(report, g) for fr in b.stack if norm(fr.file) == file]
+            frame.loop_line = scope.loop_around(lines, frame.resume_line)
+            start = frame.resume_line or scope.start
+            for j, other in enumerate(report.issues):
+                if (j != index and other.status == POTENTIAL and other.line is not None and norm(other.file) == file
+                        and start <= other.line <= scope.end):
+                    other.status = UNREACHED
+                    other.hidden_by = index
+                    frame.hides.append(j)
+                    for fi in other.findings:
+                        report.findings[fi].status = UNREACHED
+
+
+def _breaks_of(report: Report, g: _Group):
+    return [report.targets[ti].breaks[bi] for ti, bi in g.breaks]
+
+
+@dataclass
+class _Scope:
+    qualname: str
+    start: int
+    end: int
+    loops: list[tuple[int, int]]  # (first line, last line) of each loop in the body
+
+    def loop_around(self, lines: list[int], resume: Optional[int]) -> Optional[int]:
+        inner = [(s, e) for s, e in self.loops for ln in lines if s <= ln <= e]
+        if inner:  # the innermost loop holding a line of the break or of the call into it
+            return max(inner)[0]
+        after = [s for s, _ in self.loops if resume is None or s >= resume]
+        return after[0] if after else None
+
+
+class _Sources:
+    """Functions of the skipped frames' files, each file parsed once (unreadable: unknown)."""
+
+    def __init__(self) -> None:
+        self._scopes: dict[str, list[_Scope]] = {}
+
+    def function_at(self, path: str, first_line: int, name: str) -> Optional[_Scope]:
+        if path not in self._scopes:
+            self._scopes[path] = self._parse(path)
+        scopes = self._scopes[path]
+        from tracer.recorder import function_name
+
+        plain = function_name(name)
+        # Dynamo names the code's first line: the first decorator's, as co_firstlineno counts
+        exact = [s for s in scopes if s.start == first_line]
+        named = [s for s in scopes if s.qualname.rsplit(".", 1)[-1] == plain and s.start <= first_line <= s.end]
+        found = exact or named
+        return found[0] if found else None
+
+    @staticmethod
+    def _parse(path: str) -> list[_Scope]:
+        import ast
+
+        from graphmend.sources import read_source
+
+        try:
+            tree = ast.parse(read_source(path))
+        except (OSError, SyntaxError, ValueError, RecursionError, UnicodeDecodeError):
+            return []
+        out: list[_Scope] = []
+
+        def body_loops(fn) -> list[tuple[int, int]]:
+            loops, todo = [], list(ast.iter_child_nodes(fn))
+            while todo:
+                node = todo.pop()
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                    continue  # a nested def is its own frame
+                if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+                    loops.append((node.lineno, node.end_lineno or node.lineno))
+                todo.extend(ast.iter_child_nodes(node))
+            return sorted(loops)
+
+        def visit(node, prefix: str) -> None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    qual = f"{prefix}{child.name}"
+                    start = min([child.lineno] + [d.lineno for d in child.decorator_list])
+                    out.append(_Scope(qual, start, child.end_lineno or child.lineno, body_loops(child)))
+                    visit(child, qual + ".")
+                elif isinstance(child, ast.ClassDef):
+                    visit(child, f"{prefix}{child.name}.")
+                else:
+                    visit(child, prefix)
+
+        visit(tree, "")
+        return out

@@ -383,6 +383,9 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
             t.breaks_before, t.breaks_after = ft.breaks_before, ft.breaks_after
             t.outputs_equal, t.unexercised_branches = ft.outputs_equal, list(ft.unexercised_branches)
     report.fixes = _fix_records(cands, findings, before, options, advice_for)
+    from graphmend.correlate import diagnose
+
+    diagnose(report)
     return FixRun(report, patches, cands, remaining)
 
 

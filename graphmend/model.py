@@ -16,7 +16,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 # Status values, kept as plain strings so the JSON stays readable.
 CONFIRMED = "confirmed"  # a static finding a dynamic break hit at the same place
@@ -25,6 +25,9 @@ VERIFIED = "verified"  # a fix that passed re-trace and differential run
 REJECTED = "rejected"  # a fix that was tried and failed verification or a precondition
 UNVERIFIED = "unverified"  # a fix whose checks passed on inputs that never ran one of its rewritten arms
 ADVICE = "advice"  # no automatic fix: what to do by hand, and why
+# Issue statuses beyond CONFIRMED and POTENTIAL (a Finding's status is one of the four too)
+DYNAMIC = "dynamic"  # a dynamic break no static rule found
+UNREACHED = "unreached"  # a static finding inside a frame Dynamo skipped: it ran in eager, never traced
 
 
 @dataclass
@@ -62,6 +65,9 @@ class Break:
     phase: str = "forward"  # "backward": hit tracing the backward under compiled autograd
     # set when a target ran in both run modes and only this one hit the break
     only_in_mode: Optional[str] = None
+    # frame_skipped only: the frame Dynamo gave up on, as its message names it (the code's
+    # name, maybe a resume function, and its first line); it ran in eager
+    skipped_frame: Optional[Frame] = None
 
 
 @dataclass
@@ -117,6 +123,63 @@ class Finding:
     end_col: Optional[int] = None
     source_line: Optional[str] = None
     fix_hint: str = ""
+
+
+@dataclass
+class SkippedFrame:
+    """A frame Dynamo skipped because of a break inside one of its loops: the whole function
+    (or, for a resume function, the rest of it) ran in eager, every graph it would have held
+    lost. The costliest fact of a report, told first."""
+
+    function: str  # qualified where the source says so: "TinyTransformer.forward"
+    file: str
+    line: int  # the def line (its first decorator's, as Dynamo counts)
+    loop_line: Optional[int] = None  # the loop whose body broke (`for blk in self.blocks:`)
+    resume_line: Optional[int] = None  # a resume function: it ran in eager from this line on
+    targets: list[str] = field(default_factory=list)  # the targets (labels) where Dynamo skipped it
+    # indexes into Report.issues of the findings in this frame Dynamo never reached
+    hides: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Issue:
+    """One cause at one place: a static finding and the dynamic breaks it explains, merged,
+    so that every format lists it once. ``fan_out`` counts what one root cause costs: the
+    same line broken per layer, per expert, per recompile, in every target."""
+
+    rule: str
+    category: str
+    status: str  # CONFIRMED | DYNAMIC | POTENTIAL | UNREACHED
+    message: str  # the static finding's words, else Dynamo's reason
+    file: Optional[str] = None
+    line: Optional[int] = None
+    col: Optional[int] = None  # 0-based
+    end_line: Optional[int] = None
+    end_col: Optional[int] = None  # 0-based, exclusive
+    source_line: Optional[str] = None
+    function: Optional[str] = None
+    fix_hint: str = ""  # the static rule's
+    also: list[str] = field(default_factory=list)  # other rule codes merged into this one
+    # the dynamic evidence: Dynamo's words, from the first break merged here
+    reason: str = ""
+    explanation: str = ""
+    hints: list[str] = field(default_factory=list)
+    gb_type: Optional[str] = None
+    registry_id: Optional[str] = None
+    stack: list[Frame] = field(default_factory=list)
+    targets: list[str] = field(default_factory=list)  # target labels that hit it
+    fan_out: int = 0  # dynamic occurrences over every target, mode, layer and recompile
+    counted: bool = False  # torch._dynamo.explain counted it in some target
+    only_in_mode: Optional[str] = None
+    phase: str = "forward"
+    # the frames Dynamo skipped because of this break (it sits in one of their loops)
+    skipped: list[SkippedFrame] = field(default_factory=list)
+    hidden_by: Optional[int] = None  # UNREACHED: index into Report.issues of the skip's cause
+    # "safe": a fix family rewrites this rule (`mend fix`); "unsafe": only with --unsafe-fixes;
+    # None: advice only
+    fix: Optional[str] = None
+    findings: list[int] = field(default_factory=list)  # indexes into Report.findings
+    breaks: list[list[int]] = field(default_factory=list)  # [target index, break index] pairs
 
 
 @dataclass
@@ -256,6 +319,18 @@ class Summary:
     errors: int = 0
     break_rules: dict[str, int] = field(default_factory=dict)  # rule -> distinct breaks, by code
     finding_rules: dict[str, int] = field(default_factory=dict)  # rule -> findings, by code
+    # over Report.issues, the deduplicated view every format lists
+    issues: int = 0
+    issues_confirmed: int = 0  # static and dynamic evidence
+    issues_dynamic: int = 0  # dynamic only
+    issues_potential: int = 0  # static only, no target reached it
+    issues_unreached: int = 0  # static only, in a frame Dynamo skipped
+    fan_out: int = 0  # dynamic occurrences behind the issues
+    skipped_frames: int = 0  # distinct frames Dynamo skipped (SkippedFrame records)
+    fixable: int = 0  # issues a fix family rewrites (`mend fix`)
+    fixable_unsafe: int = 0  # issues only an --unsafe-fixes rewrite covers
+    issue_rules: dict[str, int] = field(default_factory=dict)  # rule -> issues, by code
+    top: list[int] = field(default_factory=list)  # indexes into Report.issues, costliest first
 
 
 @dataclass
@@ -306,6 +381,8 @@ class Report:
     nested_graph_breaks: Optional[bool] = None
     targets: list[TargetResult] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    # findings and breaks merged, one per cause and place (graphmend.correlate.diagnose)
+    issues: list[Issue] = field(default_factory=list)
     fixes: list[Fix] = field(default_factory=list)
     fix_targets: list[FixTarget] = field(default_factory=list)
     bench: list[BenchRow] = field(default_factory=list)
@@ -313,6 +390,8 @@ class Report:
     check: Optional[CheckResult] = None
     errors: list[FileError] = field(default_factory=list)
     files_scanned: int = 0
+    # what to do next, in words: how to get the dynamic half, the fix command
+    next_steps: list[str] = field(default_factory=list)
     summary: Optional[Summary] = None  # filled by summarize() (reports.render does it when absent)
 
     # -- JSON -------------------------------------------------------------------------
@@ -362,6 +441,8 @@ def summarize(report: Report) -> Summary:
     breaks = [b for t in report.targets for b in t.breaks]
     status = [f.status for f in report.findings]
     fixes = [f.status for f in report.fixes]
+    issues = report.issues
+    kinds = [i.status for i in issues]
 
     def by_rule(items: list) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -388,7 +469,31 @@ def summarize(report: Report) -> Summary:
         errors=len(report.errors),
         break_rules=by_rule(breaks),
         finding_rules=by_rule(report.findings),
+        issues=len(issues),
+        issues_confirmed=kinds.count(CONFIRMED),
+        issues_dynamic=kinds.count(DYNAMIC),
+        issues_potential=kinds.count(POTENTIAL),
+        issues_unreached=kinds.count(UNREACHED),
+        fan_out=sum(i.fan_out for i in issues),
+        skipped_frames=sum(len(i.skipped) for i in issues),
+        fixable=sum(1 for i in issues if i.fix == "safe"),
+        fixable_unsafe=sum(1 for i in issues if i.fix == "unsafe"),
+        issue_rules=by_rule(issues),
+        top=top_issues(issues),
     )
+
+
+TOP_CAUSES = 10
+
+
+def top_issues(issues: list[Issue], limit: int = TOP_CAUSES) -> list[int]:
+    """The costliest issues first: a break that made Dynamo skip a frame (a whole forward in
+    eager), then the widest fan-out, then the most targets; a static-only finding last."""
+    def cost(i: int) -> tuple:
+        it = issues[i]
+        return (-len(it.skipped), -it.fan_out, -len(it.targets), it.status not in (CONFIRMED, DYNAMIC), i)
+
+    return sorted(range(len(issues)), key=cost)[:limit]
 
 
 # -- generic (de)serialisation over the dataclasses above --------------------------------

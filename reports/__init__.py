@@ -29,17 +29,27 @@ _RENDERERS = {
 
 
 def with_summary(report: Report) -> Report:
-    """``report`` with its totals filled in (a copy; the caller's object is left alone)."""
+    """``report`` with its issues and totals filled in (a copy; the caller's object is left
+    alone). Issues are missing from a report saved before schema 1.1 or built without the
+    stage: merged here from its findings and breaks alone, reading no file."""
+    if not report.issues and (report.findings or any(t.breaks for t in report.targets)):
+        from graphmend.correlate import diagnose
+
+        report = dataclasses.replace(report, issues=[], summary=None)
+        diagnose(report, read_sources=False)
     if report.summary is not None:
         return report
     return dataclasses.replace(report, summary=summarize(report))
 
 
-def render(report: Report, fmt: str, color: bool = False) -> str:
-    return render_with_notes(report, fmt, color)[0]
+def render(report: Report, fmt: str, color: bool = False, verbose: bool = False) -> str:
+    """``verbose``: the text view's details in full (Dynamo's explanations, hints, stacks,
+    recompile guards); the other formats always carry everything."""
+    return render_with_notes(report, fmt, color, verbose)[0]
 
 
-def render_with_notes(report: Report, fmt: str, color: bool = False) -> tuple[str, list[str]]:
+def render_with_notes(report: Report, fmt: str, color: bool = False,
+                      verbose: bool = False) -> tuple[str, list[str]]:
     """``render``, and the renderer's notes about the output (results left out to stay within
     a format's limits), which renderers never print themselves."""
     if fmt not in _RENDERERS:
@@ -51,4 +61,4 @@ def render_with_notes(report: Report, fmt: str, color: bool = False) -> tuple[st
         return text, list(notes)
     module, name = _RENDERERS[fmt]
     renderer = getattr(importlib.import_module(module), name)
-    return (renderer(report, color=color) if fmt == "text" else renderer(report)), []
+    return (renderer(report, color=color, verbose=verbose) if fmt == "text" else renderer(report)), []

@@ -1,8 +1,9 @@
-"""GitHub Actions workflow commands: one ``::error``/``::warning`` annotation per break or finding.
+"""GitHub Actions workflow commands: one ``::error``/``::warning`` annotation per issue (a
+finding and the breaks at its place merged), so one line of code is annotated once.
 
 Escaping follows the runner's rules (actions/toolkit ``command.ts``): in the message ``%``,
 ``\\r`` and ``\\n`` are percent-encoded; in property values ``:`` and ``,`` are as well.
-Confirmed findings and dynamic breaks are errors, potential findings warnings; file errors
+Issues a target hit are errors, static-only ones (potential, never traced) warnings; file errors
 are errors with the file and no line.
 """
 
@@ -10,8 +11,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from graphmend.model import CONFIRMED, Report
-from reports.paths import mode_note, rel, target_label
+from graphmend.model import CONFIRMED, DYNAMIC, Report
+from reports.paths import location, mode_note, rel, skipped_sentence
 
 
 def escape_data(text: str) -> str:
@@ -45,19 +46,28 @@ def render_github(r: Report) -> str:
     for t in r.targets:
         if t.error:
             lines.append(command("error", t.error, rel(t.file, r.root), title=f"mend: {t.name}"))
-        for b in t.breaks:
-            message = b.reason + (f"\n{b.explanation}" if b.explanation else "") + \
-                "".join(f"\nHint: {h}" for h in b.hints) + f"\nTarget: {target_label(t.name, t.run_mode)}" + \
-                (f" ({mode_note(b)})" if mode_note(b) else "")
-            if b.file is None:
-                lines.append(command("error", message, title=b.rule))
-            else:
-                lines.append(command("error", message, rel(b.file, r.root), b.line, b.col, b.end_col, b.rule))
-    for f in r.findings:
-        level = "error" if f.status == CONFIRMED else "warning"
-        message = f.message + (f"\nFix: {f.fix_hint}" if f.fix_hint else "") + f"\n({f.status})"
-        end_col = f.end_col if f.end_line in (None, f.line) else None
-        lines.append(command(level, message, rel(f.file, r.root), f.line, f.col, end_col, f.rule))
+    for i in r.issues:
+        level = "error" if i.status in (CONFIRMED, DYNAMIC) else "warning"
+        parts = [i.message]
+        if i.reason and i.reason != i.message:
+            parts.append(f"Dynamo: {i.reason}" + (f" ({i.explanation})" if i.explanation else ""))
+        if i.fix_hint:
+            parts.append(f"Fix: {i.fix_hint}")
+        parts += [f"Made Dynamo skip a frame: {skipped_sentence(f, r.root)}" for f in i.skipped]
+        if i.hidden_by is not None and i.hidden_by < len(r.issues):
+            cause = r.issues[i.hidden_by]
+            parts.append(f"Never traced: its frame ran in eager because of {cause.rule} at "
+                         f"{location(cause.file, cause.line, r.root)}")
+        if i.targets:
+            parts.append(f"Targets: {', '.join(i.targets)}" + (f" ({mode_note(i)})" if mode_note(i) else "")
+                         + (f"; x{i.fan_out}" if i.fan_out > 1 else ""))
+        parts.append(f"({i.status})")
+        message = "\n".join(parts)
+        if i.file is None:
+            lines.append(command(level, message, title=i.rule))
+        else:
+            end_col = i.end_col if i.end_line in (None, i.line) else None
+            lines.append(command(level, message, rel(i.file, r.root), i.line, i.col, end_col, i.rule))
     if r.check is not None:
         for e in r.check.new:
             message = f"new graph break not in {r.check.baseline}: {e.message or e.source}" + \
@@ -69,5 +79,5 @@ def render_github(r: Report) -> str:
         lines.append(command("error", e.message, rel(e.file, r.root), title="mend: " + (e.target or "file error")))
     if r.summary is not None:
         s = r.summary
-        lines.append(f"::notice title=graphmend::{escape_data(f'{s.breaks} distinct graph breaks over {s.targets} targets, {s.findings} static findings')}")
+        lines.append(f"::notice title=graphmend::{escape_data(f'{s.issues} issues over {s.targets} targets ({s.fan_out} break occurrences, {s.skipped_frames} skipped frames), {s.fixable} with a candidate fix')}")
     return "\n".join(lines) + "\n"

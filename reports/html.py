@@ -13,7 +13,7 @@ from html import escape
 from typing import Optional
 
 from graphmend.model import Break, Report, TargetResult
-from reports.paths import bench_setting, location, mode_note, rel, run_setting, target_label
+from reports.paths import bench_setting, location, mode_note, rel, run_setting, skipped_sentence, target_label
 
 ARM_COLORS = {"eager": "#8a94a6", "original": "#e06c3c", "mended": "#2f9e6e", "reference": "#3b6fd8"}
 ARMS = ("eager", "original", "mended", "reference")
@@ -46,8 +46,8 @@ padding:0 6px}
 .cat{color:var(--muted);margin-left:6px}
 .loc{font-family:var(--mono);font-weight:600;color:#1f5fbf}
 .badge{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;font-weight:600;background:#eef0f4;color:var(--muted)}
-.badge.confirmed,.badge.rejected,.badge.unverified,.badge.error,.badge.new{background:#fde8e4;color:var(--red)}
-.badge.potential,.badge.advice,.badge.stale,.badge.uncounted{background:#fdf3dc;color:#9a6a06}
+.badge.confirmed,.badge.dynamic,.badge.rejected,.badge.unverified,.badge.error,.badge.new{background:#fde8e4;color:var(--red)}
+.badge.potential,.badge.unreached,.badge.advice,.badge.stale,.badge.uncounted{background:#fdf3dc;color:#9a6a06}
 .badge.verified,.badge.ok{background:#e2f5ec;color:var(--green)}
 td pre.src{white-space:pre-wrap}
 pre.src{background:#fbfbfc;border:1px solid var(--line);border-radius:6px;padding:8px 10px;margin:8px 0;overflow-x:auto}
@@ -253,9 +253,10 @@ def _summary(r: Report) -> str:
         return ""
     stats = [(s.targets, "targets", ""), (s.graphs, "graphs", ""),
              (s.graph_breaks, "breaks counted by explain", "bad" if s.graph_breaks else "good"),
-             (s.breaks, "distinct breaks", "bad" if s.breaks else "good"),
+             (s.issues, f"issues ({s.issues_confirmed} confirmed, {s.fan_out} break occurrences)",
+              "bad" if s.issues else "good"),
              (s.frames_skipped, "skipped frames", "bad" if s.frames_skipped else ""),
-             (s.findings, f"static findings ({s.confirmed} confirmed)", ""),
+             (s.fixable, "with a candidate fix", "good" if s.fixable else ""),
              (s.fixes_verified, "verified fixes", "good" if s.fixes_verified else "")]
     if s.errors or s.targets_failed:
         stats.append((s.errors, "errors", "bad"))
@@ -292,50 +293,82 @@ def _targets(r: Report) -> str:
     return "".join(out)
 
 
-def _breaks(r: Report) -> str:
+def _skipped(r: Report) -> str:
     s = r.summary
-    if s is None or not s.breaks:
+    if s is None or not s.skipped_frames:
         return ""
-    out = [f'<section id="breaks"><h2>Graph breaks <span class="small">{s.breaks} distinct, '
-           f'{s.break_occurrences} occurrences</span></h2>']
-    for rule, count in s.break_rules.items():
-        group = [(t, b) for t in r.targets for b in t.breaks if b.rule == rule]
+    items = []
+    for i in r.issues:
+        for frame in i.skipped:
+            hides = "".join(f'<li><span class="rule">{_e(h.rule)}</span> <span class="loc">'
+                            f'{_e(location(h.file, h.line, r.root, h.col))}</span>: {_e(h.message)} '
+                            f'<span class="small">(never traced)</span></li>' for h in (r.issues[j] for j in frame.hides))
+            items.append(f'<div class="card skipped"><div><b>{_e(skipped_sentence(frame, r.root))}</b></div>'
+                         f'<div class="why">because of <span class="rule">{_e(i.rule)}</span> <span class="loc">'
+                         f'{_e(location(i.file, i.line, r.root, i.col))}</span>: {_e(i.message)} '
+                         f'<span class="small">(a break inside a loop makes Dynamo skip the whole frame)</span></div>'
+                         + (f'<div class="small">hides:</div><ul class="uncounted">{hides}</ul>' if hides else "") + "</div>")
+    return (f'<section id="skipped"><h2>Skipped frames <span class="small">{s.skipped_frames}: they ran in eager'
+            f'</span></h2>{"".join(items)}</section>')
+
+
+def _next(r: Report) -> str:
+    if not r.next_steps:
+        return ""
+    items = []
+    for step in r.next_steps:
+        head, _, rest = step.partition("\n")
+        items.append(f"<li>{_e(head)}" + (f'<pre class="src">{_e(rest)}</pre>' if rest else "") + "</li>")
+    return f'<section id="next"><h2>Next steps</h2><ul>{"".join(items)}</ul></section>'
+
+
+def _issues(r: Report) -> str:
+    s = r.summary
+    if s is None or not s.issues:
+        return ""
+    out = [f'<section id="issues"><h2>Issues <span class="small">{s.issues} ({s.issues_confirmed} confirmed, '
+           f'{s.issues_dynamic} dynamic only, {s.issues_potential} potential, {s.issues_unreached} never traced), '
+           f'{s.fan_out} break occurrences</span></h2>']
+    for rule, count in s.issue_rules.items():
+        group = [i for i in r.issues if i.rule == rule]
         if not group:  # a summary out of step with the report: show what is there
             continue
-        out.append(f'<h3><span class="rule">{_e(rule)}</span><span class="cat">{_e(group[0][1].category)} · '
-                   f'{count} break{"s" if count != 1 else ""}</span></h3>')
-        for t, b in group:
-            flags = "" if b.counted else f' <span class="badge uncounted">{_e(b.kind.replace("_", " "))}, not counted by explain</span>'
-            if mode_note(b):
-                flags += f' <span class="badge uncounted">{_e(mode_note(b))}</span>'
-            occ = f' <span class="badge">×{b.occurrences}</span>' if b.occurrences != 1 else ""
-            ids = " · ".join(_e(x) for x in (b.gb_type, b.registry_id) if x)
-            out.append(f'<div class="card break" data-rule="{_e(b.rule)}"><div><span class="loc">'
-                       f'{_e(location(b.file, b.line, r.root, b.col))}</span>'
-                       f'{" in <code>" + _e(b.function) + "</code>" if b.function else ""}{occ}{flags}</div>'
-                       f'<div class="small">target <code>{_e(target_label(t.name, t.run_mode))}</code>{" · " + ids if ids else ""}</div>'
-                       f'{_source(b.line, b.source_line, b.col, b.end_col)}'
-                       f'<div class="why"><b>Dynamo:</b> {_e(b.reason)}</div>'
-                       + (f'<div class="why">{_e(b.explanation)}</div>' if b.explanation else "")
-                       + "".join(f'<div class="hint">{_e(h)}</div>' for h in b.hints)
+        out.append(f'<h3><span class="rule">{_e(rule)}</span><span class="cat">{_e(group[0].category)} · '
+                   f'{count} issue{"s" if count != 1 else ""}</span></h3>')
+        for i in group:
+            flags = f' <span class="badge {_e(i.status)}">{_e(i.status)}</span>'
+            if i.breaks and not i.counted:
+                flags += ' <span class="badge uncounted">not counted by explain</span>'
+            if mode_note(i):
+                flags += f' <span class="badge uncounted">{_e(mode_note(i))}</span>'
+            occ = f' <span class="badge">×{i.fan_out}</span>' if i.fan_out > 1 else ""
+            ids = " · ".join(_e(x) for x in (i.gb_type, i.registry_id) if x)
+            hidden = ""
+            if i.hidden_by is not None and i.hidden_by < len(r.issues):
+                cause = r.issues[i.hidden_by]
+                hidden = (f'<div class="why">Never traced: its frame ran in eager because of <span class="rule">'
+                          f'{_e(cause.rule)}</span> at {_e(location(cause.file, cause.line, r.root))}</div>')
+            fix = {"safe": " (mend fix)", "unsafe": " (mend fix --unsafe-fixes)"}.get(i.fix or "", "")
+            out.append(f'<div class="card issue" data-rule="{_e(i.rule)}"><div><span class="loc">'
+                       f'{_e(location(i.file, i.line, r.root, i.col))}</span>'
+                       f'{" in <code>" + _e(i.function) + "</code>" if i.function else ""}{occ}{flags}'
+                       f'{" <span class=small>also " + _e(", ".join(i.also)) + "</span>" if i.also else ""}</div>'
+                       f'<div class="why">{_e(i.message)}</div>'
+                       + "".join(f'<div class="why"><b>Made Dynamo skip a frame:</b> {_e(skipped_sentence(f, r.root))}</div>'
+                                 for f in i.skipped) + hidden
+                       + (f'<div class="small">targets {", ".join("<code>" + _e(t) + "</code>" for t in i.targets)}'
+                          f'{" · " + ids if ids else ""}</div>' if i.targets else "")
+                       + _source(i.line, i.source_line, i.col, i.end_col if i.end_line in (None, i.line) else None)
+                       + (f'<div class="why"><b>Dynamo:</b> {_e(i.reason)}</div>' if i.reason else "")
+                       + (f'<div class="why">{_e(i.explanation)}</div>' if i.explanation else "")
+                       + "".join(f'<div class="hint">{_e(h)}</div>' for h in i.hints)
+                       + (f'<div class="hint"><code>{_e(i.fix_hint)}</code>{_e(fix)}</div>' if i.fix_hint else "")
                        + ('<div class="small">stack: ' + " → ".join(
-                           f"<code>{_e(fr.function)}</code> ({_e(location(fr.file, fr.line, r.root))})" for fr in b.stack)
-                          + "</div>" if len(b.stack) > 1 else "")
+                           f"<code>{_e(fr.function)}</code> ({_e(location(fr.file, fr.line, r.root))})" for fr in i.stack)
+                          + "</div>" if len(i.stack) > 1 else "")
                        + "</div>")
     out.append("</section>")
     return "".join(out)
-
-
-def _findings(r: Report) -> str:
-    if not r.findings:
-        return ""
-    rows = [[f'<span class="loc">{_e(location(f.file, f.line, r.root, f.col))}</span>', f'<span class="rule">{_e(f.rule)}</span>',
-             f'<span class="badge {_e(f.status)}">{_e(f.status)}</span>', f"<code>{_e(f.function or '')}</code>",
-             _e(f.message) + _source(f.line, f.source_line, f.col, f.end_col if f.end_line in (None, f.line) else None)
-             + (f'<div class="hint"><code>{_e(f.fix_hint)}</code></div>' if f.fix_hint else "")] for f in r.findings]
-    return ('<section id="findings"><h2>Static findings</h2>'
-            + _table([("location", False), ("rule", False), ("status", False), ("function", False),
-                      ("message", False)], rows) + "</section>")
 
 
 def _fixes(r: Report) -> str:
@@ -428,7 +461,7 @@ def render_html(r: Report) -> str:
         f"<header><h1>graphmend report: <code>mend {_e(r.command)}</code></h1>",
         f'<div class="meta">{_e(versions)}{" · root <code>" + _e(r.root) + "</code>" if r.root else ""} · '
         f"{r.files_scanned} files scanned</div>{_summary(r)}</header>",
-        _targets(r), _breaks(r), _findings(r), _fixes(r), _bench(r), _check(r), _errors(r),
+        _skipped(r), _next(r), _targets(r), _issues(r), _fixes(r), _bench(r), _check(r), _errors(r),
         f'<footer>schema {_e(r.schema_version)} · generated by graphmend</footer>',
     ])
     return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

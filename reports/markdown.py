@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from graphmend.model import Report
-from reports.paths import bench_setting, location, mode_note, rel, run_setting, target_label
+from reports.paths import bench_setting, location, mode_note, rel, run_setting, skipped_sentence, target_label
 
 
 def _esc(text: str) -> str:
@@ -51,9 +51,11 @@ def render_markdown(r: Report) -> str:
         if s.targets_failed:
             parts.append(f"**{s.targets_failed}** failed")
         parts += [f"**{s.graphs}** graphs", f"**{s.graph_breaks}** breaks counted by explain",
-                  f"**{s.breaks}** distinct breaks ({s.break_occurrences} occurrences)",
-                  f"**{s.frames_skipped}** skipped frames", f"**{s.findings}** static findings "
-                  f"({s.confirmed} confirmed, {s.potential} potential)"]
+                  f"**{s.issues}** issues ({s.issues_confirmed} confirmed, {s.issues_dynamic} dynamic only, "
+                  f"{s.issues_potential} potential, {s.issues_unreached} never traced; {s.fan_out} break occurrences)",
+                  f"**{s.frames_skipped}** skipped frames"]
+        if s.fixable or s.fixable_unsafe:
+            parts.append(f"**{s.fixable}** with a candidate fix" + (f" (+{s.fixable_unsafe} unsafe)" if s.fixable_unsafe else ""))
         if r.fixes:
             parts.append(f"fixes: **{s.fixes_verified}** verified, {s.fixes_unverified} unverified, "
                          f"{s.fixes_rejected} rejected, {s.fixes_advice} advice")
@@ -72,6 +74,23 @@ def render_markdown(r: Report) -> str:
         versions.append(f"mode {run_setting(r)}")
     out.append(f"<sub>{_esc(' · '.join(versions))}</sub>")
 
+    if s is not None and s.skipped_frames:
+        out += ["", f"### Skipped frames ({s.skipped_frames}): they ran in eager", ""]
+        for i in r.issues:
+            for frame in i.skipped:
+                out.append(f"- **{_esc(skipped_sentence(frame, r.root))}**, because of {i.rule} "
+                           f"{_code(location(i.file, i.line, r.root))}: {_esc(i.message)}")
+                for j in frame.hides:
+                    h = r.issues[j]
+                    out.append(f"  <br>hides {h.rule} {_code(location(h.file, h.line, r.root))}: {_esc(h.message)} (never traced)")
+    if r.next_steps:
+        out += ["", "### Next steps", ""]
+        for step in r.next_steps:
+            head, *rest = step.split("\n")
+            out.append(f"- {_esc(head)}")
+            if rest:
+                out += [""] + ["  " + x if x else "" for x in _fence("\n".join(rest), "python")] + [""]
+
     if r.targets:
         out += ["", "### Targets", "", "| target | graphs | breaks | skipped frames | recompiles | time (s) | error |",
                 "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
@@ -79,43 +98,49 @@ def render_markdown(r: Report) -> str:
             out.append(f"| {_code(target_label(t.name, t.run_mode))} | {t.graph_count} | {t.graph_break_count} | {t.frames_skipped} | "
                        f"{len(t.recompiles)} | {t.duration_s:.2f} | {_cell(t.error or '')} |")
 
-    if s is not None and s.breaks:
-        out += ["", "### Graph breaks", ""]
-        for rule, count in s.break_rules.items():
-            group = [(target_label(t.name, t.run_mode), b) for t in r.targets for b in t.breaks if b.rule == rule]
+    if s is not None and s.issues:
+        out += ["", "### Issues", ""]
+        for rule, count in s.issue_rules.items():
+            group = [i for i in r.issues if i.rule == rule]
             if not group:  # a summary out of step with the report: show what is there
                 continue
-            out.append(f"#### {rule} {_esc(group[0][1].category)} ({count})")
+            out.append(f"#### {rule} {_esc(group[0].category)} ({count})")
             out.append("")
-            for target, b in group:
-                line = f"- {_code(location(b.file, b.line, r.root))}"
-                if b.function:
-                    line += f" in {_code(b.function)}"
-                if b.occurrences != 1:
-                    line += f" ×{b.occurrences}"
-                if not b.counted:
-                    line += f" *({_esc(b.kind.replace('_', ' '))}, not counted by explain)*"
-                if mode_note(b):
-                    line += f" *({_esc(mode_note(b))})*"
-                line += f" — {_esc(b.reason)}"
+            for i in group:
+                line = f"- {_code(location(i.file, i.line, r.root))}"
+                if i.function:
+                    line += f" in {_code(i.function)}"
+                if i.fan_out > 1:
+                    line += f" ×{i.fan_out}"
+                line += f" **{i.status}**"
+                if i.also:
+                    line += f" (also {', '.join(i.also)})"
+                if mode_note(i):
+                    line += f" *({_esc(mode_note(i))})*"
+                line += f" — {_esc(i.message)}"
                 out.append(line)
-                if b.source_line:
-                    out.append(f"  <br>{_code(b.source_line.strip())}")
-                if b.explanation:
-                    out.append(f"  <br>{_esc(b.explanation)}")
-                for hint in b.hints:
+                if i.source_line:
+                    out.append(f"  <br>{_code(i.source_line.strip())}")
+                for frame in i.skipped:
+                    out.append(f"  <br>**Made Dynamo skip a frame:** {_esc(skipped_sentence(frame, r.root))}")
+                if i.hidden_by is not None and i.hidden_by < len(r.issues):
+                    cause = r.issues[i.hidden_by]
+                    out.append(f"  <br>Never traced: its frame ran in eager because of {cause.rule} "
+                               f"{_code(location(cause.file, cause.line, r.root))}")
+                if i.reason:
+                    ids = ", ".join(x for x in (i.registry_id,) if x)
+                    out.append(f"  <br>Dynamo: {_esc(i.reason)}" + (f" ({ids})" if ids else "")
+                               + ("" if i.counted else " *(not counted by explain)*"))
+                if i.explanation:
+                    out.append(f"  <br>{_esc(i.explanation)}")
+                for hint in i.hints:
                     out.append(f"  <br>Hint: {_esc(hint)}")
-                out.append(f"  <br>Target: {_code(target)}")
+                if i.fix_hint:
+                    out.append(f"  <br>Fix: {_code(i.fix_hint)}" + (" (`mend fix`)" if i.fix == "safe" else
+                                                                    " (`mend fix --unsafe-fixes`)" if i.fix == "unsafe" else ""))
+                if i.targets:
+                    out.append(f"  <br>Targets: {', '.join(_code(x) for x in i.targets)}")
             out.append("")
-
-    if s is not None and s.findings:
-        out += ["### Static findings", "", "| location | rule | status | function | message | fix |",
-                "| --- | --- | --- | --- | --- | --- |"]
-        for f in r.findings:
-            out.append(f"| {_code(location(f.file, f.line, r.root))} | {f.rule} | {f.status} | "
-                       f"{_code(f.function) if f.function else ''} | {_cell(f.message)} | "
-                       f"{_code(f.fix_hint) if f.fix_hint else ''} |")
-        out.append("")
 
     if r.fixes:
         out += ["### Fixes", ""]

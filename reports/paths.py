@@ -63,3 +63,22 @@ def bench_setting(b) -> str:
     """A bench row's device and compile mode, and the training step's optimizer in train mode."""
     text = f"{b.device}/{b.mode}"
     return text + (f", train step ({b.optimizer})" if getattr(b, "run_mode", "eval") == "train" else "")
+
+
+def short_path(loc: str) -> str:
+    """An installed package's file by its import path (``transformers/models/...``), for views
+    that keep one thing a line; the full path stays in the details and machine formats."""
+    for mark in ("site-packages/", "dist-packages/"):
+        if mark in loc:
+            return loc.rsplit(mark, 1)[1]
+    return loc
+
+
+def skipped_sentence(frame, root: str, short: bool = False) -> str:
+    """A skipped frame as one sentence: ``TinyTransformer.forward ran entirely in eager (loop
+    at model.py:62)``; a resume function ran in eager from its resume line on."""
+    at = location(frame.file, frame.loop_line or frame.line, root)
+    at = short_path(at) if short else at
+    where = f"loop at {at}" if frame.loop_line else f"defined at {at}"
+    ran = f"ran in eager from line {frame.resume_line} on" if frame.resume_line else "ran entirely in eager"
+    return f"{frame.function} {ran} ({where})"

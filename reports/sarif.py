@@ -1,4 +1,5 @@
-"""SARIF 2.1.0 for code scanning: every dynamic break and every static finding is a result.
+"""SARIF 2.1.0 for code scanning: one result per issue (a static finding and the dynamic
+breaks at its place merged, ``Report.issues``), errors where a target hit it.
 
 Locations under ``Report.root`` (the repository root) are relative URIs against the
 ``PROJECTROOT`` base id, so the log is the same on every checkout. ``partialFingerprints``
@@ -20,8 +21,8 @@ from typing import Optional
 from urllib.parse import quote
 
 from graphmend import PROJECT_URL
-from graphmend.model import CONFIRMED, Report
-from reports.paths import is_under, mode_note, rel, target_label
+from graphmend.model import CONFIRMED, DYNAMIC, Issue, Report
+from reports.paths import is_under, location, mode_note, rel, skipped_sentence
 from reports.rules import PYTORCH_GRAPH_BREAKS_URI, rule_meta
 
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -143,6 +144,29 @@ def _within_limits(log: dict, results: list[dict]) -> tuple[list[dict], Optional
         f"kept {len(keep):,}, errors first ({errors_kept:,} errors). The JSON report (--format json) has them all.")
 
 
+def _message(i: Issue, r: Report) -> str:
+    """One result's text: the static words, Dynamo's, the fix, what the break costs."""
+    parts = [i.message]
+    if i.reason and i.reason != i.message:
+        parts.append(f"Dynamo: {i.reason}")
+    if i.explanation:
+        parts.append(i.explanation)
+    parts += [f"Hint: {h}" for h in i.hints]
+    if i.fix_hint:
+        parts.append(f"Fix: {i.fix_hint}")
+    parts += [f"This break made Dynamo skip a frame: {skipped_sentence(f, r.root)}." for f in i.skipped]
+    if i.hidden_by is not None and i.hidden_by < len(r.issues):
+        cause = r.issues[i.hidden_by]
+        parts.append(f"Never traced: its frame ran in eager because of {cause.rule} at "
+                     f"{location(cause.file, cause.line, r.root)}.")
+    if i.targets:
+        parts.append("Target" + ("s" if len(i.targets) > 1 else "") + ": " + ", ".join(i.targets)
+                     + (f" ({mode_note(i)})" if mode_note(i) else ""))
+    if i.fan_out > 1:
+        parts.append(f"Fan-out: {i.fan_out} breaks from this one line.")
+    return "\n".join(parts)
+
+
 def render_sarif(r: Report) -> str:
     return sarif_with_notes(r)[0]
 
@@ -150,58 +174,50 @@ def render_sarif(r: Report) -> str:
 def sarif_with_notes(r: Report) -> tuple[str, list[str]]:
     """The SARIF log, and what it had to leave out to stay within GitHub's limits (for stderr)."""
     categories: dict[str, str] = {}
-    for t in r.targets:
-        for b in t.breaks:
-            categories.setdefault(b.rule, b.category)
-    for f in r.findings:
-        categories.setdefault(f.rule, f.category)
+    for i in r.issues:
+        categories.setdefault(i.rule, i.category)
     codes = sorted(categories)
-    index = {code: i for i, code in enumerate(codes)}
+    index = {code: n for n, code in enumerate(codes)}
     results: list[dict] = []
     keyed: list[tuple[dict, tuple, Optional[int]]] = []  # (result, fingerprint key, line)
 
-    for t in r.targets:
-        for b in t.breaks:
-            text = b.reason + (f"\n{b.explanation}" if b.explanation else "") + \
-                "".join(f"\nHint: {h}" for h in b.hints) + f"\nTarget: {target_label(t.name, t.run_mode)}" + \
-                (f" ({mode_note(b)})" if mode_note(b) else "")
-            if b.file:
-                loc = _location(b.file, r.root, b.line, b.col, None, b.end_col, b.source_line)
-                path = rel(b.file, r.root)
-            else:  # Dynamo gave no user frame: point at the target so the result still has a home
-                text += "\n(Dynamo reported no user frame for this break.)"
-                loc = _location(t.file, r.root, None, None, None, None, None)
-                path = rel(t.file, r.root)
-            result = {
-                "ruleId": b.rule, "ruleIndex": index[b.rule], "level": "error", "message": {"text": text},
-                "locations": [loc],
-                "partialFingerprints": {},  # filled by _fingerprint_all, which sees every result
-                "properties": {"source": "dynamic", "target": t.name, "run_mode": t.run_mode, "category": b.category,
-                               "occurrences": b.occurrences, "counted": b.counted, "kind": b.kind,
-                               **({"only_in_mode": b.only_in_mode} if b.only_in_mode else {}),
-                               **({"phase": b.phase} if b.phase != "forward" else {}),
-                               **({"gb_type": b.gb_type} if b.gb_type else {}),
-                               **({"registry_id": b.registry_id} if b.registry_id else {})},
-            }
-            if b.stack:
-                result["relatedLocations"] = [
-                    {"id": i, "message": {"text": f"in {fr.function}"},
-                     **_location(fr.file, r.root, fr.line, None, None, None, None)}
-                    for i, fr in enumerate(b.stack)]
-            results.append(result)
-            keyed.append((result, (b.rule, path, b.function, b.source_line or b.reason), b.line if b.file else None))
-
-    for f in r.findings:
-        text = f.message + (f"\nFix: {f.fix_hint}" if f.fix_hint else "")
+    for i in r.issues:
+        text = _message(i, r)
+        if i.file:
+            loc = _location(i.file, r.root, i.line, i.col, i.end_line, i.end_col, i.source_line)
+            path = rel(i.file, r.root)
+        else:  # Dynamo gave no user frame: point at the target so the result still has a home
+            text += "\n(Dynamo reported no user frame for this break.)"
+            home = r.targets[i.breaks[0][0]].file if i.breaks and i.breaks[0][0] < len(r.targets) else ""
+            loc = _location(home, r.root, None, None, None, None, None)
+            path = rel(home, r.root)
+        source = "static+dynamic" if i.findings and i.breaks else "dynamic" if i.breaks else "static"
         result = {
-            "ruleId": f.rule, "ruleIndex": index[f.rule],
-            "level": "error" if f.status == CONFIRMED else "warning", "message": {"text": text},
-            "locations": [_location(f.file, r.root, f.line, f.col, f.end_line, f.end_col, f.source_line)],
-            "partialFingerprints": {},
-            "properties": {"source": "static", "status": f.status, "category": f.category},
+            "ruleId": i.rule, "ruleIndex": index[i.rule],
+            "level": "error" if i.status in (CONFIRMED, DYNAMIC) else "warning", "message": {"text": text},
+            "locations": [loc],
+            "partialFingerprints": {},  # filled by _fingerprint_all, which sees every result
+            "properties": {"source": source, "status": i.status, "category": i.category,
+                           **({"targets": i.targets, "fan_out": i.fan_out, "counted": i.counted} if i.breaks else {}),
+                           **({"also": i.also} if i.also else {}),
+                           **({"fix": i.fix} if i.fix else {}),
+                           **({"only_in_mode": i.only_in_mode} if i.only_in_mode else {}),
+                           **({"phase": i.phase} if i.phase != "forward" else {}),
+                           **({"gb_type": i.gb_type} if i.gb_type else {}),
+                           **({"registry_id": i.registry_id} if i.registry_id else {})},
         }
+        related = [{"message": {"text": f"in {fr.function}"},
+                    **_location(fr.file, r.root, fr.line, None, None, None, None)} for fr in i.stack]
+        related += [{"message": {"text": skipped_sentence(f, r.root)},
+                     **_location(f.file, r.root, f.loop_line or f.line, None, None, None, None)} for f in i.skipped]
+        if i.hidden_by is not None and i.hidden_by < len(r.issues) and r.issues[i.hidden_by].file:
+            cause = r.issues[i.hidden_by]
+            related.append({"message": {"text": f"the break whose frame skip kept Dynamo from this line ({cause.rule})"},
+                            **_location(cause.file, r.root, cause.line, cause.col, None, None, None)})
+        if related:
+            result["relatedLocations"] = [{"id": n, **x} for n, x in enumerate(related)]
         results.append(result)
-        keyed.append((result, (f.rule, rel(f.file, r.root), f.function, f.source_line), f.line))
+        keyed.append((result, (i.rule, path, i.function, i.source_line or i.reason), i.line if i.file else None))
     _fingerprint_all(keyed)
 
     notifications = [{

@@ -10,11 +10,13 @@ from __future__ import annotations
 import io
 from typing import Optional
 
-from graphmend.model import ADVICE, CONFIRMED, REJECTED, UNVERIFIED, VERIFIED, Break, Report
-from reports.paths import bench_setting, location, mode_note, rel, run_setting, target_label
+from graphmend.model import ADVICE, CONFIRMED, DYNAMIC, REJECTED, UNREACHED, UNVERIFIED, VERIFIED, Issue, Report
+from reports.paths import (bench_setting, location, mode_note, rel, run_setting, short_path, skipped_sentence,
+                           target_label)
 
 WIDTH = 120
-_STATUS_STYLE = {VERIFIED: "green", REJECTED: "red", UNVERIFIED: "red", ADVICE: "yellow", CONFIRMED: "red", "potential": "yellow"}
+_STATUS_STYLE = {VERIFIED: "green", REJECTED: "red", UNVERIFIED: "red", ADVICE: "yellow", CONFIRMED: "red", DYNAMIC: "red",
+                 "potential": "yellow", UNREACHED: "yellow"}
 
 
 def _opt(value, fmt: str = "{}") -> str:
@@ -54,15 +56,24 @@ class _Writer:
         self.console.print()
         self.line((title, "bold underline"))
 
-    def table(self, title: str, columns: list[tuple[str, str]], rows: list[list[str]], no_wrap: bool = False) -> None:
+    def table(self, title: str, columns: list[tuple[str, str]], rows: list[list[str]], no_wrap: bool = False,
+              clip_last: bool = False) -> None:
         from rich import box
         from rich.table import Table
         from rich.text import Text
 
         table = Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD)
+        last = len(columns) - 1
+        # clip_last: one row a line, the other columns at their widest cell and the last one
+        # (prose the details repeat in full) cut to what is left of the width (layout only)
+        widths = [max([len(name)] + [len(row[i]) for row in rows]) for i, (name, _) in enumerate(columns)]
+        rest = max(WIDTH - sum(widths[:last]) - 3 * len(columns) - 2, 12)
         for i, (name, justify) in enumerate(columns):
             # the first column names the thing (a target): never wrapped
-            table.add_column(name, justify=justify, overflow="fold", no_wrap=no_wrap or i == 0)
+            clip = clip_last and i == last
+            table.add_column(name, justify=justify, overflow="ellipsis" if clip else "fold",
+                             no_wrap=no_wrap or i == 0 or clip_last,
+                             width=(rest if clip else widths[i]) if clip_last else None)
         for row in rows:
             table.add_row(*(Text(cell) for cell in row))
         self.console.print(table)
@@ -92,11 +103,11 @@ def _header(w: _Writer, r: Report) -> None:
         w.line(("mode: ", "dim"), run_setting(r))
 
 
-def _targets(w: _Writer, r: Report) -> None:
+def _targets(w: _Writer, r: Report, verbose: bool) -> None:
     if not r.targets:
         return
-    cols = [("target", "left"), ("graphs", "right"), ("breaks", "right"), ("skipped frames", "right"),
-            ("recompiles", "right"), ("time (s)", "right"), ("status", "left")]
+    cols = [("target", "left"), ("graphs", "right"), ("breaks", "right"), ("skipped", "right"),
+            ("recompiled", "right"), ("s", "right"), ("status", "left")]
     rows = [[target_label(t.name, t.run_mode), str(t.graph_count), str(t.graph_break_count), str(t.frames_skipped), str(len(t.recompiles)),
              f"{t.duration_s:.2f}", "error" if t.error else "ok"] for t in r.targets]
     w.console.print()
@@ -107,74 +118,119 @@ def _targets(w: _Writer, r: Report) -> None:
         if t.backward_graph_count is not None:
             w.line("  ", (target_label(t.name, t.run_mode), "bold"), f": backward: {t.backward_graph_count} graphs "
                    "(compiled autograd)")
-        for rc in t.recompiles:
-            w.line("  ", (t.name, "bold"), ": recompiled ", rc.function,
-                   f" ({location(rc.file, rc.line, r.root)})" if rc.file else "", ": ", rc.reason)
-
-
-def _break(w: _Writer, r: Report, target: str, b: Break) -> None:
-    loc = location(b.file, b.line, r.root, b.col)
-    parts = ["  ", (loc, "bold cyan")]
-    if b.function:
-        parts += [" in ", (b.function, "bold")]
-    if b.occurrences != 1:
-        parts.append(f"  x{b.occurrences}")
-    w.line(*parts)
-    w.line("    ", ("target: ", "dim"), target)
-    if mode_note(b):
-        w.line("    ", (mode_note(b), "yellow"))
-    if not b.counted or b.kind != "graph_break":
-        w.line("    ", (f"{b.kind.replace('_', ' ')}; not counted by explain()" if not b.counted else b.kind, "yellow"))
-    w.source(b.line, b.source_line, b.col, b.end_col)
-    ids = ", ".join(x for x in (b.gb_type if b.gb_type != b.reason else None, b.registry_id) if x)
-    w.line("    ", ("dynamo: ", "dim"), b.reason, f" ({ids})" if ids else "")
-    if b.explanation:
-        w.line("    ", ("why: ", "dim"), b.explanation)
-    for hint in b.hints:
-        w.line("    ", ("hint: ", "green"), hint)
-    if b.stack and len(b.stack) > 1:
-        w.line("    ", ("stack: ", "dim"), " -> ".join(f"{fr.function} ({location(fr.file, fr.line, r.root)})" for fr in b.stack))
-
-
-def _breaks(w: _Writer, r: Report) -> None:
-    s = r.summary
-    if not s or not s.breaks:
-        return
-    w.heading(f"Graph breaks: {s.breaks} distinct, {s.break_occurrences} occurrences "
-              f"({s.graph_breaks} counted by explain, {s.frames_skipped} skipped frames)")
-    for rule, count in s.break_rules.items():
-        first = next((b for t in r.targets for b in t.breaks if b.rule == rule), None)
-        if first is None:  # a summary out of step with the report: show what is there
-            continue
-        w.console.print()
-        w.line((rule, "bold magenta"), f" {first.category}", ("  " + f"{count} break{'s' if count != 1 else ''}", "dim"))
+    if verbose:  # guard dumps: what a user chasing a recompile reads, not the first screen
         for t in r.targets:
-            for b in t.breaks:
-                if b.rule == rule:
-                    _break(w, r, target_label(t.name, t.run_mode), b)
+            for rc in t.recompiles:
+                w.line("  ", (t.name, "bold"), ": recompiled ", rc.function,
+                       f" ({location(rc.file, rc.line, r.root)})" if rc.file else "", ": ", rc.reason)
+    elif r.summary and r.summary.recompiles:
+        w.line("  ", (f"{r.summary.recompiles} recompiles; their guards: --verbose", "dim"))
 
 
-def _findings(w: _Writer, r: Report) -> None:
+def _skipped(w: _Writer, r: Report) -> None:
+    """The costliest fact first: whole frames Dynamo gave up on, and what they hide."""
     s = r.summary
-    if not s or not s.findings:
+    if not s or not s.skipped_frames:
         return
-    w.heading(f"Static findings: {s.findings} ({s.confirmed} confirmed, {s.potential} potential)")
-    for rule, count in s.finding_rules.items():
-        group = [f for f in r.findings if f.rule == rule]
-        if not group:
+    w.console.print()
+    n = s.skipped_frames
+    w.line((f"{n} frame{'s' if n != 1 else ''} ran in eager: a break inside {'their' if n != 1 else 'its'} loop "
+            f"made Dynamo skip {'them' if n != 1 else 'it'} whole, compiling nothing", "bold red"))
+    for issue in r.issues:
+        for frame in issue.skipped:
+            w.line("  ", (skipped_sentence(frame, r.root, short=True), "bold"),
+                   (f"  [{_few(frame.targets, 2)}]" if frame.targets else "", "dim"))
+            w.line("    ", ("because of: ", "dim"), (issue.rule, "magenta"), " ",
+                   (short_path(location(issue.file, issue.line, r.root, issue.col)), "cyan"),
+                   f" in {issue.function}" if issue.function else "", f": {issue.message}")
+            for j in frame.hides:
+                h = r.issues[j]
+                w.line("    ", ("hides: ", "yellow"), (h.rule, "magenta"), " ",
+                       (short_path(location(h.file, h.line, r.root, h.col)), "cyan"), f": {h.message} (never traced)")
+
+
+def _few(items: list[str], limit: int = 3) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def _brief(loc: str, width: int = 40) -> str:
+    """A location that fits a summary row: an installed file by its import path, a long one
+    by its file name; the details give it in full."""
+    loc = short_path(loc)
+    return loc if len(loc) <= width else "…/" + loc.rsplit("/", 1)[-1]
+
+
+def _fix_cell(issue: Issue) -> str:
+    return {"safe": "mend fix", "unsafe": "--unsafe-fixes"}.get(issue.fix or "", "advice")
+
+
+def _top(w: _Writer, r: Report) -> None:
+    s = r.summary
+    if not s or not s.top:
+        return
+    cols = [("rule", "left"), ("location", "left"), ("status", "left"), ("fan-out", "right"), ("fix", "left"),
+            ("what", "left")]
+    rows = [[i.rule, _brief(location(i.file, i.line, r.root)), i.status, f"x{i.fan_out}" if i.fan_out else "", _fix_cell(i),
+             i.message] for i in (r.issues[k] for k in s.top if k < len(r.issues))]
+    w.console.print()
+    more = f" ({len(rows)} of {s.issues})" if s.issues > len(rows) else ""
+    w.table(f"Top causes{more}", cols, rows, clip_last=True)
+
+
+def _issue(w: _Writer, r: Report, i: Issue, verbose: bool) -> None:
+    parts = ["  ", (location(i.file, i.line, r.root, i.col), "bold cyan"), " ", (f"[{i.status}]", _STATUS_STYLE.get(i.status, ""))]
+    if i.function:
+        parts += [" in ", (i.function, "bold")]
+    if i.fan_out > 1:
+        parts.append(f"  x{i.fan_out}")
+    if i.also:
+        parts.append(("  also " + ", ".join(i.also), "dim"))
+    w.line(*parts)
+    w.line("    ", i.message)
+    note = mode_note(i)
+    if note:
+        w.line("    ", (note, "yellow"))
+    for frame in i.skipped:
+        w.line("    ", (f"made Dynamo skip a frame: {skipped_sentence(frame, r.root)}", "bold red"))
+    if i.hidden_by is not None and i.hidden_by < len(r.issues):
+        cause = r.issues[i.hidden_by]
+        w.line("    ", ("never traced: ", "yellow"), "its frame ran in eager because of ", (cause.rule, "magenta"), " at ",
+               location(cause.file, cause.line, r.root, cause.col))
+    w.source(i.line, i.source_line, i.col, i.end_col if i.end_line in (None, i.line) else None)
+    if i.reason:
+        ids = ", ".join(x for x in (i.gb_type if i.gb_type != i.reason else None, i.registry_id) if x)
+        w.line("    ", ("dynamo: ", "dim"), i.reason, f" ({ids})" if ids else "",
+               "" if i.counted or not i.targets else "; not counted by explain()")
+    if verbose and i.explanation:
+        w.line("    ", ("why: ", "dim"), i.explanation)
+    if verbose:
+        for hint in i.hints:
+            w.line("    ", ("hint: ", "green"), hint)
+    if i.fix_hint:
+        w.line("    ", ("fix: ", "green"), i.fix_hint, ("  (mend fix)" if i.fix == "safe" else
+                                                     "  (mend fix --unsafe-fixes)" if i.fix == "unsafe" else ""))
+    if i.targets:
+        w.line("    ", ("targets: ", "dim"), ", ".join(i.targets) if verbose else _few(i.targets))
+    if verbose and len(i.stack) > 1:
+        w.line("    ", ("stack: ", "dim"), " -> ".join(f"{fr.function} ({location(fr.file, fr.line, r.root)})" for fr in i.stack))
+
+
+def _issues(w: _Writer, r: Report, verbose: bool) -> None:
+    s = r.summary
+    if not s or not s.issues:
+        return
+    w.heading(f"Details: {s.issues} issue{'s' if s.issues != 1 else ''} ({s.issues_confirmed} confirmed, "
+              f"{s.issues_dynamic} dynamic only, {s.issues_potential} potential, {s.issues_unreached} never traced)"
+              + ("" if verbose else "; Dynamo's explanations and hints: --verbose"))
+    for rule, count in s.issue_rules.items():
+        group = [i for i in r.issues if i.rule == rule]
+        if not group:  # a summary out of step with the report: show what is there
             continue
         w.console.print()
-        w.line((rule, "bold magenta"), f" {group[0].category}", ("  " + f"{count} finding{'s' if count != 1 else ''}", "dim"))
-        for f in group:
-            parts = ["  ", (location(f.file, f.line, r.root, f.col), "bold cyan"), " ",
-                     (f"[{f.status}]", _STATUS_STYLE.get(f.status, ""))]
-            if f.function:
-                parts += [" in ", (f.function, "bold")]
-            w.line(*parts)
-            w.line("    ", f.message)
-            w.source(f.line, f.source_line, f.col, f.end_col if (f.end_line in (None, f.line)) else None)
-            if f.fix_hint:
-                w.line("    ", ("fix: ", "green"), f.fix_hint)
+        w.line((rule, "bold magenta"), f" {group[0].category}", ("  " + f"{count} issue{'s' if count != 1 else ''}", "dim"))
+        for i in group:
+            _issue(w, r, i, verbose)
 
 
 def _diff(w: _Writer, diff: str, indent: str = "    ") -> None:
@@ -293,24 +349,32 @@ def _totals(w: _Writer, r: Report) -> None:
     if s.targets_failed:
         parts.append(f"{s.targets_failed} failed")
     parts += [f"{s.graphs} graphs", f"{s.graph_breaks} breaks counted by explain",
-              f"{s.breaks} distinct breaks ({s.break_occurrences} occurrences)", f"{s.frames_skipped} skipped frames",
-              f"{s.findings} findings", f"{r.files_scanned} files scanned"]
+              f"{s.issues} issues ({s.fan_out} break occurrences)", f"{s.frames_skipped} skipped frames",
+              f"{r.files_scanned} files scanned"]
     if s.errors:
         parts.append(f"{s.errors} errors")
     w.line(("Total: ", "bold"), ", ".join(parts))
+    for step in r.next_steps:
+        head, *rest = step.split("\n")
+        w.line(("Next: ", "bold green"), head)
+        for line in rest:
+            w.line("    ", line)
 
 
-def render_text(report: Report, color: bool = False) -> str:
+def render_text(report: Report, color: bool = False, verbose: bool = False) -> str:
+    """The first screen is the summary (skipped frames, top causes, totals, next steps, the
+    targets table); the details follow, Dynamo's explanations, hints, stacks and guards with ``verbose``."""
     w = _Writer(color)
     _header(w, report)
-    _targets(w, report)
-    _breaks(w, report)
-    _findings(w, report)
+    _skipped(w, report)
+    _top(w, report)
+    _totals(w, report)
+    _targets(w, report, verbose)
+    _issues(w, report, verbose)
     _fixes(w, report)
     _bench(w, report)
     _check(w, report)
     _errors(w, report)
-    _totals(w, report)
     text = w.buf.getvalue()
     if not color:  # rich pads table rows to the width: trailing blanks help no reader
         text = "\n".join(line.rstrip() for line in text.split("\n"))

@@ -98,13 +98,39 @@ def test_text_caret_sits_under_the_expression(rendered):
     assert caret("\tab", 1, None) == "\t^"
 
 
-def test_text_groups_breaks_by_rule_and_shows_totals(rendered):
+def test_text_groups_issues_by_rule_and_shows_totals(rendered):
     text = rendered["text"]
-    assert text.index("GM101 control-flow  1 break") < text.index("GM201 side-effect  1 break") < text.index("GM900")
-    assert "models/gate.py:18:12 in GateBlock.forward  x2" in text
-    assert "frame skipped; not counted by explain()" in text
-    assert "Total: 3 targets, 1 failed, 4 graphs, 2 breaks counted by explain" in text
+    details = text[text.index("Details:"):]
+    assert details.index("GM101 control-flow  2 issues") < details.index("GM201 side-effect  1 issue") < details.index("GM900")
+    assert "models/gate.py:18:12 [confirmed] in GateBlock.forward  x2" in text
+    assert "Total: 3 targets, 1 failed, 4 graphs, 2 breaks counted by explain, 7 issues" in text
     assert "\x1b[" not in text
+
+
+def test_text_first_screen_is_the_summary(rendered, sample):
+    """Skipped frames, the top causes, the totals and the targets table come before any detail;
+    Dynamo's explanations and recompile guards only with verbose."""
+    text = rendered["text"]
+    order = ["1 frame ran in eager: a break inside its loop made Dynamo skip it whole",
+             "Scaler.forward ran entirely in eager (loop at models/loop.py:8)", "Top causes", "Total: ",
+             "Next: 6 of 7 issues have a candidate fix: mend fix models", "Targets", "Details:"]
+    at = [text.index(x) for x in order]
+    assert at == sorted(at)
+    assert ": recompiled " not in text and "why: " not in text and "1 recompiles; their guards: --verbose" in text
+    verbose = render(sample, "text", verbose=True)
+    assert ": recompiled " in verbose and "why: " in verbose and "hint: " in verbose
+
+
+def test_one_result_per_issue_in_every_machine_format(rendered, sample):
+    import json
+
+    n = len(sample.issues)
+    assert n == 7 < sum(len(t.breaks) for t in sample.targets) + len(sample.findings)
+    assert len(json.loads(rendered["sarif"])["runs"][0]["results"]) == n
+    annotations = [ln for ln in rendered["github"].splitlines() if "title=GM" in ln and "(new)" not in ln]
+    assert len(annotations) == n
+    # the print at gate.py:21 is one static finding and one dynamic break: annotated once
+    assert sum("file=models/gate.py,line=21," in ln for ln in annotations) == 1
 
 
 def test_text_colour_only_when_asked(sample):
@@ -133,7 +159,10 @@ def test_github_escaping():
 
 def test_github_levels(rendered):
     lines = rendered["github"].splitlines()
-    assert "::error file=models/gate.py,line=18,col=12,endColumn=22,title=GM101::Data-dependent branching%0A" \
-        in "\n".join(lines)
+    assert "::error file=models/gate.py,line=18,col=12,endColumn=22,title=GM101::`if` on a tensor value: Dynamo " \
+        "breaks the graph here%0ADynamo: Data-dependent branching" in "\n".join(lines)
     assert any(ln.startswith("::warning file=models/guard.py,line=7,col=9") and "100%25, a:b" in ln for ln in lines)
+    # a finding in a frame Dynamo skipped: a warning that names the break that hid it
+    assert any(ln.startswith("::warning file=models/loop.py,line=12,") and "because of GM301 at models/loop.py:9" in ln
+               for ln in lines)
     assert all(ln.startswith(("::error", "::warning", "::notice")) for ln in lines)

@@ -251,8 +251,9 @@ def test_every_format_names_the_mode_and_train_only_breaks():
         assert "train only" in out[fmt] and "in the backward (compiled autograd)" in out[fmt], fmt
     assert "backward: 2 graphs" in out["text"]
     sarif = json.loads(out["sarif"])["runs"][0]["results"]
-    assert {(x["properties"]["run_mode"], x["properties"].get("only_in_mode"), x["properties"].get("phase"))
-            for x in sarif} == {("train", "train", None), ("train", None, "backward")}
+    assert {(tuple(x["properties"]["targets"]), x["properties"].get("only_in_mode"), x["properties"].get("phase"))
+            for x in sarif} == {(("m.py::mend_target_m [train]",), "train", None),
+                                (("m.py::mend_target_m [train]",), None, "backward")}
     assert "[train] (train only)" in out["github"]
     data = json.loads(out["json"])
     assert data["run_modes"] == ["eval", "train"] and data["targets"][1]["breaks"][1]["phase"] == "backward"

@@ -176,3 +176,11 @@ _PYTHON_TYPE = ("Unsupported python_type() call\n  Explanation: This VariableTra
 ])
 def test_python_type_on_a_buffer_assignment(src, rule):
     assert classify("Unsupported python_type() call", _PYTHON_TYPE, src) == rule
+
+
+def test_skipped_frame_is_read_from_the_loop_message():
+    """Dynamo names the frame it gave up on in the debug context of "graph break in loop"."""
+    case = next(c for c in CASES if c["torch"].startswith("2.13") and c.get("frame_skipped") and "frame skipped:" in c["text"])
+    p = parse_log_record(case["text"])
+    assert (p.skipped_frame.function, p.skipped_frame.file, p.skipped_frame.line) == ("loop", "/src/message_cases.py", 36)
+    assert parse_reason("Data-dependent branching\n  Explanation: e\n").skipped_frame is None

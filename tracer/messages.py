@@ -43,6 +43,9 @@ _PREFIXES = (
 _SKIP_MARKERS = ("Skipping the function and falling back to eager", "graph break in loop",
                  "Skipping frame", "skip_frame", "frame skipped")
 _NESTED = "*** While handling this graph break, another graph break occurred: ***"
+# The frame Dynamo gave up on, as the debug context of "graph break in loop" names it:
+# ``frame skipped: forward (/src/model.py line 24)`` (the line is the code's first line).
+_SKIPPED_FRAME_RE = re.compile(r"frame skipped: (?P<fn>\S+) \((?P<file>.+?) line (?P<line>\d+)\)")
 
 
 @dataclass
@@ -71,6 +74,8 @@ class ParsedBreak:
     line: Optional[int] = None
     stack: list[StackEntry] = field(default_factory=list)
     duplicate: bool = False
+    # the frame Dynamo skipped (it ran in eager), where the message names it
+    skipped_frame: Optional[StackEntry] = None
 
 
 def strip_prefixes(text: str) -> str:
@@ -121,6 +126,7 @@ def parse_reason(text: str) -> ParsedBreak:
         elif hints and s and line.startswith("    ") and current is None:
             hints[-1] += " " + s  # a wrapped hint
     m = _GBID_RE.search(raw)
+    skipped = _SKIPPED_FRAME_RE.search(raw)
     return ParsedBreak(
         reason=reason,
         message=core,
@@ -131,6 +137,8 @@ def parse_reason(text: str) -> ParsedBreak:
         registry_id=m.group(1).upper() if m else None,
         frame_skipped=frame_skipped,
         outer_gb_type=outer,
+        skipped_frame=StackEntry(file=skipped.group("file"), line=int(skipped.group("line")),
+                                 function=skipped.group("fn")) if skipped else None,
     )
 
 

@@ -25,7 +25,7 @@ from tracer.registry import registry_id
 _HERE = str(Path(__file__).resolve().parent)
 _GRAPHMEND = str(Path(__file__).resolve().parent.parent / "graphmend")
 _STDLIB = os.path.join(sysconfig.get_paths()["stdlib"], "")
-_RESUME_RE = re.compile(r"^(?:torch_dynamo_)?resume_in_(?P<name>.+?)_at_\d+$")
+_RESUME_RE = re.compile(r"^(?:torch_dynamo_)?resume_in_(?P<name>.+?)_at_(?P<line>\d+)$")
 
 
 def _torch_dir() -> str:
@@ -51,6 +51,12 @@ def function_name(code_name: str) -> str:
     """``torch_dynamo_resume_in_forward_at_12`` -> ``forward``."""
     m = _RESUME_RE.match(code_name)
     return m.group("name") if m else code_name
+
+
+def resume_line(code_name: str) -> Optional[int]:
+    """``torch_dynamo_resume_in_forward_at_12`` -> 12 (where the resume function takes over); None otherwise."""
+    m = _RESUME_RE.match(code_name)
+    return int(m.group("line")) if m else None
 
 
 def compiled_key(co_name: str, co_filename: str) -> str:
@@ -272,6 +278,8 @@ class Recorder:
             function=function_name(function) if function else None,
             stack=[Frame(file=s.file, line=s.line, function=s.function) for s in user],
             counted=False, kind=kind, compiled_function=raw.compiled, phase=raw.phase,
+            skipped_frame=Frame(file=p.skipped_frame.file, line=p.skipped_frame.line, function=p.skipped_frame.function)
+            if p.skipped_frame and is_user_file(p.skipped_frame.file, self._torch_dir) else None,
         )
 
 

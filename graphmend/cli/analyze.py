@@ -8,9 +8,9 @@ from typing import List, Optional
 import typer
 
 from graphmend.cli.common import (COMPILED_AUTOGRAD_HELP, EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, MODE_HELP,
-                                  NESTED_HELP, TRAIN_HELP, Format, check_paths, fail, load_checked_config,
-                                  memory_limit_flag, nested_flag, progress_hook, render_or_fail,
-                                  require_nested_support, require_torch, run_modes_flag)
+                                  NESTED_HELP, TRAIN_HELP, VERBOSE_HELP, Format, check_paths, fail,
+                                  load_checked_config, memory_limit_flag, nested_flag, progress_hook,
+                                  render_or_fail, require_nested_support, require_torch, run_modes_flag)
 
 
 def analyze(
@@ -32,6 +32,7 @@ def analyze(
     nested_graph_breaks: Optional[str] = typer.Option(None, "--nested-graph-breaks", metavar="on|off",
                                                       help=NESTED_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
 ) -> None:
     """Find every graph break: static scan of the sources and dynamic capture of each target."""
     from graphmend.config import ConfigError
@@ -51,7 +52,8 @@ def analyze(
     config = load_checked_config(paths, select=select, ignore=ignore, all_functions=all_functions,
                                  modes=run_modes_flag(train, mode), compiled_autograd=compiled_autograd,
                                  memory_limit=memory, nested_graph_breaks=nested)
-    tv = None if static_only else require_torch("analyze")
+    tv = None if static_only else require_torch(
+        "analyze", otherwise=f"or scan the sources alone, running nothing: mend analyze {' '.join(str(p) for p in paths)} --static-only")
     if not static_only:
         require_nested_support(config)
     with progress_hook(quiet) as progress:
@@ -61,7 +63,7 @@ def analyze(
                                  progress=progress, torch_version=tv)
         except ConfigError as exc:  # a suppression comment naming no rule
             raise fail(str(exc))
-    render_or_fail(report, format.value, output)
+    render_or_fail(report, format.value, output, verbose=verbose)
     # a target that errored is a finding too: its breaks are unknown
     failed = any(t.breaks or t.graph_break_count or t.error for t in report.targets) or bool(report.findings)
     raise typer.Exit(EXIT_FINDINGS if failed else EXIT_CLEAN)

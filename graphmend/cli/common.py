@@ -143,10 +143,13 @@ def torch_version() -> Optional[str]:
         return None
 
 
-def require_torch(command: str) -> str:
+def require_torch(command: str, otherwise: str = "") -> str:
+    """The installed torch's version, or a usage error saying how to install it (and
+    ``otherwise``: what runs without it)."""
     v = torch_version()
     if v is None:
-        raise fail(f"'mend {command}' needs PyTorch, which is not installed; install it with: {TORCH_INSTALL_HINT}")
+        raise fail(f"'mend {command}' needs PyTorch, which is not installed; install it with: {TORCH_INSTALL_HINT}"
+                   + (f"; {otherwise}" if otherwise else ""))
     return v
 
 
@@ -220,18 +223,21 @@ class Progressor:
             self._progress.update(self._task, advance=1, item=item)
 
 
-def render_or_fail(report, fmt: str, output: Optional[Path]) -> None:
-    emit(render_noted(report, fmt, color=output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ),
-         output)
+VERBOSE_HELP = "Text: every detail (Dynamo's explanations, hints, stacks, recompile guards), not only the summary."
 
 
-def render_noted(report, fmt: str, color: bool = False) -> str:
+def render_or_fail(report, fmt: str, output: Optional[Path], verbose: bool = False) -> None:
+    emit(render_noted(report, fmt, color=output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ,
+                      verbose=verbose), output)
+
+
+def render_noted(report, fmt: str, color: bool = False, verbose: bool = False) -> str:
     """``reports.render``; the renderer's notes (results a format's limits left out) go to
     stderr as warnings, an unknown format is a usage error."""
     from reports import render_with_notes
 
     try:
-        text, notes = render_with_notes(report, fmt, color=color)
+        text, notes = render_with_notes(report, fmt, color=color, verbose=verbose)
     except ValueError as exc:
         raise fail(str(exc))
     for note in notes:

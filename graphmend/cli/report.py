@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from graphmend.cli.common import EXIT_CLEAN, Format, fail, render_or_fail
+from graphmend.cli.common import EXIT_CLEAN, VERBOSE_HELP, Format, fail, render_or_fail
 
 
 def load_report(path: Path):
@@ -41,7 +41,8 @@ def report(
     results: Path = typer.Argument(..., help="A report saved with --format json."),
     format: Format = typer.Option(Format.text, "--format", "-f", help="Output format."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
 ) -> None:
     """Re-render a saved JSON report in another format (text, json, md, html, sarif, github)."""
-    render_or_fail(load_report(results), format.value, output)
+    render_or_fail(load_report(results), format.value, output, verbose=verbose)
     raise typer.Exit(EXIT_CLEAN)

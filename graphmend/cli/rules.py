@@ -18,14 +18,9 @@ class RulesFormat(str, Enum):
 
 
 def _has_fix(code: str) -> bool:
-    """Some fix family rewrites ``code``: its RULES name it and it has rewrite cases (a
-    family whose cases rewrite nothing, like GM6's advice, fixes nothing)."""
-    from rewrites.fixes import family_modules
+    from rewrites.catalog import has_fix
 
-    def rewrites(m) -> bool:  # FIXED, FIXED_WITH_LINES, UNSAFE_FIXED...: the family's rewrite cases
-        return any(v for k, v in vars(m).items() if not k.startswith("_") and "FIXED" in k and isinstance(v, list))
-
-    return any(code.startswith(c) for m in family_modules() if rewrites(m) for c in m.RULES)
+    return has_fix(code)
 
 
 def rule_markdown(rule) -> str:

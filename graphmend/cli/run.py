@@ -48,6 +48,9 @@ def run(
     for t in result.targets:
         t.run_mode = SCRIPT_MODE
     report.targets.extend(result.targets)
+    from graphmend.correlate import diagnose
+
+    diagnose(report)
     if output is not None:
         text = render_noted(report, format.value)
         try:
