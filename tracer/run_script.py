@@ -4,13 +4,14 @@ every torch.compile region it executes. In-process, so the program's stdout/stde
 
 from __future__ import annotations
 
+import contextlib
 import os
 import runpy
 import sys
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 from graphmend.model import Break, TargetResult
 
@@ -54,7 +55,29 @@ def _launcher_files() -> tuple[str, ...]:
     return tuple(out)
 
 
-def run_script(script: str, args: Sequence[str]) -> ScriptRun:
+@contextlib.contextmanager
+def _stdout_to_stderr(on: bool) -> Iterator[None]:
+    """The program's stdout (fd 1, so its subprocesses' and C extensions' too) sent to stderr
+    for the block: mend's report owns stdout then."""
+    if not on:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        try:
+            sys.stdout.flush()
+        except Exception:  # the program may have closed or replaced it
+            pass
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def run_script(script: str, args: Sequence[str], stdout_to_stderr: bool = False) -> ScriptRun:
+    """``stdout_to_stderr``: the program's stdout goes to stderr (the report goes to stdout)."""
     from tracer.recorder import Recorder  # imports torch
 
     import torch
@@ -70,7 +93,7 @@ def run_script(script: str, args: Sequence[str]) -> ScriptRun:
         sys.path.insert(0, os.path.dirname(path))
     start = time.perf_counter()
     code = 0
-    with rec:
+    with _stdout_to_stderr(stdout_to_stderr), rec:
         try:
             runpy.run_path(path, run_name="__main__")
         except SystemExit as exc:
@@ -137,3 +160,4 @@ def group_by_function(breaks: list[Break], recompiles) -> list[TargetResult]:
     for t in groups.values():
         t.graph_break_count = max(t.graph_count - 1, 0)
     return list(groups.values())
+
