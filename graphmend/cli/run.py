@@ -7,7 +7,7 @@ stdout, the program's own stdout sent to stderr meanwhile, so that
 ``mend run -f json train.py > out.json`` is valid JSON.
 
 Exit code: the program's own when it failed; else 1 with ``--fail-on-breaks`` when a break
-was recorded, else 0. 2 for mend's usage errors.
+was recorded, else 0. 2 for mend's usage errors (and a ``--record`` folder it could not write).
 """
 
 from __future__ import annotations
@@ -18,9 +18,14 @@ from typing import Optional
 
 import typer
 
-from graphmend.cli.common import EXIT_FINDINGS, Format, fail, require_torch, write_atomic
+from graphmend.cli.common import EXIT_ERROR, EXIT_FINDINGS, Format, fail, require_torch, write_atomic
 from graphmend.modes import SCRIPT_MODE
 
+RECORD_HELP = ("Also save, for every compiled function or module the program calls, its first call's inputs "
+               "and module state in DIR, with a targets module that replays them (mend analyze DIR, "
+               "mend fix --from-run DIR, mend bench DIR).")
+MAX_BYTES_HELP = ("With --record: input tensors of one call beyond this many bytes (largest first), and a module "
+                  "state beyond it, are not stored but regenerated from a seed (K/M/G, binary).")
 FAIL_HELP = "Exit 1 when the program succeeded but a graph break was recorded (the program's own code when it failed)."
 
 
@@ -32,6 +37,8 @@ def run(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report here instead."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No report (only --output, if given)."),
     fail_on_breaks: bool = typer.Option(False, "--fail-on-breaks", help=FAIL_HELP),
+    record: Optional[Path] = typer.Option(None, "--record", metavar="DIR", help=RECORD_HELP),
+    record_max_bytes: str = typer.Option("64M", "--record-max-bytes", metavar="SIZE", help=MAX_BYTES_HELP),
     train: bool = typer.Option(False, "--train", hidden=True),
 ) -> None:
     """Run SCRIPT [ARGS...] like python would, recording every torch.compile graph break.
@@ -46,13 +53,14 @@ def run(
         raise fail(f"script does not exist: {script}")
     if not script.is_file():
         raise fail(f"not a file: {script}")
+    recording = _recording(record, record_max_bytes, script, list(ctx.args)) if record is not None else None
     tv = require_torch("run")
     from graphmend.model import new_report
     from reports import render
     from tracer.run_script import run_script
 
     to_stdout = output is None and not quiet and format is not Format.text
-    result = run_script(str(script), list(ctx.args), stdout_to_stderr=to_stdout)
+    result = run_script(str(script), list(ctx.args), recording=recording, stdout_to_stderr=to_stdout)
     report = new_report("run", root=str(Path.cwd()), torch_version=result.torch_version or tv)
     # the script chose how it ran (eval, train or both): mend did not set a run mode
     report.run_modes = [SCRIPT_MODE]
@@ -73,7 +81,51 @@ def run(
             stream.flush()
     except ValueError as exc:
         raise fail(str(exc))
+    if recording is not None and not _finish(recording, record, quiet):
+        raise typer.Exit(result.exit_code or EXIT_ERROR)
     if result.exit_code:
         raise typer.Exit(result.exit_code)
     broke = any(t.breaks for t in result.targets)
     raise typer.Exit(EXIT_FINDINGS if fail_on_breaks and broke else 0)
+
+
+def _recording(folder: Path, max_bytes: str, script: Path, argv: list[str]):
+    """The folder checked before the program runs: a bad one costs no run."""
+    from graphmend.config import ConfigError, parse_size
+    from graphmend.recording import RecordError, Recording, prepare_dir
+
+    try:
+        limit = parse_size(max_bytes, "--record-max-bytes")
+    except ConfigError as exc:
+        raise fail(str(exc))
+    try:
+        prepare_dir(folder)
+    except RecordError as exc:
+        raise fail(str(exc))
+    return Recording(folder, str(script), argv, max_bytes=limit, label=str(folder))
+
+
+def _finish(recording, folder: Path, quiet: bool) -> bool:
+    from graphmend.recording import TARGETS_FILE, RecordError
+
+    try:
+        recording.finish()
+    except RecordError as exc:
+        typer.echo(f"mend: error: {exc}", err=True)
+        return False
+    if quiet:
+        return True
+    for what, why in recording.skipped:
+        typer.echo(f"mend: --record: not recorded: {what}: {why}", err=True)
+    n = len(recording.targets)
+    if not n:
+        typer.echo(f"mend: --record: the program called no compiled function mend could record; "
+                   f"{folder / TARGETS_FILE} holds no target", err=True)
+        return True
+    trained = [t.what for t in recording.targets if t.mode == "train"]
+    typer.echo(f"mend: recorded {n} compiled function(s) in {folder / TARGETS_FILE}; replay them with: "
+               f"mend analyze {folder}, mend fix --from-run {folder}, mend bench {folder}", err=True)
+    if trained:
+        typer.echo(f"mend: the program ran {', '.join(trained)} in train mode (grad on): "
+                   "add --train to trace it as it ran", err=True)
+    return True
