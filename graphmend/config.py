@@ -91,16 +91,22 @@ def split_codes(values: Iterable[str] | str) -> list[str]:
     return out
 
 
-def parse_memory_limit(value: Any, where: str) -> int:
+def parse_size(value: Any, where: str) -> int:
     """``"4G"``, ``"512M"``, ``"1.5GiB"``, ``"4g"`` or a number of bytes -> bytes. Units are
     binary (K = 1024, as ulimit and docker count); ``where`` names the flag or key in the
     ConfigError a bad value raises."""
     m = _SIZE.fullmatch(str(value)) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
     if m is None:
         raise ConfigError(f"{where}: {value!r} is not a size; give one like 4G, 512M or 1.5GiB")
-    n = int(float(m.group(1)) * _UNIT[(m.group(2) or "").lower()])
+    return int(float(m.group(1)) * _UNIT[(m.group(2) or "").lower()])
+
+
+def parse_memory_limit(value: Any, where: str) -> int:
+    """``parse_size`` for a worker's memory limit: at least what a worker needs to start."""
+    n = parse_size(value, where)
     if n < MIN_MEMORY_LIMIT:
-        hint = f" (did you mean {str(value).strip()}G?)" if not m.group(2) and not m.group(3) else ""
+        m = _SIZE.fullmatch(str(value))
+        hint = f" (did you mean {str(value).strip()}G?)" if m and not m.group(2) and not m.group(3) else ""
         raise ConfigError(f"{where}: {value!r} is too small: a worker needs at least 256M to start{hint}")
     return n
 

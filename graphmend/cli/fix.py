@@ -21,7 +21,8 @@ class FixFormat(str, Enum):
 
 
 def fix(
-    paths: List[Path] = typer.Argument(..., help="Files or folders whose targets and sources to repair."),
+    paths: Optional[List[Path]] = typer.Argument(None, help="Files or folders whose targets and sources to repair "
+                                                 "(with --from-run: default, the recorded program's folder)."),
     write: bool = typer.Option(False, "--write", help="Apply the verified fixes to the files under PATH (atomically)."),
     rule: Optional[List[str]] = typer.Option(None, "--rule", help="Only these rule codes or prefixes (GM101,GM201)."),
     format: FixFormat = typer.Option(FixFormat.diff, "--format", "-f", help="diff (default) or json (the Report)."),
@@ -38,6 +39,8 @@ def fix(
     modes: Optional[str] = typer.Option(None, "--modes", help="The one run mode breaks are captured and re-traced in: "
                                         "eval (default) or train; verification checks both either way."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar, no listing on stderr."),
+    from_run: Optional[Path] = typer.Option(None, "--from-run", metavar="DIR", help="Also verify on the targets "
+                                            "`mend run --record DIR SCRIPT` recorded: the program's own inputs."),
 ) -> None:
     """Propose source fixes for graph breaks; only fixes that pass verification are offered."""
     from graphmend.config import ConfigError
@@ -45,10 +48,20 @@ def fix(
     from graphmend.sources import SourceError, write_bytes_atomic, write_source
     from graphmend.model import REJECTED, UNVERIFIED
 
+    recorded: list[str] = []
+    if from_run is not None:
+        paths, recorded = _from_run(from_run, paths)
+    if not paths:
+        raise fail("give the files or folders to fix (PATH...), or --from-run DIR")
     check_paths(paths)
     rules = tuple(rule_codes_flag(rule, "--rule") or ())
     memory = memory_limit_flag(memory_limit)
     config = load_checked_config(paths, modes=run_modes_flag(train, modes), memory_limit=memory)
+    if recorded:
+        # as [tool.mend] targets, named relative to the config root that resolves them
+        config = config.with_flags(targets=[*config.targets, *(
+            f"{Path(os.path.relpath(file, config.root)).as_posix()}:{fn}" for file, fn in
+            (r.rsplit(":", 1) for r in recorded))])
     if len(config.modes) != 1:
         raise fail(f"mend fix captures and re-traces in one run mode, not {','.join(config.modes)}: "
                    "pass --train or --modes eval")
@@ -100,6 +113,22 @@ def fix(
     # a candidate fix that was rejected or left unverified is a finding, as an unapplied one is
     failed = any(f.status in (REJECTED, UNVERIFIED) for f in report.fixes)
     raise typer.Exit(EXIT_FINDINGS if unapplied > 0 or failed else EXIT_CLEAN)
+
+
+def _from_run(folder: Path, paths: Optional[List[Path]]) -> tuple[List[Path], list[str]]:
+    """The paths to fix (given, else the recorded program's folder) and the recorded targets
+    as ``file:function``; a folder with no recording is a usage error."""
+    from graphmend.recording import RecordError, recorded_targets, source_root
+
+    try:
+        targets_file, manifest = recorded_targets(folder)
+    except RecordError as exc:
+        raise fail(str(exc))
+    functions = [t.get("function") for t in manifest.get("targets", []) if isinstance(t, dict)]
+    refs = [f"{targets_file.resolve()}:{fn}" for fn in functions if isinstance(fn, str) and fn.isidentifier()]
+    if not refs:
+        raise fail(f"--from-run {folder}: the recording holds no target (see {targets_file})")
+    return (list(paths) if paths else [source_root(folder, manifest)]), refs
 
 
 def _label(c) -> str:
