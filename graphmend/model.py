@@ -253,6 +253,11 @@ class Summary:
     errors: int = 0
     break_rules: dict[str, int] = field(default_factory=dict)  # rule -> distinct breaks, by code
     finding_rules: dict[str, int] = field(default_factory=dict)  # rule -> findings, by code
+    # mend check only (None elsewhere): what its views list, so their totals say that and not
+    # the findings/breaks counts (check's views show the new ones in the check section alone)
+    check_new: Optional[int] = None  # entries not in the baseline (static and dynamic)
+    check_known: Optional[int] = None  # entries the baseline knows
+    check_stale: Optional[int] = None  # baseline entries no longer found (fixed)
 
 
 @dataclass
@@ -352,6 +357,7 @@ def summarize(report: Report) -> Summary:
     breaks = [b for t in report.targets for b in t.breaks]
     status = [f.status for f in report.findings]
     fixes = [f.status for f in report.fixes]
+    check = report.check
 
     def by_rule(items: list) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -378,6 +384,9 @@ def summarize(report: Report) -> Summary:
         errors=len(report.errors),
         break_rules=by_rule(breaks),
         finding_rules=by_rule(report.findings),
+        check_new=len(check.new) if check else None,
+        check_known=check.known if check else None,
+        check_stale=len(check.stale) if check else None,
     )
 
 

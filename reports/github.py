@@ -69,5 +69,10 @@ def render_github(r: Report) -> str:
         lines.append(command("error", e.message, rel(e.file, r.root), title="mend: " + (e.target or "file error")))
     if r.summary is not None:
         s = r.summary
-        lines.append(f"::notice title=graphmend::{escape_data(f'{s.breaks} distinct graph breaks over {s.targets} targets, {s.findings} static findings')}")
+        if r.command == "check" and s.check_new is not None:  # mend check: the verdict its ::error lines are
+            note = (f"mend check: {s.check_new} new graph breaks not in {r.check.baseline} ({s.check_known} known, "
+                    f"{s.check_stale} stale), {r.files_scanned} files scanned")
+        else:
+            note = f"{s.breaks} distinct graph breaks over {s.targets} targets, {s.findings} static findings"
+        lines.append(f"::notice title=graphmend::{escape_data(note)}")
     return "\n".join(lines) + "\n"

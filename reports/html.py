@@ -251,12 +251,17 @@ def _summary(r: Report) -> str:
     s = r.summary
     if s is None:
         return ""
-    stats = [(s.targets, "targets", ""), (s.graphs, "graphs", ""),
-             (s.graph_breaks, "breaks counted by explain", "bad" if s.graph_breaks else "good"),
-             (s.breaks, "distinct breaks", "bad" if s.breaks else "good"),
-             (s.frames_skipped, "skipped frames", "bad" if s.frames_skipped else ""),
-             (s.findings, f"static findings ({s.confirmed} confirmed)", ""),
-             (s.fixes_verified, "verified fixes", "good" if s.fixes_verified else "")]
+    if r.command == "check" and s.check_new is not None:  # mend check lists its verdict, not the findings: count that
+        stats = [(s.targets, "targets", ""), (s.graphs, "graphs", ""),
+                 (s.check_new, "new", "bad" if s.check_new else "good"), (s.check_known, "known", ""),
+                 (s.check_stale, "stale", ""), (r.files_scanned, "files scanned", "")]
+    else:
+        stats = [(s.targets, "targets", ""), (s.graphs, "graphs", ""),
+                 (s.graph_breaks, "breaks counted by explain", "bad" if s.graph_breaks else "good"),
+                 (s.breaks, "distinct breaks", "bad" if s.breaks else "good"),
+                 (s.frames_skipped, "skipped frames", "bad" if s.frames_skipped else ""),
+                 (s.findings, f"static findings ({s.confirmed} confirmed)", ""),
+                 (s.fixes_verified, "verified fixes", "good" if s.fixes_verified else "")]
     if s.errors or s.targets_failed:
         stats.append((s.errors, "errors", "bad"))
     return '<div class="cards">' + "".join(

@@ -50,10 +50,14 @@ def render_markdown(r: Report) -> str:
         parts = [f"**{s.targets}** target{'s' if s.targets != 1 else ''}"]
         if s.targets_failed:
             parts.append(f"**{s.targets_failed}** failed")
-        parts += [f"**{s.graphs}** graphs", f"**{s.graph_breaks}** breaks counted by explain",
-                  f"**{s.breaks}** distinct breaks ({s.break_occurrences} occurrences)",
-                  f"**{s.frames_skipped}** skipped frames", f"**{s.findings}** static findings "
-                  f"({s.confirmed} confirmed, {s.potential} potential)"]
+        if r.command == "check" and s.check_new is not None:  # mend check lists its verdict, not the findings: count that
+            parts += [f"**{s.graphs}** graphs", f"**{s.check_new}** new", f"{s.check_known} known",
+                      f"{s.check_stale} stale", f"{r.files_scanned} files scanned"]
+        else:
+            parts += [f"**{s.graphs}** graphs", f"**{s.graph_breaks}** breaks counted by explain",
+                      f"**{s.breaks}** distinct breaks ({s.break_occurrences} occurrences)",
+                      f"**{s.frames_skipped}** skipped frames", f"**{s.findings}** static findings "
+                      f"({s.confirmed} confirmed, {s.potential} potential)"]
         if r.fixes:
             parts.append(f"fixes: **{s.fixes_verified}** verified, {s.fixes_unverified} unverified, "
                          f"{s.fixes_rejected} rejected, {s.fixes_advice} advice")

@@ -292,9 +292,13 @@ def _totals(w: _Writer, r: Report) -> None:
     parts = [f"{s.targets} target{'s' if s.targets != 1 else ''}"]
     if s.targets_failed:
         parts.append(f"{s.targets_failed} failed")
-    parts += [f"{s.graphs} graphs", f"{s.graph_breaks} breaks counted by explain",
-              f"{s.breaks} distinct breaks ({s.break_occurrences} occurrences)", f"{s.frames_skipped} skipped frames",
-              f"{s.findings} findings", f"{r.files_scanned} files scanned"]
+    if r.command == "check" and s.check_new is not None:  # mend check lists its verdict, not the findings: count that
+        parts += [f"{s.graphs} graphs", f"{s.check_new} new", f"{s.check_known} known", f"{s.check_stale} stale",
+                  f"{r.files_scanned} files scanned"]
+    else:
+        parts += [f"{s.graphs} graphs", f"{s.graph_breaks} breaks counted by explain",
+                  f"{s.breaks} distinct breaks ({s.break_occurrences} occurrences)", f"{s.frames_skipped} skipped frames",
+                  f"{s.findings} findings", f"{r.files_scanned} files scanned"]
     if s.errors:
         parts.append(f"{s.errors} errors")
     w.line(("Total: ", "bold"), ", ".join(parts))
