@@ -175,6 +175,8 @@ class BenchRow:
     cold_s: Optional[float] = None
     median_ms: Optional[float] = None
     iqr_ms: Optional[float] = None
+    # the IQR is above graphmend.bench.stats.UNSTABLE_IQR_RATIO of the median: noise, not a fact
+    unstable: bool = False
     graph_count: Optional[int] = None
     break_count: Optional[int] = None
     kernel_count: Optional[int] = None
@@ -201,6 +203,7 @@ class BenchRatio:
     mode: str = "default"
     device: str = "cpu"
     run_mode: str = "eval"
+    unstable: bool = False  # a median it divides is unstable (BenchRow.unstable)
 
 
 @dataclass

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from graphmend.model import Report
-from reports.paths import bench_setting, location, mode_note, rel, target_label
+from reports.paths import UNSTABLE_NOTE, bench_setting, location, mode_note, rel, target_label
 
 
 def _esc(text: str) -> str:
@@ -156,14 +156,16 @@ def render_markdown(r: Report) -> str:
             match = "skipped" if b.skipped else "" if b.outputs_match is None else \
                 ("match" if b.outputs_match else "**differ**" + (f": {_esc(b.mismatch)}" if b.mismatch else ""))
             out.append(f"| {_code(b.target)} | {b.arm} | {b.device} | {_esc(bench_setting(b).partition('/')[2])} | {_opt(b.cold_s, '{:.3f}')} | "
-                       f"{_opt(b.median_ms, '{:.3f}')} | {_opt(b.iqr_ms, '{:.3f}')} | {_opt(b.graph_count)} | "
+                       f"{_opt(b.median_ms, '{:.3f}')}{' **unstable**' if b.unstable else ''} | {_opt(b.iqr_ms, '{:.3f}')} | {_opt(b.graph_count)} | "
                        f"{_opt(b.break_count)} | {_opt(b.kernel_count)} | {_esc(b.backend or '')} | {match} | "
                        f"{_cell(b.error or '')} |")
         out.append("")
+        if any(b.unstable for b in r.bench):
+            out += [f"_{_esc(UNSTABLE_NOTE)}_", ""]
     if r.ratios:
         out += ["| target | ratio (median time) | value | mode | device |", "| --- | --- | ---: | --- | --- |"]
         for x in r.ratios:
-            out.append(f"| {_code(x.target)} | {x.name} | {_opt(x.value, '{:.3f}×') or 'n/a'} | {x.mode} | {x.device} |")
+            out.append(f"| {_code(x.target)} | {x.name} | {_opt(x.value, '{:.3f}×') or 'n/a'}{' **unstable**' if x.unstable else ''} | {x.mode} | {x.device} |")
         out.append("")
 
     if r.check is not None:

@@ -57,3 +57,9 @@ def bench_setting(b) -> str:
     """A bench row's device and compile mode, and the training step's optimizer in train mode."""
     text = f"{b.device}/{b.mode}"
     return text + (f", train step ({b.optimizer})" if getattr(b, "run_mode", "eval") == "train" else "")
+
+
+# said under a bench table that holds a median flagged unstable (BenchRow.unstable)
+UNSTABLE_NOTE = ("unstable: the timings' IQR is a large part of their median (a busy machine, or noise), "
+                 "so the figure and the ratios built on it are not measurements to act on; rerun on an idle "
+                 "machine or with more --runs")
