@@ -204,7 +204,7 @@ def _torch_version() -> Optional[str]:
 
 
 def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: FixOptions,
-            progress: Optional[Callable[[str, int], Callable[[str], None]]] = None) -> FixRun:
+            progress: Optional[Callable[[str, int], Callable[..., None]]] = None) -> FixRun:
     from graphmend.discovery import discover
     from rewrites.fixes.gm6_advice import advice_for
     from tracer.messages import provenance

@@ -38,7 +38,7 @@ class BenchOptions:
     optimizer: str = "sgd"  # train mode: "sgd" | "adamw"
 
 
-ProgressHook = Callable[[str, int], Callable[[str], None]]
+ProgressHook = Callable[[str, int], Callable[..., None]]  # as graphmend.pipeline.ProgressHook
 
 
 def bench(refs: Sequence[str], config: Config, options: BenchOptions,

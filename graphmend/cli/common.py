@@ -138,12 +138,12 @@ def progress_bar(description: str, total: int, enabled: bool) -> Iterator["Progr
 
 
 @contextmanager
-def progress_hook(quiet: bool) -> Iterator[Callable[[str, int], Callable[[str], None]]]:
-    """The ``progress(description, total) -> advance(item)`` hook stages take (stages never
-    print); every bar it opens is closed when the block ends."""
+def progress_hook(quiet: bool) -> Iterator[Callable[[str, int], Callable[..., None]]]:
+    """The ``progress(description, total) -> advance(item, outcome=None)`` hook stages take
+    (stages never print); every bar it opens is closed when the block ends."""
     enabled = show_progress(quiet)
     with ExitStack() as stack:
-        def progress(description: str, total: int) -> Callable[[str], None]:
+        def progress(description: str, total: int) -> Callable[..., None]:
             return stack.enter_context(progress_bar(description, total, enabled)).advance
 
         yield progress
@@ -153,7 +153,7 @@ class Progressor:
     def __init__(self, progress, task):
         self._progress, self._task = progress, task
 
-    def advance(self, item: str = "") -> None:
+    def advance(self, item: str = "", outcome=None) -> None:
         if self._progress is not None:
             self._progress.update(self._task, advance=1, item=item)
 
