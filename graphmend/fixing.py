@@ -335,7 +335,7 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
                 ft.outputs_equal = True  # nothing rewritten: the program is the original
                 ft.remaining = [f"{b.rule} {os.path.basename(b.file or '')}:{b.line}: {b.reason}" for b in t.breaks]
         if advance:
-            advance(t.name)
+            advance(t.name, ft)
         return ft, outcome
 
     # targets verify in parallel (--jobs), each in its own workers; their verdicts are added

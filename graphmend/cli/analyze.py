@@ -9,7 +9,7 @@ import typer
 
 from graphmend.cli.common import (COMPILED_AUTOGRAD_HELP, EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, MODE_HELP,
                                   TRAIN_HELP, Format, check_paths, fail, memory_limit_flag, progress_hook,
-                                  render_or_fail, require_torch, run_modes_flag)
+                                  render_or_fail, require_torch, run_modes_flag, wrote)
 
 
 def analyze(
@@ -28,7 +28,8 @@ def analyze(
     train: bool = typer.Option(False, "--train", help=TRAIN_HELP),
     mode: Optional[str] = typer.Option(None, "--modes", help=MODE_HELP),
     compiled_autograd: Optional[bool] = typer.Option(None, "--compiled-autograd", help=COMPILED_AUTOGRAD_HELP),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr (a bar on a terminal, "
+                               "a line per target otherwise)."),
 ) -> None:
     """Find every graph break: static scan of the sources and dynamic capture of each target."""
     from graphmend.config import ConfigError, load_config
@@ -54,6 +55,7 @@ def analyze(
                                                            jobs=jobs, timeout=timeout),
                              progress=progress, torch_version=tv)
     render_or_fail(report, format.value, output)
+    wrote(output, quiet)
     # a target that errored is a finding too: its breaks are unknown
     failed = any(t.breaks or t.graph_break_count or t.error for t in report.targets) or bool(report.findings)
     raise typer.Exit(EXIT_FINDINGS if failed else EXIT_CLEAN)

@@ -11,7 +11,7 @@ from typing import List, Optional
 import typer
 
 from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, TRAIN_HELP, check_paths, emit, fail,
-                                  memory_limit_flag, progress_hook, require_torch, run_modes_flag)
+                                  memory_limit_flag, progress_hook, require_torch, run_modes_flag, wrote)
 
 
 class FixFormat(str, Enum):
@@ -36,7 +36,8 @@ def fix(
     train: bool = typer.Option(False, "--train", help=TRAIN_HELP + " The breaks to fix are the ones a train step hits."),
     modes: Optional[str] = typer.Option(None, "--modes", help="The one run mode breaks are captured and re-traced in: "
                                         "eval (default) or train; verification checks both either way."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar, no listing on stderr."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress (a bar on a terminal, a line per "
+                               "target otherwise), no listing on stderr."),
 ) -> None:
     """Propose source fixes for graph breaks; only fixes that pass verification are offered."""
     from graphmend.config import ConfigError, load_config, split_codes
@@ -74,6 +75,7 @@ def fix(
             emit(text, output)
     if not quiet:
         _listing(report)
+    wrote(output, quiet)
     written = 0
     if write:
         # one file that cannot be written never stops the others: each says why, exit 1
