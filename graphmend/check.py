@@ -65,7 +65,7 @@ def python_files(paths: Sequence[Path], config: Config, skipped: Optional[list[S
 
 def run_check(files: Optional[Sequence[Path]], config: Config, baseline_path: Path, options: CheckOptions,
               torch_version: Optional[str] = None,
-              progress: Optional[Callable[[str, int], Callable[[str], None]]] = None) -> CheckOutcome:
+              progress: Optional[Callable[[str, int], Callable[..., None]]] = None) -> CheckOutcome:
     """``files`` None: the whole tree under ``config.root``. Raises BaselineError."""
     base_dir = baseline_path.resolve().parent
     baseline = load_baseline(baseline_path)

@@ -48,7 +48,7 @@ def hf_files(manifest: dict) -> list[str]:
 
 
 def build_table(path: str | os.PathLike[str], config: Config, skip_hf: bool = False, timeout: Optional[float] = None,
-                progress: Optional[Callable[[str, int], Callable[[str], None]]] = None, jobs: int = 1):
+                progress: Optional[Callable[[str, int], Callable[..., None]]] = None, jobs: int = 1):
     from graphmend.fixing import FixOptions, run_fix
 
     root = Path(path)

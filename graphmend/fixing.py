@@ -204,7 +204,7 @@ def _torch_version() -> Optional[str]:
 
 
 def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: FixOptions,
-            progress: Optional[Callable[[str, int], Callable[[str], None]]] = None) -> FixRun:
+            progress: Optional[Callable[[str, int], Callable[..., None]]] = None) -> FixRun:
     from graphmend.discovery import discover
     from rewrites.fixes.gm6_advice import advice_for
     from tracer.messages import provenance
@@ -335,7 +335,7 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
                 ft.outputs_equal = True  # nothing rewritten: the program is the original
                 ft.remaining = [f"{b.rule} {os.path.basename(b.file or '')}:{b.line}: {b.reason}" for b in t.breaks]
         if advance:
-            advance(t.name)
+            advance(t.name, ft)
         return ft, outcome
 
     # targets verify in parallel (--jobs), each in its own workers; their verdicts are added

@@ -27,6 +27,7 @@ _DRAIN_S = 5.0  # reading what a finished worker wrote, when something still hol
 # set by the parent for the worker (and read and removed by worker_main)
 ENV_STARTED = "MEND_WORKER_STARTED"  # a file the worker creates once its start-up is done
 ENV_MEMORY = "MEND_WORKER_MEMORY_LIMIT"  # bytes
+ENV_UNITS = "MEND_WORKER_UNITS"  # a file the worker appends each finished unit's result to (JSON lines)
 
 
 @dataclass
@@ -38,6 +39,10 @@ class JobOutcome:
     stdout: str = ""
     stderr: str = ""
     startup_s: Optional[float] = None  # how long the worker took to start (None: it never said)
+    # a job of units (Job.units): the results of the units that finished, in order; when the
+    # job failed, unit len(units) is the one it failed in
+    units: list[dict[str, Any]] = field(default_factory=list)
+    timed_out: bool = False
 
 
 @dataclass
@@ -51,6 +56,11 @@ class Job:
     # seconds the worker may take to start before ``timeout`` counts (it says when it is done)
     startup: float = STARTUP_ALLOWANCE_S
     memory_limit: Optional[int] = None  # bytes of memory the worker may use; None: no limit
+    # Several units of work in one worker (the targets of one file: they share torch's
+    # import): ``timeout`` then bounds each unit, not their sum. The worker reports each
+    # finished unit (``unit_done``); ``unit_labels[i]`` names unit i in a timeout's message.
+    units: Optional[int] = None
+    unit_labels: Sequence[str] = ()
 
 
 def _signal_name(code: int) -> str:
@@ -82,9 +92,13 @@ def run_job(job: Job) -> JobOutcome:
         payload_path = Path(tmp) / "payload.json"
         result_path = Path(tmp) / "result.json"
         started_path = Path(tmp) / "started"
+        units_path = Path(tmp) / "units.jsonl"
         payload_path.write_text(json.dumps(job.payload), encoding="utf-8")
         env = _worker_env(job.env)
         env[ENV_STARTED] = str(started_path)
+        if job.units:
+            env[ENV_UNITS] = str(units_path)
+        units = _UnitLog(units_path)
         if job.memory_limit:
             env[ENV_MEMORY] = str(int(job.memory_limit))
         start, wall_start = time.monotonic(), time.time()
@@ -104,9 +118,12 @@ def run_job(job: Job) -> JobOutcome:
                     startup_s = max(0.0, started_path.stat().st_mtime - wall_start)
                 except OSError:
                     startup_s = time.monotonic() - start
-            # the clock starts when start-up is done, or when its allowance is used up
-            deadline = min(job.startup if startup_s is None else startup_s, job.startup) + job.timeout
-            left = deadline - (time.monotonic() - start)
+            # the clock starts when start-up is done, or when its allowance is used up; in a
+            # job of units, again when a unit finishes
+            clock = min(job.startup if startup_s is None else startup_s, job.startup)
+            if job.units and startup_s is not None and units.read():
+                clock = max(clock, units.last_seen - start)
+            left = clock + job.timeout - (time.monotonic() - start)
             if left <= 0:
                 timed_out = True
                 break
@@ -126,14 +143,17 @@ def run_job(job: Job) -> JobOutcome:
         out, err = _drain(proc, out, err)
         duration = time.monotonic() - start
         out_s, err_s = _text(out), _text(err)
+        done = units.read() if job.units else []
+        # what a failure is about: the unit that was running, in a job of units
+        label = job.unit_labels[len(done)] if job.units and len(done) < len(job.unit_labels) else job.label
         if timed_out:
             if startup_s is None:
-                msg = (f"{job.label}: timed out after {job.timeout:g} s (raise it with --timeout); the worker "
+                msg = (f"{label}: timed out after {job.timeout:g} s (raise it with --timeout); the worker "
                        f"had not finished starting up (importing torch) in the {job.startup:g} s allowed for that")
             else:
-                msg = (f"{job.label}: timed out after {job.timeout:g} s (raise it with --timeout); "
+                msg = (f"{label}: timed out after {job.timeout:g} s (raise it with --timeout); "
                        f"the worker's start-up before that took {startup_s:.1f} s")
-            return JobOutcome(None, msg, None, duration, out_s, err_s, startup_s)
+            return JobOutcome(None, msg, None, duration, out_s, err_s, startup_s, units=done, timed_out=True)
         result = None
         if result_path.exists():
             try:
@@ -141,22 +161,55 @@ def run_job(job: Job) -> JobOutcome:
             except (OSError, ValueError):
                 result = None
         if result is not None:
-            return JobOutcome(result, None, proc.returncode, duration, out_s, err_s, startup_s)
+            return JobOutcome(result, None, proc.returncode, duration, out_s, err_s, startup_s, units=done)
         rc = proc.returncode
         last = _last_line(err_s)
         if job.memory_limit and (rc == -signal.SIGKILL or looks_out_of_memory(err_s)):
             # the kernel's OOM killer, or an allocation failure that took the process down
             how = f"killed by {_signal_name(-rc)}" if rc < 0 else f"exited with status {rc}"
-            msg = f"{job.label}: out of memory (limit {format_size(job.memory_limit)}): worker {how}"
+            msg = f"{label}: out of memory (limit {format_size(job.memory_limit)}): worker {how}"
         elif rc < 0:
             name = _signal_name(-rc)
             why = " (out of memory?)" if name == "SIGKILL" else ""
-            msg = f"{job.label}: worker killed by {name}{why}"
+            msg = f"{label}: worker killed by {name}{why}"
         else:
-            msg = f"{job.label}: worker exited with status {rc} without a result"
+            msg = f"{label}: worker exited with status {rc} without a result"
         if last:
             msg += f": {last}"
-        return JobOutcome(None, msg, rc, duration, out_s, err_s, startup_s)
+        return JobOutcome(None, msg, rc, duration, out_s, err_s, startup_s, units=done)
+
+
+class _UnitLog:
+    """The parent's view of a worker's finished units: complete lines of its JSON-lines file,
+    and when the parent first saw the last of them (the next unit's clock starts there)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.units: list[dict[str, Any]] = []
+        self.last_seen = 0.0
+        self._size = 0
+
+    def read(self) -> list[dict[str, Any]]:
+        try:
+            size = self.path.stat().st_size
+        except OSError:
+            return self.units
+        if size != self._size:
+            try:
+                data = self.path.read_bytes()
+            except OSError:
+                return self.units
+            lines = data.split(b"\n")[:-1]  # a last line without its newline is still being written
+            fresh = lines[len(self.units):]
+            for line in fresh:
+                try:
+                    self.units.append(json.loads(line))
+                except ValueError:
+                    self.units.append({"error": "unreadable unit result"})
+            if fresh:
+                self.last_seen = time.monotonic()
+            self._size = sum(len(line) + 1 for line in lines)
+        return self.units
 
 
 def _drain(proc: subprocess.Popen, out: Optional[bytes], err: Optional[bytes]) -> tuple[bytes, bytes]:
@@ -414,8 +467,10 @@ def worker_main(handler: Callable[[dict[str, Any]], dict[str, Any]],
     an exception either raises becomes ``{"error": ...}`` so the parent sees why."""
     import traceback
 
+    global _units_path
     _apply_memory_limit()
     _become_subreaper()
+    _units_path = os.environ.pop(ENV_UNITS, None)  # the user's code and its children need not see it
     payload_path, result_path = sys.argv[1], sys.argv[2]
     try:
         payload = json.loads(Path(payload_path).read_text(encoding="utf-8"))
@@ -435,6 +490,22 @@ def worker_main(handler: Callable[[dict[str, Any]], dict[str, Any]],
     sys.stderr.flush()
     _reap_children()
     os._exit(0)  # skip interpreter teardown: torch's can be slow or crash
+
+
+_units_path: Optional[str] = None  # in a worker of a job of units: where unit_done appends
+
+
+def unit_done(result: dict[str, Any]) -> None:
+    """In a worker of a job of units: one unit finished with ``result`` (the parent restarts
+    the unit clock and keeps the result should a later unit hang or crash). A no-op in a
+    worker started without units."""
+    path = _units_path
+    if not path:
+        return
+    line = json.dumps(result, default=str) + "\n"
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(line)
+        fh.flush()
 
 
 def _mark_started() -> None:

@@ -240,6 +240,8 @@ class BenchRow:
     cold_s: Optional[float] = None
     median_ms: Optional[float] = None
     iqr_ms: Optional[float] = None
+    # the IQR is above graphmend.bench.stats.UNSTABLE_IQR_RATIO of the median: noise, not a fact
+    unstable: bool = False
     graph_count: Optional[int] = None
     break_count: Optional[int] = None
     kernel_count: Optional[int] = None
@@ -266,6 +268,7 @@ class BenchRatio:
     mode: str = "default"
     device: str = "cpu"
     run_mode: str = "eval"
+    unstable: bool = False  # a median it divides is unstable (BenchRow.unstable)
 
 
 @dataclass
@@ -331,6 +334,11 @@ class Summary:
     fixable_unsafe: int = 0  # issues only an --unsafe-fixes rewrite covers
     issue_rules: dict[str, int] = field(default_factory=dict)  # rule -> issues, by code
     top: list[int] = field(default_factory=list)  # indexes into Report.issues, costliest first
+    # mend check only (None elsewhere): what its views list, so their totals say that and not
+    # the findings/breaks counts (check's views show the new ones in the check section alone)
+    check_new: Optional[int] = None  # entries not in the baseline (static and dynamic)
+    check_known: Optional[int] = None  # entries the baseline knows
+    check_stale: Optional[int] = None  # baseline entries no longer found (fixed)
 
 
 @dataclass
@@ -443,6 +451,7 @@ def summarize(report: Report) -> Summary:
     fixes = [f.status for f in report.fixes]
     issues = report.issues
     kinds = [i.status for i in issues]
+    check = report.check
 
     def by_rule(items: list) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -480,6 +489,9 @@ def summarize(report: Report) -> Summary:
         fixable_unsafe=sum(1 for i in issues if i.fix == "unsafe"),
         issue_rules=by_rule(issues),
         top=top_issues(issues),
+        check_new=len(check.new) if check else None,
+        check_known=check.known if check else None,
+        check_stale=len(check.stale) if check else None,
     )
 
 

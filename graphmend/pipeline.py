@@ -15,7 +15,9 @@ from graphmend.discovery import discover
 from graphmend.model import Report, nested_setting, new_report
 from graphmend.sources import report_root
 
-ProgressHook = Callable[[str, int], Callable[[str], None]]  # (description, total) -> advance(item)
+# (description, total) -> advance(item, outcome=None); outcome: what the item produced (the
+# model's objects), for the CLI's progress line
+ProgressHook = Callable[[str, int], Callable[..., None]]
 
 
 @dataclass

@@ -79,5 +79,11 @@ def render_github(r: Report) -> str:
         lines.append(command("error", e.message, rel(e.file, r.root), title="mend: " + (e.target or "file error")))
     if r.summary is not None:
         s = r.summary
-        lines.append(f"::notice title=graphmend::{escape_data(f'{s.issues} issues over {s.targets} targets ({s.fan_out} break occurrences, {s.skipped_frames} skipped frames), {s.fixable} with a candidate fix')}")
+        if r.command == "check" and s.check_new is not None:  # mend check: the verdict its ::error lines are
+            note = (f"mend check: {s.check_new} new graph breaks not in {r.check.baseline} ({s.check_known} known, "
+                    f"{s.check_stale} stale), {r.files_scanned} files scanned")
+        else:
+            note = (f"{s.issues} issues over {s.targets} targets ({s.fan_out} break occurrences, "
+                    f"{s.skipped_frames} skipped frames), {s.fixable} with a candidate fix")
+        lines.append(f"::notice title=graphmend::{escape_data(note)}")
     return "\n".join(lines) + "\n"

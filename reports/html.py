@@ -13,7 +13,8 @@ from html import escape
 from typing import Optional
 
 from graphmend.model import Break, Report, TargetResult
-from reports.paths import bench_setting, location, mode_note, rel, run_setting, skipped_sentence, target_label
+from reports.paths import (UNSTABLE_NOTE, bench_setting, location, mode_note, rel, run_setting, skipped_sentence,
+                           target_label)
 
 ARM_COLORS = {"eager": "#8a94a6", "original": "#e06c3c", "mended": "#2f9e6e", "reference": "#3b6fd8"}
 ARMS = ("eager", "original", "mended", "reference")
@@ -251,13 +252,18 @@ def _summary(r: Report) -> str:
     s = r.summary
     if s is None:
         return ""
-    stats = [(s.targets, "targets", ""), (s.graphs, "graphs", ""),
-             (s.graph_breaks, "breaks counted by explain", "bad" if s.graph_breaks else "good"),
-             (s.issues, f"issues ({s.issues_confirmed} confirmed, {s.fan_out} break occurrences)",
-              "bad" if s.issues else "good"),
-             (s.frames_skipped, "skipped frames", "bad" if s.frames_skipped else ""),
-             (s.fixable, "with a candidate fix", "good" if s.fixable else ""),
-             (s.fixes_verified, "verified fixes", "good" if s.fixes_verified else "")]
+    if r.command == "check" and s.check_new is not None:  # mend check lists its verdict, not the findings: count that
+        stats = [(s.targets, "targets", ""), (s.graphs, "graphs", ""),
+                 (s.check_new, "new", "bad" if s.check_new else "good"), (s.check_known, "known", ""),
+                 (s.check_stale, "stale", ""), (r.files_scanned, "files scanned", "")]
+    else:
+        stats = [(s.targets, "targets", ""), (s.graphs, "graphs", ""),
+                 (s.graph_breaks, "breaks counted by explain", "bad" if s.graph_breaks else "good"),
+                 (s.issues, f"issues ({s.issues_confirmed} confirmed, {s.fan_out} break occurrences)",
+                  "bad" if s.issues else "good"),
+                 (s.frames_skipped, "skipped frames", "bad" if s.frames_skipped else ""),
+                 (s.fixable, "with a candidate fix", "good" if s.fixable else ""),
+                 (s.fixes_verified, "verified fixes", "good" if s.fixes_verified else "")]
     if s.errors or s.targets_failed:
         stats.append((s.errors, "errors", "bad"))
     return '<div class="cards">' + "".join(
@@ -398,6 +404,9 @@ def _fixes(r: Report) -> str:
     return "".join(out)
 
 
+_UNSTABLE = f' <span class="badge advice" title="{_e(UNSTABLE_NOTE)}">unstable</span>'
+
+
 def _bench(r: Report) -> str:
     if not r.bench:
         return ""
@@ -411,10 +420,11 @@ def _bench(r: Report) -> str:
                    + _bench_chart(target, rows))
         if ratios:
             out.append('<div class="figures">' + " · ".join(
-                f"{_e(x.name)} <b>{_e(_opt(x.value, '{:.3f}×') or 'n/a')}</b>" for x in ratios) + "</div>")
+                f"{_e(x.name)} <b>{_e(_opt(x.value, '{:.3f}×') or 'n/a')}</b>{_UNSTABLE if x.unstable else ''}"
+                for x in ratios) + "</div>")
         out.append("</div>")
     rows = [[f"<code>{_e(b.target)}</code>", _e(b.arm), _e(bench_setting(b)), _opt(b.cold_s, "{:.3f}"),
-             _opt(b.median_ms, "{:.3f}"), _opt(b.iqr_ms, "{:.3f}"), _e(_opt(b.graph_count)), _e(_opt(b.break_count)),
+             _opt(b.median_ms, "{:.3f}") + (_UNSTABLE if b.unstable else ""), _opt(b.iqr_ms, "{:.3f}"), _e(_opt(b.graph_count)), _e(_opt(b.break_count)),
              _e(_opt(b.kernel_count)), _e(b.backend or ""), _opt(b.peak_mem_mb, "{:.1f}"),
              f'<span class="badge advice" title="{_e(b.error)}">skipped</span>' if b.skipped else
              f'<span class="err" title="{_e(b.error)}">error</span>' if b.error else
@@ -424,6 +434,8 @@ def _bench(r: Report) -> str:
     out.append(_table([("target", False), ("arm", False), ("device/mode", False), ("cold s", True),
                        ("median ms", True), ("IQR ms", True), ("graphs", True), ("breaks", True), ("kernels", True),
                        ("backend", False), ("peak MB", True), ("outputs", False)], rows))
+    if any(b.unstable for b in r.bench):
+        out.append(f'<p class="small">{_e(UNSTABLE_NOTE)}</p>')
     out.append("</section>")
     return "".join(out)
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 
 from graphmend.model import Report
-from reports.paths import bench_setting, location, mode_note, rel, run_setting, skipped_sentence, target_label
+from reports.paths import (UNSTABLE_NOTE, bench_setting, location, mode_note, rel, run_setting, skipped_sentence,
+                           target_label)
 
 
 def _esc(text: str) -> str:
@@ -50,12 +51,16 @@ def render_markdown(r: Report) -> str:
         parts = [f"**{s.targets}** target{'s' if s.targets != 1 else ''}"]
         if s.targets_failed:
             parts.append(f"**{s.targets_failed}** failed")
-        parts += [f"**{s.graphs}** graphs", f"**{s.graph_breaks}** breaks counted by explain",
-                  f"**{s.issues}** issues ({s.issues_confirmed} confirmed, {s.issues_dynamic} dynamic only, "
-                  f"{s.issues_potential} potential, {s.issues_unreached} never traced; {s.fan_out} break occurrences)",
-                  f"**{s.frames_skipped}** skipped frames"]
-        if s.fixable or s.fixable_unsafe:
-            parts.append(f"**{s.fixable}** with a candidate fix" + (f" (+{s.fixable_unsafe} unsafe)" if s.fixable_unsafe else ""))
+        if r.command == "check" and s.check_new is not None:  # mend check lists its verdict, not the findings: count that
+            parts += [f"**{s.graphs}** graphs", f"**{s.check_new}** new", f"{s.check_known} known",
+                      f"{s.check_stale} stale", f"{r.files_scanned} files scanned"]
+        else:
+            parts += [f"**{s.graphs}** graphs", f"**{s.graph_breaks}** breaks counted by explain",
+                      f"**{s.issues}** issues ({s.issues_confirmed} confirmed, {s.issues_dynamic} dynamic only, "
+                      f"{s.issues_potential} potential, {s.issues_unreached} never traced; {s.fan_out} break occurrences)",
+                      f"**{s.frames_skipped}** skipped frames"]
+            if s.fixable or s.fixable_unsafe:
+                parts.append(f"**{s.fixable}** with a candidate fix" + (f" (+{s.fixable_unsafe} unsafe)" if s.fixable_unsafe else ""))
         if r.fixes:
             parts.append(f"fixes: **{s.fixes_verified}** verified, {s.fixes_unverified} unverified, "
                          f"{s.fixes_rejected} rejected, {s.fixes_advice} advice")
@@ -177,14 +182,16 @@ def render_markdown(r: Report) -> str:
             match = "skipped" if b.skipped else "" if b.outputs_match is None else \
                 ("match" if b.outputs_match else "**differ**" + (f": {_esc(b.mismatch)}" if b.mismatch else ""))
             out.append(f"| {_code(b.target)} | {b.arm} | {b.device} | {_esc(bench_setting(b).partition('/')[2])} | {_opt(b.cold_s, '{:.3f}')} | "
-                       f"{_opt(b.median_ms, '{:.3f}')} | {_opt(b.iqr_ms, '{:.3f}')} | {_opt(b.graph_count)} | "
+                       f"{_opt(b.median_ms, '{:.3f}')}{' **unstable**' if b.unstable else ''} | {_opt(b.iqr_ms, '{:.3f}')} | {_opt(b.graph_count)} | "
                        f"{_opt(b.break_count)} | {_opt(b.kernel_count)} | {_esc(b.backend or '')} | {match} | "
                        f"{_cell(b.error or '')} |")
         out.append("")
+        if any(b.unstable for b in r.bench):
+            out += [f"_{_esc(UNSTABLE_NOTE)}_", ""]
     if r.ratios:
         out += ["| target | ratio (median time) | value | mode | device |", "| --- | --- | ---: | --- | --- |"]
         for x in r.ratios:
-            out.append(f"| {_code(x.target)} | {x.name} | {_opt(x.value, '{:.3f}×') or 'n/a'} | {x.mode} | {x.device} |")
+            out.append(f"| {_code(x.target)} | {x.name} | {_opt(x.value, '{:.3f}×') or 'n/a'}{' **unstable**' if x.unstable else ''} | {x.mode} | {x.device} |")
         out.append("")
 
     if r.check is not None:

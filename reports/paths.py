@@ -82,3 +82,9 @@ def skipped_sentence(frame, root: str, short: bool = False) -> str:
     where = f"loop at {at}" if frame.loop_line else f"defined at {at}"
     ran = f"ran in eager from line {frame.resume_line} on" if frame.resume_line else "ran entirely in eager"
     return f"{frame.function} {ran} ({where})"
+
+
+# said under a bench table that holds a median flagged unstable (BenchRow.unstable)
+UNSTABLE_NOTE = ("unstable: the timings' IQR is a large part of their median (a busy machine, or noise), "
+                 "so the figure and the ratios built on it are not measurements to act on; rerun on an idle "
+                 "machine or with more --runs")

@@ -11,8 +11,8 @@ import io
 from typing import Optional
 
 from graphmend.model import ADVICE, CONFIRMED, DYNAMIC, REJECTED, UNREACHED, UNVERIFIED, VERIFIED, Issue, Report
-from reports.paths import (bench_setting, location, mode_note, rel, run_setting, short_path, skipped_sentence,
-                           target_label)
+from reports.paths import (UNSTABLE_NOTE, bench_setting, location, mode_note, rel, run_setting, short_path,
+                           skipped_sentence, target_label)
 
 WIDTH = 120
 _STATUS_STYLE = {VERIFIED: "green", REJECTED: "red", UNVERIFIED: "red", ADVICE: "yellow", CONFIRMED: "red", DYNAMIC: "red",
@@ -281,6 +281,11 @@ def _fixes(w: _Writer, r: Report) -> None:
                 w.line("    ", ("error: ", "red"), t.error)
 
 
+def _shaky(x) -> str:
+    """The mark of a median (or a ratio of medians) the bench flagged unstable."""
+    return " unstable" if x.unstable else ""
+
+
 def _bench(w: _Writer, r: Report) -> None:
     # one table per target, rows in the order the bench wrote them
     targets = list(dict.fromkeys([b.target for b in r.bench] + [x.target for x in r.ratios]))
@@ -288,7 +293,7 @@ def _bench(w: _Writer, r: Report) -> None:
             ("IQR", "right"), ("graphs", "right"), ("breaks", "right"), ("kernels", "right"),
             ("backend", "left"), ("peak MB", "right"), ("outputs", "left")]
     for target in targets:
-        rows = [[b.arm, bench_setting(b), _opt(b.cold_s, "{:.3f}"), _opt(b.median_ms, "{:.3f}"),
+        rows = [[b.arm, bench_setting(b), _opt(b.cold_s, "{:.3f}"), _opt(b.median_ms, "{:.3f}") + _shaky(b),
                  _opt(b.iqr_ms, "{:.3f}"), _opt(b.graph_count), _opt(b.break_count), _opt(b.kernel_count),
                  b.backend or "", _opt(b.peak_mem_mb, "{:.1f}"),
                  "skipped" if b.skipped else "error" if b.error else
@@ -305,7 +310,9 @@ def _bench(w: _Writer, r: Report) -> None:
         ratios = [x for x in r.ratios if x.target == target]
         if ratios:
             w.line("  ", ("ratios (median time, below 1 is faster): ", "dim"),
-                   ", ".join(f"{x.name} {_opt(x.value, '{:.3f}x') or 'n/a'}" for x in ratios))
+                   ", ".join(f"{x.name} {_opt(x.value, '{:.3f}x') or 'n/a'}{_shaky(x)}" for x in ratios))
+        if any(b.unstable for b in r.bench if b.target == target):
+            w.line("  ", (UNSTABLE_NOTE, "yellow"))
 
 
 def _check(w: _Writer, r: Report) -> None:
@@ -348,9 +355,13 @@ def _totals(w: _Writer, r: Report) -> None:
     parts = [f"{s.targets} target{'s' if s.targets != 1 else ''}"]
     if s.targets_failed:
         parts.append(f"{s.targets_failed} failed")
-    parts += [f"{s.graphs} graphs", f"{s.graph_breaks} breaks counted by explain",
-              f"{s.issues} issues ({s.fan_out} break occurrences)", f"{s.frames_skipped} skipped frames",
-              f"{r.files_scanned} files scanned"]
+    if r.command == "check" and s.check_new is not None:  # mend check lists its verdict, not the findings: count that
+        parts += [f"{s.graphs} graphs", f"{s.check_new} new", f"{s.check_known} known", f"{s.check_stale} stale",
+                  f"{r.files_scanned} files scanned"]
+    else:
+        parts += [f"{s.graphs} graphs", f"{s.graph_breaks} breaks counted by explain",
+                  f"{s.issues} issues ({s.fan_out} break occurrences)", f"{s.frames_skipped} skipped frames",
+                  f"{r.files_scanned} files scanned"]
     if s.errors:
         parts.append(f"{s.errors} errors")
     w.line(("Total: ", "bold"), ", ".join(parts))

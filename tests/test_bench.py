@@ -181,3 +181,47 @@ def test_summary_table_one_row_per_target_and_mode():
     assert cells[:7] == ["m.py::t", "reduce-overhead", "3 / 2 → 1 / 0", "2.000", "1.000", "0.250", "–"]
     assert cells[7:] == ["0.500", "0.250", "–", "0.750"]  # original/eager, mended/original, -, cold
     assert "2 / 1 → skipped" in lines[3]
+
+
+def test_unstable_medians_are_flagged_in_the_model_and_every_view():
+    """Timings whose IQR dwarfs their median (38x on a busy machine) are marked unstable, as
+    are the ratios built on them; steady ones are not. Synthetic samples, no timing."""
+    from graphmend.bench.stage import fill_row
+    from graphmend.bench.stats import UNSTABLE_IQR_RATIO, unstable
+    from graphmend.jobs import JobOutcome
+    from reports import render
+
+    steady = [10.0, 10.1, 9.9, 10.2, 10.0, 9.8, 10.1]
+    noisy = [0.2, 0.3, 40.0, 0.25, 35.0, 0.3, 30.0, 0.2]  # a median of 0.3, an IQR ~ 30
+    assert not unstable(median(steady), iqr(steady))
+    assert unstable(median(noisy), iqr(noisy)) and iqr(noisy) / median(noisy) > 38
+    assert not unstable(None, 1.0) and not unstable(1.0, None) and unstable(0.0, 0.5) and not unstable(0.0, 0.0)
+    assert unstable(4.0, 4.0 * UNSTABLE_IQR_RATIO + 0.01) and not unstable(4.0, 4.0 * UNSTABLE_IQR_RATIO)
+
+    rows = []
+    for arm, times in (("eager", steady), ("original", steady), ("mended", noisy)):
+        row = BenchRow("m.py::t", arm, "cpu", "default")
+        fill_row(row, JobOutcome({"median_ms": median(times), "iqr_ms": iqr(times), "runs": len(times)}, None))
+        rows.append(row)
+    assert [r.unstable for r in rows] == [False, False, True]
+    ratios = {x.name: x for x in ratios_for("m.py::t", rows, BenchOptions())}
+    assert not ratios["original/eager"].unstable
+    assert ratios["mended/original"].unstable and not ratios["mended/original (cold)"].unstable
+    report = Report(command="bench", bench=rows, ratios=list(ratios.values()))
+
+    data = json.loads(render(report, "json"))
+    assert [b["unstable"] for b in data["bench"]] == [False, False, True]
+    assert {x["name"]: x["unstable"] for x in data["ratios"]}["mended/original"] is True
+    text = render(report, "text")
+    (mended,) = [ln for ln in text.splitlines() if ln.strip().startswith("mended ")]
+    (eager,) = [ln for ln in text.splitlines() if ln.strip().startswith("eager ")]
+    assert "unstable" in mended and "unstable" not in eager
+    assert "mended/original 1.500x unstable" not in text  # 0.3 / 10.0
+    assert "mended/original 0.030x unstable" in text and "original/eager 1.000x," in text
+    assert "rerun on an idle machine" in " ".join(text.split())
+    assert "0.300 **unstable**" in render(report, "md") and ">unstable</span>" in render(report, "html")
+    from graphmend.bench.table import bench_table
+
+    assert "0.300 unstable" in bench_table(report)
+    steady_only = Report(command="bench", bench=rows[:2], ratios=ratios_for("m.py::t", rows[:2], BenchOptions()))
+    assert "unstable" not in render(steady_only, "text") and "unstable" not in render(steady_only, "md")

@@ -165,3 +165,36 @@ def test_unparsable_file_keeps_its_baseline_entries(project, monkeypatch):
     assert r.exit_code == 1 and json.loads(r.stdout)["check"]["stale"] == []  # not "fixed": unknown
     mend(project, monkeypatch, "--update-baseline", "pkg/model.py")
     assert "print(y)" in (project / ".mend-baseline.json").read_text()
+
+
+def test_every_format_counts_what_check_listed(project, monkeypatch):
+    """The totals of a check report count its verdict: new, known (baselined) and stale, not
+    the findings the check views leave out (they said "0 findings" under a list of new ones)."""
+    model = project / "pkg" / "model.py"
+    model.write_text(MODEL.replace("        y = self.lin(x)", "        print(x)\n        y = self.lin(x)"))
+    assert mend(project, monkeypatch, "--update-baseline").exit_code == 0
+    # print(x) is fixed (stale), print(y) stays (known), a tensor branch is new
+    model.write_text(MODEL.replace("        return torch.relu(y)",
+                                   "        if y.sum() > 0:\n            y = -y\n        return torch.relu(y)"))
+    outputs = {fmt: mend(project, monkeypatch, "--format", fmt, "-q") for fmt in
+               ("text", "md", "html", "github", "json", "sarif")}
+    assert all(r.exit_code == 1 for r in outputs.values()), {f: r.output for f, r in outputs.items()}
+    text = outputs["text"].stdout
+    assert "1 new, 1 stale, 1 known" in text  # the check section's heading
+    (total,) = [ln for ln in text.splitlines() if ln.startswith("Total:")]
+    assert "1 new, 1 known, 1 stale" in total and "findings" not in total and "distinct breaks" not in total
+    assert "**1** new, 1 known, 1 stale" in outputs["md"].stdout.splitlines()[2]
+    html = outputs["html"].stdout
+    cards = html[html.index('<div class="cards">'):html.index("</header>")]
+    assert "<b>1</b><span>new</span>" in cards and "<b>1</b><span>known</span>" in cards
+    assert "<b>1</b><span>stale</span>" in cards and "findings" not in cards
+    github = outputs["github"].stdout.splitlines()
+    assert len([ln for ln in github if ln.startswith("::error")]) == 1
+    (notice,) = [ln for ln in github if ln.startswith("::notice")]
+    assert "1 new graph breaks" in notice and "1 known, 1 stale" in notice
+    data = json.loads(outputs["json"].stdout)
+    s = data["summary"]
+    assert (s["check_new"], s["check_known"], s["check_stale"]) == (1, 1, 1)
+    assert s["findings"] == len(data["findings"]) == len(data["check"]["new"]) == 1
+    sarif = json.loads(outputs["sarif"].stdout)
+    assert [r["locations"][0]["physicalLocation"]["region"]["startLine"] for r in sarif["runs"][0]["results"]] == [13]

@@ -166,6 +166,36 @@ def test_timeout_reports_what_was_set_and_start_up_apart(tmp_path):
     assert "had not finished starting up" in stuck.error and "1 s allowed" in stuck.error
 
 
+def test_job_of_units_bounds_each_unit_and_keeps_the_finished_ones(tmp_path):
+    """``Job.units``: the timeout restarts at each finished unit, so three units of 1.2 s each
+    fit a 2 s timeout; a unit that hangs is named by its label and the finished ones come back."""
+    (tmp_path / "unit_worker.py").write_text(textwrap.dedent("""
+        import time
+        from graphmend.jobs import unit_done, worker_main
+        def handle(p):
+            out = []
+            for i, work in enumerate(p["work"]):
+                time.sleep(work)
+                out.append({"unit": i})
+                unit_done(out[-1])
+            return {"results": out}
+        worker_main(handle)
+    """))
+    env = {"PYTHONPATH": str(tmp_path)}
+    labels = ["file.py::a", "file.py::b", "file.py::c"]
+    ok = run_job(Job("unit_worker", {"work": [1.2, 1.2, 1.2]}, label="file.py", timeout=2, env=env,
+                     units=3, unit_labels=labels))
+    assert ok.error is None and ok.result == {"results": [{"unit": 0}, {"unit": 1}, {"unit": 2}]}
+    assert ok.units == ok.result["results"]
+    hung = run_job(Job("unit_worker", {"work": [0.1, 60, 0.1]}, label="file.py", timeout=2, env=env,
+                       units=3, unit_labels=labels))
+    assert hung.timed_out and hung.result is None and hung.units == [{"unit": 0}]
+    assert hung.error.startswith("file.py::b: timed out after 2 s"), hung.error
+    # without units the same worker runs, and the timeout bounds the whole job as before
+    whole = run_job(Job("unit_worker", {"work": [1.2, 1.2]}, label="file.py", timeout=2, env=env))
+    assert whole.timed_out and whole.units == [] and whole.error.startswith("file.py: timed out after 2 s")
+
+
 # -- memory ---------------------------------------------------------------------------
 
 def _memory_worker(tmp_path):

@@ -3,7 +3,9 @@
 
 The checkout may hold uncommitted work, so the repository test uses a ``repo: local`` hook
 with ``language: system`` that mirrors the shipped hook's entry and arguments (read from
-.pre-commit-hooks.yaml) and runs the installed ``mend``.
+.pre-commit-hooks.yaml) and runs the installed ``mend``. The README's own block is run as
+written too, against a clone of the checkout's HEAD, with the hook environment pre-commit
+builds.
 """
 
 from __future__ import annotations
@@ -131,3 +133,88 @@ def test_unrelated_change_passes(repo):
     (repo / "util.py").write_text("def helper(x):\n    return x + 1\n")
     out = _commit(repo, env, "unrelated")
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+# -- the README's pre-commit block, as written --------------------------------------------
+
+def _yaml_blocks(path: Path) -> list[str]:
+    import re
+
+    return re.findall(r"```yaml\n(.*?)```", path.read_text(encoding="utf-8"), re.S)
+
+
+def _precommit_block(path: Path) -> str:
+    (block,) = [b for b in _yaml_blocks(path) if "id: mend-check" in b and "repos:" in b]
+    return block
+
+
+PLACEHOLDER_REV = "<commit>"  # what the README writes while no release is tagged
+
+
+def test_readme_precommit_block_runs_as_written(tmp_path):
+    """The README's `.pre-commit-config.yaml`, unchanged but for its repository URL (a clone
+    of this checkout's HEAD: uncommitted work is not in it, as for any pre-commit user):
+    `pre-commit autoupdate --bleeding-edge` pins the rev it leaves open, then the real hook,
+    installed by pre-commit in its own environment, fails a new break and passes without it."""
+    import yaml  # pre-commit's own dependency
+
+    block = _precommit_block(ROOT / "README.md")
+    (entry,) = yaml.safe_load(block)["repos"]
+    assert entry["repo"].startswith("https://") and [h["id"] for h in entry["hooks"]] == ["mend-check",
+                                                                                         "mend-check-dynamic"]
+    assert set(_hooks()) >= {h["id"] for h in entry["hooks"]}
+    (ci_entry,) = yaml.safe_load(_precommit_block(ROOT / "docs" / "ci.md"))["repos"]
+    assert (ci_entry["repo"], ci_entry["rev"]) == (entry["repo"], entry["rev"])  # docs/ci.md says the same
+    # the pip lines install from the same repository at the same rev (graphmend is on no index)
+    import re
+
+    from packaging.requirements import Requirement
+
+    for doc in (ROOT / "README.md", ROOT / "docs" / "ci.md"):
+        lines = re.findall(r'pip install "(graphmend[^"]*)"', doc.read_text(encoding="utf-8"))
+        assert lines, f"{doc.name} says how to install graphmend"
+        for line in lines:
+            req = Requirement(line)
+            assert req.name == "graphmend" and req.url == f"git+{entry['repo']}@{entry['rev']}", (doc.name, line)
+    assert "pip install graphmend " not in (ROOT / "docs" / "ci.md").read_text()
+
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "PRE_COMMIT_HOME": str(home / "cache"), "GIT_AUTHOR_NAME": "t",
+           "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+           "NO_COLOR": "1"}
+    env.pop("GIT_DIR", None)
+    clone = tmp_path / "graphmend"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], env=env, check=True, capture_output=True, timeout=300)
+    head = _git(clone, "rev-parse", "HEAD", env=env).stdout.strip()
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".pre-commit-config.yaml").write_text(block.replace(entry["repo"], str(clone)))
+    (project / "pyproject.toml").write_text('[project]\nname = "demo"\nversion = "0"\n\n[tool.mend]\n')
+    (project / "model.py").write_text(MODEL.replace("        return torch.relu(y)",
+                                                    "        print(y)\n        return torch.relu(y)"))
+    _git(project, "init", "-q", "-b", "main", env=env)
+
+    def pre_commit(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pre_commit", *args], cwd=project, env=env,
+                              capture_output=True, text=True, timeout=900)
+
+    if entry["rev"] == PLACEHOLDER_REV:
+        # what the README says to do with it
+        assert "autoupdate --bleeding-edge" in block
+        update = pre_commit("autoupdate", "--bleeding-edge")
+        assert update.returncode == 0, update.stdout + update.stderr
+        pinned = yaml.safe_load((project / ".pre-commit-config.yaml").read_text())["repos"][0]
+        assert pinned["rev"] == head
+    else:  # a tag or sha as written: it must exist (the README once pinned v0.1.0, never tagged)
+        found = _git(clone, "rev-parse", "--verify", "--quiet", f"{entry['rev']}^{{commit}}", env=env, check=False)
+        assert found.returncode == 0, f"the README pins rev {entry['rev']!r}, which the repository does not have"
+    _git(project, "add", "-A", env=env)
+    failed = pre_commit("run", "mend-check", "--files", "model.py")
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert "GM201" in failed.stdout and "model.py:12" in failed.stdout and "1 new" in failed.stdout
+    (project / "model.py").write_text(MODEL)
+    _git(project, "add", "-A", env=env)
+    passed = pre_commit("run", "mend-check", "--files", "model.py")
+    assert passed.returncode == 0, passed.stdout + passed.stderr

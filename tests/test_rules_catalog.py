@@ -63,3 +63,101 @@ def test_rule_docs_are_current(tmp_path):
     stale = [p.name for p in sorted(tmp_path.iterdir())
              if not (shipped / p.name).exists() or (shipped / p.name).read_text() != p.read_text()]
     assert not stale, f"regenerate docs/rules ({stale}): python -c 'from graphmend.cli.rules import write_docs; write_docs()'"
+
+
+# -- every torch API the catalog names exists on the installed torch ------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+# a dotted torch name; "\x00" stands for an f-string's {placeholder}: a name running into one
+# ("torch.logical_{op}") is completed at run time and is not checked here
+TORCH_NAME = re.compile(r"\btorch(?:\.\w+)+(?!\w|\x00)")
+TENSOR_METHOD = re.compile(r"\bTensor\.(\w+)|`\.(\w+)\(")
+
+
+def _resolves(dotted: str) -> bool:
+    """``torch.a.b.c`` attribute by attribute, importing a submodule where an attribute is
+    not there yet (``torch._higher_order_ops``)."""
+    import importlib
+
+    import torch
+
+    obj, parts = torch, dotted.split(".")
+    for i, part in enumerate(parts[1:], start=2):
+        if hasattr(obj, part):
+            obj = getattr(obj, part)
+            continue
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            return False
+    return True
+
+
+def _string_constants(path: Path) -> list[str]:
+    """Every string literal of a module, an f-string with its placeholders as "\\x00"; not
+    the tables of names a detector recognises (``{"torch._dynamo.eval_frame.disable", ...}``:
+    spellings of older torch versions, matched, never suggested)."""
+    import ast
+
+    def name_table(node) -> bool:
+        return isinstance(node, (ast.Set, ast.Tuple, ast.List)) and all(
+            isinstance(e, ast.Constant) and isinstance(e.value, str) and re.fullmatch(r"[\w.]+", e.value)
+            for e in node.elts)
+
+    out = []
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
+    skip |= {id(e) for n in ast.walk(tree) if name_table(n) for e in n.elts}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            out.append("".join(v.value if isinstance(v, ast.Constant) else "\x00" for v in node.values))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
+            out.append(node.value)
+    return out
+
+
+def _catalog_texts() -> list[str]:
+    """What users read as advice: the rule records, mend fix's advice, the rule docs, and every
+    string of the detectors and fixes (the hints they report, the fix descriptions)."""
+    from rewrites.fixes.gm6_advice import ADVICE
+
+    texts = [t for r in RULES for t in (r.summary, r.why, r.fix, r.preconditions, r.limits)]
+    texts += list(ADVICE.values())
+    texts += [p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs" / "rules").glob("*.md"))]
+    for folder in ("rewrites", "rewrites/rules", "rewrites/fixes"):
+        for p in sorted((ROOT / folder).glob("*.py")):
+            texts += _string_constants(p)
+    return texts
+
+
+def test_every_torch_name_the_catalog_suggests_exists():
+    import torch
+
+    texts = _catalog_texts()
+    names = {m for t in texts for m in TORCH_NAME.findall(t)}
+    assert "torch.where" in names and "torch._dynamo.config.capture_scalar_outputs" in names  # the scan sees them
+    missing = sorted(n for n in names if not _resolves(n))
+    assert not missing, f"hints name torch APIs that torch {torch.__version__} does not have: {missing}"
+    methods = {a or b for t in texts for a, b in TENSOR_METHOD.findall(t)}
+    assert {"item", "tolist"} <= methods
+    assert not sorted(m for m in methods if not hasattr(torch.Tensor, m))
+
+
+def test_gm604_hint_names_real_torch_apis_for_every_numpy_function():
+    """The hint is built from the NumPy name the code calls: for every public NumPy function,
+    what it names must exist (np.interp once became ``torch.interp``)."""
+    import numpy as np
+
+    from rewrites.rules.gm6_unsupported import TORCH_FOR_NUMPY, TORCH_SAME_NAME, numpy_hint
+
+    functions = sorted(n for n in dir(np) if not n.startswith("_") and callable(getattr(np, n)))
+    functions += sorted(TORCH_FOR_NUMPY) + sorted(TORCH_SAME_NAME)  # names this NumPy may lack
+    bad = {n: numpy_hint(n) for n in functions
+           if not all(_resolves(t) for t in TORCH_NAME.findall(numpy_hint(n)))}
+    assert not bad, bad
+    assert "torch.interp" not in numpy_hint("interp") and "torch.searchsorted" in numpy_hint("interp")
+    assert numpy_hint("exp") == "torch.exp"
+    # the scan reports it
+    result = scan_source(RULES_BY_CODE["GM604"].invalid[1], path="case.py")
+    (hint,) = [f.fix_hint for f, _key, _root in result.findings if f.rule == "GM604"]
+    assert "torch.searchsorted" in hint and "torch.lerp" in hint

@@ -15,7 +15,7 @@ def outcome():
     found = discover([str(BAD)], Config())
     specs = found.targets + [t for t in discover([str(GOOD)], Config()).targets if t.function == "mend_target_clean"]
     done = []
-    results = capture_targets(specs, jobs=2, timeout=5, on_done=done.append)
+    results = capture_targets(specs, jobs=2, timeout=5, on_done=lambda name, results: done.append(name))
     return found, {r.name.split("::")[-1]: r for r in results}, done, specs
 
 
@@ -46,3 +46,39 @@ def test_each_failure_names_its_target(outcome):
         assert fn in r.error
     clean = res["mend_target_clean"]
     assert clean.error is None and clean.graph_count == 1
+
+
+TIMEOUTS = Path(__file__).resolve().parent / "fixtures" / "dynamic" / "timeouts"
+
+
+def test_timeout_is_per_target_and_the_file_goes_on(tmp_path):
+    """Targets of one file share a worker; --timeout still bounds each one: the hang is
+    reported after 3 s (not 3 s x targets) and is not run again, and the targets around it,
+    the one after it in a fresh worker, get their results, each started once. A worker that
+    crashes mid-file blames the target it crashed in (run once more, first in a fresh
+    worker, in case an earlier target broke the process), and the others still run once."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    calls = tmp_path / "calls.txt"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]),
+           "MEND_TEST_CALLS": str(calls)}
+    out = subprocess.run([sys.executable, "-m", "graphmend", "analyze", str(TIMEOUTS), "--dynamic-only",
+                          "--timeout", "3", "--format", "json", "--quiet"], capture_output=True, text=True,
+                         env=env, cwd=TIMEOUTS, timeout=600)
+    assert out.returncode == 1, out.stderr
+    targets = {t["function"]: t for t in json.loads(out.stdout)["targets"]}
+    assert set(targets) == {"mend_target_first", "mend_target_hangs", "mend_target_last",
+                            "mend_target_before", "mend_target_segfault", "mend_target_after"}
+    hung = targets["mend_target_hangs"]["error"]
+    assert hung.startswith("three.py::mend_target_hangs: timed out after 3 s (raise it with --timeout)"), hung
+    assert "SIGSEGV" in targets["mend_target_segfault"]["error"] and "mend_target_segfault" in \
+        targets["mend_target_segfault"]["error"]
+    for fn in ("mend_target_first", "mend_target_last", "mend_target_before", "mend_target_after"):
+        assert targets[fn]["error"] is None and targets[fn]["graph_count"] == 1, targets[fn]
+    started = calls.read_text().split()
+    assert {n: started.count(n) for n in set(started)} == {"first": 1, "hangs": 1, "last": 1, "before": 1,
+                                                          "segfault": 2, "after": 1}

@@ -1,17 +1,21 @@
 """``capture_targets``: targets run in worker subprocesses, so that one that hangs, crashes
 or runs out of memory costs only its own result.
 
-Targets of one file share a worker (torch's import is the dominant cost of a worker);
-when such a worker dies or times out, its targets are re-run one per worker, so the
-culprit alone gets the error."""
+Targets of one file share a worker (torch's import is the dominant cost of a worker), each
+(target, run mode) one unit of its job: ``--timeout`` bounds each unit, and the worker
+reports each one it finishes (graphmend.jobs). When a unit hangs, its target gets the
+timeout and the file's remaining targets go on in a fresh worker; when the worker crashes,
+the target it crashed in is run again first in a fresh worker (an earlier target may have
+left it broken) and gets the error if it crashes there too. No target costs more than one
+timeout."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from graphmend.discovery import TargetSpec
-from graphmend.jobs import Job, JobOutcome, run_jobs
+from graphmend.jobs import Job, JobOutcome, run_job
 from graphmend.model import TargetResult, from_dict
 from graphmend.modes import EVAL
 
@@ -25,7 +29,8 @@ def _job(specs: Sequence[TargetSpec], timeout: float, modes: Sequence[str], comp
     return Job(module=WORKER, payload={"targets": [dataclasses.asdict(s) for s in specs], "modes": list(modes),
                                        "compiled_autograd": compiled_autograd,
                                        "nested_graph_breaks": nested_graph_breaks}, label=label,
-               timeout=timeout * len(specs) * len(modes), memory_limit=memory_limit)
+               timeout=timeout, memory_limit=memory_limit, units=len(specs) * len(modes),
+               unit_labels=[s.name for s in specs for _ in modes])
 
 
 def nested_graph_breaks_supported() -> bool:
@@ -42,48 +47,73 @@ def _failed(spec: TargetSpec, outcome: JobOutcome, why: str, mode: str) -> Targe
                         duration_s=round(outcome.duration_s, 3), error=why)
 
 
+def _capture_file(group: Sequence[TargetSpec], timeout: float, modes: tuple, compiled_autograd: bool,
+                  memory_limit: Optional[int], nested_graph_breaks: Optional[bool],
+                  done: Callable[[TargetSpec, list[TargetResult]], None]) -> None:
+    """The targets of one file, in as few workers as their hangs and crashes allow."""
+    pending = list(group)
+    retried: Optional[TargetSpec] = None  # the target a crashed worker was running, run again first
+    while pending:
+        outcome = run_job(_job(pending, timeout, modes, compiled_autograd, memory_limit, nested_graph_breaks))
+        got: list[Any] = (outcome.result or {}).get("results") if not outcome.error else None
+        if got is None or len(got) != len(pending) * len(modes):
+            got = outcome.units  # what finished before the failure
+        finished = min(len(got) // len(modes), len(pending))
+        for i, s in enumerate(pending[:finished]):
+            done(s, [from_dict(TargetResult, d) for d in got[i * len(modes):(i + 1) * len(modes)]])
+        pending = pending[finished:]
+        if not pending:
+            return
+        culprit = pending[0]
+        why = outcome.error or f"{culprit.name}: worker failed: {(outcome.result or {}).get('error') or 'no result'}"
+        if not outcome.timed_out and finished > 0 and retried is not culprit:
+            retried = culprit  # it crashed after other targets: try it in a fresh worker before blaming it
+            continue
+        ran = got[finished * len(modes):]  # its modes that did finish before it hung
+        results = [from_dict(TargetResult, d) for d in ran]
+        results += [_failed(culprit, outcome, why, m) for m in modes[len(ran):]]
+        done(culprit, results)
+        pending = pending[1:]
+
+
 def capture_targets(specs: Sequence[TargetSpec], jobs: int = 1, timeout: float = 300.0,
-                    on_done: Optional[Callable[[str], None]] = None, modes: Sequence[str] = (EVAL,),
-                    compiled_autograd: bool = False, memory_limit: Optional[int] = None,
+                    on_done: Optional[Callable[[str, list[TargetResult]], None]] = None,
+                    modes: Sequence[str] = (EVAL,), compiled_autograd: bool = False,
+                    memory_limit: Optional[int] = None,
                     nested_graph_breaks: Optional[bool] = None) -> list[TargetResult]:
     """Capture each target in each run mode; results in input order (target-major: a
-    target's modes together). ``on_done(name)`` after each target; ``memory_limit``: bytes
-    each worker may use; ``nested_graph_breaks``: Dynamo's option of that name (None: torch's
-    default)."""
+    target's modes together). ``on_done(name, results)`` after each target (from worker
+    threads when ``jobs`` > 1); ``timeout``: seconds per target and mode; ``memory_limit``:
+    bytes each worker may use; ``nested_graph_breaks``: Dynamo's option of that name (None:
+    torch's default)."""
+    import threading
+
     modes = tuple(modes) or (EVAL,)
     batches: dict[str, list[TargetSpec]] = {}
     for s in specs:
         batches.setdefault(s.display_file, []).append(s)
-    groups = list(batches.values())
     results: dict[TargetSpec, list[TargetResult]] = {}
-    retry: list[TargetSpec] = []
+    lock = threading.Lock()
 
-    def collect(group: Sequence[TargetSpec], outcome: JobOutcome, final: bool) -> None:
-        got = (outcome.result or {}).get("results") if not outcome.error else None
-        if got is None or len(got) != len(group) * len(modes):
-            if final or len(group) == 1:
-                for s in group:
-                    why = outcome.error or f"{s.name}: worker failed: {(outcome.result or {}).get('error') or 'no result'}"
-                    if outcome.error and len(group) == 1:
-                        why = outcome.error.replace(group[0].name, s.name, 1)
-                    results[s] = [_failed(s, outcome, why, m) for m in modes]
-                    if on_done:
-                        on_done(s.name)
-            else:
-                retry.extend(group)
-            return
-        for i, s in enumerate(group):
-            results[s] = [from_dict(TargetResult, d) for d in got[i * len(modes):(i + 1) * len(modes)]]
+    def done(spec: TargetSpec, got: list[TargetResult]) -> None:
+        with lock:
+            results[spec] = got
             if on_done:
-                on_done(s.name)
+                on_done(spec.name, got)
 
-    job_list = [_job(g, timeout, modes, compiled_autograd, memory_limit, nested_graph_breaks) for g in groups]
-    by_job = {id(j): g for j, g in zip(job_list, groups)}
-    run_jobs(job_list, parallel=max(1, jobs), on_done=lambda j, o: collect(by_job[id(j)], o, final=False))
-    if retry:
-        singles = [_job([s], timeout, modes, compiled_autograd, memory_limit, nested_graph_breaks) for s in retry]
-        by_single = {id(j): s for j, s in zip(singles, retry)}
-        run_jobs(singles, parallel=max(1, jobs), on_done=lambda j, o: collect([by_single[id(j)]], o, final=True))
+    def run(group: Sequence[TargetSpec]) -> None:
+        _capture_file(group, timeout, modes, compiled_autograd, memory_limit, nested_graph_breaks, done)
+
+    groups = list(batches.values())
+    if jobs <= 1 or len(groups) <= 1:
+        for g in groups:
+            run(g)
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            for f in [pool.submit(run, g) for g in groups]:
+                f.result()
     out = [r for s in specs for r in results[s]]
     if len(modes) > 1:
         mark_single_mode(out)

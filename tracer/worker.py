@@ -2,8 +2,10 @@
 
 PAYLOAD is ``{"targets": [TargetSpec as dict, ...], "modes": ["eval", "train"],
 "compiled_autograd": bool, "nested_graph_breaks": bool | None}``; RESULT is
-``{"results": [TargetResult as dict, ...]}``, one per target and run mode (target-major). Targets of one worker are separated by
-``torch._dynamo.reset()``.
+``{"results": [TargetResult as dict, ...]}``, one per target and run mode (target-major).
+Targets of one worker are separated by ``torch._dynamo.reset()``. Each (target, mode) is one
+unit of the job (``graphmend.jobs.unit_done``): the parent bounds each by --timeout and keeps
+the finished ones when a later one hangs or crashes.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any, Optional
 
-from graphmend.jobs import out_of_memory, worker_main
+from graphmend.jobs import out_of_memory, unit_done, worker_main
 from graphmend.model import TargetResult, to_dict
 from graphmend.modes import EVAL, TRAIN
 
@@ -158,7 +160,13 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
     modes = tuple(payload.get("modes") or (EVAL,))
     ca = bool(payload.get("compiled_autograd"))
     nested = payload.get("nested_graph_breaks")
-    out = {"results": [to_dict(r) for spec in payload["targets"] for r in capture_spec(spec, modes, ca, nested)]}
+    results = []
+    for spec in payload["targets"]:
+        for mode in modes:  # one unit each: the parent's --timeout clock restarts per unit
+            (r,) = capture_spec(spec, (mode,), ca, nested)
+            results.append(to_dict(r))
+            unit_done(results[-1])
+    out = {"results": results}
     if payload.get("explain"):
         out["explain"] = [explain_counts(spec, m, nested) for spec in payload["targets"] for m in modes]
     return out

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from graphmend.bench.arms import ARMS, BenchItem, PatchSource, resolve
-from graphmend.bench.stats import ratio
+from graphmend.bench.stats import ratio, unstable
 from graphmend.config import Config
 from graphmend.jobs import Job, JobOutcome, run_job
 from graphmend.model import BenchRatio, BenchRow, Report, new_report
@@ -38,7 +38,7 @@ class BenchOptions:
     optimizer: str = "sgd"  # train mode: "sgd" | "adamw"
 
 
-ProgressHook = Callable[[str, int], Callable[[str], None]]
+ProgressHook = Callable[[str, int], Callable[..., None]]  # as graphmend.pipeline.ProgressHook
 
 
 def bench(refs: Sequence[str], config: Config, options: BenchOptions,
@@ -123,6 +123,7 @@ def fill_row(row: BenchRow, outcome: JobOutcome) -> None:
                  "peak_mem_mb", "outputs_match", "runs", "memory", "mismatch"):
         if name in result and result[name] is not None:
             setattr(row, name, result[name])
+    row.unstable = unstable(row.median_ms, row.iqr_ms)
 
 
 def ratios_for(target: str, rows: Sequence[BenchRow], options: BenchOptions) -> list[BenchRatio]:
@@ -134,8 +135,9 @@ def ratios_for(target: str, rows: Sequence[BenchRow], options: BenchOptions) -> 
     for num, den in RATIOS:
         if num in present and den in present:
             value = ratio(getattr(ok.get(num), "median_ms", None), getattr(ok.get(den), "median_ms", None))
-            out.append(BenchRatio(target=target, name=f"{num}/{den}", value=value,
-                                  mode=options.mode, device=options.device, run_mode=options.run_mode))
+            shaky = value is not None and (ok[num].unstable or ok[den].unstable)
+            out.append(BenchRatio(target=target, name=f"{num}/{den}", value=value, mode=options.mode,
+                                  device=options.device, run_mode=options.run_mode, unstable=shaky))
     for num, den in COLD_RATIOS:
         if num in present and den in present:
             value = ratio(getattr(ok.get(num), "cold_s", None), getattr(ok.get(den), "cold_s", None))

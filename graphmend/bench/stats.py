@@ -20,6 +20,24 @@ def iqr(values: Sequence[float]) -> Optional[float]:
     return q3 - q1
 
 
+# A steady-state figure whose spread (IQR) is more than this fraction of its median is flagged
+# "unstable": the machine was busy or the timing is dominated by noise, and the median (and
+# any ratio built on it) is no fact to act on. A quarter: two arms whose medians differ by
+# less than that cannot be told apart on such timings.
+UNSTABLE_IQR_RATIO = 0.25
+
+
+def unstable(median_value: Optional[float], iqr_value: Optional[float],
+             threshold: float = UNSTABLE_IQR_RATIO) -> bool:
+    """The IQR is more than ``threshold`` times the median (a median of 0 with any spread
+    too); False when either is missing."""
+    if median_value is None or iqr_value is None:
+        return False
+    if median_value <= 0:
+        return iqr_value > 0
+    return iqr_value / median_value > threshold
+
+
 def ratio(numerator: Optional[float], denominator: Optional[float]) -> Optional[float]:
     """``numerator / denominator``; None when either side is missing or the denominator is 0."""
     if numerator is None or denominator is None or denominator <= 0:

@@ -30,12 +30,14 @@ def bench_table(report: Report) -> str:
             out.append(f"| {b.target} | {b.arm} | | | | | | | {b.error.replace('|', '/')[:120]} |")
             continue
         match = {True: "match", False: f"MISMATCH {b.mismatch or ''}", None: "–"}[b.outputs_match]
-        out.append(f"| {b.target} | {b.arm} | {_f(b.cold_s, '{:.3f}')} | {_f(b.median_ms, '{:.3f}')} "
+        out.append(f"| {b.target} | {b.arm} | {_f(b.cold_s, '{:.3f}')} | {_f(b.median_ms, '{:.3f}')}"
+                   f"{' unstable' if b.unstable else ''} "
                    f"({_f(b.iqr_ms, '{:.3f}')}) | {_f(b.graph_count, '{}')} | {_f(b.break_count, '{}')} | "
                    f"{_f(b.kernel_count, '{}')} | {_f(b.peak_mem_mb, '{:.1f}')} | {match} |")
     if report.ratios:
         out += ["", "| target | ratio | value |", "| --- | --- | ---: |"]
-        out += [f"| {x.target} | {x.name} | {_f(x.value, '{:.3f}')} |" for x in report.ratios]
+        out += [f"| {x.target} | {x.name} | {_f(x.value, '{:.3f}')}{' unstable' if x.unstable else ''} |"
+                for x in report.ratios]
     return "\n".join(out) + "\n"
 
 
@@ -61,12 +63,17 @@ def summary_table(reports: Sequence[Report]) -> str:
 
             def ms(arm):
                 b = rows.get(arm)
-                return "–" if b is None or b.error else _f(b.median_ms, "{:.3f}")
+                return "–" if b is None or b.error else _f(b.median_ms, "{:.3f}") + (" unstable" if b.unstable else "")
 
-            ratios = {x.name: x.value for x in report.ratios if x.target == target}
+            ratios = {x.name: x for x in report.ratios if x.target == target}
+
+            def rt(name):
+                x = ratios.get(name)
+                return "–" if x is None else _f(x.value, "{:.3f}") + (" unstable" if x.unstable else "")
+
             out.append(f"| {target.rpartition('/')[2]} | {mode} | {gb('original')} → {gb('mended')} | {ms('eager')} | "
                        f"{ms('original')} | {ms('mended')} | {ms('reference')} | "
-                       + " | ".join(_f(ratios.get(n), "{:.3f}") for n in SUMMARY_RATIOS) + " |")
+                       + " | ".join(rt(n) for n in SUMMARY_RATIOS) + " |")
     return "\n".join(out) + "\n"
 
 

@@ -10,7 +10,7 @@ import typer
 from graphmend.cli.common import (COMPILED_AUTOGRAD_HELP, EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, MODE_HELP,
                                   NESTED_HELP, TRAIN_HELP, VERBOSE_HELP, Format, check_paths, fail,
                                   load_checked_config, memory_limit_flag, nested_flag, progress_hook,
-                                  render_or_fail, require_nested_support, require_torch, run_modes_flag)
+                                  render_or_fail, require_nested_support, require_torch, run_modes_flag, wrote)
 
 
 def analyze(
@@ -31,7 +31,8 @@ def analyze(
     compiled_autograd: Optional[bool] = typer.Option(None, "--compiled-autograd", help=COMPILED_AUTOGRAD_HELP),
     nested_graph_breaks: Optional[str] = typer.Option(None, "--nested-graph-breaks", metavar="on|off",
                                                       help=NESTED_HELP),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr (a bar on a terminal, "
+                               "a line per target otherwise)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
 ) -> None:
     """Find every graph break: static scan of the sources and dynamic capture of each target."""
@@ -64,6 +65,7 @@ def analyze(
         except ConfigError as exc:  # a suppression comment naming no rule
             raise fail(str(exc))
     render_or_fail(report, format.value, output, verbose=verbose)
+    wrote(output, quiet)
     # a target that errored is a finding too: its breaks are unknown
     failed = any(t.breaks or t.graph_break_count or t.error for t in report.targets) or bool(report.findings)
     raise typer.Exit(EXIT_FINDINGS if failed else EXIT_CLEAN)

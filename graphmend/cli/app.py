@@ -8,8 +8,69 @@ from __future__ import annotations
 import sys
 
 import typer
+from typer.core import TyperCommand
 
 from graphmend import __version__
+
+# typer's own type labels (what its plain help shows in <...>) -> click's placeholders
+_TYPE_METAVARS = {"str": "TEXT", "int": "INTEGER", "float": "FLOAT", "bool": "BOOLEAN", "path": "PATH",
+                  "Path": "PATH", "int range": "INTEGER", "float range": "FLOAT"}
+
+
+def _option_metavar(label: str) -> str:
+    """``<list[str]>`` -> ``TEXT``, ``<int range>`` -> ``INTEGER``, ``<text|json>`` -> ``[text|json]``."""
+    label = label.strip("<>")
+    if label.startswith("list[") and label.endswith("]"):
+        label = label[5:-1]  # a repeatable option: one value per use
+    if "|" in label:
+        return f"[{label}]"
+    return _TYPE_METAVARS.get(label, label.upper())
+
+
+class MendCommand(TyperCommand):
+    """Click's help placeholders, not typer's: typer 0.2x's plain help writes a required
+    argument as ``{paths}...`` and types as ``<list[Path]>`` / ``<int range>``; here an
+    argument reads ``PATHS...`` (``[CODE]`` when optional) and an option ``FLOAT``,
+    ``TEXT``, ``[text|json]``, or the metavar it was given."""
+
+    @staticmethod
+    def _argument_metavar(param) -> str:
+        name = param.metavar or param.name.upper()
+        if not param.required:
+            name = f"[{name}]"
+        return name + ("..." if param.nargs != 1 else "")
+
+    def collect_usage_pieces(self, ctx) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                pieces.append(self._argument_metavar(param))
+            else:
+                pieces.extend(param.get_usage_pieces(ctx))
+        return pieces
+
+    def format_options(self, ctx, formatter) -> None:
+        args, opts = [], []
+        for param in self.get_params(ctx):
+            given = param.metavar
+            is_option = param.param_type_name == "option"
+            if is_option and given is None and not (param.is_flag or param.count):
+                param.metavar = _option_metavar(param.display_type(ctx))
+            try:
+                record = param.get_help_record(ctx)
+            finally:
+                param.metavar = given
+            if record is None:
+                continue
+            if is_option:
+                opts.append(record)
+            elif param.param_type_name == "argument":
+                args.append((self._argument_metavar(param), record[1]))
+        for title, rows in (("Arguments", args), ("Options", opts)):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
 
 app = typer.Typer(
     name="mend",
@@ -39,23 +100,23 @@ def _register() -> None:
     # One line per command; each module is torch-free at import time.
     from graphmend.cli import analyze
 
-    app.command("analyze")(analyze.analyze)
+    app.command("analyze", cls=MendCommand)(analyze.analyze)
     from graphmend.cli import rules
 
-    app.command("rules")(rules.rules)
+    app.command("rules", cls=MendCommand)(rules.rules)
     from graphmend.cli import run
-    app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
+    app.command("run", cls=MendCommand, context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
                                          "allow_interspersed_args": False})(run.run)
     from graphmend.cli import check
-    app.command("check")(check.check)
+    app.command("check", cls=MendCommand)(check.check)
     from graphmend.cli import report
-    app.command("report")(report.report)
+    app.command("report", cls=MendCommand)(report.report)
     from graphmend.cli import bench
-    app.command("bench")(bench.bench)
+    app.command("bench", cls=MendCommand)(bench.bench)
     from graphmend.cli import fix
-    app.command("fix")(fix.fix)
+    app.command("fix", cls=MendCommand)(fix.fix)
     from graphmend.cli import corpus
-    app.command("corpus")(corpus.corpus)
+    app.command("corpus", cls=MendCommand)(corpus.corpus)
 
 
 _register()

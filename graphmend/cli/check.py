@@ -25,7 +25,7 @@ def check(
                                                             "Default: the whole tree under the config root."),
     baseline: Optional[Path] = typer.Option(None, "--baseline", "-b",
                                             help="Baseline file (default .mend-baseline.json beside pyproject.toml, "
-                                                 "or \\[tool.mend] baseline)."),
+                                                 "or [tool.mend] baseline)."),
     update_baseline: bool = typer.Option(False, "--update-baseline",
                                          help="Write what is found now as the baseline (pruning stale entries) and exit 0."),
     dynamic: bool = typer.Option(False, "--dynamic", help="Also run the targets and compare their dynamic breaks (needs torch)."),

@@ -186,6 +186,54 @@ def show_progress(quiet: bool) -> bool:
     return not quiet and sys.stderr.isatty()
 
 
+def progress_lines(quiet: bool) -> bool:
+    """Output redirected (CI, a log file): a plain line per finished item instead of a bar,
+    so a long run is not minutes of silence."""
+    return not quiet and not sys.stderr.isatty()
+
+
+def outcome_note(outcome) -> str:
+    """What a progress line says about a finished item: a target's capture (its results, one
+    per run mode) or its verification (a FixTarget); "" for anything else."""
+    if isinstance(outcome, (list, tuple)) and outcome and all(hasattr(r, "breaks") for r in outcome):
+        parts = []
+        for r in outcome:
+            mode = f"{r.run_mode}: " if len(outcome) > 1 else ""
+            n = len(r.breaks)
+            what = f"{n} break{'s' if n != 1 else ''}"
+            parts.append(f"{mode}{what}, error: {r.error}" if r.error else f"{mode}{what}")
+        return "; ".join(parts) + f" ({sum(r.duration_s for r in outcome):.1f} s)"
+    if hasattr(outcome, "breaks_before") and hasattr(outcome, "breaks_after"):
+        note = f"breaks {outcome.breaks_before} -> {outcome.breaks_after}"
+        return note + (f", error: {outcome.error}" if outcome.error else "")
+    return ""
+
+
+class ProgressLines:
+    """``[3/40] capturing corpus/moe.py::mend_target_x: 2 breaks (4.1 s)`` on stderr per
+    finished item; items may finish in worker threads."""
+
+    def __init__(self, description: str, total: int):
+        import threading
+
+        self.description, self.total, self.count = description, total, 0
+        self._lock = threading.Lock()
+
+    def advance(self, item: str = "", outcome=None) -> None:
+        note = outcome_note(outcome)
+        with self._lock:
+            self.count += 1
+            line = f"[{self.count}/{self.total}] {self.description} {item}" + (f": {note}" if note else "")
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
+
+
+def wrote(output: Optional[Path], quiet: bool) -> None:
+    """The last word of a run that wrote its report to a file: where it went."""
+    if output is not None and not quiet:
+        typer.echo(f"mend: wrote {output}", err=True)
+
+
 @contextmanager
 def progress_bar(description: str, total: int, enabled: bool) -> Iterator["Progressor"]:
     """A rich progress bar on stderr when ``enabled``; a no-op otherwise (quiet, non-TTY)."""
@@ -203,12 +251,16 @@ def progress_bar(description: str, total: int, enabled: bool) -> Iterator["Progr
 
 
 @contextmanager
-def progress_hook(quiet: bool) -> Iterator[Callable[[str, int], Callable[[str], None]]]:
-    """The ``progress(description, total) -> advance(item)`` hook stages take (stages never
-    print); every bar it opens is closed when the block ends."""
-    enabled = show_progress(quiet)
+def progress_hook(quiet: bool) -> Iterator[Callable[[str, int], Callable[..., None]]]:
+    """The ``progress(description, total) -> advance(item, outcome=None)`` hook stages take
+    (stages never print; ``outcome`` is the model object the item produced, for the line):
+    a bar on a TTY, a line per item otherwise, nothing with --quiet. Every bar it opens is
+    closed when the block ends."""
+    enabled, lines = show_progress(quiet), progress_lines(quiet)
     with ExitStack() as stack:
-        def progress(description: str, total: int) -> Callable[[str], None]:
+        def progress(description: str, total: int) -> Callable[..., None]:
+            if lines:
+                return ProgressLines(description, total).advance
             return stack.enter_context(progress_bar(description, total, enabled)).advance
 
         yield progress
@@ -218,7 +270,7 @@ class Progressor:
     def __init__(self, progress, task):
         self._progress, self._task = progress, task
 
-    def advance(self, item: str = "") -> None:
+    def advance(self, item: str = "", outcome=None) -> None:
         if self._progress is not None:
             self._progress.update(self._task, advance=1, item=item)
 

@@ -12,7 +12,7 @@ import typer
 
 from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, TRAIN_HELP, check_paths, emit, fail,
                                   load_checked_config, memory_limit_flag, progress_hook, require_torch,
-                                  rule_codes_flag, run_modes_flag)
+                                  rule_codes_flag, run_modes_flag, wrote)
 
 
 class FixFormat(str, Enum):
@@ -38,7 +38,8 @@ def fix(
     train: bool = typer.Option(False, "--train", help=TRAIN_HELP + " The breaks to fix are the ones a train step hits."),
     modes: Optional[str] = typer.Option(None, "--modes", help="The one run mode breaks are captured and re-traced in: "
                                         "eval (default) or train; verification checks both either way."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar, no listing on stderr."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress (a bar on a terminal, a line per "
+                               "target otherwise), no listing on stderr."),
     from_run: Optional[Path] = typer.Option(None, "--from-run", metavar="DIR", help="Also verify on the targets "
                                             "`mend run --record DIR SCRIPT` recorded: the program's own inputs."),
 ) -> None:
@@ -85,6 +86,7 @@ def fix(
             emit(text, output)
     if not quiet:
         _listing(report)
+    wrote(output, quiet)
     written = 0
     if write:
         # one file that cannot be written never stops the others: each says why, exit 1

@@ -78,6 +78,7 @@ def rules(
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title="mend rules", title_justify="left")
     table.add_column("code", style="bold", no_wrap=True)
@@ -85,7 +86,8 @@ def rules(
     table.add_column("category", no_wrap=True)
     table.add_column("summary")
     for r in RULES:
-        table.add_row(r.code, r.name, r.category, r.summary + ("" if r.static else " (dynamic only)"))
+        # Text, not markup: a summary's `x[mask]` would lose "[mask]" as a style tag
+        table.add_row(r.code, r.name, r.category, Text(r.summary + ("" if r.static else " (dynamic only)")))
     Console().print(table)
 
 

@@ -87,6 +87,9 @@ DESC = {
  "Summary": "Totals over one report.",
  "Summary.break_rules": "Rule code -> distinct dynamic breaks.",
  "Summary.finding_rules": "Rule code -> static findings.",
+ "Summary.check_new": "mend check only: breaks not in the baseline (static and dynamic entries).",
+ "Summary.check_known": "mend check only: breaks the baseline knows.",
+ "Summary.check_stale": "mend check only: baseline entries no longer found (fixed breaks).",
  "Frame": "One user frame of a break's stack.",
  "Recompile": "One recompilation Dynamo recorded.",
 }

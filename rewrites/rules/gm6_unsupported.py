@@ -57,7 +57,8 @@ GM604 = Rule(
     summary="A NumPy function called with a tensor argument.",
     why=("NumPy calls on tensors are traced only when `torch._dynamo.config.trace_numpy` supports the "
          "function; otherwise the graph breaks (`attempted to trace numpy function`)."),
-    fix=("Use the torch equivalent (`np.exp(t)` → `torch.exp(t)`). On Python numbers use Python: "
+    fix=("Use the torch equivalent (`np.exp(t)` → `torch.exp(t)`; `np.interp` has none: `torch.searchsorted` "
+         "finds the interval and `torch.lerp` interpolates in it). On Python numbers use Python: "
          "`np.lcm`/`np.gcd`/`np.sqrt` → `math.*`, and a one-argument `np.sum`/`np.prod`/`np.max`/`np.min` of "
          "a list → `sum`/`math.prod`/`max`/`min`."),
     preconditions=("A torch function with the same semantics exists (advice). `mend fix` rewrites the "
@@ -123,6 +124,81 @@ _GEN_OK = frozenset({"tuple", "list", "set", "frozenset", "dict", "sum", "any", 
 _SKIPPED = frozenset({"torch._dynamo.graph_break", "pdb.set_trace", "ipdb.set_trace", "torch._dynamo.skip_frame"})
 
 
+# GM604's hint: the torch function for a NumPy one. Same-named ones where torch's does what
+# NumPy's does (a torch function of the same name is not always that: torch.split takes
+# sizes, torch.median returns the lower middle value); the others by name or recipe. A name in
+# neither gets no torch name: a hint must never name an API torch does not have (np.interp).
+# tests/test_rules_catalog.py resolves every torch name these give on the installed torch.
+TORCH_SAME_NAME = frozenset("""
+abs absolute acos acosh add all allclose amax amin angle any arange arccos arccosh arcsin arcsinh arctan
+arctan2 arctanh argmax argmin argsort argwhere asarray asin asinh atan atan2 atanh atleast_1d atleast_2d
+atleast_3d bincount bitwise_and bitwise_left_shift bitwise_not bitwise_or bitwise_right_shift bitwise_xor
+broadcast_shapes broadcast_to ceil clip column_stack concat concatenate conj copysign corrcoef cos cosh
+count_nonzero cov cross cumprod cumsum deg2rad diag diagflat diagonal diff divide dsplit dstack einsum empty
+empty_like equal exp exp2 expm1 eye fix flip fliplr flipud float_power floor floor_divide fmax fmin fmod frexp
+full full_like gcd gradient greater greater_equal heaviside histogram histogramdd hsplit hstack hypot i0 imag
+inner isclose isfinite isin isinf isnan isneginf isposinf isreal kron lcm ldexp less less_equal linspace log
+log10 log1p log2 logaddexp logaddexp2 logical_and logical_not logical_or logical_xor logspace matmul maximum
+mean meshgrid minimum moveaxis multiply nan_to_num nanmean nanquantile nansum negative nextafter nonzero
+not_equal ones ones_like outer positive pow prod quantile rad2deg ravel real reciprocal remainder reshape roll
+rot90 round row_stack searchsorted sign signbit sin sinc sinh sort sqrt square squeeze stack subtract sum
+swapaxes tan tanh tensordot tile trace trapezoid tril tril_indices triu triu_indices true_divide trunc unique
+unravel_index vander vdot vsplit vstack where zeros zeros_like
+""".split())
+TORCH_FOR_NUMPY = {
+    "interp": "torch.searchsorted(xp, x) for the interval, then torch.lerp(fp[i - 1], fp[i], w) (torch has no interp)",
+    "percentile": "torch.quantile(x, q / 100)",
+    "nanpercentile": "torch.nanquantile(x, q / 100)",
+    "median": "torch.quantile(x, 0.5) (torch.median returns the lower of the two middle values)",
+    "nanmedian": "torch.nanquantile(x, 0.5)",
+    "std": "torch.std(x, correction=0) (NumPy's default ddof=0)",
+    "var": "torch.var(x, correction=0) (NumPy's default ddof=0)",
+    "max": "torch.amax (np.max with axis=)",
+    "min": "torch.amin (np.min with axis=)",
+    "power": "torch.pow",
+    "mod": "torch.remainder",
+    "rint": "torch.round",
+    "around": "torch.round",
+    "degrees": "torch.rad2deg",
+    "radians": "torch.deg2rad",
+    "conjugate": "torch.conj",
+    "cbrt": "torch.sign(x) * torch.abs(x) ** (1 / 3)",
+    "array": "torch.tensor",
+    "copy": "torch.clone",
+    "append": "torch.cat",
+    "expand_dims": "torch.unsqueeze",
+    "transpose": "torch.permute (np.transpose reverses the axes)",
+    "split": "torch.tensor_split (torch.split takes chunk sizes, not sections)",
+    "array_split": "torch.tensor_split",
+    "dot": "torch.matmul (torch.dot is 1-D only)",
+    "array_equal": "torch.equal",
+    "take": "torch.take_along_dim or torch.index_select (np.take with axis=)",
+    "take_along_axis": "torch.take_along_dim",
+    "repeat": "torch.repeat_interleave",
+    "ptp": "torch.amax(x) - torch.amin(x)",
+    "average": "torch.mean, or (x * w).sum() / w.sum() for weights",
+    "flatnonzero": "torch.flatten(x).nonzero()",
+    "argpartition": "torch.topk",
+    "partition": "torch.topk or torch.kthvalue",
+    "pad": "torch.nn.functional.pad",
+    "convolve": "torch.nn.functional.conv1d",
+    "select": "nested torch.where",
+    "nanmax": "torch.amax(torch.nan_to_num(x, nan=float('-inf')))",
+    "nanmin": "torch.amin(torch.nan_to_num(x, nan=float('inf')))",
+    "cumulative_sum": "torch.cumsum",
+    "cumulative_prod": "torch.cumprod",
+}
+
+
+def numpy_hint(name: str) -> str:
+    """What to write instead of ``np.<name>(tensor)``."""
+    if name in TORCH_FOR_NUMPY:
+        return TORCH_FOR_NUMPY[name]
+    if name in TORCH_SAME_NAME:
+        return f"torch.{name}"
+    return f"a torch equivalent of np.{name}, or call it outside the compiled region"
+
+
 def _check_call(node: ast.Call, ctx) -> None:
     f = node.func
     tf = type(f)
@@ -156,7 +232,7 @@ def _check_call(node: ast.Call, ctx) -> None:
     if tf is ast.Attribute and type(f.value) is ast.Name:
         root = ctx.fa.imports.get(f.value.id)
         if root == "numpy" and any(ctx.kind(a) in TENSORISH or numpy_conversion(a) for a in node.args):
-            ctx.report("GM604", node, f"NumPy `{f.value.id}.{name}` on a tensor", f"torch.{name}")
+            ctx.report("GM604", node, f"NumPy `{f.value.id}.{name}` on a tensor", numpy_hint(name))
     if node.args and name not in _GEN_OK and (tf is ast.Name or ctx.resolve(f) is None or not ctx.resolve(f).startswith("torch.")):
         for a in node.args:
             if type(a) is ast.GeneratorExp:
