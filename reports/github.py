@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Optional
 
 from graphmend.model import CONFIRMED, DYNAMIC, Report
-from reports.paths import location, mode_note, rel, skipped_sentence
+from reports.paths import issue_parts, rel
 
 
 def escape_data(text: str) -> str:
@@ -48,19 +48,7 @@ def render_github(r: Report) -> str:
             lines.append(command("error", t.error, rel(t.file, r.root), title=f"mend: {t.name}"))
     for i in r.issues:
         level = "error" if i.status in (CONFIRMED, DYNAMIC) else "warning"
-        parts = [i.message]
-        if i.reason and i.reason != i.message:
-            parts.append(f"Dynamo: {i.reason}" + (f" ({i.explanation})" if i.explanation else ""))
-        if i.fix_hint:
-            parts.append(f"Fix: {i.fix_hint}")
-        parts += [f"Made Dynamo skip a frame: {skipped_sentence(f, r.root)}" for f in i.skipped]
-        if i.hidden_by is not None and i.hidden_by < len(r.issues):
-            cause = r.issues[i.hidden_by]
-            parts.append(f"Never traced: its frame ran in eager because of {cause.rule} at "
-                         f"{location(cause.file, cause.line, r.root)}")
-        if i.targets:
-            parts.append(f"Targets: {', '.join(i.targets)}" + (f" ({mode_note(i)})" if mode_note(i) else "")
-                         + (f"; x{i.fan_out}" if i.fan_out > 1 else ""))
+        parts = issue_parts(i, r.root, r.issues, detail=False)
         parts.append(f"({i.status})")
         message = "\n".join(parts)
         if i.file is None:

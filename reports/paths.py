@@ -88,3 +88,27 @@ def skipped_sentence(frame, root: str, short: bool = False) -> str:
 UNSTABLE_NOTE = ("unstable: the timings' IQR is a large part of their median (a busy machine, or noise), "
                  "so the figure and the ratios built on it are not measurements to act on; rerun on an idle "
                  "machine or with more --runs")
+
+
+def issue_parts(i, root: str, issues: list, detail: bool = True) -> list[str]:
+    """An issue as the lines of a machine format's message: the static words, Dynamo's
+    (with its explanation and hints when ``detail``), the fix, the frame it made Dynamo skip
+    or the skip that hid it, its targets and fan-out."""
+    parts = [i.message]
+    if i.reason and i.reason != i.message:
+        parts.append(f"Dynamo: {i.reason}" + (f" ({i.explanation})" if i.explanation and not detail else ""))
+    if detail:
+        parts += ([i.explanation] if i.explanation else []) + [f"Hint: {h}" for h in i.hints]
+    if i.fix_hint:
+        parts.append(f"Fix: {i.fix_hint}")
+    parts += [f"This break made Dynamo skip a frame: {skipped_sentence(f, root)}." for f in i.skipped]
+    if i.hidden_by is not None and i.hidden_by < len(issues):
+        cause = issues[i.hidden_by]
+        parts.append(f"Never traced: its frame ran in eager because of {cause.rule} at "
+                     f"{location(cause.file, cause.line, root)}.")
+    if i.targets:
+        parts.append("Target" + ("s" if len(i.targets) > 1 else "") + ": " + ", ".join(i.targets)
+                     + (f" ({mode_note(i)})" if mode_note(i) else ""))
+    if i.fan_out > 1:
+        parts.append(f"Fan-out: {i.fan_out} breaks from this one line.")
+    return parts

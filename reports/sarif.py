@@ -21,8 +21,8 @@ from typing import Optional
 from urllib.parse import quote
 
 from graphmend import PROJECT_URL
-from graphmend.model import CONFIRMED, DYNAMIC, Issue, Report
-from reports.paths import is_under, location, mode_note, rel, skipped_sentence
+from graphmend.model import CONFIRMED, DYNAMIC, Report
+from reports.paths import is_under, issue_parts, rel, skipped_sentence
 from reports.rules import PYTORCH_GRAPH_BREAKS_URI, rule_meta
 
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -144,29 +144,6 @@ def _within_limits(log: dict, results: list[dict]) -> tuple[list[dict], Optional
         f"kept {len(keep):,}, errors first ({errors_kept:,} errors). The JSON report (--format json) has them all.")
 
 
-def _message(i: Issue, r: Report) -> str:
-    """One result's text: the static words, Dynamo's, the fix, what the break costs."""
-    parts = [i.message]
-    if i.reason and i.reason != i.message:
-        parts.append(f"Dynamo: {i.reason}")
-    if i.explanation:
-        parts.append(i.explanation)
-    parts += [f"Hint: {h}" for h in i.hints]
-    if i.fix_hint:
-        parts.append(f"Fix: {i.fix_hint}")
-    parts += [f"This break made Dynamo skip a frame: {skipped_sentence(f, r.root)}." for f in i.skipped]
-    if i.hidden_by is not None and i.hidden_by < len(r.issues):
-        cause = r.issues[i.hidden_by]
-        parts.append(f"Never traced: its frame ran in eager because of {cause.rule} at "
-                     f"{location(cause.file, cause.line, r.root)}.")
-    if i.targets:
-        parts.append("Target" + ("s" if len(i.targets) > 1 else "") + ": " + ", ".join(i.targets)
-                     + (f" ({mode_note(i)})" if mode_note(i) else ""))
-    if i.fan_out > 1:
-        parts.append(f"Fan-out: {i.fan_out} breaks from this one line.")
-    return "\n".join(parts)
-
-
 def render_sarif(r: Report) -> str:
     return sarif_with_notes(r)[0]
 
@@ -182,7 +159,7 @@ def sarif_with_notes(r: Report) -> tuple[str, list[str]]:
     keyed: list[tuple[dict, tuple, Optional[int]]] = []  # (result, fingerprint key, line)
 
     for i in r.issues:
-        text = _message(i, r)
+        text = "\n".join(issue_parts(i, r.root, r.issues))
         if i.file:
             loc = _location(i.file, r.root, i.line, i.col, i.end_line, i.end_col, i.source_line)
             path = rel(i.file, r.root)

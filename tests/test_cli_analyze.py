@@ -104,7 +104,7 @@ def test_frame_skip_is_said_first_at_the_skipped_frame(tiny_run):
     for fmt, needle in (("md", "TinyTransformer.forward ran entirely in eager"),
                         ("html", "TinyTransformer.forward ran entirely in eager"),
                         ("sarif", f"TinyTransformer.forward ran entirely in eager (loop at {model}:26)"),
-                        ("github", "Made Dynamo skip a frame: TinyTransformer.forward")):
+                        ("github", "made Dynamo skip a frame: TinyTransformer.forward")):
         assert needle in render(r, fmt), fmt
 
 

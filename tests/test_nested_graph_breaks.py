@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -16,9 +17,7 @@ from graphmend.config import ConfigError, load_config
 from graphmend.model import Break, Report, TargetResult
 
 torch = pytest.importorskip("torch")
-import torch._dynamo.config  # noqa: E402
-
-NESTED_SUPPORTED = hasattr(torch._dynamo.config, "nested_graph_breaks")
+NESTED_SUPPORTED = hasattr(importlib.import_module("torch._dynamo.config"), "nested_graph_breaks")
 
 MODEL = textwrap.dedent('''\
     import torch
