@@ -101,6 +101,7 @@ def run_job(job: Job) -> JobOutcome:
         units = _UnitLog(units_path)
         if job.memory_limit:
             env[ENV_MEMORY] = str(int(job.memory_limit))
+            env.setdefault("OPENBLAS_NUM_THREADS", str(min(os.cpu_count() or 1, LIMITED_BLAS_THREADS)))
         start, wall_start = time.monotonic(), time.time()
         proc = subprocess.Popen(
             [sys.executable, "-m", job.module, str(payload_path), str(result_path)],
@@ -419,7 +420,11 @@ def _apply_memory_limit() -> None:
 
 
 _OOM_SIGNS = ("MemoryError", "can't allocate memory", "Cannot allocate memory", "std::bad_alloc",
-              "failed to map segment")
+              "failed to map segment", "OpenBLAS error: Memory allocation")
+# OpenBLAS reserves a buffer per thread when it loads (with torch or numpy), one thread per
+# core: on a 16-core machine that alone passed a 1 GiB limit before any user code ran.
+# Under a memory limit a worker gets at most this many, unless the user set the variable.
+LIMITED_BLAS_THREADS = 4
 
 
 def looks_out_of_memory(text: str) -> bool:

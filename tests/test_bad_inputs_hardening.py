@@ -23,7 +23,8 @@ runner = CliRunner()
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs and symlinks")
 
 COMPILED_PRINT = "import torch\n\n\n@torch.compile\ndef f(x):\n    print(x)\n    return x\n"
-DEEP = "x = " + " + ".join(["1"] * 4000) + "\n\n\ndef mend_target_deep():\n    return print, (x,)\n"
+# 100000 terms: past every supported Python parser's limit (3.12.3 and 3.13 parse 4000)
+DEEP = "x = " + " + ".join(["1"] * 100000) + "\n\n\ndef mend_target_deep():\n    return print, (x,)\n"
 BRANCH = textwrap.dedent("""\
     import torch
 

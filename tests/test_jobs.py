@@ -211,6 +211,12 @@ def _memory_worker(tmp_path):
                 return {"mapped": len(mmap.mmap(-1, 2 << 30, flags=mmap.MAP_PRIVATE))}
             if p["do"] == "killed":  # what the kernel's OOM killer does
                 os.kill(os.getpid(), signal.SIGKILL)
+            if p["do"] == "blas":  # what a worker's OpenBLAS would start with
+                return {"threads": os.environ.get("OPENBLAS_NUM_THREADS")}
+            if p["do"] == "openblas":  # OpenBLAS failing its buffers at load, as on a 16-core H200
+                sys.stderr.write("OpenBLAS error: Memory allocation still failed after 10 retries, giving up.\\n")
+                sys.stderr.flush()
+                os._exit(1)
             if p["do"] == "abort":  # a C++ allocation failure nobody caught
                 sys.stderr.write("terminate called after throwing an instance of 'std::bad_alloc'\\n")
                 sys.stderr.flush()
@@ -237,6 +243,25 @@ def test_memory_limit(tmp_path):
     # the same allocation without a limit succeeds: the limit, not the machine, stopped it
     free = run_job(Job("mem_worker", {"do": "map"}, label="T-free", timeout=20, env=env))
     assert free.result == {"mapped": 2 << 30}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="resource limits as Linux applies them")
+def test_memory_limit_caps_openblas_threads_and_names_its_failure(tmp_path, monkeypatch):
+    from graphmend.jobs import LIMITED_BLAS_THREADS
+
+    env = _memory_worker(tmp_path)
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    capped, free, failed = run_jobs([
+        Job("mem_worker", {"do": "blas"}, label="T-capped", timeout=20, env=env, memory_limit=1 << 30),
+        Job("mem_worker", {"do": "blas"}, label="T-free", timeout=20, env=env),
+        Job("mem_worker", {"do": "openblas"}, label="T-blas", timeout=20, env=env, memory_limit=1 << 30)])
+    assert capped.result == {"threads": str(LIMITED_BLAS_THREADS)} and free.result == {"threads": None}
+    assert "T-blas: out of memory (limit 1 GiB)" in failed.error
+    # the user's own setting wins
+    (mine,) = run_jobs([Job("mem_worker", {"do": "blas"}, label="T-mine", timeout=20,
+                            env={**env, "OPENBLAS_NUM_THREADS": "1"}, memory_limit=1 << 30)])
+    assert mine.result == {"threads": "1"}
 
 
 def test_format_size():

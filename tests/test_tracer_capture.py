@@ -73,3 +73,18 @@ def test_small_models(captured):
     c = get("mend_target_clean")
     assert (c.graph_count, c.graph_break_count, c.breaks, c.error) == (1, 0, [], None)
     assert c.ops_per_graph and c.ops_per_graph[0] >= 3
+
+
+@pytest.mark.parametrize("caret,col", [("", 7), ("       ^^^^^^^^^^^^\n", 7)])
+def test_a_branch_without_a_caret_is_placed_at_its_condition(tmp_path, caret, col):
+    """torch 2.11 prints no ^ under a branch's line; 2.13 marks the condition: both give col 7."""
+    pytest.importorskip("torch")
+    from tracer.messages import parse_log_record
+    from tracer.recorder import Recorder, _Raw
+
+    src = tmp_path / "m.py"
+    src.write_text("def f(y):\n    y = y * 2\n    if y.sum() > 0:\n        return y\n", encoding="utf-8")
+    text = (f"Graph break in user code at {src}:3\nGraph Break Reason: Data-dependent branching\n"
+            f"  Explanation: e\n\nUser code traceback:\n  File \"{src}\", line 3, in f\n    if y.sum() > 0:\n{caret}")
+    brk = Recorder()._to_break(_Raw(parse_log_record(text), None))
+    assert (brk.line, brk.col, brk.rule) == (3, col, "GM101")

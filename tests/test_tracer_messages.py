@@ -178,6 +178,17 @@ def test_python_type_on_a_buffer_assignment(src, rule):
     assert classify("Unsupported python_type() call", _PYTHON_TYPE, src) == rule
 
 
+@pytest.mark.parametrize("src,rule", [
+    # torch 2.11 (corpus/unsupported.py:100 on the H200): the same re-bind breaks as a branch
+    # inside Module.__setattr__, reported at the assignment
+    ("self.pos_encoding = self.pos_encoding.to(device=device, dtype=inputs_embeds.dtype)", "GM606"),
+    ("self.scale = a if t.any() else b", "GM102"),  # a branch of the line's own
+    ("y = x.to(dtype)", "GM101"),
+])
+def test_data_dependent_branching_on_a_buffer_assignment(src, rule):
+    assert classify("Data-dependent branching", "Data-dependent branching", src) == rule
+
+
 def test_skipped_frame_is_read_from_the_loop_message():
     """Dynamo names the frame it gave up on in the debug context of "graph break in loop"."""
     case = next(c for c in CASES if c["torch"].startswith("2.13") and c.get("frame_skipped") and "frame skipped:" in c["text"])

@@ -143,7 +143,10 @@ def classify(gb_type: Optional[str], message: str, source_line: Optional[str] = 
     first = message.strip().splitlines()[0] if message.strip() else ""
     if any(gb.startswith(t) or first.startswith(t) for t in _BRANCH_TYPES) or \
             re.search(r"data[- ]dependent (branching|jump)|generic_jump", first, re.I):
-        return _branch_rule(src, following_lines)
+        rule = _branch_rule(src, following_lines)
+        if rule == "GM101" and _BUFFER_ASSIGN.match(src.strip()):
+            return "GM606"  # torch 2.11: Module.__setattr__'s nn.Buffer check branches on the value
+        return rule
     if _DYNAMIC_SHAPE.search(gb) or _DYNAMIC_SHAPE.search(message):
         return _shape_rule(message, src)
     if (_DATA_DEPENDENT_OP.search(gb) or _DATA_DEPENDENT_OP.search(first)) and \

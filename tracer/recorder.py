@@ -26,6 +26,8 @@ _HERE = str(Path(__file__).resolve().parent)
 _GRAPHMEND = str(Path(__file__).resolve().parent.parent / "graphmend")
 _STDLIB = os.path.join(sysconfig.get_paths()["stdlib"], "")
 _RESUME_RE = re.compile(r"^(?:torch_dynamo_)?resume_in_(?P<name>.+?)_at_(?P<line>\d+)$")
+# the keyword before a condition, which a break whose log marks no column is placed after
+_CONDITION_KEYWORD = re.compile(r"(?:if|elif|while)\s+")
 
 
 def _torch_dir() -> str:
@@ -267,7 +269,11 @@ class Recorder:
             if full:
                 source = full.rstrip("\r\n")  # indentation kept: col indexes into this line
                 indent = len(full) - len(full.lstrip())
-                col = indent + (inner.caret_col if inner and inner.caret_col is not None and inner.caret_col >= 0 else 0)
+                caret = inner.caret_col if inner and inner.caret_col is not None and inner.caret_col >= 0 else None
+                if caret is None:  # torch 2.11 prints no caret for a branch: its condition, as 2.13 marks it
+                    keyword = _CONDITION_KEYWORD.match(full.lstrip())
+                    caret = keyword.end() if keyword else 0
+                col = indent + caret
                 following = [linecache.getline(file, line + k) for k in (1, 2, 3)]
         kind = "frame_skipped" if p.frame_skipped else "graph_break"
         rule = classify(p.gb_type, p.message, source, following, frame_skipped=p.frame_skipped)

@@ -12,12 +12,12 @@ from typer.core import TyperCommand
 
 from graphmend import __version__
 
-# typer's own type labels (what its plain help shows in <...>) -> click's placeholders
+# type labels (typer 0.29's own, shown in <...>; click's type names before it) -> click's placeholders
 _TYPE_METAVARS = {"str": "TEXT", "int": "INTEGER", "float": "FLOAT", "bool": "BOOLEAN", "path": "PATH",
-                  "Path": "PATH", "int range": "INTEGER", "float range": "FLOAT"}
+                  "Path": "PATH", "int range": "INTEGER", "float range": "FLOAT", "integer range": "INTEGER"}
 
 
-def _option_metavar(label: str) -> str:
+def _label_metavar(label: str) -> str:
     """``<list[str]>`` -> ``TEXT``, ``<int range>`` -> ``INTEGER``, ``<text|json>`` -> ``[text|json]``."""
     label = label.strip("<>")
     if label.startswith("list[") and label.endswith("]"):
@@ -25,6 +25,18 @@ def _option_metavar(label: str) -> str:
     if "|" in label:
         return f"[{label}]"
     return _TYPE_METAVARS.get(label, label.upper())
+
+
+def _option_metavar(param, ctx) -> str:
+    """An option's placeholder. typer before 0.29 options are click's, with a click ``type``;
+    typer 0.29 has its own parameters, which label their type themselves."""
+    click_type = getattr(param, "type", None)
+    if click_type is None:
+        return _label_metavar(param.display_type(ctx))
+    choices = getattr(click_type, "choices", None)
+    if choices:
+        return "[" + "|".join(str(getattr(c, "value", c)) for c in choices) + "]"
+    return _label_metavar(str(getattr(click_type, "name", "text")))
 
 
 class MendCommand(TyperCommand):
@@ -55,13 +67,15 @@ class MendCommand(TyperCommand):
             given = param.metavar
             is_option = param.param_type_name == "option"
             if is_option and given is None and not (param.is_flag or param.count):
-                param.metavar = _option_metavar(param.display_type(ctx))
+                param.metavar = _option_metavar(param, ctx)
             try:
                 record = param.get_help_record(ctx)
             finally:
                 param.metavar = given
             if record is None:
                 continue
+            # typer before 0.29 escapes "[" for rich even when rich does not render the help
+            record = (record[0], record[1].replace("\\[", "["))
             if is_option:
                 opts.append(record)
             elif param.param_type_name == "argument":
