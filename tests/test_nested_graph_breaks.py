@@ -55,7 +55,8 @@ def repo(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def runs(repo) -> dict[str, dict]:
-    """``mend analyze --nested-graph-breaks on|off`` and the explain counts under the same setting."""
+    """The capture worker with nested_graph_breaks on and off, each with explain's counts under
+    the same setting (one worker each), and ``mend analyze --nested-graph-breaks on``."""
     if not NESTED_SUPPORTED:
         pytest.fail(f"torch {torch.__version__} has no nested_graph_breaks: this suite's torch range (2.11-2.15) has")
     from graphmend.jobs import Job, run_jobs
@@ -63,25 +64,28 @@ def runs(repo) -> dict[str, dict]:
 
     spec = {"name": "m.py::mend_target_nested", "file": str(repo / "m.py"), "function": "mend_target_nested",
             "module": None, "line": None}
-    out = {}
-    for value in ("on", "off"):
-        p = mend("analyze", "m.py", "--dynamic-only", "--nested-graph-breaks", value, "-f", "json", "-q", cwd=repo)
-        assert p.returncode == 1, p.stderr
-        [explained] = run_jobs([Job(WORKER, {"targets": [spec], "explain": True, "modes": ["eval"],
-                                             "nested_graph_breaks": value == "on"}, label="m.py", timeout=300)])
-        out[value] = {"report": json.loads(p.stdout), "explain": explained.result["explain"][0]}
+    jobs = run_jobs([Job(WORKER, {"targets": [spec], "explain": True, "modes": ["eval"], "nested_graph_breaks": on},
+                         label="m.py", timeout=300) for on in (True, False)], parallel=2)
+    out = {value: {"target": job.result["results"][0], "explain": job.result["explain"][0]}
+           for value, job in zip(("on", "off"), jobs)}
+    p = mend("analyze", "m.py", "--dynamic-only", "--nested-graph-breaks", "on", "-f", "json", "-q", cwd=repo)
+    assert p.returncode == 1, p.stderr
+    out["on"]["report"] = json.loads(p.stdout)
     return out
 
 
 def test_each_setting_is_recorded_and_counted_as_explain_counts(runs):
     for value, run in runs.items():
-        report, (graphs, breaks, _) = run["report"], run["explain"]
-        [t] = report["targets"]
-        assert report["nested_graph_breaks"] is (value == "on") and t["nested_graph_breaks"] is (value == "on")
+        t, (graphs, breaks, _) = run["target"], run["explain"]
+        assert t["nested_graph_breaks"] is (value == "on")
         assert (t["graph_count"], t["graph_break_count"]) == (graphs, breaks)
         assert [(b["line"], b["rule"]) for b in t["breaks"]] == [(6, "GM201")]
     # nesting resumes inside inner() instead of breaking outer() too: fewer graphs
-    assert runs["on"]["report"]["targets"][0]["graph_count"] < runs["off"]["report"]["targets"][0]["graph_count"]
+    assert runs["on"]["target"]["graph_count"] < runs["off"]["target"]["graph_count"]
+    # the command records the setting the run had, on the report and each target
+    report = runs["on"]["report"]
+    assert report["nested_graph_breaks"] is True and report["targets"][0]["nested_graph_breaks"] is True
+    assert report["targets"][0]["graph_count"] == runs["on"]["target"]["graph_count"]
 
 
 def test_reports_say_when_nesting_was_on(runs, repo, tmp_path):
@@ -90,7 +94,7 @@ def test_reports_say_when_nesting_was_on(runs, repo, tmp_path):
     text = mend("report", str(saved), cwd=repo).stdout
     assert "mode: eval · nested graph breaks on" in text
     off = tmp_path / "off.json"
-    off.write_text(json.dumps(runs["off"]["report"]), encoding="utf-8")
+    off.write_text(json.dumps({**runs["on"]["report"], "nested_graph_breaks": False}), encoding="utf-8")
     assert "nested graph breaks" not in mend("report", str(off), cwd=repo).stdout
     sarif = json.loads(mend("report", str(saved), "-f", "sarif", cwd=repo).stdout)
     assert sarif["runs"][0]["properties"]["nested_graph_breaks"] is True

@@ -52,9 +52,9 @@ TIMEOUTS = Path(__file__).resolve().parent / "fixtures" / "dynamic" / "timeouts"
 
 
 def test_timeout_is_per_target_and_the_file_goes_on(tmp_path):
-    # 15 s, not less: a target's first compile took over 3 s on a loaded 16-core machine
+    # 10 s, not less: a target's first compile took over 3 s on a loaded 16-core machine
     """Targets of one file share a worker; --timeout still bounds each one: the hang is
-    reported after 15 s (not 15 s x targets) and is not run again, and the targets around it,
+    reported after 10 s (not 10 s x targets) and is not run again, and the targets around it,
     the one after it in a fresh worker, get their results, each started once. A worker that
     crashes mid-file blames the target it crashed in (run once more, first in a fresh
     worker, in case an earlier target broke the process), and the others still run once."""
@@ -68,14 +68,14 @@ def test_timeout_is_per_target_and_the_file_goes_on(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]),
            "MEND_TEST_CALLS": str(calls)}
     out = subprocess.run([sys.executable, "-m", "graphmend", "analyze", str(TIMEOUTS), "--dynamic-only",
-                          "--timeout", "15", "--format", "json", "--quiet"], capture_output=True, text=True,
+                          "--timeout", "10", "--format", "json", "--quiet"], capture_output=True, text=True,
                          env=env, cwd=TIMEOUTS, timeout=600)
     assert out.returncode == 1, out.stderr
     targets = {t["function"]: t for t in json.loads(out.stdout)["targets"]}
     assert set(targets) == {"mend_target_first", "mend_target_hangs", "mend_target_last",
                             "mend_target_before", "mend_target_segfault", "mend_target_after"}
     hung = targets["mend_target_hangs"]["error"]
-    assert hung.startswith("three.py::mend_target_hangs: timed out after 15 s (raise it with --timeout)"), hung
+    assert hung.startswith("three.py::mend_target_hangs: timed out after 10 s (raise it with --timeout)"), hung
     assert "SIGSEGV" in targets["mend_target_segfault"]["error"] and "mend_target_segfault" in \
         targets["mend_target_segfault"]["error"]
     for fn in ("mend_target_first", "mend_target_last", "mend_target_before", "mend_target_after"):
