@@ -148,7 +148,7 @@ def mixed(tmp_path_factory):
     out = root / "report.json"
     # 2 GiB: on a 16-core CUDA host torch alone passed 1 GiB calling the small target
     res = runner.invoke(app, ["analyze", str(root), "--dynamic-only", "--format", "json", "-o", str(out),
-                              "--timeout", "20", "--memory-limit", "2G", "--jobs", "2", "-q"])
+                              "--timeout", "10", "--memory-limit", "2G", "--jobs", "2", "-q"])
     report = json.loads(out.read_text()) if out.exists() else None
     return res, report
 
@@ -191,7 +191,7 @@ def test_memory_limit_names_the_target_and_the_limit(mixed):
 def test_timeout_is_the_one_set(mixed):
     _, report = mixed
     err = _target(report, "hang.py::mend_target_hang")["error"]
-    assert err.startswith("hang.py::mend_target_hang: timed out after 20 s (raise it with --timeout)"), err
+    assert err.startswith("hang.py::mend_target_hang: timed out after 10 s (raise it with --timeout)"), err
     assert "start-up before that took" in err and "50 s" not in err
 
 

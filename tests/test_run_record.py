@@ -343,8 +343,8 @@ sys.exit(CODE)
 '''
 
 
+# breaks alone do not fail a run: test_run_machine_format_... and the text run below it exit 0
 @pytest.mark.parametrize("breaks,code,flags,expected", [
-    (True, 0, [], 0),                      # breaks alone do not fail a run
     (True, 0, ["--fail-on-breaks"], 1),    # unless asked
     (False, 0, ["--fail-on-breaks"], 0),   # a clean program passes the gate
     (True, 3, ["--fail-on-breaks"], 3),    # a failed program's own code wins
@@ -369,6 +369,7 @@ def test_run_machine_format_goes_to_stdout_and_the_program_stdout_to_stderr(tmp_
     assert "PROGRAM-STDOUT" in proc.stderr and "CHILD-STDOUT" in proc.stderr
     # the text report keeps to stderr, the program's stdout stays its own
     text = _mend("run", "prog.py", cwd=tmp_path, timeout=300)
+    assert text.returncode == 0, text.stderr  # a run that broke, without --fail-on-breaks
     assert "PROGRAM-STDOUT" in text.stdout and "GM101" in text.stderr and "GM101" not in text.stdout
 
 
