@@ -120,10 +120,13 @@ def run_check(files: Optional[Sequence[Path]], config: Config, baseline_path: Pa
     # neither stale nor pruned by --update-baseline.
     unscanned = {relative_file(e.file, base_dir) for e in report.errors if e.file}
 
+    # the nesting the targets ran with; when none ran, the one asked for (else torch's default, off)
+    nested = bool(report.nested_graph_breaks if report.nested_graph_breaks is not None else config.nested_graph_breaks)
+
     def in_scope(key: Key) -> bool:
         file, origin = key[0], key[1]
         if origin != "static" and (not options.dynamic or origin_mode(origin) not in config.modes
-                                   or origin_nested(origin) != bool(report.nested_graph_breaks)):
+                                   or origin_nested(origin) != nested):
             return False  # a static run (or one in another run mode or nesting) says nothing about these
         if origin == "static" and file in unscanned:
             return False
