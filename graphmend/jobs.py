@@ -6,13 +6,16 @@ user code's own stdout/stderr never mixes with the protocol.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
@@ -23,11 +26,13 @@ _TAIL = 2000
 STARTUP_ALLOWANCE_S = 30.0
 _POLL_S = 0.25  # how often the parent looks at a running worker (start-up marker, its processes)
 _RECORD_S = 1.0  # how often it notes the processes in the worker's tree
-_DRAIN_S = 5.0  # reading what a finished worker wrote, when something still holds its pipes
+_DRAIN_S = 5.0  # waiting for a killed worker's exit status
 # set by the parent for the worker (and read and removed by worker_main)
 ENV_STARTED = "MEND_WORKER_STARTED"  # a file the worker creates once its start-up is done
 ENV_MEMORY = "MEND_WORKER_MEMORY_LIMIT"  # bytes
 ENV_UNITS = "MEND_WORKER_UNITS"  # a file the worker appends each finished unit's result to (JSON lines)
+# read by the parent: "spawn" starts every worker as a fresh interpreter, warm jobs included
+ENV_START = "MEND_WORKER_START"
 
 
 @dataclass
@@ -61,6 +66,10 @@ class Job:
     # finished unit (``unit_done``); ``unit_labels[i]`` names unit i in a timeout's message.
     units: Optional[int] = None
     unit_labels: Sequence[str] = ()
+    # Start as a fork of a process that has already imported torch (see "warm start" below)
+    # rather than as a fresh interpreter. For workers whose start-up is importing torch; not
+    # for bench arms, whose environment and caches are set per arm before torch loads.
+    warm: bool = False
 
 
 def _signal_name(code: int) -> str:
@@ -93,24 +102,24 @@ def run_job(job: Job) -> JobOutcome:
         result_path = Path(tmp) / "result.json"
         started_path = Path(tmp) / "started"
         units_path = Path(tmp) / "units.jsonl"
+        out_path, err_path = Path(tmp) / "stdout", Path(tmp) / "stderr"
         payload_path.write_text(json.dumps(job.payload), encoding="utf-8")
         env = _worker_env(job.env)
+        # what the environment is apart from this job's own files: a warm process is kept per value
+        base_env = dict(env)
         env[ENV_STARTED] = str(started_path)
         if job.units:
             env[ENV_UNITS] = str(units_path)
         units = _UnitLog(units_path)
         if job.memory_limit:
-            env[ENV_MEMORY] = str(int(job.memory_limit))
             env.setdefault("OPENBLAS_NUM_THREADS", str(min(os.cpu_count() or 1, LIMITED_BLAS_THREADS)))
+            base_env["OPENBLAS_NUM_THREADS"] = env["OPENBLAS_NUM_THREADS"]  # read when torch loads
+            env[ENV_MEMORY] = str(int(job.memory_limit))
         start, wall_start = time.monotonic(), time.time()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", job.module, str(payload_path), str(result_path)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=env, cwd=job.cwd, start_new_session=True,
-        )
+        argv = [str(payload_path), str(result_path)]
+        proc = _start(job, argv, env, base_env, job.cwd or os.getcwd(), out_path, err_path)
         tree = ProcessTree(proc.pid)
         startup_s: Optional[float] = None
-        out = err = b""
         timed_out = False
         next_record = 0.0
         while True:
@@ -128,22 +137,18 @@ def run_job(job: Job) -> JobOutcome:
             if left <= 0:
                 timed_out = True
                 break
-            try:
-                out, err = proc.communicate(timeout=min(left, _POLL_S))
+            if proc.wait(min(left, _POLL_S)) is not None:
                 break
-            except subprocess.TimeoutExpired:
-                if proc.poll() is not None:
-                    break  # the worker is gone but something it started still holds its pipes
-                if startup_s is not None and time.monotonic() >= next_record:
-                    tree.record()  # the user's code runs now: note what it starts
-                    next_record = time.monotonic() + _RECORD_S
+            if startup_s is not None and time.monotonic() >= next_record:
+                tree.record()  # the user's code runs now: note what it starts
+                next_record = time.monotonic() + _RECORD_S
         if timed_out:
             tree.kill()
+            proc.wait(_DRAIN_S)  # reaped, so that its pid is not reused while the group is killed
         else:
             tree.kill_leftovers()
-        out, err = _drain(proc, out, err)
         duration = time.monotonic() - start
-        out_s, err_s = _text(out), _text(err)
+        out_s, err_s = _tail(out_path), _tail(err_path)
         done = units.read() if job.units else []
         # what a failure is about: the unit that was running, in a job of units
         label = job.unit_labels[len(done)] if job.units and len(done) < len(job.unit_labels) else job.label
@@ -161,9 +166,9 @@ def run_job(job: Job) -> JobOutcome:
                 result = json.loads(result_path.read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 result = None
-        if result is not None:
-            return JobOutcome(result, None, proc.returncode, duration, out_s, err_s, startup_s, units=done)
         rc = proc.returncode
+        if result is not None:
+            return JobOutcome(result, None, rc, duration, out_s, err_s, startup_s, units=done)
         last = _last_line(err_s)
         if job.memory_limit and (rc == -signal.SIGKILL or looks_out_of_memory(err_s)):
             # the kernel's OOM killer, or an allocation failure that took the process down
@@ -178,6 +183,17 @@ def run_job(job: Job) -> JobOutcome:
         if last:
             msg += f": {last}"
         return JobOutcome(None, msg, rc, duration, out_s, err_s, startup_s, units=done)
+
+
+def _tail(path: Path) -> str:
+    """The last of what the worker (or anything it started) wrote to ``path``."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 4 * _TAIL))
+            return _text(fh.read())
+    except OSError:
+        return ""
 
 
 class _UnitLog:
@@ -213,23 +229,6 @@ class _UnitLog:
         return self.units
 
 
-def _drain(proc: subprocess.Popen, out: Optional[bytes], err: Optional[bytes]) -> tuple[bytes, bytes]:
-    """What is left on the worker's pipes, without waiting on a process that still holds them."""
-    if proc.stdout is None or proc.stdout.closed:
-        return out or b"", err or b""
-    try:
-        o, e = proc.communicate(timeout=_DRAIN_S)
-    except subprocess.TimeoutExpired as exc:
-        o, e = exc.stdout or b"", exc.stderr or b""
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
-        proc.wait()
-    except ValueError:  # already read to the end
-        return out or b"", err or b""
-    return o or b"", e or b""
-
-
 def run_jobs(jobs: Sequence[Job], parallel: int = 1,
              on_done: Optional[Callable[[Job, JobOutcome], None]] = None) -> list[JobOutcome]:
     """Run ``jobs`` with up to ``parallel`` workers at once; results in input order."""
@@ -254,6 +253,273 @@ def run_jobs(jobs: Sequence[Job], parallel: int = 1,
             if on_done:
                 on_done(jobs[i], results[i])
     return [r for r in results if r is not None]
+
+
+# -- starting a worker -------------------------------------------------------------------
+#
+# Importing torch costs a worker 4-10 s of CPU: most of what capturing or verifying a small
+# target takes. A warm job starts instead as a fork of a process that has already imported
+# torch and torch._dynamo (one such process per distinct environment, kept for the run).
+# The job is still its own process, in its own session, with its own memory limit, process
+# tree and clock, and it starts from nothing any earlier job did: the warm process runs no
+# user code, compiles nothing and starts no CUDA; it only forks. Where it cannot be had (no
+# fork, CUDA already up in it, ``MEND_WORKER_START=spawn``) a job starts a fresh interpreter.
+WARM_PRELOAD = ("torch", "torch._dynamo")
+_WARM_WAIT_S = 60.0  # for the warm process to import torch, or to answer a fork
+
+
+class _Spawned:
+    """A worker started as ``python -m module ...``."""
+
+    def __init__(self, job: Job, argv: list[str], env: dict[str, str], cwd: str, out: Path, err: Path):
+        with open(out, "wb") as o, open(err, "wb") as e:
+            self.proc = subprocess.Popen([sys.executable, "-m", job.module, *argv], stdin=subprocess.DEVNULL,
+                                         stdout=o, stderr=e, env=env, cwd=cwd, start_new_session=True)
+        self.pid = self.proc.pid
+
+    @property
+    def returncode(self) -> Optional[int]:
+        return self.proc.returncode
+
+    def wait(self, timeout: float) -> Optional[int]:
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+
+class _Forked:
+    """A worker forked by a warm process, which reports its exit status."""
+
+    def __init__(self) -> None:
+        self.pid = 0
+        self.returncode: Optional[int] = None
+        self.forked = threading.Event()
+        self.ended = threading.Event()
+
+    def wait(self, timeout: float) -> Optional[int]:
+        self.ended.wait(timeout)
+        return self.returncode
+
+
+class _Warm:
+    """A process that has imported torch and forks a worker for each request (``_warm_main``)."""
+
+    def __init__(self, env: dict[str, str]):
+        self.lock = threading.Lock()
+        self.ready = threading.Event()
+        self.usable = False
+        self.pending: dict[int, _Forked] = {}
+        self.next_id = 0
+        self.proc = subprocess.Popen([sys.executable, "-m", __name__, "--warm", *WARM_PRELOAD],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env=env, start_new_session=True)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if "ready" in msg:
+                self.usable = bool(msg["ready"])
+                self.ready.set()
+                continue
+            with self.lock:
+                f = self.pending.get(msg.get("id", -1))
+            if f is None:
+                continue
+            if "pid" in msg:
+                f.pid = msg["pid"]
+                f.forked.set()
+            elif "status" in msg:
+                f.returncode = msg["status"]
+                with self.lock:
+                    self.pending.pop(msg["id"], None)
+                f.ended.set()
+        # gone: nothing more will be said of the workers it started
+        self.usable = False
+        self.ready.set()
+        with self.lock:
+            lost, self.pending = list(self.pending.values()), {}
+        for f in lost:
+            if f.returncode is None:
+                f.returncode = -signal.SIGKILL if not _alive(f.pid) else 255
+            f.forked.set()
+            f.ended.set()
+
+    def start(self, job: Job, argv: list[str], env: dict[str, str], cwd: str, out: Path,
+              err: Path) -> Optional[_Forked]:
+        if not self.ready.wait(_WARM_WAIT_S) or not self.usable:
+            return None
+        f = _Forked()
+        req = {"module": job.module, "argv": argv, "env": env, "cwd": cwd, "stdout": str(out), "stderr": str(err)}
+        with self.lock:
+            req["id"] = self.next_id
+            self.next_id += 1
+            self.pending[req["id"]] = f
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.write((json.dumps(req) + "\n").encode())
+                self.proc.stdin.flush()
+            except (OSError, ValueError):
+                self.pending.pop(req["id"], None)
+                self.usable = False
+                return None
+        if not f.forked.wait(_WARM_WAIT_S) or not f.pid:
+            return None
+        return f
+
+    def close(self, wait: float = 0.0) -> None:
+        """No more forks; it ends once the workers it runs have (their statuses still come)."""
+        try:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+            if wait:
+                self.proc.wait(wait)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+
+
+# one per environment, the most recently used kept: each holds torch in memory
+_WARM_KEPT = 2
+_warm: "OrderedDict[tuple, _Warm]" = OrderedDict()
+_warm_lock = threading.Lock()
+
+
+def _start(job: Job, argv: list[str], env: dict[str, str], base_env: dict[str, str], cwd: str, out: Path,
+           err: Path):
+    if job.warm and hasattr(os, "fork") and env.get(ENV_START, os.environ.get(ENV_START)) != "spawn":
+        key = tuple(sorted(base_env.items()))
+        with _warm_lock:
+            warm = _warm.get(key)
+            if warm is None or warm.proc.poll() is not None:
+                warm = _warm[key] = _Warm(base_env)
+            _warm.move_to_end(key)
+            while len(_warm) > _WARM_KEPT:
+                _warm.popitem(last=False)[1].close()
+        forked = warm.start(job, argv, env, cwd, out, err)
+        if forked is not None:
+            return forked
+    return _Spawned(job, argv, env, cwd, out, err)
+
+
+@atexit.register
+def close_warm() -> None:
+    """End the warm processes."""
+    with _warm_lock:
+        warm = list(_warm.values())
+        _warm.clear()
+    for w in warm:
+        w.close(wait=_DRAIN_S)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _warm_main(preload: Sequence[str]) -> None:
+    """The warm process: import ``preload``, then fork a worker per request read from stdin
+    (a JSON line), reporting its pid and, once reaped, its exit status on stdout."""
+    import importlib
+    import select
+
+    def say(msg: dict[str, Any]) -> None:
+        os.write(1, (json.dumps(msg) + "\n").encode())
+
+    try:
+        for name in preload:
+            importlib.import_module(name)
+        torch = sys.modules.get("torch")
+        # a fork of a process with CUDA up, or with Python threads, cannot be trusted
+        usable = threading.active_count() == 1 and not (torch is not None and torch.cuda.is_initialized())
+    except BaseException:  # whatever it was, the jobs start fresh interpreters and say it there
+        usable = False
+    say({"ready": usable})
+    if not usable:
+        os._exit(0)
+    children: dict[int, int] = {}  # pid -> request id
+    buf, open_ = b"", True
+    while open_ or children:
+        readable, _, _ = select.select([0] if open_ else [], [], [], 0.05)
+        if readable:
+            data = os.read(0, 1 << 16)
+            if not data:
+                open_ = False  # no more forks: the parent is done, or gone (its workers run on, as spawned ones do)
+            buf += data
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                req = json.loads(line)
+                pid = os.fork()
+                if pid == 0:
+                    _warm_child(req)  # never returns
+                children[pid] = req["id"]
+                say({"id": req["id"], "pid": pid})
+        while children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            if pid in children:
+                try:
+                    say({"id": children.pop(pid), "status": os.waitstatus_to_exitcode(status)})
+                except OSError:
+                    pass  # nobody listens any more
+    os._exit(0)
+
+
+def _warm_child(req: dict[str, Any]) -> None:
+    """In the fork: become ``python -m module argv...`` started in ``cwd`` with ``env``."""
+    code = 1
+    try:
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        for fd, path in ((1, req["stdout"]), (2, req["stderr"])):
+            f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.dup2(f, fd)
+            os.close(f)
+        os.chdir(req["cwd"])
+        os.environ.clear()
+        os.environ.update(req["env"])
+        sys.path[0] = os.getcwd()  # what ``python -m`` puts first
+        # a fresh interpreter seeds these from the OS; every fork would share the warm one's
+        import random
+
+        random.seed()
+        if "numpy" in sys.modules:
+            sys.modules["numpy"].random.seed()
+        import runpy
+
+        sys.argv = [req["module"], *req["argv"]]
+        runpy.run_module(req["module"], run_name="__main__", alter_sys=True)
+        code = 0
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            code = exc.code or 0
+        else:
+            print(exc.code, file=sys.stderr)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
 
 
 # -- the worker's processes ---------------------------------------------------------
@@ -520,3 +786,7 @@ def _mark_started() -> None:
             Path(path).touch()
         except OSError:
             pass
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--warm"]:
+    _warm_main(sys.argv[2:])

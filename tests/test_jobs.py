@@ -26,9 +26,11 @@ def _worker(tmp_path):
     return {"PYTHONPATH": str(tmp_path)}
 
 
-def test_outcomes(tmp_path):
+@pytest.mark.parametrize("warm", [False, True], ids=["spawned", "warm"])
+def test_outcomes(tmp_path, warm):
     env = _worker(tmp_path)
-    jobs = [Job("tiny_worker", {"do": d}, label=f"T-{d}", timeout=4, env=env) for d in ("ok", "raise", "sleep", "segv", "exit")]
+    jobs = [Job("tiny_worker", {"do": d}, label=f"T-{d}", timeout=4, env=env, warm=warm)
+            for d in ("ok", "raise", "sleep", "segv", "exit")]
     seen = []
     ok, raised, slept, segv, exited = run_jobs(jobs, parallel=2, on_done=lambda j, o: seen.append(j.label))
     assert sorted(seen) == sorted(j.label for j in jobs)
@@ -109,11 +111,12 @@ def _bounded(job: Job, limit: float = 120.0):
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc (Linux)")
+@pytest.mark.parametrize("warm", [False, True], ids=["spawned", "warm"])
 @pytest.mark.parametrize("do", ["return", "hang", "crash"])
-def test_forked_children_die_with_the_worker(tmp_path, do):
+def test_forked_children_die_with_the_worker(tmp_path, do, warm):
     env = _tree_worker(tmp_path)
     files = {k: str(tmp_path / f"{k}.pid") for k in ("plain", "daemon")}
-    out = _bounded(Job("tree_worker", {"do": do, **files}, label=f"T-{do}", timeout=5, env=env))
+    out = _bounded(Job("tree_worker", {"do": do, **files}, label=f"T-{do}", timeout=5, env=env, warm=warm))
     if do == "return":
         assert out.result == {"ok": True}
     elif do == "hang":
@@ -128,6 +131,78 @@ def test_forked_children_die_with_the_worker(tmp_path, do):
         for pid in pids.values():
             if _running(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+# -- a warm job: a fork of a process with torch imported, and nothing else ---------------
+
+def _state_worker(tmp_path):
+    (tmp_path / "state_worker.py").write_text(textwrap.dedent("""
+        import os, random, sys
+        PRELOADED = "torch" in sys.modules  # before this module imports anything
+        from graphmend.jobs import worker_main
+
+        def handle(p):
+            import time
+            time.sleep(p.get("sleep", 0))
+            import torch
+            from torch._dynamo.utils import counters
+            seen = {"preloaded": PRELOADED, "pid": os.getpid(), "cwd": os.getcwd(), "path0": sys.path[0],
+                    "env": os.environ.get("MEND_TEST_VALUE"), "argv": sys.argv[1:], "random": random.random(),
+                    "marked": hasattr(torch, "_mend_test_mark"), "frames": sum(counters["frames"].values()),
+                    "grad": torch.is_grad_enabled(), "threads": torch.get_num_threads()}
+            torch._mend_test_mark = True  # what a job leaves behind: the next must not see it
+            torch.set_grad_enabled(False)
+            torch.compile(lambda x: x + 1, backend="eager")(torch.ones(2))
+            return seen
+
+        worker_main(handle)
+    """))
+    return {"PYTHONPATH": str(tmp_path)}
+
+
+def test_warm_jobs_start_fresh_and_as_asked(tmp_path):
+    env = _state_worker(tmp_path)
+    here, there = tmp_path / "a", tmp_path / "b"
+    here.mkdir()
+    there.mkdir()
+    first, second = (run_job(Job("state_worker", {}, label=f"T-{i}", timeout=60, warm=True, cwd=str(cwd),
+                                 env={**env, "MEND_TEST_VALUE": f"v{i}"}))
+                     for i, cwd in enumerate((here, there)))
+    spawned = run_job(Job("state_worker", {}, label="T-spawned", timeout=60, env={**env, "MEND_TEST_VALUE": "v0"}))
+    for out in (first, second, spawned):
+        assert out.error is None and "error" not in out.result, out.error or out.result
+    a, b, fresh = first.result, second.result, spawned.result
+    assert a["preloaded"] and b["preloaded"] and not fresh["preloaded"]
+    assert a["pid"] != b["pid"] and os.getpid() not in (a["pid"], b["pid"])
+    assert (a["cwd"], a["path0"], a["env"]) == (str(here), str(here), "v0")
+    assert (b["cwd"], b["path0"], b["env"]) == (str(there), str(there), "v1")
+    assert len(a["argv"]) == 2 and a["argv"][1].endswith("result.json")
+    # nothing of the first job reaches the second: module state, Dynamo's counters, grad mode
+    assert not b["marked"] and b["frames"] == 0 and b["grad"] and b["threads"] == fresh["threads"]
+    assert a["random"] != b["random"]  # each seeded from the OS, as a fresh interpreter is
+    # MEND_WORKER_START=spawn: a fresh interpreter even for a warm job
+    cold = run_job(Job("state_worker", {}, label="T-cold", timeout=60, warm=True,
+                       env={**env, "MEND_WORKER_START": "spawn"}))
+    assert cold.result and not cold.result["preloaded"]
+
+
+def test_a_warm_process_let_go_still_sees_its_running_job_through(tmp_path):
+    """At most two warm processes are kept (each holds torch); the one let go for a third
+    environment forks no more but reports the job it still runs."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from graphmend import jobs
+
+    env = _state_worker(tmp_path)
+    with ThreadPoolExecutor(1) as pool:
+        slow = pool.submit(run_job, Job("state_worker", {"sleep": 8}, label="T-slow", timeout=60, warm=True,
+                                        env={**env, "MEND_TEST_VALUE": "slow"}))
+        others = [run_job(Job("state_worker", {}, label=f"T-{i}", timeout=60, warm=True,
+                              env={**env, "MEND_TEST_VALUE": f"other{i}"})) for i in range(2)]
+        assert len(jobs._warm) == 2
+        assert all(o.result["preloaded"] for o in others)
+        out = slow.result(timeout=120)
+    assert out.error is None and out.result["env"] == "slow" and out.result["preloaded"]
 
 
 # -- the timeout is the user's; start-up is reported apart ------------------------------
@@ -229,16 +304,18 @@ def _memory_worker(tmp_path):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="resource limits as Linux applies them")
-def test_memory_limit(tmp_path):
+@pytest.mark.parametrize("warm", [False, True], ids=["spawned", "warm"])
+def test_memory_limit(tmp_path, warm):
     env = _memory_worker(tmp_path)
-    limit = 512 << 20
+    limit = 1 << 30 if warm else 512 << 20  # a warm worker starts with torch loaded: its memory counts
+    size = format_size(limit)
     alloc, mapped, killed, abort, fine = run_jobs([Job("mem_worker", {"do": d}, label=f"T-{d}", timeout=20, env=env,
-                                                       memory_limit=limit)
+                                                       memory_limit=limit, warm=warm)
                                                    for d in ("alloc", "map", "killed", "abort", "ok")])
-    assert alloc.result["error"].startswith("out of memory (limit 512 MiB)"), alloc.result
-    assert mapped.result["error"].startswith("out of memory (limit 512 MiB)"), mapped.result
-    assert "T-killed: out of memory (limit 512 MiB)" in killed.error and "SIGKILL" in killed.error
-    assert "T-abort: out of memory (limit 512 MiB)" in abort.error
+    assert alloc.result["error"].startswith(f"out of memory (limit {size})"), alloc.result
+    assert mapped.result["error"].startswith(f"out of memory (limit {size})"), mapped.result
+    assert f"T-killed: out of memory (limit {size})" in killed.error and "SIGKILL" in killed.error
+    assert f"T-abort: out of memory (limit {size})" in abort.error
     assert fine.result == {"ok": True}
     # the same allocation without a limit succeeds: the limit, not the machine, stopped it
     free = run_job(Job("mem_worker", {"do": "map"}, label="T-free", timeout=20, env=env))

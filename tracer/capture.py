@@ -30,7 +30,7 @@ def _job(specs: Sequence[TargetSpec], timeout: float, modes: Sequence[str], comp
                                        "compiled_autograd": compiled_autograd,
                                        "nested_graph_breaks": nested_graph_breaks}, label=label,
                timeout=timeout, memory_limit=memory_limit, units=len(specs) * len(modes),
-               unit_labels=[s.name for s in specs for _ in modes])
+               unit_labels=[s.name for s in specs for _ in modes], warm=True)
 
 
 def nested_graph_breaks_supported() -> bool:

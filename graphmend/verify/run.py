@@ -76,7 +76,7 @@ def run_original(spec: Any, conditions: dict[str, list], tmp: str, timeout: floa
     out = run_job(Job(WORKER, {"spec": spec_d, "mode": "original", "conditions": conditions,
                                "constants": list(constants), "state": state, "seed": seed,
                                "probe_dtype": probe_dtype}, label=spec_d["name"], timeout=timeout,
-                          memory_limit=memory_limit))
+                          memory_limit=memory_limit, warm=True))
     error = out.error or (out.result or {}).get("error")
     return Original(spec_d, state, out.result or {}, f"original run: {error}" if error else None)
 
@@ -100,7 +100,7 @@ def verify_target(original: Original, patches: dict[str, str], before: TargetRes
     # re-traced in the run mode the breaks were captured in: what the fix must remove is there
     pat = run_job(Job(WORKER, {"spec": original.spec, "mode": "patched", "patches": patches, "state": original.state,
                                "seed": seed, "retrace": True, "probe_dtype": probe_dtype, "run_mode": before.run_mode},
-                      label=original.spec["name"], timeout=timeout, memory_limit=memory_limit))
+                      label=original.spec["name"], timeout=timeout, memory_limit=memory_limit, warm=True))
     if pat.error or (pat.result or {}).get("error"):
         v.error = f"patched run: {pat.error or pat.result.get('error')}"
         return v
