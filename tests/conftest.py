@@ -68,7 +68,7 @@ def _capture(specs: list) -> dict[str, Any]:
         ordered += [g[0::2], g[1::2]] if len(g) >= 6 else [g]
     modes = ["eval", "train"]
     jobs = [Job(WORKER, {"targets": [dataclasses.asdict(s) for s in g], "explain": True, "modes": modes},
-                label=g[0].file, timeout=400 * len(g)) for g in ordered]
+                label=g[0].file, timeout=400 * len(g), warm=True) for g in ordered]
     out: dict[str, dict] = {"results": {}, "explained": {}, "train_results": {}, "train_explained": {}}
     for g, outcome in zip(ordered, run_jobs(jobs, parallel=2)):
         assert outcome.result and "results" in outcome.result, (g[0].file, outcome.error or outcome.stderr)
