@@ -14,9 +14,9 @@ from typing import Callable, Optional, Sequence
 
 from graphmend.baseline import (Key, compare, dump_baseline, entries_from_findings, entries_from_targets,
                                 load_baseline, origin_mode, origin_nested, relative_file, updated_baseline)
-from graphmend.config import Config
-from graphmend.model import CheckEntry, FileError, Finding, Report, nested_setting, new_report
-from graphmend.sources import SkippedFile, file_kind_problem, is_excluded, iter_python_files, report_root
+from graphmend.core.config import Config
+from graphmend.core.model import CheckEntry, FileError, Finding, Report, nested_setting, new_report
+from graphmend.core.sources import SkippedFile, file_kind_problem, is_excluded, iter_python_files, report_root
 
 
 @dataclass
@@ -91,7 +91,7 @@ def run_check(files: Optional[Sequence[Path]], config: Config, baseline_path: Pa
 
     failed_targets: list[str] = []
     if options.dynamic and scan_targets:
-        from graphmend.discovery import discover
+        from graphmend.core.discovery import discover
 
         found = discover([str(p) for p in scan_targets], config)
         seen = {(e.file, e.message) for e in report.errors}

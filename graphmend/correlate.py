@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
-from graphmend.model import (CONFIRMED, DYNAMIC, POTENTIAL, UNREACHED, Break, Finding, Issue, Report,
+from graphmend.core.model import (CONFIRMED, DYNAMIC, POTENTIAL, UNREACHED, Break, Finding, Issue, Report,
                              SkippedFrame)
 from rewrites.catalog import SAFE, UNSAFE, fix_kind
 
@@ -266,7 +266,7 @@ class _Sources:
     def _parse(path: str) -> list[_Scope]:
         import ast
 
-        from graphmend.sources import read_source
+        from graphmend.core.sources import read_source
 
         try:
             tree = ast.parse(read_source(path))

@@ -4,7 +4,7 @@
    their file:line, inside the tree or in installed packages the targets call into);
 2. ``rewrites.fixes.fix_source`` per file, limited to the lines that break or were found;
 3. per target: the original side (instrumented to record arms) and the patched side
-   (through ``graphmend.overlay``) in fresh workers -- outputs compared, breaks re-traced;
+   (through ``graphmend.core.overlay``) in fresh workers -- outputs compared, breaks re-traced;
    when the set of rewrites fails, each rewrite is verified alone and the passing ones
    are verified together again;
 4. a ``Report`` with ``fixes[]`` (verified | rejected | advice) and ``fix_targets[]``.
@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from graphmend.config import Config
-from graphmend.model import ADVICE, REJECTED, UNVERIFIED, VERIFIED, Break, Fix, FixTarget, Report, TargetResult, new_report
-from graphmend.sources import SourceError, SourceText, read_source, report_root, split_lines
+from graphmend.core.config import Config
+from graphmend.core.env import torch_version
+from graphmend.core.model import ADVICE, REJECTED, UNVERIFIED, VERIFIED, Break, Fix, FixTarget, Report, TargetResult, new_report
+from graphmend.core.sources import SourceError, SourceText, read_source, report_root, split_lines
 
 CONTROL_RULES = ("GM101", "GM102", "GM103", "GM401", "GM402")
 _NUMPY_CALL = re.compile(r"\b(np|numpy)\.\w+\(")
@@ -197,20 +198,14 @@ def break_keys(breaks: Sequence[Break], texts: dict[str, str]) -> dict[tuple, Br
     return {break_key(b, texts): b for b in breaks}
 
 
-def _torch_version() -> Optional[str]:
-    from graphmend.cli.common import torch_version
-
-    return torch_version()
-
-
 def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: FixOptions,
             progress: Optional[Callable[[str, int], Callable[..., None]]] = None) -> FixRun:
-    from graphmend.discovery import discover
+    from graphmend.core.discovery import discover
     from rewrites.fixes.gm6_advice import advice_for
     from tracer.messages import provenance
 
     root = report_root(paths, config.project_root)
-    report = new_report("fix", root=root, torch_version=_torch_version())
+    report = new_report("fix", root=root, torch_version=torch_version())
     report.run_modes = list(config.modes[:1])
     tree = [_real(str(Path(p).resolve())) for p in paths]
 
@@ -390,7 +385,7 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
 
 
 def _file_error(path: str, message: str):
-    from graphmend.model import FileError
+    from graphmend.core.model import FileError
 
     return FileError(file=path, message=message)
 
@@ -629,7 +624,7 @@ def _label(c: FileCandidate) -> str:
 def verified_patches(paths: Sequence[str | os.PathLike[str]], config: Optional[Config] = None,
                      options: Optional[FixOptions] = None) -> dict[str, str]:
     """{abs path: patched source} of every verified fix for the targets under ``paths``."""
-    from graphmend.config import load_config
+    from graphmend.core.config import load_config
 
     config = config or load_config(paths)
     return run_fix(paths, config, options or FixOptions()).patches

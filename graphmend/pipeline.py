@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from graphmend.config import Config
-from graphmend.discovery import discover
-from graphmend.model import Report, nested_setting, new_report
-from graphmend.sources import report_root
+from graphmend.core.config import Config
+from graphmend.core.discovery import discover
+from graphmend.core.model import Report, nested_setting, new_report
+from graphmend.core.sources import report_root
 
 # (description, total) -> advance(item, outcome=None); outcome: what the item produced (the
 # model's objects), for the CLI's progress line
@@ -103,7 +103,7 @@ def next_steps(report: Report, paths: Sequence[str | os.PathLike[str]], found) -
 def _a_script(files) -> Optional[str]:
     """A program among ``files`` (``train.py``, or the first with a ``__main__`` guard), as
     ``mend run`` would take it from the current directory."""
-    from graphmend.sources import read_source
+    from graphmend.core.sources import read_source
 
     def shown(f) -> str:
         try:

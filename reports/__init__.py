@@ -1,6 +1,6 @@
 """Renderers over the data model, and only that: each takes a ``Report`` and returns text.
 
-No renderer computes: totals come from ``Report.summary`` (``graphmend.model.summarize``,
+No renderer computes: totals come from ``Report.summary`` (``graphmend.core.model.summarize``,
 filled here when a stage left it empty), correlation and ratios from the stages. Nothing in
 ``reports`` imports torch; each format's module is imported only when that format is asked for.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 
-from graphmend.model import Report, summarize
+from graphmend.core.model import Report, summarize
 
 FORMATS = ("text", "json", "md", "html", "sarif", "github")
 

@@ -14,8 +14,8 @@ import pytest
 from graphmend.bench.arms import parse_arms, resolve
 from graphmend.bench.stage import BenchOptions, failed, ratios_for
 from graphmend.bench.stats import iqr, median, ratio
-from graphmend.config import Config
-from graphmend.model import BenchRow, Report
+from graphmend.core.config import Config
+from graphmend.core.model import BenchRow, Report
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "tests" / "fixtures" / "bench"
@@ -119,7 +119,7 @@ def test_resolve_pairs_reference_and_picks_one_target():
     items, errors = resolve([f"{FIXTURE}/mlp_pair.py::mend_target_nope"], Config(root=REPO))
     assert not items and "mend_target_nope" in errors[0].message
     from graphmend.bench.arms import BenchItem, PatchSource
-    from graphmend.discovery import TargetSpec
+    from graphmend.core.discovery import TargetSpec
 
     patches, why = PatchSource(Config(root=REPO), 10).patches_for(BenchItem(TargetSpec("pkg.m::f", "f", module="pkg.m")))
     assert patches is None and why.startswith("mended arm") and "pkg.m::f" in why
@@ -188,7 +188,7 @@ def test_unstable_medians_are_flagged_in_the_model_and_every_view():
     are the ratios built on them; steady ones are not. Synthetic samples, no timing."""
     from graphmend.bench.stage import fill_row
     from graphmend.bench.stats import UNSTABLE_IQR_RATIO, unstable
-    from graphmend.jobs import JobOutcome
+    from graphmend.core.jobs import JobOutcome
     from reports import render
 
     steady = [10.0, 10.1, 9.9, 10.2, 10.0, 9.8, 10.1]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from graphmend.correlate import compatible, correlate
-from graphmend.model import Break, Finding, Report, TargetResult
+from graphmend.core.model import Break, Finding, Report, TargetResult
 
 
 def _finding(rule, line, file="/w/m.py"):
@@ -47,7 +47,7 @@ def _brk(rule, line, occurrences=1, kind="graph_break", file="/w/m.py", **kw):
 
 def test_a_finding_and_its_breaks_are_one_issue_with_their_fan_out():
     from graphmend.correlate import diagnose
-    from graphmend.model import summarize
+    from graphmend.core.model import summarize
 
     findings = [_finding("GM201", 20), _finding("GM101", 30), _finding("GM301", 30), _finding("GM201", 40),
                 _finding("GM301", 40)]
@@ -75,7 +75,7 @@ def test_a_finding_and_its_breaks_are_one_issue_with_their_fan_out():
 
 def test_a_frame_skip_names_the_skipped_frame_its_loop_and_what_it_hides(tmp_path):
     from graphmend.correlate import diagnose
-    from graphmend.model import Frame
+    from graphmend.core.model import Frame
 
     src = tmp_path / "model.py"
     src.write_text(

@@ -14,8 +14,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from graphmend import model
-from graphmend.model import Report
+from graphmend.core import model
+from graphmend.core.model import Report
 from reports import render
 
 SAMPLE = Path(__file__).parent / "fixtures" / "reports" / "sample_report.json"

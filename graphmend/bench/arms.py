@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
-from graphmend.config import Config
-from graphmend.discovery import TargetSpec, discover
-from graphmend.model import FileError
+from graphmend.core.config import Config
+from graphmend.core.discovery import TargetSpec, discover
+from graphmend.core.model import FileError
 
 ARMS = ("eager", "original", "mended", "reference")
 REFERENCE_SUFFIX = "_reference"
@@ -84,7 +84,7 @@ class PatchSource:
         self._by_target: dict[tuple[str, str], tuple[Optional[dict[str, str]], str]] = {}
         self.unavailable = ""
         try:
-            importlib.import_module("graphmend.overlay")
+            importlib.import_module("graphmend.core.overlay")
             self._fixing = importlib.import_module("graphmend.fixing")
         except ImportError as exc:
             self._fixing = None

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from graphmend.model import Report
+from graphmend.core.model import Report
 
 
 def _f(value: Optional[float], fmt: str) -> str:

@@ -11,8 +11,8 @@ import os
 import time
 from typing import Any
 
-from graphmend.jobs import worker_main
-from graphmend.modes import EVAL, TRAIN
+from graphmend.core.jobs import worker_main
+from graphmend.core.modes import EVAL, TRAIN
 
 COMPILED_ARMS = ("original", "mended", "reference")
 OPTIMIZERS = ("sgd", "adamw")
@@ -65,7 +65,7 @@ def _step(fn: Any, run_mode: str, loss_fn: Any, optimizer: str):
     import torch
 
     from graphmend.bench import measure
-    from graphmend.modes import cannot_backward, modules_of, training_loss
+    from graphmend.core.modes import cannot_backward, modules_of, training_loss
 
     if run_mode != TRAIN:
         def call(compiled, args, kwargs, keep=False):
@@ -113,7 +113,7 @@ def run_arm(payload: dict[str, Any]) -> dict[str, Any]:
     arm = payload["arm"]
     if payload.get("patches"):
         # The overlay must be in place before the target's module is first imported.
-        from graphmend.overlay import install_overlay
+        from graphmend.core.overlay import install_overlay
 
         install_overlay(payload["patches"])
 
@@ -122,8 +122,8 @@ def run_arm(payload: dict[str, Any]) -> dict[str, Any]:
 
     from graphmend.bench import measure
     from graphmend.bench.stats import iqr, median
-    from graphmend.modes import run_mode as in_mode
-    from graphmend.targets import load_target
+    from graphmend.core.modes import run_mode as in_mode
+    from graphmend.core.targets import load_target
 
     device, mode, dtype_name = payload["device"], payload["mode"], payload["dtype"]
     runs, warmup = int(payload["runs"]), int(payload["warmup"])

@@ -14,7 +14,7 @@ import typer
 from graphmend.cli.common import (COMPILED_AUTOGRAD_HELP, EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, MODE_HELP,
                                   NESTED_HELP, TRAIN_HELP, Format, fail, load_checked_config, memory_limit_flag,
                                   nested_flag, progress_hook, render_or_fail, require_nested_support,
-                                  require_torch, run_modes_flag, write_atomic)
+                                  require_torch, run_modes_flag)
 
 # Formats whose renderer shows Report.check.new itself (reports/).
 CHECK_AWARE_FORMATS = ("text", "md", "html", "github")
@@ -48,7 +48,8 @@ def check(
     """Fail on graph breaks that are not in the baseline: the pre-commit hook and CI gate."""
     from graphmend.baseline import BaselineError
     from graphmend.check import CheckOptions, run_check
-    from graphmend.config import ConfigError
+    from graphmend.core.config import ConfigError
+    from graphmend.core.sources import write_atomic
 
     nested = nested_flag(nested_graph_breaks)
     if (train or modes is not None or compiled_autograd or nested is not None) and not dynamic:

@@ -44,10 +44,10 @@ def fix(
                                             "`mend run --record DIR SCRIPT` recorded: the program's own inputs."),
 ) -> None:
     """Propose source fixes for graph breaks; only fixes that pass verification are offered."""
-    from graphmend.config import ConfigError
+    from graphmend.core.config import ConfigError
     from graphmend.fixing import FixOptions, diff_bytes, run_fix
-    from graphmend.sources import SourceError, write_bytes_atomic, write_source
-    from graphmend.model import REJECTED, UNVERIFIED
+    from graphmend.core.sources import SourceError, write_bytes_atomic, write_source
+    from graphmend.core.model import REJECTED, UNVERIFIED
 
     recorded: list[str] = []
     if from_run is not None:
@@ -120,7 +120,7 @@ def fix(
 def _from_run(folder: Path, paths: Optional[List[Path]]) -> tuple[List[Path], list[str]]:
     """The paths to fix (given, else the recorded program's folder) and the recorded targets
     as ``file:function``; a folder with no recording is a usage error."""
-    from graphmend.recording import RecordError, recorded_targets, source_root
+    from graphmend.core.recording import RecordError, recorded_targets, source_root
 
     try:
         targets_file, manifest = recorded_targets(folder)
@@ -141,7 +141,7 @@ def _label(c) -> str:
 
 def _listing(report) -> None:
     """What got no automatic fix, and the per-target table: diagnostics, on stderr."""
-    from graphmend.model import VERIFIED
+    from graphmend.core.model import VERIFIED
 
     err = sys.stderr
     for f in report.fixes:

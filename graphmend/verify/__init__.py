@@ -9,7 +9,7 @@
 * ``compare`` -- outputs (nested tuples/lists/dicts/dataclasses/ModelOutput of tensors)
                  compared with per-dtype tolerances, NaN/inf-aware;
 * ``worker``  -- ``python -m graphmend.verify.worker``: one side of the differential run
-                 (original, or patched through ``graphmend.overlay``) plus the re-trace;
+                 (original, or patched through ``graphmend.core.overlay``) plus the re-trace;
 * ``run``     -- the parent side: ``run_original(...)`` once per target, then
                  ``verify_target(original, patches, ...) -> Verdict`` per set of rewrites.
 

@@ -9,8 +9,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
-from graphmend.jobs import Job, run_job
-from graphmend.model import TargetResult, from_dict
+from graphmend.core.jobs import Job, run_job
+from graphmend.core.model import TargetResult, from_dict
 
 WORKER = "graphmend.verify.worker"
 

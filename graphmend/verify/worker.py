@@ -23,7 +23,7 @@ import os
 import re
 from typing import Any
 
-from graphmend.jobs import worker_main
+from graphmend.core.jobs import worker_main
 from graphmend.verify.modes import AUTOCAST, BF16, CHECK_NAMES, EVAL, TRAIN
 
 MIN_VARIANTS = 3  # example, negated, random: always, even when every arm is covered sooner
@@ -33,11 +33,11 @@ PER_INPUT = (EVAL, TRAIN, AUTOCAST)
 def handle(payload: dict[str, Any]) -> dict[str, Any]:
     import torch
 
-    from graphmend.overlay import install_overlay
-    from graphmend.sources import read_source
-    from graphmend.targets import TargetError, load_target
+    from graphmend.core.overlay import install_overlay
+    from graphmend.core.sources import read_source
+    from graphmend.core.targets import TargetError, load_target
     from graphmend.verify.arms import ArmRecorder, instrument
-    from graphmend.modes import module_of
+    from graphmend.core.modes import module_of
 
     spec, mode, seed = payload["spec"], payload["mode"], int(payload.get("seed", 0))
     patches: dict[str, str] = dict(payload.get("patches") or {})
@@ -260,7 +260,7 @@ def _retrace(spec: dict, loaded, module, run_mode: str) -> dict:
     """Breaks of the patched program in ``run_mode``, as the tracer records them; the
     module's state (and its gradients: a train step leaves them) is put back afterwards
     (the calls compared after it must start where the original's did)."""
-    from graphmend.model import to_dict
+    from graphmend.core.model import to_dict
     from tracer.worker import capture_loaded
 
     snap = _snapshot(module)
