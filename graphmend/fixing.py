@@ -27,7 +27,7 @@ from typing import Callable, Optional, Sequence
 from graphmend.core.config import Config
 from graphmend.core.env import torch_version
 from graphmend.core.model import ADVICE, REJECTED, UNVERIFIED, VERIFIED, Break, Fix, FixTarget, Report, TargetResult, new_report
-from graphmend.core.sources import SourceError, SourceText, read_source, report_root, split_lines
+from graphmend.core.sources import SourceError, SourceText, report_root, split_lines
 
 CONTROL_RULES = ("GM101", "GM102", "GM103", "GM401", "GM402")
 _NUMPY_CALL = re.compile(r"\b(np|numpy)\.\w+\(")
@@ -162,40 +162,6 @@ def _break_files(t: TargetResult) -> set[str]:
     if t.file and os.path.isfile(t.file):
         out.add(_real(t.file))
     return out
-
-
-def _source_line(text_by_file: dict[str, str], file: str, line: int) -> str:
-    text = text_by_file.get(file)
-    if text is None:
-        try:
-            text = read_source(file)
-        except SourceError:
-            return ""
-        text_by_file[file] = text
-    lines = text.splitlines()
-    return " ".join(lines[line - 1].split()) if 0 < line <= len(lines) else ""
-
-
-def break_key(b: Break, texts: dict[str, str]) -> tuple:
-    """What identifies a break across line shifts: (file, function, source text, kind)."""
-    f = _real(b.file) if b.file else ""
-    src = _source_line(texts, f, b.line) if f and b.line else (b.source_line or "")
-    return (f, b.function or "", src, b.kind)
-
-
-def split_key(b: Break, texts: dict[str, str]) -> tuple:
-    """Where the graph was split for ``b``: its outermost user frame (the instruction of the
-    compiled frame Dynamo stopped at), keyed like ``break_key``."""
-    if not b.stack:
-        return break_key(b, texts)[:3]
-    top = b.stack[0]
-    f = _real(top.file)
-    return (f, top.function or "", _source_line(texts, f, top.line))
-
-
-def break_keys(breaks: Sequence[Break], texts: dict[str, str]) -> dict[tuple, Break]:
-    """Breaks keyed by ``break_key``."""
-    return {break_key(b, texts): b for b in breaks}
 
 
 def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: FixOptions,

@@ -146,19 +146,40 @@ def test_stats_ratios_and_failure():
 def test_output_comparison_nested_and_tolerances():
     import torch
 
-    from graphmend.bench.measure import compare, convert, to_plain, tolerance_for
+    from graphmend.verify.compare import COMPILED_TOLERANCES, compare, to_plain, tolerance_for
+    from graphmend.verify.inputs import convert
 
     a = torch.ones(3)
     out = to_plain({"x": (a, {"n": 2}), "y": None})
-    assert compare(out, to_plain({"x": (a + 1e-6, {"n": 2}), "y": None}), *tolerance_for("float32", None)) is None
-    why = compare(out, to_plain({"x": (a + 1.0, {"n": 2}), "y": None}), *tolerance_for("float32", None))
-    assert why and "['x'][0]" in why and "max abs diff 1" in why
-    assert compare(out, to_plain({"x": (a, {"n": 3}), "y": None}), 1e-3, 1e-4)
-    assert tolerance_for("float16", None)[0] > tolerance_for("float32", None)[0]
-    assert tolerance_for("float32", {"rtol": 0.5, "atol": 0.25}) == (0.5, 0.25)
-    assert tolerance_for("float16", {"float16": {"atol": 1.0}})[1] == 1.0
+    bench = {"defaults": COMPILED_TOLERANCES, "precision": "float32"}  # what the bench worker passes
+    assert compare(out, to_plain({"x": (a + 1e-6, {"n": 2}), "y": None}), "output", **bench) is None
+    why = compare(out, to_plain({"x": (a + 1.0, {"n": 2}), "y": None}), "output", **bench)
+    assert why and "output.x[0]" in why and "max abs diff 1" in why
+    assert compare(out, to_plain({"x": (a, {"n": 3}), "y": None}), "output", **bench)
+    assert tolerance_for("float16", None, COMPILED_TOLERANCES)[0] > tolerance_for("float32", None, COMPILED_TOLERANCES)[0]
+    assert tolerance_for("float32", {"rtol": 0.5, "atol": 0.25}, COMPILED_TOLERANCES) == (0.5, 0.25)
+    assert tolerance_for("float16", {"float16": {"atol": 1.0}}, COMPILED_TOLERANCES)[1] == 1.0
     moved = convert({"a": [torch.zeros(2, dtype=torch.float64), torch.arange(2)]}, "cpu", torch.float16)
     assert moved["a"][0].dtype == torch.float16 and moved["a"][1].dtype == torch.int64
+
+
+def test_one_comparator_serves_the_bench_at_its_precision():
+    """The bench compares compiled arms with eager through verification's comparator: at the
+    run's --dtype every floating output takes that dtype's tolerance (a float32 output of a
+    bfloat16 run carries bfloat16 rounding), and floating dtypes may differ; verification,
+    with no precision, holds a dtype change to be a difference."""
+    import torch
+
+    from graphmend.verify.compare import COMPILED_TOLERANCES, compare
+
+    eager = torch.tensor([1.0, 2.0])
+    compiled = eager + 0.03  # within bfloat16's 5e-2, far outside float32's 1e-3
+    assert compare(eager, compiled, defaults=COMPILED_TOLERANCES, precision="bfloat16") is None
+    assert compare(eager, compiled, defaults=COMPILED_TOLERANCES, precision="float32") is not None
+    assert compare(eager, eager.double(), defaults=COMPILED_TOLERANCES, precision="float32") is None
+    assert "dtype" in compare(eager, eager.double())
+    nan = compare(eager, torch.tensor([1.0, float("nan")]), sides=("eager", "mended"))
+    assert nan == "out: NaN where the other side has a number (on the mended side)"
 
 
 def test_summary_table_one_row_per_target_and_mode():

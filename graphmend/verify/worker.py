@@ -165,7 +165,7 @@ def _run_original(loaded, module, keys, recorder, seed: int, constants: list):
             if why:
                 skipped[m] = why
     # the cast is in place: every input once more in bfloat16, last
-    from graphmend.bench.measure import convert, prepare_callable
+    from graphmend.verify.inputs import convert, prepare_callable
 
     import torch
 
@@ -187,7 +187,7 @@ def _run_original(loaded, module, keys, recorder, seed: int, constants: list):
 
 def _run_patched(loaded, module, state, seed: int, tolerance, result: dict, spec: dict, retrace: bool,
                  run_mode: str) -> list[str]:
-    from graphmend.bench.measure import convert, prepare_callable
+    from graphmend.verify.inputs import convert, prepare_callable
     from graphmend.verify.modes import compare_records, device_of, run_call
 
     import torch
@@ -235,7 +235,7 @@ def _probe_dtype(loaded, dtype_name: str):
     ``dtype_name`` (in place: this is the worker's last use of them), else why not."""
     import torch
 
-    from graphmend.bench.measure import convert, prepare_callable
+    from graphmend.verify.inputs import convert, prepare_callable
 
     dtype = getattr(torch, dtype_name)
     fn = prepare_callable(loaded.fn, "cpu", dtype)
