@@ -6,6 +6,7 @@ Static mode never imports torch: this module, the baseline and the scan are torc
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import List, Optional
 
@@ -86,9 +87,8 @@ def check(
     if format.value in CHECK_AWARE_FORMATS:
         # These views list the new breaks in their "check" section; the same ones in
         # findings and targets' breaks would show each twice. SARIF and JSON keep them.
-        report.findings = []
-        for t in report.targets:
-            t.breaks = []
+        report = dataclasses.replace(report, findings=[],
+                                     targets=[dataclasses.replace(t, breaks=[]) for t in report.targets])
     render_or_fail(report, format.value, output)
     if not quiet:
         _summary(outcome.baseline_path, result, len(report.errors))
