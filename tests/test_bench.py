@@ -182,8 +182,8 @@ def test_one_comparator_serves_the_bench_at_its_precision():
     assert nan == "out: NaN where the other side has a number (on the mended side)"
 
 
-def test_summary_table_one_row_per_target_and_mode():
-    from graphmend.bench.table import summary_table
+def test_summary_table_one_row_per_target_and_mode(tmp_path):
+    from reports.bench_md import summary_table
 
     rows = [BenchRow("corpus/m.py::t", "eager", "cuda", "reduce-overhead", median_ms=2.0),
             BenchRow("corpus/m.py::t", "original", "cuda", "reduce-overhead", median_ms=1.0, graph_count=3,
@@ -202,6 +202,13 @@ def test_summary_table_one_row_per_target_and_mode():
     assert cells[:7] == ["m.py::t", "reduce-overhead", "3 / 2 → 1 / 0", "2.000", "1.000", "0.250", "–"]
     assert cells[7:] == ["0.500", "0.250", "–", "0.750"]  # original/eager, mended/original, -, cold
     assert "2 / 1 → skipped" in lines[3]
+    # the docs' tables come from saved reports through the script around the renderer
+    saved = tmp_path / "bench.json"
+    saved.write_text(report.to_json(), encoding="utf-8")
+    run = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_table.py"), "--summary", str(saved)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == summary_table([report])
 
 
 def test_unstable_medians_are_flagged_in_the_model_and_every_view():
@@ -241,7 +248,7 @@ def test_unstable_medians_are_flagged_in_the_model_and_every_view():
     assert "mended/original 0.030x unstable" in text and "original/eager 1.000x," in text
     assert "rerun on an idle machine" in " ".join(text.split())
     assert "0.300 **unstable**" in render(report, "md") and ">unstable</span>" in render(report, "html")
-    from graphmend.bench.table import bench_table
+    from reports.bench_md import bench_table
 
     assert "0.300 unstable" in bench_table(report)
     steady_only = Report(command="bench", bench=rows[:2], ratios=ratios_for("m.py::t", rows[:2], BenchOptions()))

@@ -45,6 +45,19 @@ def _brk(rule, line, occurrences=1, kind="graph_break", file="/w/m.py", **kw):
                  kind=kind, counted=kind == "graph_break", **kw)
 
 
+def test_a_report_without_issues_gets_them_before_rendering_as_a_copy():
+    """A report saved before schema 1.1 (or a check report) has findings and breaks but no
+    issues: the commands merge them before rendering (renderers compute nothing), reading no
+    file, and leave the caller's report as it was."""
+    from graphmend.correlate import with_issues
+
+    old = Report(targets=[TargetResult(name="a.py::t", file="/w/a.py", function="t", breaks=[_brk("GM201", 20)])],
+                 findings=[_finding("GM201", 20), _finding("GM101", 30)])
+    merged = with_issues(old)
+    assert old.issues == [] and [(i.rule, i.line) for i in merged.issues] == [("GM201", 20), ("GM101", 30)]
+    assert with_issues(merged) is merged and with_issues(Report()).issues == []
+
+
 def test_a_finding_and_its_breaks_are_one_issue_with_their_fan_out():
     from graphmend.correlate import diagnose
     from graphmend.core.model import summarize

@@ -91,25 +91,12 @@ def check(
                                      targets=[dataclasses.replace(t, breaks=[]) for t in report.targets])
     render_or_fail(report, format.value, output)
     if not quiet:
-        _summary(outcome.baseline_path, result, len(report.errors))
+        from reports.diagnostics import check_summary
+
+        for line in check_summary(result, len(report.errors)):
+            typer.echo(line, err=True)
     if result.failed_targets or report.errors:
         raise typer.Exit(EXIT_FINDINGS)
     if update_baseline:
         raise typer.Exit(EXIT_CLEAN)
     raise typer.Exit(EXIT_FINDINGS if result.new else EXIT_CLEAN)
-
-
-def _summary(path: Path, result, errors: int) -> None:
-    """One diagnostic line on stderr, so a hook's output says why it failed at a glance."""
-    parts = [f"{len(result.new)} new", f"{result.known} known", f"{len(result.stale)} stale"]
-    if result.failed_targets:
-        parts.append(f"{len(result.failed_targets)} failed target(s)")
-    if errors:
-        parts.append(f"{errors} file error(s)")
-    verb = "baseline written" if result.updated else "checked against"
-    typer.echo(f"mend check: {', '.join(parts)} ({verb} {result.baseline})", err=True)
-    for message in result.failed_targets:
-        typer.echo(f"mend check: {message}", err=True)
-    if result.stale and not result.updated:
-        typer.echo("mend check: stale baseline entries (fixed breaks); prune them with 'mend check --update-baseline'",
-                   err=True)

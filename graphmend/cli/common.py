@@ -269,10 +269,15 @@ def render_or_fail(report, fmt: str, output: Optional[Path], verbose: bool = Fal
 
 
 def render_noted(report, fmt: str, color: bool = False, verbose: bool = False) -> str:
-    """``reports.render``; the renderer's notes (results a format's limits left out) go to
-    stderr as warnings, an unknown format is a usage error."""
+    """``reports.render`` of the report with its issues (merged when a saved or a check report
+    lacks them); the renderer's notes (results a format's limits left out) go to stderr as
+    warnings, an unknown format is a usage error."""
     from reports import render_with_notes
 
+    if not report.issues:  # (the rule catalog correlate reads is loaded only then)
+        from graphmend.correlate import with_issues
+
+        report = with_issues(report)
     try:
         text, notes = render_with_notes(report, fmt, color=color, verbose=verbose)
     except ValueError as exc:
