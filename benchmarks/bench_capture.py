@@ -17,9 +17,9 @@ sys.path.insert(0, str(ROOT))
 def main() -> None:
     import torch
 
-    from graphmend.config import Config
-    from graphmend.discovery import discover
-    from graphmend.targets import load_target
+    from graphmend.core.config import Config
+    from graphmend.core.discovery import discover
+    from graphmend.core.targets import load_target
     from tracer.worker import capture_loaded
 
     paths = sys.argv[1:] or [str(ROOT / "corpus"), str(ROOT / "tests/fixtures/dynamic/models")]

@@ -47,7 +47,7 @@ def _mend(*args: str) -> tuple[float, subprocess.CompletedProcess]:
 
 def scan_import_s() -> tuple[float, float]:
     """Start-up of the scan itself: interpreter + importing everything scan_paths needs."""
-    code = "import rewrites.scan, rewrites.regions, rewrites.rules, graphmend.config"
+    code = "import rewrites.scan, rewrites.regions, rewrites.rules, graphmend.core.config"
     walls, cpus = [], []
     for _ in range(5):
         t0, c0 = time.perf_counter(), _cpu()
@@ -97,7 +97,7 @@ def throughput(path: Path, jobs: int) -> dict:
 
 
 def robustness() -> dict:
-    from graphmend.config import Config
+    from graphmend.core.config import Config
     from rewrites.scan import scan_paths
 
     result = {}

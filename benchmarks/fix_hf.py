@@ -29,7 +29,7 @@ DEFAULT = ["longformer", "bigbird", "reformer", "led", "switch_transformers", "x
 
 def run_paths(paths, timeout: float, unsafe: bool = False):
     sys.path.insert(0, str(ROOT))
-    from graphmend.config import load_config
+    from graphmend.core.config import load_config
     from graphmend.fixing import FixOptions, run_fix
 
     return run_fix(paths, load_config(paths), FixOptions(timeout=timeout, unsafe=unsafe))

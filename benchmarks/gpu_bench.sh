@@ -88,8 +88,8 @@ for set_name in "${SETS[@]}"; do
     [ $rc -gt $status ] && status=$rc
     if [ -s "$stem.json" ]; then
       python3 -m graphmend report "$stem.json" --format md --output "$stem.md" \
-        || python3 -m graphmend.bench.table "$stem.json" > "$stem.md"
-      python3 -m graphmend.bench.table "$stem.json" > "$stem.table.md"
+        || python3 benchmarks/bench_table.py "$stem.json" > "$stem.md"
+      python3 benchmarks/bench_table.py "$stem.json" > "$stem.table.md"
       cat "$stem.table.md"
     fi
     tail -n 5 "$stem.stderr.txt"

@@ -174,8 +174,8 @@ def record_corpus(registry: dict[str, list[str]], skip_hf: bool) -> tuple[list[d
 
     sys.path.insert(0, str(ROOT))
     from corpus.measure import CORPUS, measure, target_names, unpack
-    from graphmend.config import tomllib
-    from graphmend.modes import run_mode
+    from graphmend.core.config import tomllib
+    from graphmend.core.modes import run_mode
 
     manifest = tomllib.loads((CORPUS / "manifest.toml").read_text(encoding="utf-8"))["targets"]
     skip = {"measure.py", "__init__.py"} | ({"hf_models.py"} if skip_hf else set())

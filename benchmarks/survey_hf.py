@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from graphmend.cli.common import write_atomic  # noqa: E402  (temp file + rename, mode kept)
+from graphmend.core.sources import write_atomic  # noqa: E402  (temp file + rename, mode kept)
 
 VOCAB, HIDDEN, HEADS, FFN, LAYERS = 1000, 64, 4, 128, 2
 

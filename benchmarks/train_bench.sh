@@ -59,6 +59,6 @@ for mode in "${MODE_LIST[@]}"; do
   done
   wait
   ls "$OUT"/train-*-"$mode".json >/dev/null 2>&1 && \
-    python3 -m graphmend.bench.table --summary "$OUT"/train-*-"$mode".json > "$OUT/summary-$mode.md"
+    python3 benchmarks/bench_table.py --summary "$OUT"/train-*-"$mode".json > "$OUT/summary-$mode.md"
 done
 cat "$OUT"/summary-*.md 2>/dev/null

@@ -35,7 +35,7 @@ def target_names(path: Path) -> list[str]:
 
 def unpack(made):
     """``(fn, args, kwargs)`` of what a target returns: a tuple or a ``graphmend.Target``."""
-    from graphmend.targets import normalise
+    from graphmend.core.targets import normalise
 
     t = normalise(made, "target")
     return t.fn, t.args, t.kwargs
@@ -74,7 +74,7 @@ def measure(file: str, function: str, mode: str = "eval") -> dict:
 
     if str(CORPUS.parent) not in sys.path:
         sys.path.insert(0, str(CORPUS.parent))
-    from graphmend.modes import run_mode
+    from graphmend.core.modes import run_mode
     mod = importlib.import_module(f"corpus.{Path(file).stem}")
     row: dict = {"target": f"{file}::{function}", "mode": mode}
     t0 = time.perf_counter()
@@ -115,7 +115,7 @@ def check(rows: list[dict]) -> int:
     """Print, as a per-torch TOML table to paste, every target whose counts differ."""
     import torch
 
-    from graphmend.config import tomllib  # tomli on Python 3.10
+    from graphmend.core.config import tomllib  # tomli on Python 3.10
 
     key = ".".join(torch.__version__.split("+")[0].split(".")[:2])
     manifest = tomllib.loads((CORPUS / "manifest.toml").read_text(encoding="utf-8"))["targets"]

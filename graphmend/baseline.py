@@ -19,7 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
 
-from graphmend.model import CheckEntry, CheckResult, Finding, TargetResult
+from graphmend.core.model import CheckEntry, CheckResult, Finding, TargetResult
 
 BASELINE_VERSION = 1
 MODULE_FUNCTION = "<module>"  # the "function" of code at module level
@@ -121,7 +121,7 @@ class _Lines:
             return ""
         if path not in self._cache:
             try:
-                from graphmend.sources import read_source
+                from graphmend.core.sources import read_source
 
                 self._cache[path] = read_source(path).splitlines()
             except Exception:  # unreadable now: key on the empty line rather than fail the check

@@ -7,6 +7,7 @@ Static mode imports neither torch nor the tracer; ``dynamic`` imports the tracer
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,9 +15,10 @@ from typing import Callable, Optional, Sequence
 
 from graphmend.baseline import (Key, compare, dump_baseline, entries_from_findings, entries_from_targets,
                                 load_baseline, origin_mode, origin_nested, relative_file, updated_baseline)
-from graphmend.config import Config
-from graphmend.model import CheckEntry, FileError, Finding, Report, nested_setting, new_report
-from graphmend.sources import SkippedFile, file_kind_problem, is_excluded, iter_python_files, report_root
+from graphmend.collect import CollectOptions, collect
+from graphmend.core.config import Config
+from graphmend.core.model import CheckEntry, FileError, Finding, Report, new_report
+from graphmend.core.sources import SkippedFile, file_kind_problem, is_excluded, iter_python_files, report_root
 
 
 @dataclass
@@ -79,37 +81,18 @@ def run_check(files: Optional[Sequence[Path]], config: Config, baseline_path: Pa
 
     current: list[CheckEntry] = []
     by_entry: dict[int, Finding] = {}
+    failed_targets: list[str] = []
     if scan_targets:
-        from rewrites.scan import scan_paths
-
-        scan = scan_paths([str(p) for p in scan_targets], config)
-        report.errors.extend(scan.errors)
-        report.files_scanned = scan.files_scanned
-        for entry, finding in entries_from_findings(scan.findings, base_dir):
+        got = collect([str(p) for p in scan_targets], config,
+                      CollectOptions(dynamic=options.dynamic, jobs=options.jobs, timeout=options.timeout), progress)
+        # a target that cannot even be called fails the check: it is no file's error
+        report.errors.extend(e for e in got.errors if not e.target)
+        failed_targets.extend(e.message for e in got.errors if e.target)
+        report.files_scanned, report.targets, report.nested_graph_breaks = \
+            got.files_scanned, got.targets, got.nested_graph_breaks
+        for entry, finding in entries_from_findings(got.findings, base_dir):
             current.append(entry)
             by_entry[id(entry)] = finding
-
-    failed_targets: list[str] = []
-    if options.dynamic and scan_targets:
-        from graphmend.discovery import discover
-
-        found = discover([str(p) for p in scan_targets], config)
-        seen = {(e.file, e.message) for e in report.errors}
-        for e in found.errors:
-            if e.target:  # a target that cannot even be called fails the check
-                failed_targets.append(e.message)
-            elif (e.file, e.message) not in seen:
-                report.errors.append(e)
-        if found.targets:
-            from tracer.capture import capture_targets
-
-            advance = progress("capturing", len(found.targets)) if progress else None
-            report.targets.extend(capture_targets(found.targets, jobs=options.jobs,
-                                                  timeout=options.timeout or config.timeout, on_done=advance,
-                                                  modes=config.modes, compiled_autograd=config.compiled_autograd,
-                                                  memory_limit=config.memory_limit,
-                                                  nested_graph_breaks=config.nested_graph_breaks))
-            report.nested_graph_breaks = nested_setting(report.targets)
         failed_targets.extend(t.error if t.name in t.error else f"target {t.name} failed: {t.error}"
                               for t in report.targets if t.error)
         current.extend(entries_from_targets(report.targets))
@@ -146,9 +129,10 @@ def run_check(files: Optional[Sequence[Path]], config: Config, baseline_path: Pa
     report.findings = list(outcome.new_findings)
     # one run has one nesting setting, so (file, line, rule, mode) is a site of it
     new_sites = {(e.file, e.line, e.rule, e.run_mode) for e in result.new if e.origin == "dynamic"}
-    for t in report.targets:
-        t.breaks = [b for b in t.breaks
-                    if (str(Path(b.file).resolve()) if b.file else "<unknown>", b.line, b.rule, t.run_mode) in new_sites]
+    report.targets = [dataclasses.replace(t, breaks=[
+        b for b in t.breaks
+        if (str(Path(b.file).resolve()) if b.file else "<unknown>", b.line, b.rule, t.run_mode) in new_sites])
+        for t in report.targets]
     return outcome
 
 

@@ -18,8 +18,9 @@ import os
 from pathlib import Path
 from typing import Callable, Optional
 
-from graphmend.config import Config
-from graphmend.model import Break, CorpusRow, CorpusTable
+from graphmend.core.config import Config
+from graphmend.core.env import transformers_version
+from graphmend.core.model import Break, CorpusRow, CorpusTable
 
 CATEGORY_ORDER = ["control-flow", "side-effect", "host-scalar", "validation", "dynamic-shape",
                   "unsupported-python", "unexplained"]
@@ -34,7 +35,7 @@ def load_manifest(root: Path) -> dict:
     path = root / "manifest.toml"
     if not path.is_file():
         return {}
-    from graphmend.config import tomllib  # tomli on Python 3.10
+    from graphmend.core.config import tomllib  # tomli on Python 3.10
 
     try:
         return tomllib.loads(path.read_text(encoding="utf-8")).get("targets", {})
@@ -107,7 +108,7 @@ def table_from_run(run, manifest: dict, root: str, skipped_hf: bool = False) -> 
     totals.outputs_equal = all(c is True for c in compared) if compared else None
     totals.unexercised = [u for r in rows for u in r.unexercised]
     cats = [c for c in CATEGORY_ORDER if c in seen_cats] + sorted(seen_cats - set(CATEGORY_ORDER))
-    return CorpusTable(root=root, torch_version=rep.torch_version, transformers_version=_transformers_version(),
+    return CorpusTable(root=root, torch_version=rep.torch_version, transformers_version=transformers_version(),
                        skipped_hf=skipped_hf, categories=cats, rows=rows, totals=totals)
 
 
@@ -127,12 +128,3 @@ def _why(b: Break, fixes, entry: dict) -> str:
         if s.get("line") == b.line and s.get("why") and not entry.get("hf"):
             reason += f" (manifest: {s['why']})"
     return f"{b.rule} {where} {reason}"
-
-
-def _transformers_version() -> Optional[str]:
-    try:
-        from importlib.metadata import version
-
-        return version("transformers")
-    except Exception:
-        return None

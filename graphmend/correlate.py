@@ -13,11 +13,12 @@ break in one of their loops, and the findings inside them it never reached.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import Optional
 
-from graphmend.model import (CONFIRMED, DYNAMIC, POTENTIAL, UNREACHED, Break, Finding, Issue, Report,
+from graphmend.core.model import (CONFIRMED, DYNAMIC, POTENTIAL, UNREACHED, Break, Finding, Issue, Report,
                              SkippedFrame)
 from rewrites.catalog import SAFE, UNSAFE, fix_kind
 
@@ -95,7 +96,8 @@ def diagnose(report: Report, read_sources: bool = True) -> None:
     Dynamo skip a frame, that frame and the findings it kept Dynamo from reaching.
 
     ``read_sources``: read the skipped frames' sources to name the function, find its loop
-    and the findings inside it (a stage does; a renderer filling an old report does not)."""
+    and the findings inside it (a stage does; ``with_issues``, completing a saved report
+    before it is rendered, does not)."""
     norm = _norm if read_sources else (lambda p: p or None)
     findings, targets = report.findings, report.targets
     groups: list[_Group] = []
@@ -139,6 +141,18 @@ def diagnose(report: Report, read_sources: bool = True) -> None:
     report.issues = [issues[i] for i in order]
     ordered_groups = [groups[i] for i in order]
     _skipped_frames(report, ordered_groups, norm, read_sources)
+
+
+def with_issues(report: Report) -> Report:
+    """``report`` with its issues, for rendering: itself when it has them (or nothing to
+    merge), else a copy whose issues are merged from its findings and breaks alone, reading
+    no file. Issues are missing from a report saved before schema 1.1 and from one a stage
+    built without diagnosing (``mend check``: it lists what is new)."""
+    if report.issues or not (report.findings or any(t.breaks for t in report.targets)):
+        return report
+    report = dataclasses.replace(report, issues=[], summary=None)  # the summary counts issues
+    diagnose(report, read_sources=False)
+    return report
 
 
 def _issue(report: Report, g: _Group) -> Issue:
@@ -266,7 +280,7 @@ class _Sources:
     def _parse(path: str) -> list[_Scope]:
         import ast
 
-        from graphmend.sources import read_source
+        from graphmend.core.sources import read_source
 
         try:
             tree = ast.parse(read_source(path))

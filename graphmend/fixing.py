@@ -1,10 +1,11 @@
 """The fix pipeline for ``mend fix``: find breaks, propose rewrites, verify them, report.
 
-1. static scan of the analysed files and dynamic capture of every target (breaks with
-   their file:line, inside the tree or in installed packages the targets call into);
+1. ``graphmend.collect``: static scan of the analysed files and dynamic capture of every
+   target (breaks with their file:line, inside the tree or in installed packages the targets
+   call into);
 2. ``rewrites.fixes.fix_source`` per file, limited to the lines that break or were found;
 3. per target: the original side (instrumented to record arms) and the patched side
-   (through ``graphmend.overlay``) in fresh workers -- outputs compared, breaks re-traced;
+   (through ``graphmend.core.overlay``) in fresh workers -- outputs compared, breaks re-traced;
    when the set of rewrites fails, each rewrite is verified alone and the passing ones
    are verified together again;
 4. a ``Report`` with ``fixes[]`` (verified | rejected | advice) and ``fix_targets[]``.
@@ -16,6 +17,7 @@ writes user files; ``graphmend.cli.fix`` does, under ``--write``.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 import re
@@ -24,9 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from graphmend.config import Config
-from graphmend.model import ADVICE, REJECTED, UNVERIFIED, VERIFIED, Break, Fix, FixTarget, Report, TargetResult, new_report
-from graphmend.sources import SourceError, SourceText, read_source, report_root, split_lines
+from graphmend.collect import CollectOptions, collect
+from graphmend.core.config import Config
+from graphmend.core.env import torch_version
+from graphmend.core.model import ADVICE, REJECTED, UNVERIFIED, VERIFIED, Break, Fix, FixTarget, Report, TargetResult, new_report
+from graphmend.core.sources import SourceError, SourceText, report_root, split_lines
 
 CONTROL_RULES = ("GM101", "GM102", "GM103", "GM401", "GM402")
 _NUMPY_CALL = re.compile(r"\b(np|numpy)\.\w+\(")
@@ -163,87 +167,27 @@ def _break_files(t: TargetResult) -> set[str]:
     return out
 
 
-def _source_line(text_by_file: dict[str, str], file: str, line: int) -> str:
-    text = text_by_file.get(file)
-    if text is None:
-        try:
-            text = read_source(file)
-        except SourceError:
-            return ""
-        text_by_file[file] = text
-    lines = text.splitlines()
-    return " ".join(lines[line - 1].split()) if 0 < line <= len(lines) else ""
-
-
-def break_key(b: Break, texts: dict[str, str]) -> tuple:
-    """What identifies a break across line shifts: (file, function, source text, kind)."""
-    f = _real(b.file) if b.file else ""
-    src = _source_line(texts, f, b.line) if f and b.line else (b.source_line or "")
-    return (f, b.function or "", src, b.kind)
-
-
-def split_key(b: Break, texts: dict[str, str]) -> tuple:
-    """Where the graph was split for ``b``: its outermost user frame (the instruction of the
-    compiled frame Dynamo stopped at), keyed like ``break_key``."""
-    if not b.stack:
-        return break_key(b, texts)[:3]
-    top = b.stack[0]
-    f = _real(top.file)
-    return (f, top.function or "", _source_line(texts, f, top.line))
-
-
-def break_keys(breaks: Sequence[Break], texts: dict[str, str]) -> dict[tuple, Break]:
-    """Breaks keyed by ``break_key``."""
-    return {break_key(b, texts): b for b in breaks}
-
-
-def _torch_version() -> Optional[str]:
-    from graphmend.cli.common import torch_version
-
-    return torch_version()
-
-
 def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: FixOptions,
             progress: Optional[Callable[[str, int], Callable[..., None]]] = None) -> FixRun:
-    from graphmend.discovery import discover
     from rewrites.fixes.gm6_advice import advice_for
     from tracer.messages import provenance
 
     root = report_root(paths, config.project_root)
-    report = new_report("fix", root=root, torch_version=_torch_version())
+    report = new_report("fix", root=root, torch_version=torch_version())
     report.run_modes = list(config.modes[:1])
     tree = [_real(str(Path(p).resolve())) for p in paths]
 
     def in_tree(f: str) -> bool:
         return any(f == t or f.startswith(t + os.sep) for t in tree)
 
-    # 1. find
-    try:
-        from rewrites.scan import scan_paths
-
-        scan = scan_paths(paths, config)
-        findings = list(scan.findings)
-        report.errors.extend(scan.errors)
-        report.files_scanned = scan.files_scanned
-    except ImportError:  # pragma: no cover - the scanner is part of this project
-        findings = []
-    findings = [f for f in findings if config.rule_enabled(f.rule) and _selected(f.rule, options.rules)]
-    report.findings = findings
-    found = discover(paths, config)
-    if options.only:
-        found.targets = [t for t in found.targets if t.function in options.only]
-    seen = {(e.file, e.message) for e in report.errors}
-    report.errors.extend(e for e in found.errors if (e.file, e.message) not in seen)
-    before: list[TargetResult] = []
-    if found.targets:
-        from tracer.capture import capture_targets
-
-        advance = progress("capturing", len(found.targets)) if progress else None
-        # one run mode (the CLI refuses more): one capture per target, which verify_one pairs with its spec
-        before = capture_targets(found.targets, jobs=options.jobs, timeout=options.timeout or config.timeout,
-                                 on_done=advance, modes=config.modes[:1],
-                                 memory_limit=config.memory_limit)
-    report.targets = before
+    # 1. find: one run mode (the CLI refuses more), so one capture per target, which
+    # verify_one pairs with its spec; captured with Dynamo's own nesting, no compiled autograd
+    got = collect(paths, dataclasses.replace(config, modes=config.modes[:1], compiled_autograd=False,
+                                             nested_graph_breaks=None),
+                  CollectOptions(jobs=options.jobs, timeout=options.timeout, only=options.only), progress)
+    findings = [f for f in got.findings if config.rule_enabled(f.rule) and _selected(f.rule, options.rules)]
+    report.findings, report.errors, report.files_scanned = findings, got.errors, got.files_scanned
+    before: list[TargetResult] = got.targets
 
     # 2. propose
     cands: dict[str, FileCandidate] = {}
@@ -343,7 +287,7 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
-        done = list(pool.map(verify_one, before, found.targets))
+        done = list(pool.map(verify_one, before, got.specs))
     for ft, outcome in done:
         fix_targets.append(ft)
         if outcome is not None:
@@ -375,13 +319,10 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
             elif r.changed and not r.error:
                 patches[c.path] = r.new_source
     report.fix_targets = fix_targets
-    # the fix report's targets[] carry the outcome too (the shape `mend fix --format json` promises)
+    # the fix report's targets[] carry the outcome too (the shape `mend fix --format json`
+    # promises): copies of the captures, which stay as they were captured
     outcome = {ft.name: ft for ft in fix_targets}
-    for t in report.targets:
-        ft = outcome.get(t.name)
-        if ft is not None:
-            t.breaks_before, t.breaks_after = ft.breaks_before, ft.breaks_after
-            t.outputs_equal, t.unexercised_branches = ft.outputs_equal, list(ft.unexercised_branches)
+    report.targets = [_with_outcome(t, outcome.get(t.name)) for t in before]
     report.fixes = _fix_records(cands, findings, before, options, advice_for)
     from graphmend.correlate import diagnose
 
@@ -389,8 +330,16 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
     return FixRun(report, patches, cands, remaining)
 
 
+def _with_outcome(t: TargetResult, ft: Optional[FixTarget]) -> TargetResult:
+    """The capture ``t`` as the fix report lists it, with its target's outcome (a copy)."""
+    if ft is None:
+        return t
+    return dataclasses.replace(t, breaks_before=ft.breaks_before, breaks_after=ft.breaks_after,
+                               outputs_equal=ft.outputs_equal, unexercised_branches=list(ft.unexercised_branches))
+
+
 def _file_error(path: str, message: str):
-    from graphmend.model import FileError
+    from graphmend.core.model import FileError
 
     return FileError(file=path, message=message)
 
@@ -629,7 +578,7 @@ def _label(c: FileCandidate) -> str:
 def verified_patches(paths: Sequence[str | os.PathLike[str]], config: Optional[Config] = None,
                      options: Optional[FixOptions] = None) -> dict[str, str]:
     """{abs path: patched source} of every verified fix for the targets under ``paths``."""
-    from graphmend.config import load_config
+    from graphmend.core.config import load_config
 
     config = config or load_config(paths)
     return run_fix(paths, config, options or FixOptions()).patches

@@ -1,5 +1,5 @@
-"""Wiring the stages for ``mend analyze``: discover -> static scan -> dynamic capture ->
-correlate -> one Report. Stages return data; nothing here prints."""
+"""Wiring the stages for ``mend analyze``: collect (static scan, discovery, dynamic capture)
+-> correlate -> one Report. Stages return data; nothing here prints."""
 
 from __future__ import annotations
 
@@ -8,16 +8,12 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
-from graphmend.config import Config
-from graphmend.discovery import discover
-from graphmend.model import Report, nested_setting, new_report
-from graphmend.sources import report_root
-
-# (description, total) -> advance(item, outcome=None); outcome: what the item produced (the
-# model's objects), for the CLI's progress line
-ProgressHook = Callable[[str, int], Callable[..., None]]
+from graphmend.collect import Collected, CollectOptions, ProgressHook, collect
+from graphmend.core.config import Config
+from graphmend.core.model import Report, new_report
+from graphmend.core.sources import report_root
 
 
 @dataclass
@@ -33,36 +29,16 @@ def analyze(paths: Sequence[str | os.PathLike[str]], config: Config, options: An
     root = report_root(paths, config.project_root)
     report = new_report("analyze", root=root, torch_version=torch_version if options.dynamic else None)
     report.run_modes = list(config.modes)
-    if options.static:
-        from rewrites.scan import scan_paths
-
-        scan = scan_paths(paths, config, jobs=options.jobs)
-        report.findings.extend(scan.findings)
-        report.errors.extend(scan.errors)
-        report.files_scanned = scan.files_scanned
-    found = None
-    if options.dynamic:
-        found = discover(paths, config)
-        # syntax / encoding errors are reported once: by the scan when it ran
-        seen = {(e.file, e.message) for e in report.errors}
-        report.errors.extend(e for e in found.errors if (e.file, e.message) not in seen)
-        if not options.static:
-            report.files_scanned = len(found.files)
-        if found.targets:
-            from tracer.capture import capture_targets
-
-            advance = progress("capturing", len(found.targets)) if progress else None
-            report.targets.extend(capture_targets(
-                found.targets, jobs=options.jobs, timeout=options.timeout or config.timeout, on_done=advance,
-                modes=config.modes, compiled_autograd=config.compiled_autograd,
-                memory_limit=config.memory_limit, nested_graph_breaks=config.nested_graph_breaks))
-            report.nested_graph_breaks = nested_setting(report.targets)
+    got = collect(paths, config, CollectOptions(static=options.static, dynamic=options.dynamic, jobs=options.jobs,
+                                                scan_jobs=options.jobs, timeout=options.timeout), progress)
+    report.findings, report.errors, report.targets = got.findings, got.errors, got.targets
+    report.files_scanned, report.nested_graph_breaks = got.files_scanned, got.nested_graph_breaks
     from graphmend.correlate import correlate, diagnose
 
     if options.static and options.dynamic:
         correlate(report)
     diagnose(report)
-    report.next_steps = next_steps(report, paths, found)
+    report.next_steps = next_steps(report, paths, got)
     return report
 
 
@@ -72,13 +48,13 @@ TARGET_EXAMPLE = ("def mend_target():\n"
 _MAIN_GUARD = re.compile(r"^if\s+__name__\s*==\s*['\"]__main__['\"]\s*:", re.M)
 
 
-def next_steps(report: Report, paths: Sequence[str | os.PathLike[str]], found) -> list[str]:
+def next_steps(report: Report, paths: Sequence[str | os.PathLike[str]], got: Collected) -> list[str]:
     """What to run next, in words the renderers show as they are: how to get the dynamic half
     when no target ran, and the fix command when some issue has a candidate fix."""
     where = " ".join(shlex.quote(str(p)) for p in paths)
     steps = []
-    if found is not None and not found.targets:
-        script = _a_script(found.files)
+    if got.discovered and not got.specs:
+        script = _a_script(got.files)
         steps.append(
             f"No target found under {where}: the findings are static only (potential until a run hits them). "
             f"For the dynamic half, run your program under mend: mend run {shlex.quote(script) if script else 'train.py'} "
@@ -103,7 +79,7 @@ def next_steps(report: Report, paths: Sequence[str | os.PathLike[str]], found) -
 def _a_script(files) -> Optional[str]:
     """A program among ``files`` (``train.py``, or the first with a ``__main__`` guard), as
     ``mend run`` would take it from the current directory."""
-    from graphmend.sources import read_source
+    from graphmend.core.sources import read_source
 
     def shown(f) -> str:
         try:

@@ -1,8 +1,10 @@
 """Renderers over the data model, and only that: each takes a ``Report`` and returns text.
 
-No renderer computes: totals come from ``Report.summary`` (``graphmend.model.summarize``,
-filled here when a stage left it empty), correlation and ratios from the stages. Nothing in
-``reports`` imports torch; each format's module is imported only when that format is asked for.
+No renderer computes: totals come from ``Report.summary`` (``graphmend.core.model.summarize``,
+filled here when a stage left it empty), issues, correlation and ratios from the stages (a
+saved report without issues gets them from ``graphmend.correlate.with_issues``, which the
+commands call before rendering). Nothing in ``reports`` imports a stage or torch; each
+format's module is imported only when that format is asked for.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 
-from graphmend.model import Report, summarize
+from graphmend.core.model import Report, summarize
 
 FORMATS = ("text", "json", "md", "html", "sarif", "github")
 
@@ -29,14 +31,8 @@ _RENDERERS = {
 
 
 def with_summary(report: Report) -> Report:
-    """``report`` with its issues and totals filled in (a copy; the caller's object is left
-    alone). Issues are missing from a report saved before schema 1.1 or built without the
-    stage: merged here from its findings and breaks alone, reading no file."""
-    if not report.issues and (report.findings or any(t.breaks for t in report.targets)):
-        from graphmend.correlate import diagnose
-
-        report = dataclasses.replace(report, issues=[], summary=None)
-        diagnose(report, read_sources=False)
+    """``report`` with its totals filled in (a copy when they were missing; the caller's
+    object is left alone): counted from what it holds, issues included."""
     if report.summary is not None:
         return report
     return dataclasses.replace(report, summary=summarize(report))

@@ -7,7 +7,7 @@ the table as computed; nothing is counted here.
 
 from __future__ import annotations
 
-from graphmend.model import CorpusRow, CorpusTable
+from graphmend.core.model import CorpusRow, CorpusTable
 from reports.markdown import _cell, _code
 
 _SHORT = {"control-flow": "control flow", "side-effect": "side effect", "host-scalar": "host scalar",

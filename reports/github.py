@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from graphmend.model import CONFIRMED, DYNAMIC, Report
+from graphmend.core.model import CONFIRMED, DYNAMIC, Report
 from reports.paths import issue_parts, rel
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from html import escape
 from typing import Optional
 
-from graphmend.model import Break, Report, TargetResult
+from graphmend.core.model import Break, Report, TargetResult
 from reports.paths import (UNSTABLE_NOTE, bench_setting, location, mode_note, rel, run_setting, skipped_sentence,
                            target_label)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from graphmend.model import Report
+from graphmend.core.model import Report
 
 
 def render_json(report: Report) -> str:

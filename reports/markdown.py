@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from graphmend.model import Report
+from graphmend.core.model import Report
 from reports.paths import (UNSTABLE_NOTE, bench_setting, location, mode_note, rel, run_setting, skipped_sentence,
                            target_label)
 

@@ -21,7 +21,7 @@ from typing import Optional
 from urllib.parse import quote
 
 from graphmend import PROJECT_URL
-from graphmend.model import CONFIRMED, DYNAMIC, Report
+from graphmend.core.model import CONFIRMED, DYNAMIC, Report
 from reports.paths import is_under, issue_parts, rel, skipped_sentence
 from reports.rules import PYTORCH_GRAPH_BREAKS_URI, rule_meta
 

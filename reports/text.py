@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 from typing import Optional
 
-from graphmend.model import ADVICE, CONFIRMED, DYNAMIC, REJECTED, UNREACHED, UNVERIFIED, VERIFIED, Issue, Report
+from graphmend.core.model import ADVICE, CONFIRMED, DYNAMIC, REJECTED, UNREACHED, UNVERIFIED, VERIFIED, Issue, Report
 from reports.paths import (UNSTABLE_NOTE, bench_setting, location, mode_note, rel, run_setting, short_path,
                            skipped_sentence, target_label)
 

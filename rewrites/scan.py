@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
-from graphmend.config import Config, ConfigError
-from graphmend.model import FileError, Finding
-from graphmend.sources import SkippedFile, SourceError, decode_source, iter_python_files, parse_failure
+from graphmend.core.config import Config, ConfigError
+from graphmend.core.model import FileError, Finding
+from graphmend.core.sources import SkippedFile, SourceError, decode_source, iter_python_files, parse_failure
 
 # ``# mend: ignore`` (every rule) or ``# mend: ignore[GM201, GM3]``; group 1 is the bracket
 # as written (closing ``]`` may be missing: that is reported, not read as "every rule").

@@ -43,8 +43,8 @@ class CorpusCapture:
 
 
 def corpus_specs() -> list:
-    from graphmend.config import Config
-    from graphmend.discovery import discover
+    from graphmend.core.config import Config
+    from graphmend.core.discovery import discover
 
     specs = list(discover([str(SMALL)], Config(root=ROOT)).targets)
     if CORPUS.is_dir():
@@ -55,7 +55,7 @@ def corpus_specs() -> list:
 
 
 def _capture(specs: list) -> dict[str, Any]:
-    from graphmend.jobs import Job, run_jobs
+    from graphmend.core.jobs import Job, run_jobs
     from tracer.capture import WORKER
 
     groups: dict[str, list] = {}
@@ -108,7 +108,7 @@ def _shared(tmp_path_factory) -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def corpus_capture(tmp_path_factory) -> CorpusCapture:
-    from graphmend.model import TargetResult, from_dict
+    from graphmend.core.model import TargetResult, from_dict
 
     raw = _shared(tmp_path_factory)
     specs = corpus_specs()

@@ -333,7 +333,7 @@ def _fixes_for(run, path: str) -> list:
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory) -> dict[str, Outcome]:
-    from graphmend.config import load_config
+    from graphmend.core.config import load_config
     from graphmend.fixing import FixOptions, run_fix
 
     work = tmp_path_factory.mktemp("adversarial-run")

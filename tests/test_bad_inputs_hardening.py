@@ -233,8 +233,8 @@ def test_rewriting_a_file_too_deep_for_libcst_is_a_per_file_error():
 def test_overlay_serves_a_dotted_file_in_a_package(tmp_path):
     """fix and verify import the patched text through the overlay: a file loaded under an
     alias module name must be served too, relative imports working."""
-    from graphmend.overlay import install_overlay, uninstall_overlay
-    from graphmend.targets import import_target_module
+    from graphmend.core.overlay import install_overlay, uninstall_overlay
+    from graphmend.core.targets import import_target_module
 
     pkg = tmp_path / "ovl_pkg"
     pkg.mkdir()

@@ -14,8 +14,8 @@ import pytest
 from graphmend.bench.arms import parse_arms, resolve
 from graphmend.bench.stage import BenchOptions, failed, ratios_for
 from graphmend.bench.stats import iqr, median, ratio
-from graphmend.config import Config
-from graphmend.model import BenchRow, Report
+from graphmend.core.config import Config
+from graphmend.core.model import BenchRow, Report
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "tests" / "fixtures" / "bench"
@@ -119,7 +119,7 @@ def test_resolve_pairs_reference_and_picks_one_target():
     items, errors = resolve([f"{FIXTURE}/mlp_pair.py::mend_target_nope"], Config(root=REPO))
     assert not items and "mend_target_nope" in errors[0].message
     from graphmend.bench.arms import BenchItem, PatchSource
-    from graphmend.discovery import TargetSpec
+    from graphmend.core.discovery import TargetSpec
 
     patches, why = PatchSource(Config(root=REPO), 10).patches_for(BenchItem(TargetSpec("pkg.m::f", "f", module="pkg.m")))
     assert patches is None and why.startswith("mended arm") and "pkg.m::f" in why
@@ -146,23 +146,44 @@ def test_stats_ratios_and_failure():
 def test_output_comparison_nested_and_tolerances():
     import torch
 
-    from graphmend.bench.measure import compare, convert, to_plain, tolerance_for
+    from graphmend.verify.compare import COMPILED_TOLERANCES, compare, to_plain, tolerance_for
+    from graphmend.verify.inputs import convert
 
     a = torch.ones(3)
     out = to_plain({"x": (a, {"n": 2}), "y": None})
-    assert compare(out, to_plain({"x": (a + 1e-6, {"n": 2}), "y": None}), *tolerance_for("float32", None)) is None
-    why = compare(out, to_plain({"x": (a + 1.0, {"n": 2}), "y": None}), *tolerance_for("float32", None))
-    assert why and "['x'][0]" in why and "max abs diff 1" in why
-    assert compare(out, to_plain({"x": (a, {"n": 3}), "y": None}), 1e-3, 1e-4)
-    assert tolerance_for("float16", None)[0] > tolerance_for("float32", None)[0]
-    assert tolerance_for("float32", {"rtol": 0.5, "atol": 0.25}) == (0.5, 0.25)
-    assert tolerance_for("float16", {"float16": {"atol": 1.0}})[1] == 1.0
+    bench = {"defaults": COMPILED_TOLERANCES, "precision": "float32"}  # what the bench worker passes
+    assert compare(out, to_plain({"x": (a + 1e-6, {"n": 2}), "y": None}), "output", **bench) is None
+    why = compare(out, to_plain({"x": (a + 1.0, {"n": 2}), "y": None}), "output", **bench)
+    assert why and "output.x[0]" in why and "max abs diff 1" in why
+    assert compare(out, to_plain({"x": (a, {"n": 3}), "y": None}), "output", **bench)
+    assert tolerance_for("float16", None, COMPILED_TOLERANCES)[0] > tolerance_for("float32", None, COMPILED_TOLERANCES)[0]
+    assert tolerance_for("float32", {"rtol": 0.5, "atol": 0.25}, COMPILED_TOLERANCES) == (0.5, 0.25)
+    assert tolerance_for("float16", {"float16": {"atol": 1.0}}, COMPILED_TOLERANCES)[1] == 1.0
     moved = convert({"a": [torch.zeros(2, dtype=torch.float64), torch.arange(2)]}, "cpu", torch.float16)
     assert moved["a"][0].dtype == torch.float16 and moved["a"][1].dtype == torch.int64
 
 
-def test_summary_table_one_row_per_target_and_mode():
-    from graphmend.bench.table import summary_table
+def test_one_comparator_serves_the_bench_at_its_precision():
+    """The bench compares compiled arms with eager through verification's comparator: at the
+    run's --dtype every floating output takes that dtype's tolerance (a float32 output of a
+    bfloat16 run carries bfloat16 rounding), and floating dtypes may differ; verification,
+    with no precision, holds a dtype change to be a difference."""
+    import torch
+
+    from graphmend.verify.compare import COMPILED_TOLERANCES, compare
+
+    eager = torch.tensor([1.0, 2.0])
+    compiled = eager + 0.03  # within bfloat16's 5e-2, far outside float32's 1e-3
+    assert compare(eager, compiled, defaults=COMPILED_TOLERANCES, precision="bfloat16") is None
+    assert compare(eager, compiled, defaults=COMPILED_TOLERANCES, precision="float32") is not None
+    assert compare(eager, eager.double(), defaults=COMPILED_TOLERANCES, precision="float32") is None
+    assert "dtype" in compare(eager, eager.double())
+    nan = compare(eager, torch.tensor([1.0, float("nan")]), sides=("eager", "mended"))
+    assert nan == "out: NaN where the other side has a number (on the mended side)"
+
+
+def test_summary_table_one_row_per_target_and_mode(tmp_path):
+    from reports.bench_md import summary_table
 
     rows = [BenchRow("corpus/m.py::t", "eager", "cuda", "reduce-overhead", median_ms=2.0),
             BenchRow("corpus/m.py::t", "original", "cuda", "reduce-overhead", median_ms=1.0, graph_count=3,
@@ -181,6 +202,13 @@ def test_summary_table_one_row_per_target_and_mode():
     assert cells[:7] == ["m.py::t", "reduce-overhead", "3 / 2 → 1 / 0", "2.000", "1.000", "0.250", "–"]
     assert cells[7:] == ["0.500", "0.250", "–", "0.750"]  # original/eager, mended/original, -, cold
     assert "2 / 1 → skipped" in lines[3]
+    # the docs' tables come from saved reports through the script around the renderer
+    saved = tmp_path / "bench.json"
+    saved.write_text(report.to_json(), encoding="utf-8")
+    run = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_table.py"), "--summary", str(saved)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == summary_table([report])
 
 
 def test_unstable_medians_are_flagged_in_the_model_and_every_view():
@@ -188,7 +216,7 @@ def test_unstable_medians_are_flagged_in_the_model_and_every_view():
     are the ratios built on them; steady ones are not. Synthetic samples, no timing."""
     from graphmend.bench.stage import fill_row
     from graphmend.bench.stats import UNSTABLE_IQR_RATIO, unstable
-    from graphmend.jobs import JobOutcome
+    from graphmend.core.jobs import JobOutcome
     from reports import render
 
     steady = [10.0, 10.1, 9.9, 10.2, 10.0, 9.8, 10.1]
@@ -220,7 +248,7 @@ def test_unstable_medians_are_flagged_in_the_model_and_every_view():
     assert "mended/original 0.030x unstable" in text and "original/eager 1.000x," in text
     assert "rerun on an idle machine" in " ".join(text.split())
     assert "0.300 **unstable**" in render(report, "md") and ">unstable</span>" in render(report, "html")
-    from graphmend.bench.table import bench_table
+    from reports.bench_md import bench_table
 
     assert "0.300 unstable" in bench_table(report)
     steady_only = Report(command="bench", bench=rows[:2], ratios=ratios_for("m.py::t", rows[:2], BenchOptions()))

@@ -10,7 +10,7 @@ import pytest
 
 from graphmend.baseline import (BaselineError, compare, dump_baseline, entries_from_findings, entries_from_targets,
                                 load_baseline, normalize_source, updated_baseline)
-from graphmend.model import Break, Finding, TargetResult
+from graphmend.core.model import Break, Finding, TargetResult
 
 
 def finding(root: Path, line: int, source: str, rule: str = "GM201", fn: str = "Net.forward", file: str = "m.py"):

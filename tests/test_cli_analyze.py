@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from graphmend.cli.app import app
-from graphmend.model import Report
+from graphmend.core.model import Report
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ROOT / "tests" / "fixtures" / "dynamic" / "models"
@@ -147,9 +147,9 @@ def test_no_targets_says_how_to_get_the_dynamic_half(monkeypatch):
 
 
 def test_without_torch_analyze_points_at_static_only(monkeypatch):
-    import graphmend.cli.common as common
+    import graphmend.core.env as env
 
-    monkeypatch.setattr(common, "torch_version", lambda: None)
+    monkeypatch.setattr(env, "torch_version", lambda: None)
     res = runner.invoke(app, ["analyze", str(REPOS / "no_targets")])
     assert res.exit_code == 2
     assert "needs PyTorch" in res.output and "--static-only" in res.output and "Traceback" not in res.output

@@ -1,6 +1,6 @@
 import pytest
 
-from graphmend.config import Config, ConfigError, load_config, split_codes
+from graphmend.core.config import Config, ConfigError, load_config, split_codes
 
 
 def test_load_and_flags(tmp_path):

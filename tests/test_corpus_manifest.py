@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from graphmend.targets import normalise
+from graphmend.core.targets import normalise
 
 torch = pytest.importorskip("torch")
 
@@ -66,8 +66,8 @@ def local(manifest) -> dict:
 
 @pytest.fixture(scope="module")
 def discovered():
-    from graphmend.config import Config
-    from graphmend.discovery import discover
+    from graphmend.core.config import Config
+    from graphmend.core.discovery import discover
 
     found = discover([str(CORPUS)], Config(root=ROOT))
     assert not found.errors, found.errors
@@ -186,7 +186,7 @@ def test_training_targets_break_only_in_train_mode(local, corpus_capture):
 def test_references_match_their_broken_sibling(local, explained_modes, mode):
     """A reference compiles whole in both run modes and computes what its broken sibling
     does in each (train mode draws the same random numbers: both are seeded alike)."""
-    from graphmend.modes import run_mode
+    from graphmend.core.modes import run_mode
 
     pairs = [(k, f"{k.split('::')[0]}::{v['reference']}") for k, v in local.items() if "reference" in v]
     assert pairs

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from graphmend.targets import normalise
+from graphmend.core.targets import normalise
 
 torch = pytest.importorskip("torch")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from graphmend.correlate import compatible, correlate
-from graphmend.model import Break, Finding, Report, TargetResult
+from graphmend.core.model import Break, Finding, Report, TargetResult
 
 
 def _finding(rule, line, file="/w/m.py"):
@@ -45,9 +45,22 @@ def _brk(rule, line, occurrences=1, kind="graph_break", file="/w/m.py", **kw):
                  kind=kind, counted=kind == "graph_break", **kw)
 
 
+def test_a_report_without_issues_gets_them_before_rendering_as_a_copy():
+    """A report saved before schema 1.1 (or a check report) has findings and breaks but no
+    issues: the commands merge them before rendering (renderers compute nothing), reading no
+    file, and leave the caller's report as it was."""
+    from graphmend.correlate import with_issues
+
+    old = Report(targets=[TargetResult(name="a.py::t", file="/w/a.py", function="t", breaks=[_brk("GM201", 20)])],
+                 findings=[_finding("GM201", 20), _finding("GM101", 30)])
+    merged = with_issues(old)
+    assert old.issues == [] and [(i.rule, i.line) for i in merged.issues] == [("GM201", 20), ("GM101", 30)]
+    assert with_issues(merged) is merged and with_issues(Report()).issues == []
+
+
 def test_a_finding_and_its_breaks_are_one_issue_with_their_fan_out():
     from graphmend.correlate import diagnose
-    from graphmend.model import summarize
+    from graphmend.core.model import summarize
 
     findings = [_finding("GM201", 20), _finding("GM101", 30), _finding("GM301", 30), _finding("GM201", 40),
                 _finding("GM301", 40)]
@@ -75,7 +88,7 @@ def test_a_finding_and_its_breaks_are_one_issue_with_their_fan_out():
 
 def test_a_frame_skip_names_the_skipped_frame_its_loop_and_what_it_hides(tmp_path):
     from graphmend.correlate import diagnose
-    from graphmend.model import Frame
+    from graphmend.core.model import Frame
 
     src = tmp_path / "model.py"
     src.write_text(

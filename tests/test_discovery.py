@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from graphmend.config import Config
-from graphmend.discovery import discover, parse_target_ref
+from graphmend.core.config import Config
+from graphmend.core.discovery import discover, parse_target_ref
 
 
 def test_discovery(tmp_path):

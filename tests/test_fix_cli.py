@@ -80,7 +80,7 @@ def test_usage_errors_exit_2(tmp_path):
 
 def test_only_verifies_the_named_target():
     # what the bench's mended arm asks for: one target's fixes, the file's other targets not run
-    from graphmend.config import load_config
+    from graphmend.core.config import load_config
     from graphmend.fixing import FixOptions, run_fix
 
     run = run_fix([FIXTURE], load_config([FIXTURE]), FixOptions(only=("mend_target_gate",), timeout=300))
@@ -119,7 +119,7 @@ def mend_target_probe():
 def test_cond_whose_branches_differ_in_dtype_is_rejected(tmp_path):
     # float32 on one side, the buffer's dtype on the other: torch.cond traces in float32
     # and fails in half precision; the bfloat16 re-trace of verification must see it
-    from graphmend.config import load_config
+    from graphmend.core.config import load_config
     from graphmend.fixing import FixOptions, run_fix
 
     (tmp_path / "probe.py").write_text(PROBE_MODEL, encoding="utf-8")

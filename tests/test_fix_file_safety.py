@@ -23,7 +23,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from graphmend.fixing import diff_bytes
-from graphmend.sources import SourceError, SourceText, write_source
+from graphmend.core.sources import SourceError, SourceText, write_source
 
 REPO = Path(__file__).resolve().parent.parent
 

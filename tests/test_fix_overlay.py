@@ -30,7 +30,7 @@ def test_overlay_serves_patches_without_writing(tmp_path: Path):
     code = textwrap.dedent(f"""
         import json, sys, inspect
         sys.path.insert(0, {str(tmp_path)!r})
-        from graphmend.overlay import install_overlay
+        from graphmend.core.overlay import install_overlay
         finder = install_overlay(json.loads(sys.argv[1]))
         import pkg.main, colorsys
         print(json.dumps([pkg.main.value(), getattr(colorsys, "MEND_PATCHED", False),

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphmend.model import Break, Frame, TargetResult
+from graphmend.core.model import Break, Frame, TargetResult
 from graphmend.verify.run import Verdict, compare_breaks, original_line
 
 SCALE = '''import torch

@@ -206,7 +206,7 @@ def test_logging_guard_is_on_its_own_line():
 
 
 def test_line_length_comes_from_the_formatter_config(tmp_path):
-    from graphmend.config import ConfigError, load_config
+    from graphmend.core.config import ConfigError, load_config
 
     (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 100\n", encoding="utf-8")
     assert load_config([tmp_path]).line_length == 100
@@ -223,7 +223,7 @@ def test_line_length_comes_from_the_formatter_config(tmp_path):
 
 def test_every_tomllib_import_has_its_python_310_fallback():
     """requires-python says 3.10: tomllib is 3.11's, so every import of it in shipped code goes
-    through graphmend.config's fallback to tomli (declared for python < 3.11)."""
+    through graphmend.core.config's fallback to tomli (declared for python < 3.11)."""
     import tomllib
 
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
@@ -235,7 +235,7 @@ def test_every_tomllib_import_has_its_python_310_fallback():
             tree = ast.parse(path.read_text(encoding="utf-8"))
             for node in ast.walk(tree):
                 if isinstance(node, ast.Import) and any(a.name == "tomllib" for a in node.names) \
-                        and path != REPO / "graphmend" / "config.py":
+                        and path != REPO / "graphmend" / "core" / "config.py":
                     bare.append(f"{path.relative_to(REPO)}:{node.lineno}")
     assert not bare, bare
     # and what is shipped parses as Python 3.10

@@ -1,4 +1,4 @@
-from graphmend.model import (SCHEMA_VERSION, Break, FileError, Finding, Frame, Recompile, Report, TargetResult,
+from graphmend.core.model import (SCHEMA_VERSION, Break, FileError, Finding, Frame, Recompile, Report, TargetResult,
                              new_report)
 import json
 import pytest

@@ -13,8 +13,8 @@ import pytest
 import typer
 
 from graphmend.baseline import dump_baseline, entries_from_targets, load_baseline, to_baseline_key
-from graphmend.config import ConfigError, load_config
-from graphmend.model import Break, Report, TargetResult
+from graphmend.core.config import ConfigError, load_config
+from graphmend.core.model import Break, Report, TargetResult
 
 torch = pytest.importorskip("torch")
 NESTED_SUPPORTED = hasattr(importlib.import_module("torch._dynamo.config"), "nested_graph_breaks")
@@ -59,7 +59,7 @@ def runs(repo) -> dict[str, dict]:
     the same setting (one worker each), and ``mend analyze --nested-graph-breaks on``."""
     if not NESTED_SUPPORTED:
         pytest.fail(f"torch {torch.__version__} has no nested_graph_breaks: this suite's torch range (2.11-2.15) has")
-    from graphmend.jobs import Job, run_jobs
+    from graphmend.core.jobs import Job, run_jobs
     from tracer.capture import WORKER
 
     spec = {"name": "m.py::mend_target_nested", "file": str(repo / "m.py"), "function": "mend_target_nested",
@@ -152,7 +152,7 @@ def test_config_and_flag_errors(tmp_path, repo):
 def test_a_torch_without_the_option_is_told_so(monkeypatch):
     import tracer.capture
     from graphmend.cli.common import require_nested_support
-    from graphmend.config import Config
+    from graphmend.core.config import Config
 
     monkeypatch.setattr(tracer.capture, "nested_graph_breaks_supported", lambda: False)
     require_nested_support(Config())  # nothing asked: nothing to refuse

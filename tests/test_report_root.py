@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from graphmend.cli.app import app
-from graphmend.sources import report_root
+from graphmend.core.sources import report_root
 
 MODEL = '''import torch
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from graphmend.model import Report
+from graphmend.core.model import Report
 from reports import render
 
 ROOT = Path(__file__).parent.parent

@@ -74,7 +74,7 @@ def test_bad_format_is_a_usage_error(runner):
 
 
 def test_reports_never_import_torch():
-    code = ("import sys, reports\nfrom graphmend.model import Report\n"
+    code = ("import sys, reports\nfrom graphmend.core.model import Report\n"
             f"r = Report.from_json(open({str(SAMPLE)!r}).read())\n"
             "[reports.render(r, f) for f in reports.FORMATS]\n"
             "import graphmend.cli.report\n"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from graphmend.model import Report, summarize
+from graphmend.core.model import Report, summarize
 from reports import FORMATS, render
 from reports.github import escape_data, escape_property
 from reports.paths import location, rel

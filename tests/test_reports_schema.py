@@ -14,8 +14,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from graphmend import model
-from graphmend.model import Report
+from graphmend.core import model
+from graphmend.core.model import Report
 from reports import render
 
 SAMPLE = Path(__file__).parent / "fixtures" / "reports" / "sample_report.json"
@@ -145,7 +145,9 @@ def test_sarif_results_rules_levels_locations(sample, sarif):
 
 
 def _fingerprints(report: Report) -> list[str]:
-    doc = json.loads(render(report, "sarif"))
+    from graphmend.correlate import with_issues  # an edited report's issues, merged again
+
+    doc = json.loads(render(with_issues(report), "sarif"))
     return [r["partialFingerprints"]["graphmend/v1"] for r in doc["runs"][0]["results"]]
 
 
@@ -267,14 +269,14 @@ def test_sarif_keeps_githubs_5000_results_errors_first(sample):
 
     assert (MAX_RESULTS, MAX_BYTES) == (5000, 10 * 1024 * 1024)  # what GitHub shows and accepts
     errors = _levels(json.loads(render(sample, "sarif"))).count("error")
-    big = _many(sample, 6000)
+    from graphmend.correlate import with_issues
+
+    big = with_issues(_many(sample, 6000))
     text, notes = render_with_notes(big, "sarif")
     doc = json.loads(text)
     levels = _levels(doc)
     assert len(levels) == MAX_RESULTS and levels.count("error") == errors
-    from reports import with_summary
-
-    total = len(with_summary(big).issues)
+    total = len(big.issues)
     note = doc["runs"][0]["invocations"][0]["toolExecutionNotifications"][-1]
     assert note["level"] == "warning" and f"{total - MAX_RESULTS:,} of {total:,} results left out" in note["message"]["text"]
     assert notes == [note["message"]["text"]]
@@ -286,9 +288,10 @@ def test_sarif_stays_within_the_size_limit(sample, sarif_validator, monkeypatch)
 
     monkeypatch.setattr(sarif, "MAX_BYTES", 64 * 1024)
     big = _many(sample, 60, message="x" * 2000)
+    from graphmend.correlate import with_issues
     from reports import with_summary
 
-    text, notes = sarif.sarif_with_notes(with_summary(big))  # the renderer reads issues: merged first
+    text, notes = sarif.sarif_with_notes(with_summary(with_issues(big)))  # the renderer reads issues: merged first
     assert len(text.encode("utf-8")) <= 64 * 1024
     doc = json.loads(text)
     assert _errors(sarif_validator, doc) == []

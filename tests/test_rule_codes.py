@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from graphmend.cli.app import app
-from graphmend.config import Config, ConfigError
+from graphmend.core.config import Config, ConfigError
 from rewrites.rules import check_codes, is_rule_code
 from rewrites.scan import parse_suppressions, scan_paths
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from graphmend.config import ConfigError, load_config
-from graphmend.modes import ModeError, parse_modes
+from graphmend.core.config import ConfigError, load_config
+from graphmend.core.modes import ModeError, parse_modes
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "modes"
@@ -87,8 +87,8 @@ def _explain(target: str, mode: str) -> tuple[int, int]:
 import sys, torch
 sys.path.insert(0, {str(FIXTURES)!r})
 import models
-from graphmend.modes import run_mode
-from graphmend.targets import normalise
+from graphmend.core.modes import run_mode
+from graphmend.core.targets import normalise
 t = normalise(models.{target}(), "t")
 with run_mode(t.fn, {mode!r}):
     e = torch._dynamo.explain(t.fn)(*t.args)
@@ -233,7 +233,7 @@ def test_bench_times_a_training_step(project):
 
 
 def test_every_format_names_the_mode_and_train_only_breaks():
-    from graphmend.model import Break, TargetResult, new_report
+    from graphmend.core.model import Break, TargetResult, new_report
     from reports import render
 
     r = new_report("analyze", root="/p")

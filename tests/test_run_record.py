@@ -377,7 +377,7 @@ def test_run_machine_format_goes_to_stdout_and_the_program_stdout_to_stderr(tmp_
 
 def test_constructor_call_reads_the_class_call_arguments():
     torch = pytest.importorskip("torch")
-    from graphmend.recording import Construction, constructor_call
+    from graphmend.core.recording import Construction, constructor_call
 
     seen = {}
     original = torch.nn.Module.__init__
@@ -408,7 +408,7 @@ def test_constructor_call_reads_the_class_call_arguments():
 
 def test_regenerate_keeps_shape_dtype_and_range_and_is_seeded():
     torch = pytest.importorskip("torch")
-    from graphmend.recording import regenerate
+    from graphmend.core.recording import regenerate
 
     ids = regenerate((3, 5), torch.int32, seed=4, low=2, high=4)
     assert ids.dtype is torch.int32 and ids.shape == (3, 5) and set(ids.unique().tolist()) <= {2, 3, 4}

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from graphmend.config import Config, load_config
+from graphmend.core.config import Config, load_config
 from rewrites.scan import scan_paths, suppressions
 
 BODY = "import torch\n\n@torch.compile\ndef f(x: torch.Tensor):\n    print(x)\n    return x.item()\n"

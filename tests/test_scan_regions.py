@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from graphmend.config import Config
+from graphmend.core.config import Config
 from rewrites.scan import scan_paths
 
 FIXTURE = Path(__file__).parent / "fixtures" / "static" / "regions"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from graphmend.config import Config
+from graphmend.core.config import Config
 from rewrites.scan import scan_paths
 
 BIG = ["transformers/models/llama/modeling_llama.py", "transformers/modeling_utils.py",

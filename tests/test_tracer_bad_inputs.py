@@ -1,8 +1,8 @@
 """Every bad target: a result with ``error`` naming it; the run goes on."""
 import pytest
 
-from graphmend.config import Config
-from graphmend.discovery import discover
+from graphmend.core.config import Config
+from graphmend.core.discovery import discover
 from tracer.capture import capture_targets
 from pathlib import Path
 

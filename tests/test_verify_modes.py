@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from graphmend.modes import module_of  # noqa: E402
+from graphmend.core.modes import module_of  # noqa: E402
 from graphmend.verify.modes import (AUTOCAST, BF16, EVAL, TRAIN, compare_records, run_call,  # noqa: E402
                                     train_unusable)
 
@@ -242,7 +242,7 @@ class _OsSeeded(nn.Module):
 
 
 def test_a_mode_the_original_is_not_deterministic_in_is_skipped_with_the_reason():
-    from graphmend.targets import LoadedTarget
+    from graphmend.core.targets import LoadedTarget
     from graphmend.verify.arms import ArmRecorder
     from graphmend.verify.worker import _run_original
 
@@ -262,7 +262,7 @@ def graphmend_target(fn):
 
 
 def test_an_exception_message_the_original_varies_is_compared_by_type():
-    from graphmend.targets import LoadedTarget
+    from graphmend.core.targets import LoadedTarget
     from graphmend.verify.arms import ArmRecorder
     from graphmend.verify.worker import _run_original
 

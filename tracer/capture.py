@@ -3,7 +3,7 @@ or runs out of memory costs only its own result.
 
 Targets of one file share a worker (torch's import is the dominant cost of a worker), each
 (target, run mode) one unit of its job: ``--timeout`` bounds each unit, and the worker
-reports each one it finishes (graphmend.jobs). When a unit hangs, its target gets the
+reports each one it finishes (graphmend.core.jobs). When a unit hangs, its target gets the
 timeout and the file's remaining targets go on in a fresh worker; when the worker crashes,
 the target it crashed in is run again first in a fresh worker (an earlier target may have
 left it broken) and gets the error if it crashes there too. No target costs more than one
@@ -14,17 +14,17 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Optional, Sequence
 
-from graphmend.discovery import TargetSpec
-from graphmend.jobs import Job, JobOutcome, run_job
-from graphmend.model import TargetResult, from_dict
-from graphmend.modes import EVAL
+from graphmend.core.discovery import TargetSpec
+from graphmend.core.jobs import Job, JobOutcome, run_job
+from graphmend.core.model import TargetResult, from_dict
+from graphmend.core.modes import EVAL
 
 WORKER = "tracer.worker"
 
 
 def _job(specs: Sequence[TargetSpec], timeout: float, modes: Sequence[str], compiled_autograd: bool,
          memory_limit: Optional[int], nested_graph_breaks: Optional[bool]) -> Job:
-    # the worker's start-up (importing torch) gets its own allowance: see graphmend.jobs
+    # the worker's start-up (importing torch) gets its own allowance: see graphmend.core.jobs
     label = specs[0].name if len(specs) == 1 else f"{specs[0].display_file} ({len(specs)} targets)"
     return Job(module=WORKER, payload={"targets": [dataclasses.asdict(s) for s in specs], "modes": list(modes),
                                        "compiled_autograd": compiled_autograd,

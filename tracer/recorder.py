@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from graphmend.model import Break, Frame, Recompile
+from graphmend.core.model import Break, Frame, Recompile
 from tracer.classify import category_of, classify
 from tracer.messages import ParsedBreak, parse_log_record, parse_recompile
 from tracer.registry import registry_id

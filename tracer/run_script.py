@@ -2,9 +2,9 @@
 every torch.compile region it executes. In-process, so the program's stdout/stderr, argv,
 ``__main__`` and exit status are its own; the recorder only listens to Dynamo's logs.
 
-With a ``graphmend.recording.Recording`` (``--record DIR``), ``torch.compile`` and
+With a ``graphmend.core.recording.Recording`` (``--record DIR``), ``torch.compile`` and
 ``nn.Module.__init__`` are hooked for the run too: the first eager call of every compiled
-function or module is written out as a target before it runs (see graphmend/recording.py).
+function or module is written out as a target before it runs (see graphmend/core/recording.py).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional, Sequence
 
-from graphmend.model import Break, TargetResult
+from graphmend.core.model import Break, TargetResult
 
 
 @dataclass
@@ -85,7 +85,7 @@ def _stdout_to_stderr(on: bool) -> Iterator[None]:
 
 
 def run_script(script: str, args: Sequence[str], recording: Any = None, stdout_to_stderr: bool = False) -> ScriptRun:
-    """``recording``: a ``graphmend.recording.Recording`` to fill (``--record``);
+    """``recording``: a ``graphmend.core.recording.Recording`` to fill (``--record``);
     ``stdout_to_stderr``: the program's stdout goes to stderr (the report goes to stdout)."""
     from tracer.recorder import Recorder  # imports torch
 
@@ -189,7 +189,7 @@ class CompileHooks:
     def __enter__(self) -> "CompileHooks":
         import torch
 
-        from graphmend.recording import constructor_call
+        from graphmend.core.recording import constructor_call
 
         constructions = self.rec.constructions
         module_init, module_setstate = torch.nn.Module.__init__, torch.nn.Module.__setstate__
@@ -289,7 +289,7 @@ class CompileHooks:
 
     # -- recording one first call ---------------------------------------------------------
     def _module(self, module: Any, args: tuple, kwargs: dict, where: str) -> None:
-        from graphmend.recording import parameter_names
+        from graphmend.core.recording import parameter_names
 
         cls = type(module)
         if self._once(("module", cls)):
@@ -303,7 +303,7 @@ class CompileHooks:
         self.rec.record(self._label(getattr(cls, "forward", cls), cls.__name__ + ".forward"), where, build)
 
     def _method(self, module: Any, func: Any, args: tuple, kwargs: dict, where: str) -> None:
-        from graphmend.recording import parameter_names
+        from graphmend.core.recording import parameter_names
 
         cls = type(module)
         if self._once(("method", cls, func.__name__)):
@@ -319,7 +319,7 @@ class CompileHooks:
     def _function(self, fn: Any, args: tuple, kwargs: dict, where: str) -> None:
         import torch
 
-        from graphmend.recording import parameter_names
+        from graphmend.core.recording import parameter_names
 
         if self._once(("function", fn)):
             return

@@ -4,7 +4,7 @@ PAYLOAD is ``{"targets": [TargetSpec as dict, ...], "modes": ["eval", "train"],
 "compiled_autograd": bool, "nested_graph_breaks": bool | None}``; RESULT is
 ``{"results": [TargetResult as dict, ...]}``, one per target and run mode (target-major).
 Targets of one worker are separated by ``torch._dynamo.reset()``. Each (target, mode) is one
-unit of the job (``graphmend.jobs.unit_done``): the parent bounds each by --timeout and keeps
+unit of the job (``graphmend.core.jobs.unit_done``): the parent bounds each by --timeout and keeps
 the finished ones when a later one hangs or crashes.
 """
 
@@ -13,9 +13,9 @@ from __future__ import annotations
 import time
 from typing import Any, Optional
 
-from graphmend.jobs import out_of_memory, unit_done, worker_main
-from graphmend.model import TargetResult, to_dict
-from graphmend.modes import EVAL, TRAIN
+from graphmend.core.jobs import out_of_memory, unit_done, worker_main
+from graphmend.core.model import TargetResult, to_dict
+from graphmend.core.modes import EVAL, TRAIN
 
 NESTED = "nested_graph_breaks"  # torch._dynamo.config's name; not every torch has it
 
@@ -29,7 +29,7 @@ def capture_loaded(name: str, file: str, function: str, fn: Any, args: tuple, kw
     import torch
     import torch._dynamo
 
-    from graphmend.modes import cannot_backward, run_mode, training_loss
+    from graphmend.core.modes import cannot_backward, run_mode, training_loss
     from tracer.recorder import Recorder, frame_counters
 
     result = TargetResult(name=name, file=file, function=function, run_mode=mode)
@@ -112,7 +112,7 @@ def capture_spec(spec: dict[str, Any], modes: tuple = (EVAL,), compiled_autograd
                  nested_graph_breaks: Optional[bool] = None) -> list[TargetResult]:
     """One result per run mode; each mode loads the target afresh (a train step changes the
     weights' gradients and a stateful module's buffers)."""
-    from graphmend.targets import TargetError, load_target
+    from graphmend.core.targets import TargetError, load_target
 
     name = spec["name"]
     file = spec.get("file") or spec.get("module") or ""
@@ -138,8 +138,8 @@ def explain_counts(spec: dict[str, Any], mode: str = EVAL, nested_graph_breaks: 
 
     import torch
 
-    from graphmend.modes import run_mode
-    from graphmend.targets import load_target
+    from graphmend.core.modes import run_mode
+    from graphmend.core.targets import load_target
 
     try:
         t = load_target(spec)

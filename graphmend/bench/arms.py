@@ -2,20 +2,19 @@
 
 A corpus target ``mend_target_<name>`` gets a ``reference`` arm when the same file holds
 ``mend_target_<name>_reference`` (the hand-fixed version). The ``mended`` arm runs the
-verified fixes of ``mend fix`` through the import overlay; when the fix pipeline is not
-available or verifies nothing, the arm is skipped and its row says why.
+verified fixes of ``mend fix`` through the import overlay; when ``mend fix`` fails or
+verifies nothing, the arm is skipped and its row says why.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
-from graphmend.config import Config
-from graphmend.discovery import TargetSpec, discover
-from graphmend.model import FileError
+from graphmend.core.config import Config
+from graphmend.core.discovery import TargetSpec, discover
+from graphmend.core.model import FileError
 
 ARMS = ("eager", "original", "mended", "reference")
 REFERENCE_SUFFIX = "_reference"
@@ -82,18 +81,9 @@ class PatchSource:
     def __init__(self, config: Config, timeout: Optional[float], unsafe: bool = False) -> None:
         self.config, self.timeout, self.unsafe = config, timeout, unsafe
         self._by_target: dict[tuple[str, str], tuple[Optional[dict[str, str]], str]] = {}
-        self.unavailable = ""
-        try:
-            importlib.import_module("graphmend.overlay")
-            self._fixing = importlib.import_module("graphmend.fixing")
-        except ImportError as exc:
-            self._fixing = None
-            self.unavailable = f"mended arm unavailable: this graphmend has no fix pipeline ({exc})"
 
     def patches_for(self, item: BenchItem) -> tuple[Optional[dict[str, str]], str]:
         """(patches, "") or (None, why the mended arm is skipped for this target)."""
-        if self._fixing is None:
-            return None, self.unavailable
         file = item.spec.file
         if not file:
             return None, f"mended arm unavailable: {item.spec.name} is given as a module, mend fix works on files"
@@ -108,9 +98,11 @@ class PatchSource:
         return patches, ""
 
     def _run(self, file: str, function: str) -> tuple[Optional[dict[str, str]], str]:
+        from graphmend.fixing import FixOptions, verified_patches  # the fix stage: only the mended arm needs it
+
         try:
-            options = self._fixing.FixOptions(timeout=self.timeout, only=(function,), unsafe=self.unsafe)
-            patches = self._fixing.verified_patches([file], self.config, options)
+            options = FixOptions(timeout=self.timeout, only=(function,), unsafe=self.unsafe)
+            patches = verified_patches([file], self.config, options)
         except Exception as exc:  # the fix pipeline failing costs only the mended arm
             return None, f"mended arm unavailable: mend fix failed on {file}: {type(exc).__name__}: {exc}"
         return {str(k): str(v) for k, v in dict(patches or {}).items()}, ""

@@ -1,5 +1,6 @@
-"""Torch-side helpers for one bench arm: moving and casting, output comparison, and the
-figures read from Dynamo and Inductor. Imported only inside the worker process.
+"""Torch-side helpers for one bench arm: the figures read from Dynamo and Inductor (moving,
+casting and output comparison are verification's: ``graphmend.verify.inputs.convert``,
+``graphmend.verify.compare``). Imported only inside the worker process.
 
 Dynamo and Inductor internals change between torch 2.9 and 2.14: every read is defensive
 (getattr with a fallback) and a figure that cannot be read is None, never a guess.
@@ -7,132 +8,11 @@ Dynamo and Inductor internals change between torch 2.9 and 2.14: every read is d
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from typing import Any, Optional
 
 import torch
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-
-# (rtol, atol) of compiled vs eager outputs. Inductor reorders and fuses reductions, so
-# float32 is not bit-exact; half precisions accumulate differently and need more room.
-TOLERANCES = {"float32": (1e-3, 1e-4), "float16": (1e-2, 1e-2), "bfloat16": (5e-2, 5e-2)}
-
-
-def tolerance_for(dtype: str, override: Optional[dict]) -> tuple[float, float]:
-    """Per-dtype default, or the target's ``Target.tolerance``: either ``{"rtol", "atol"}``
-    or keyed by dtype name (``{"float16": {"rtol": ..., "atol": ...}}``)."""
-    rtol, atol = TOLERANCES.get(dtype, TOLERANCES["float32"])
-    if isinstance(override, dict):
-        chosen = override[dtype] if dtype in override else override
-        if isinstance(chosen, dict):
-            rtol = float(chosen.get("rtol", rtol))
-            atol = float(chosen.get("atol", atol))
-    return rtol, atol
-
-
-# -- moving and casting --------------------------------------------------------------
-
-def convert(obj: Any, device: str, dtype: Optional[torch.dtype]) -> Any:
-    """``obj`` with every tensor on ``device`` and floating ones cast to ``dtype``;
-    modules moved and cast in place; containers and dataclasses rebuilt."""
-    if isinstance(obj, torch.Tensor):
-        if dtype is not None and obj.is_floating_point():
-            return obj.to(device=device, dtype=dtype)
-        return obj.to(device=device)
-    if isinstance(obj, torch.nn.Module):
-        return obj.to(device=device, dtype=dtype) if dtype is not None else obj.to(device=device)
-    if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # namedtuple
-        return type(obj)(*(convert(v, device, dtype) for v in obj))
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(convert(v, device, dtype) for v in obj)
-    if isinstance(obj, dict):
-        try:
-            return type(obj)((k, convert(v, device, dtype)) for k, v in obj.items())
-        except TypeError:  # dict subclasses whose constructor takes other arguments
-            return {k: convert(v, device, dtype) for k, v in obj.items()}
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        try:
-            return dataclasses.replace(obj, **{f.name: convert(getattr(obj, f.name), device, dtype)
-                                              for f in dataclasses.fields(obj) if f.init})
-        except (TypeError, ValueError):
-            return obj
-    return obj
-
-
-def prepare_callable(fn: Any, device: str, dtype: Optional[torch.dtype]) -> Any:
-    """Move the module behind ``fn`` (a module, a bound method of one, or a partial)."""
-    import functools
-
-    if isinstance(fn, torch.nn.Module):
-        convert(fn, device, dtype)
-    elif isinstance(getattr(fn, "__self__", None), torch.nn.Module):
-        convert(fn.__self__, device, dtype)
-    elif isinstance(fn, functools.partial):
-        return functools.partial(prepare_callable(fn.func, device, dtype),
-                                 *convert(fn.args, device, dtype), **convert(fn.keywords, device, dtype))
-    return fn
-
-
-# -- outputs ---------------------------------------------------------------------------
-
-def to_plain(obj: Any) -> Any:
-    """Outputs as plain containers of CPU tensors, so that another process can load them
-    without importing the user's classes (dataclasses, ModelOutput, namedtuples)."""
-    if isinstance(obj, torch.Tensor):
-        return obj.detach().to("cpu")
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if isinstance(obj, dict):  # transformers' ModelOutput is an OrderedDict subclass
-        return {str(k): to_plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_plain(v) for v in obj]
-    if obj is None or isinstance(obj, (bool, int, float, str, complex)):
-        return obj
-    if isinstance(obj, (torch.dtype, torch.device, torch.Size)):
-        return str(obj)
-    return f"<{type(obj).__name__}>"  # an opaque object: compared by type name only
-
-
-def compare(expected: Any, actual: Any, rtol: float, atol: float, where: str = "output") -> Optional[str]:
-    """None when ``actual`` equals ``expected`` within tolerance, else the first difference."""
-    if isinstance(expected, torch.Tensor) or isinstance(actual, torch.Tensor):
-        if not (isinstance(expected, torch.Tensor) and isinstance(actual, torch.Tensor)):
-            return f"{where}: tensor vs {type(actual if isinstance(expected, torch.Tensor) else expected).__name__}"
-        if expected.shape != actual.shape:
-            return f"{where}: shape {tuple(actual.shape)} != expected {tuple(expected.shape)}"
-        if expected.dtype != actual.dtype and not (expected.is_floating_point() and actual.is_floating_point()):
-            return f"{where}: dtype {actual.dtype} != expected {expected.dtype}"
-        if expected.is_floating_point() or expected.is_complex():
-            e, a = expected.double(), actual.double()
-            if torch.allclose(a, e, rtol=rtol, atol=atol, equal_nan=True):
-                return None
-            diff = (a - e).abs()
-            diff = torch.where(torch.isnan(diff), torch.zeros_like(diff), diff)
-            return f"{where}: max abs diff {diff.max().item():.3g} (rtol={rtol:g}, atol={atol:g})"
-        return None if torch.equal(expected, actual) else f"{where}: integer/bool values differ"
-    if isinstance(expected, dict) and isinstance(actual, dict):
-        if set(expected) != set(actual):
-            return f"{where}: keys {sorted(actual)} != expected {sorted(expected)}"
-        for k in expected:
-            why = compare(expected[k], actual[k], rtol, atol, f"{where}[{k!r}]")
-            if why:
-                return why
-        return None
-    if isinstance(expected, list) and isinstance(actual, list):
-        if len(expected) != len(actual):
-            return f"{where}: {len(actual)} items != expected {len(expected)}"
-        for i, (e, a) in enumerate(zip(expected, actual)):
-            why = compare(e, a, rtol, atol, f"{where}[{i}]")
-            if why:
-                return why
-        return None
-    if isinstance(expected, float) and isinstance(actual, (int, float)):
-        if math.isclose(expected, actual, rel_tol=rtol, abs_tol=atol) or (math.isnan(expected) and math.isnan(actual)):
-            return None
-        return f"{where}: {actual!r} != expected {expected!r}"
-    return None if expected == actual else f"{where}: {actual!r} != expected {expected!r}"
 
 
 # -- figures from Dynamo and Inductor -----------------------------------------------------

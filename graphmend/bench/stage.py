@@ -11,10 +11,10 @@ from typing import Callable, Optional, Sequence
 
 from graphmend.bench.arms import ARMS, BenchItem, PatchSource, resolve
 from graphmend.bench.stats import ratio, unstable
-from graphmend.config import Config
-from graphmend.jobs import Job, JobOutcome, run_job
-from graphmend.model import BenchRatio, BenchRow, Report, new_report
-from graphmend.sources import report_root
+from graphmend.core.config import Config
+from graphmend.core.jobs import Job, JobOutcome, run_job
+from graphmend.core.model import BenchRatio, BenchRow, Report, new_report
+from graphmend.core.sources import report_root
 
 WORKER = "graphmend.bench.worker"
 # numerator arm, denominator arm: medians (steady state); "(cold)" compares cold starts

@@ -11,8 +11,8 @@ import os
 import time
 from typing import Any
 
-from graphmend.jobs import worker_main
-from graphmend.modes import EVAL, TRAIN
+from graphmend.core.jobs import worker_main
+from graphmend.core.modes import EVAL, TRAIN
 
 COMPILED_ARMS = ("original", "mended", "reference")
 OPTIMIZERS = ("sgd", "adamw")
@@ -64,13 +64,13 @@ def _step(fn: Any, run_mode: str, loss_fn: Any, optimizer: str):
     loss and every parameter's gradient. ``(None, why)`` when there is nothing to train."""
     import torch
 
-    from graphmend.bench import measure
-    from graphmend.modes import cannot_backward, modules_of, training_loss
+    from graphmend.core.modes import cannot_backward, modules_of, training_loss
+    from graphmend.verify.compare import to_plain
 
     if run_mode != TRAIN:
         def call(compiled, args, kwargs, keep=False):
             out = compiled(*args, **kwargs)
-            return measure.to_plain(out) if keep else None
+            return to_plain(out) if keep else None
 
         return call, None
     named = [(n, p) for m in modules_of(fn) for n, p in m.named_parameters() if p.requires_grad]
@@ -88,8 +88,8 @@ def _step(fn: Any, run_mode: str, loss_fn: Any, optimizer: str):
         loss.backward()
         kept = None
         if keep:  # before the step: the gradients of the weights every arm starts from
-            kept = {"loss": measure.to_plain(loss), "outputs": measure.to_plain(out),
-                    "grads": {n: measure.to_plain(p.grad) for n, p in named}}
+            kept = {"loss": to_plain(loss), "outputs": to_plain(out),
+                    "grads": {n: to_plain(p.grad) for n, p in named}}
         opt.step()
         return kept
 
@@ -113,7 +113,7 @@ def run_arm(payload: dict[str, Any]) -> dict[str, Any]:
     arm = payload["arm"]
     if payload.get("patches"):
         # The overlay must be in place before the target's module is first imported.
-        from graphmend.overlay import install_overlay
+        from graphmend.core.overlay import install_overlay
 
         install_overlay(payload["patches"])
 
@@ -122,8 +122,10 @@ def run_arm(payload: dict[str, Any]) -> dict[str, Any]:
 
     from graphmend.bench import measure
     from graphmend.bench.stats import iqr, median
-    from graphmend.modes import run_mode as in_mode
-    from graphmend.targets import load_target
+    from graphmend.core.modes import run_mode as in_mode
+    from graphmend.core.targets import load_target
+    from graphmend.verify.compare import COMPILED_TOLERANCES, compare
+    from graphmend.verify.inputs import convert, prepare_callable
 
     device, mode, dtype_name = payload["device"], payload["mode"], payload["dtype"]
     runs, warmup = int(payload["runs"]), int(payload["warmup"])
@@ -136,9 +138,9 @@ def run_arm(payload: dict[str, Any]) -> dict[str, Any]:
         spec["name"] = f"{spec['name'].rpartition('::')[0]}::{payload['function']}"
     _seed(seed)  # the same weights in every arm's process
     loaded = load_target(spec)
-    fn = measure.prepare_callable(loaded.fn, device, dtype)
-    args = measure.convert(loaded.args, device, dtype)
-    kwargs = measure.convert(loaded.kwargs, device, dtype)
+    fn = prepare_callable(loaded.fn, device, dtype)
+    args = convert(loaded.args, device, dtype)
+    kwargs = convert(loaded.kwargs, device, dtype)
 
     result: dict[str, Any] = {"arm": arm, "backend": None, "graph_count": None, "break_count": None,
                               "kernel_count": None, "memory": None}
@@ -192,8 +194,8 @@ def run_arm(payload: dict[str, Any]) -> dict[str, Any]:
         result["mismatch"] = "no eager outputs to compare with (the eager arm failed)"
     else:
         expected = torch.load(outputs, weights_only=False)
-        rtol, atol = measure.tolerance_for(dtype_name, getattr(loaded.target, "tolerance", None))
-        why = measure.compare(expected, first, rtol, atol)
+        why = compare(expected, first, "output", getattr(loaded.target, "tolerance", None),
+                      defaults=COMPILED_TOLERANCES, precision=dtype_name, sides=("eager", arm))
         result["outputs_match"] = why is None
         if why:
             result["mismatch"] = why

@@ -36,7 +36,7 @@ def analyze(
     verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
 ) -> None:
     """Find every graph break: static scan of the sources and dynamic capture of each target."""
-    from graphmend.config import ConfigError
+    from graphmend.core.config import ConfigError
     from graphmend.pipeline import AnalyzeOptions, analyze as run_analyze
 
     if static_only and dynamic_only:
@@ -46,7 +46,7 @@ def analyze(
         raise fail("--nested-graph-breaks chooses how targets run: it does nothing with --static-only")
     check_paths(paths)
     memory = memory_limit_flag(memory_limit)
-    from graphmend.sources import iter_python_files
+    from graphmend.core.sources import iter_python_files
 
     if next(iter(iter_python_files(paths)), None) is None:
         raise fail(f"no Python files under {', '.join(str(p) for p in paths)}")

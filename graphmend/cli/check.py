@@ -6,6 +6,7 @@ Static mode never imports torch: this module, the baseline and the scan are torc
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import List, Optional
 
@@ -14,7 +15,7 @@ import typer
 from graphmend.cli.common import (COMPILED_AUTOGRAD_HELP, EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, MODE_HELP,
                                   NESTED_HELP, TRAIN_HELP, Format, fail, load_checked_config, memory_limit_flag,
                                   nested_flag, progress_hook, render_or_fail, require_nested_support,
-                                  require_torch, run_modes_flag, write_atomic)
+                                  require_torch, run_modes_flag)
 
 # Formats whose renderer shows Report.check.new itself (reports/).
 CHECK_AWARE_FORMATS = ("text", "md", "html", "github")
@@ -48,7 +49,8 @@ def check(
     """Fail on graph breaks that are not in the baseline: the pre-commit hook and CI gate."""
     from graphmend.baseline import BaselineError
     from graphmend.check import CheckOptions, run_check
-    from graphmend.config import ConfigError
+    from graphmend.core.config import ConfigError
+    from graphmend.core.sources import write_atomic
 
     nested = nested_flag(nested_graph_breaks)
     if (train or modes is not None or compiled_autograd or nested is not None) and not dynamic:
@@ -85,30 +87,16 @@ def check(
     if format.value in CHECK_AWARE_FORMATS:
         # These views list the new breaks in their "check" section; the same ones in
         # findings and targets' breaks would show each twice. SARIF and JSON keep them.
-        report.findings = []
-        for t in report.targets:
-            t.breaks = []
+        report = dataclasses.replace(report, findings=[],
+                                     targets=[dataclasses.replace(t, breaks=[]) for t in report.targets])
     render_or_fail(report, format.value, output)
     if not quiet:
-        _summary(outcome.baseline_path, result, len(report.errors))
+        from reports.diagnostics import check_summary
+
+        for line in check_summary(result, len(report.errors)):
+            typer.echo(line, err=True)
     if result.failed_targets or report.errors:
         raise typer.Exit(EXIT_FINDINGS)
     if update_baseline:
         raise typer.Exit(EXIT_CLEAN)
     raise typer.Exit(EXIT_FINDINGS if result.new else EXIT_CLEAN)
-
-
-def _summary(path: Path, result, errors: int) -> None:
-    """One diagnostic line on stderr, so a hook's output says why it failed at a glance."""
-    parts = [f"{len(result.new)} new", f"{result.known} known", f"{len(result.stale)} stale"]
-    if result.failed_targets:
-        parts.append(f"{len(result.failed_targets)} failed target(s)")
-    if errors:
-        parts.append(f"{errors} file error(s)")
-    verb = "baseline written" if result.updated else "checked against"
-    typer.echo(f"mend check: {', '.join(parts)} ({verb} {result.baseline})", err=True)
-    for message in result.failed_targets:
-        typer.echo(f"mend check: {message}", err=True)
-    if result.stale and not result.updated:
-        typer.echo("mend check: stale baseline entries (fixed breaks); prune them with 'mend check --update-baseline'",
-                   err=True)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence
 import typer
 
 if TYPE_CHECKING:
-    from graphmend.config import Config
+    from graphmend.core.config import Config
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
@@ -47,7 +47,7 @@ def memory_limit_flag(value: Optional[str]) -> Optional[int]:
     """``--memory-limit`` in bytes (None when not given); a bad value is a usage error."""
     if value is None:
         return None
-    from graphmend.config import ConfigError, parse_memory_limit
+    from graphmend.core.config import ConfigError, parse_memory_limit
 
     try:
         return parse_memory_limit(value, "--memory-limit")
@@ -60,7 +60,7 @@ def rule_codes_flag(values: Optional[Sequence[str]], flag: str) -> Optional[list
     that selects no rule is a usage error naming the flag."""
     if values is None:
         return None
-    from graphmend.config import ConfigError, split_codes
+    from graphmend.core.config import ConfigError, split_codes
     from rewrites.rules import check_codes
 
     codes = split_codes(values)
@@ -75,7 +75,7 @@ def load_checked_config(paths: Sequence, **flags) -> "Config":
     """``load_config(paths).with_flags(**flags)`` with every rule code checked against the
     catalog: the file's ``select`` / ``ignore`` (named as ``file: [tool.mend] key``) and the
     ``select`` / ``ignore`` flags. Any bad value is a usage error (exit 2)."""
-    from graphmend.config import ConfigError, load_config
+    from graphmend.core.config import ConfigError, load_config
     from rewrites.rules import check_codes
 
     for key in ("select", "ignore"):
@@ -133,31 +133,16 @@ def run_modes_flag(train: bool, mode: Optional[str]) -> Optional[str]:
     return "train" if train else mode
 
 
-def torch_version() -> Optional[str]:
-    """The installed torch's version without importing torch."""
-    try:
-        from importlib.metadata import PackageNotFoundError, version
-
-        return version("torch")
-    except PackageNotFoundError:
-        return None
-
-
 def require_torch(command: str, otherwise: str = "") -> str:
     """The installed torch's version, or a usage error saying how to install it (and
     ``otherwise``: what runs without it)."""
+    from graphmend.core.env import torch_version
+
     v = torch_version()
     if v is None:
         raise fail(f"'mend {command}' needs PyTorch, which is not installed; install it with: {TORCH_INSTALL_HINT}"
                    + (f"; {otherwise}" if otherwise else ""))
     return v
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write UTF-8 text via a temp file in the same folder and rename, keeping an existing file's mode."""
-    from graphmend.sources import write_bytes_atomic
-
-    write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def emit(text: str | bytes, output: Optional[Path]) -> None:
@@ -167,7 +152,7 @@ def emit(text: str | bytes, output: Optional[Path]) -> None:
     if not text.endswith(nl):
         text += nl
     if output is not None:
-        from graphmend.sources import write_bytes_atomic
+        from graphmend.core.sources import write_bytes_atomic
 
         try:
             write_bytes_atomic(output, text.encode("utf-8") if isinstance(text, str) else text)
@@ -284,10 +269,15 @@ def render_or_fail(report, fmt: str, output: Optional[Path], verbose: bool = Fal
 
 
 def render_noted(report, fmt: str, color: bool = False, verbose: bool = False) -> str:
-    """``reports.render``; the renderer's notes (results a format's limits left out) go to
-    stderr as warnings, an unknown format is a usage error."""
+    """``reports.render`` of the report with its issues (merged when a saved or a check report
+    lacks them); the renderer's notes (results a format's limits left out) go to stderr as
+    warnings, an unknown format is a usage error."""
     from reports import render_with_notes
 
+    if not report.issues:  # (the rule catalog correlate reads is loaded only then)
+        from graphmend.correlate import with_issues
+
+        report = with_issues(report)
     try:
         text, notes = render_with_notes(report, fmt, color=color, verbose=verbose)
     except ValueError as exc:

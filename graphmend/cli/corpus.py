@@ -7,8 +7,7 @@ from typing import Optional
 
 import typer
 
-from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, fail, load_checked_config, progress_hook, require_torch,
-                                  write_atomic)
+from graphmend.cli.common import EXIT_CLEAN, EXIT_FINDINGS, fail, load_checked_config, progress_hook, require_torch
 
 
 def corpus(
@@ -22,6 +21,7 @@ def corpus(
     """Regenerate the corpus table: breaks by category before, after `mend fix`, why the rest stay.
 
     Exit 1 when a target's outputs changed or a fixable site was not removed, else 0."""
+    from graphmend.core.sources import write_atomic
     from graphmend.corpus_table import CorpusError, build_table
     from reports.corpus_md import render
 

@@ -44,10 +44,10 @@ def fix(
                                             "`mend run --record DIR SCRIPT` recorded: the program's own inputs."),
 ) -> None:
     """Propose source fixes for graph breaks; only fixes that pass verification are offered."""
-    from graphmend.config import ConfigError
+    from graphmend.core.config import ConfigError
     from graphmend.fixing import FixOptions, diff_bytes, run_fix
-    from graphmend.sources import SourceError, write_bytes_atomic, write_source
-    from graphmend.model import REJECTED, UNVERIFIED
+    from graphmend.core.sources import SourceError, write_bytes_atomic, write_source
+    from graphmend.core.model import REJECTED, UNVERIFIED
 
     recorded: list[str] = []
     if from_run is not None:
@@ -85,7 +85,9 @@ def fix(
         if text or output is not None:
             emit(text, output)
     if not quiet:
-        _listing(report)
+        from reports.diagnostics import fix_listing
+
+        sys.stderr.write(fix_listing(report))
     wrote(output, quiet)
     written = 0
     if write:
@@ -120,7 +122,7 @@ def fix(
 def _from_run(folder: Path, paths: Optional[List[Path]]) -> tuple[List[Path], list[str]]:
     """The paths to fix (given, else the recorded program's folder) and the recorded targets
     as ``file:function``; a folder with no recording is a usage error."""
-    from graphmend.recording import RecordError, recorded_targets, source_root
+    from graphmend.core.recording import RecordError, recorded_targets, source_root
 
     try:
         targets_file, manifest = recorded_targets(folder)
@@ -137,30 +139,3 @@ def _label(c) -> str:
     if c.import_root:
         return os.path.relpath(c.path, c.import_root)
     return os.path.relpath(c.path)
-
-
-def _listing(report) -> None:
-    """What got no automatic fix, and the per-target table: diagnostics, on stderr."""
-    from graphmend.model import VERIFIED
-
-    err = sys.stderr
-    for f in report.fixes:
-        if f.status == VERIFIED and not f.skipped_checks:
-            continue
-        where = f"{os.path.relpath(f.file) if not f.import_root else os.path.relpath(f.file, f.import_root)}:{f.line}"
-        if f.status == VERIFIED:  # verified, but not in every mode: say which did not run
-            err.write(f"{where}: {f.rule} [verified: {', '.join(f.checks)}; not checked: "
-                      f"{'; '.join(f.skipped_checks)}] {f.reason}\n")
-            continue
-        err.write(f"{where}: {f.rule} [{f.status}] {f.reason}\n")
-        if f.advice:
-            err.write(f"    advice: {f.advice}\n")
-    for t in report.fix_targets:
-        eq = {True: "outputs equal", False: "OUTPUTS CHANGED", None: "not compared"}[t.outputs_equal]
-        dyn = (f" (Dynamo's graph_break_count {t.graph_breaks_before} -> {t.graph_breaks_after})"
-               if t.graph_breaks_before is not None and t.graph_breaks_after is not None else "")
-        err.write(f"{t.name}: breaks {t.breaks_before} -> {t.breaks_after}{dyn}, {eq}"
-                  + (f", unexercised: {'; '.join(t.unexercised_branches)}" if t.unexercised_branches else "")
-                  + (f", error: {t.error}" if t.error else "") + "\n")
-    for e in report.errors:
-        err.write(f"mend: {e.file}: {e.message}\n")

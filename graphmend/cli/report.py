@@ -13,7 +13,7 @@ from graphmend.cli.common import EXIT_CLEAN, VERBOSE_HELP, Format, fail, render_
 
 def load_report(path: Path):
     """The ``Report`` saved in ``path``; any problem is one ``fail`` line naming the file."""
-    from graphmend.model import Report
+    from graphmend.core.model import Report
 
     try:
         text = path.read_text(encoding="utf-8")

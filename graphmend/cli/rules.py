@@ -24,27 +24,12 @@ def _has_fix(code: str) -> bool:
 
 
 def rule_markdown(rule) -> str:
-    """One rule's full documentation as Markdown (also what docs/rules/<code>.md holds)."""
-    lines = [f"# {rule.code} {rule.name}", "", f"*Category:* `{rule.category}`", "", rule.summary, "",
-             "## Why Dynamo breaks here", "", rule.why, "", "## Fix", "", rule.fix, ""]
-    if rule.preconditions:
-        lines += ["## Preconditions", "", rule.preconditions, ""]
-    if _has_fix(rule.code):
-        from graphmend.verify import PROOF
+    """One rule's full documentation as Markdown (also what docs/rules/<code>.md holds), with
+    how its fix is verified when it has one."""
+    from graphmend.verify import PROOF
+    from reports.rule_docs import rule_page
 
-        lines += ["## How mend verifies the fix", "", PROOF, ""]
-    if rule.limits:
-        lines += ["## Limits of the detector", "", rule.limits, ""]
-    if rule.invalid:
-        lines += ["## Reported (INVALID)", ""]
-        for case in rule.invalid:
-            lines += ["```python", case.rstrip("\n"), "```", ""]
-    if rule.valid:
-        lines += ["## Not reported (VALID)", ""]
-        for case in rule.valid:
-            lines += ["```python", case.rstrip("\n"), "```", ""]
-    lines += ["## Links", ""] + [f"- <{u}>" for u in rule.links] + [""]
-    return "\n".join(lines)
+    return rule_page(rule, PROOF if _has_fix(rule.code) else "")
 
 
 def rules(
@@ -71,38 +56,25 @@ def rules(
     if format is RulesFormat.json:
         emit(json.dumps([r.to_dict() for r in RULES], indent=2), None)
         return
+    from reports.rule_docs import catalog_markdown, catalog_table
+
     if format is RulesFormat.md:
-        rows = ["| code | name | category | summary |", "| --- | --- | --- | --- |"]
-        rows += [f"| {r.code} | {r.name} | {r.category} | {r.summary} |" for r in RULES]
-        emit("\n".join(rows), None)
+        emit(catalog_markdown(RULES), None)
         return
     from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
 
-    table = Table(title="mend rules", title_justify="left")
-    table.add_column("code", style="bold", no_wrap=True)
-    table.add_column("name", no_wrap=True)
-    table.add_column("category", no_wrap=True)
-    table.add_column("summary")
-    for r in RULES:
-        # Text, not markup: a summary's `x[mask]` would lose "[mask]" as a style tag
-        table.add_row(r.code, r.name, r.category, Text(r.summary + ("" if r.static else " (dynamic only)")))
-    Console().print(table)
+    Console().print(catalog_table(RULES))
 
 
 def write_docs(folder: str = "docs/rules") -> None:
     """Regenerate docs/rules/<CODE>.md and its index from the rule modules."""
     from pathlib import Path
 
+    from reports.rule_docs import catalog_index
     from rewrites.rules import RULES
 
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     for r in RULES:
         (out / f"{r.code}.md").write_text(rule_markdown(r))
-    idx = ["# Rules", "", "Generated from the rule modules in `rewrites/rules/` (`mend rules CODE --format md`); "
-           "regenerate with", "`python -c \"from graphmend.cli.rules import write_docs; write_docs()\"`.", "",
-           "| code | name | category | summary |", "| --- | --- | --- | --- |"]
-    idx += [f"| [{r.code}]({r.code}.md) | {r.name} | {r.category} | {r.summary} |" for r in RULES]
-    (out / "README.md").write_text("\n".join(idx) + "\n")
+    (out / "README.md").write_text(catalog_index(RULES))

@@ -18,9 +18,8 @@ from typing import Optional
 
 import typer
 
-from graphmend.cli.common import (EXIT_ERROR, EXIT_FINDINGS, Format, fail, render_noted, require_torch,
-                                  write_atomic)
-from graphmend.modes import SCRIPT_MODE
+from graphmend.cli.common import EXIT_ERROR, EXIT_FINDINGS, Format, fail, render_noted, require_torch
+from graphmend.core.modes import SCRIPT_MODE
 
 RECORD_HELP = ("Also save, for every compiled function or module the program calls, its first call's inputs "
                "and module state in DIR, with a targets module that replays them (mend analyze DIR, "
@@ -56,9 +55,9 @@ def run(
         raise fail(f"not a file: {script}")
     recording = _recording(record, record_max_bytes, script, list(ctx.args)) if record is not None else None
     tv = require_torch("run")
-    from graphmend.config import find_pyproject
-    from graphmend.model import new_report
-    from graphmend.sources import report_root
+    from graphmend.core.config import find_pyproject
+    from graphmend.core.model import new_report
+    from graphmend.core.sources import report_root, write_atomic
     from tracer.run_script import run_script
 
     to_stdout = output is None and not quiet and format is not Format.text
@@ -95,8 +94,8 @@ def run(
 
 def _recording(folder: Path, max_bytes: str, script: Path, argv: list[str]):
     """The folder checked before the program runs: a bad one costs no run."""
-    from graphmend.config import ConfigError, parse_size
-    from graphmend.recording import RecordError, Recording, prepare_dir
+    from graphmend.core.config import ConfigError, parse_size
+    from graphmend.core.recording import RecordError, Recording, prepare_dir
 
     try:
         limit = parse_size(max_bytes, "--record-max-bytes")
@@ -110,7 +109,7 @@ def _recording(folder: Path, max_bytes: str, script: Path, argv: list[str]):
 
 
 def _finish(recording, folder: Path, quiet: bool) -> bool:
-    from graphmend.recording import TARGETS_FILE, RecordError
+    from graphmend.core.recording import TARGETS_FILE, RecordError
 
     try:
         recording.finish()

@@ -3,15 +3,18 @@
 * ``arms``    -- instruments the ORIGINAL source so each rewritten condition records which
                  way it went (evaluating the condition, same line numbers);
 * ``inputs``  -- the example inputs, ``Target.inputs`` and perturbed ones (sign, scale,
-                 zeros, random, integer boundaries, masks, the conditions' constants);
+                 zeros, random, integer boundaries, masks, the conditions' constants), and
+                 ``convert``: inputs and modules moved and cast (bf16 mode, the bench);
 * ``modes``   -- one call in one mode (eval, train with backward, autocast, bf16) as a
                  record of what a user can observe, and the comparison of two records;
 * ``compare`` -- outputs (nested tuples/lists/dicts/dataclasses/ModelOutput of tensors)
-                 compared with per-dtype tolerances, NaN/inf-aware;
+                 compared with per-dtype tolerances, NaN/inf-aware: the one comparator (the
+                 bench's compiled arms against eager use it too);
 * ``worker``  -- ``python -m graphmend.verify.worker``: one side of the differential run
-                 (original, or patched through ``graphmend.overlay``) plus the re-trace;
+                 (original, or patched through ``graphmend.core.overlay``) plus the re-trace;
 * ``run``     -- the parent side: ``run_original(...)`` once per target, then
-                 ``verify_target(original, patches, ...) -> Verdict`` per set of rewrites.
+                 ``verify_target(original, patches, ...) -> Verdict`` per set of rewrites,
+                 and what identifies a break across a patch (``break_key``, ``split_key``).
 
 Torch is imported only inside workers and inside functions that need it.
 """

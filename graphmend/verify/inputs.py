@@ -1,9 +1,12 @@
-"""Inputs for the differential run: the example and perturbed variants (torch, lazily)."""
+"""Inputs for the differential run: the example and perturbed variants, and moving or
+casting inputs and modules to a device and dtype (torch, lazily; the bench's arms cast with
+``convert`` too)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 # name -> what happens to floating-point tensors (ints and bools kept, except "random")
 VARIANTS: list[str] = ["example", "negated", "random", "scaled_x10", "scaled_x0.1", "zeros", "random_2", "random_3",
@@ -86,3 +89,50 @@ def filled(value: float, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         return t.clone()
 
     return map_tensors(args, f), map_tensors(kwargs, f)
+
+
+# -- moving and casting --------------------------------------------------------------
+
+def convert(obj: Any, device: str, dtype: Optional[Any]) -> Any:
+    """``obj`` with every tensor on ``device`` and floating ones cast to ``dtype`` (a
+    ``torch.dtype``); modules moved and cast in place; containers and dataclasses rebuilt."""
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        if dtype is not None and obj.is_floating_point():
+            return obj.to(device=device, dtype=dtype)
+        return obj.to(device=device)
+    if isinstance(obj, torch.nn.Module):
+        return obj.to(device=device, dtype=dtype) if dtype is not None else obj.to(device=device)
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # namedtuple
+        return type(obj)(*(convert(v, device, dtype) for v in obj))
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(convert(v, device, dtype) for v in obj)
+    if isinstance(obj, dict):
+        try:
+            return type(obj)((k, convert(v, device, dtype)) for k, v in obj.items())
+        except TypeError:  # dict subclasses whose constructor takes other arguments
+            return {k: convert(v, device, dtype) for k, v in obj.items()}
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        try:
+            return dataclasses.replace(obj, **{f.name: convert(getattr(obj, f.name), device, dtype)
+                                              for f in dataclasses.fields(obj) if f.init})
+        except (TypeError, ValueError):
+            return obj
+    return obj
+
+
+def prepare_callable(fn: Any, device: str, dtype: Optional[Any]) -> Any:
+    """Move the module behind ``fn`` (a module, a bound method of one, or a partial)."""
+    import functools
+
+    import torch
+
+    if isinstance(fn, torch.nn.Module):
+        convert(fn, device, dtype)
+    elif isinstance(getattr(fn, "__self__", None), torch.nn.Module):
+        convert(fn.__self__, device, dtype)
+    elif isinstance(fn, functools.partial):
+        return functools.partial(prepare_callable(fn.func, device, dtype),
+                                 *convert(fn.args, device, dtype), **convert(fn.keywords, device, dtype))
+    return fn

@@ -7,7 +7,7 @@ parameter gradients of a backward through every floating output. The original si
 records; the patched side makes them again, in the same order from the same weights and
 seeds, and ``compare_records`` says where they differ.
 
-Modes (``eval`` and ``train`` are the run modes of ``graphmend.modes``):
+Modes (``eval`` and ``train`` are the run modes of ``graphmend.core.modes``):
 * ``eval``: the module in ``.eval()``, under ``torch.no_grad()``;
 * ``train``: the module in ``.train()``, grad on, floating inputs leaves that require
   grad (passed as copies, so in-place use of an input is legal as it is for a caller's
@@ -23,7 +23,7 @@ from __future__ import annotations
 import random
 from typing import Any, Optional
 
-from graphmend.modes import EVAL, TRAIN, training_loss
+from graphmend.core.modes import EVAL, TRAIN, training_loss
 from graphmend.verify.compare import compare, to_plain
 from graphmend.verify.inputs import map_tensors, tensors
 

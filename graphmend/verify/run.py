@@ -9,8 +9,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
-from graphmend.jobs import Job, run_job
-from graphmend.model import TargetResult, from_dict
+from graphmend.core.jobs import Job, run_job
+from graphmend.core.model import Break, TargetResult, from_dict
+from graphmend.core.sources import SourceError, read_source
 
 WORKER = "graphmend.verify.worker"
 
@@ -125,11 +126,46 @@ def verify_target(original: Original, patches: dict[str, str], before: TargetRes
     return v
 
 
+# -- what a break is, across a patch that moved it --------------------------------------
+
+def _source_line(text_by_file: dict[str, str], file: str, line: int) -> str:
+    text = text_by_file.get(file)
+    if text is None:
+        try:
+            text = read_source(file)
+        except SourceError:
+            return ""
+        text_by_file[file] = text
+    lines = text.splitlines()
+    return " ".join(lines[line - 1].split()) if 0 < line <= len(lines) else ""
+
+
+def break_key(b: Break, texts: dict[str, str]) -> tuple:
+    """What identifies a break across line shifts: (file, function, source text, kind)."""
+    f = os.path.realpath(b.file) if b.file else ""
+    src = _source_line(texts, f, b.line) if f and b.line else (b.source_line or "")
+    return (f, b.function or "", src, b.kind)
+
+
+def split_key(b: Break, texts: dict[str, str]) -> tuple:
+    """Where the graph was split for ``b``: its outermost user frame (the instruction of the
+    compiled frame Dynamo stopped at), keyed like ``break_key``."""
+    if not b.stack:
+        return break_key(b, texts)[:3]
+    top = b.stack[0]
+    f = os.path.realpath(top.file)
+    return (f, top.function or "", _source_line(texts, f, top.line))
+
+
+def break_keys(breaks: Sequence[Break], texts: dict[str, str]) -> dict[tuple, Break]:
+    """Breaks keyed by ``break_key``."""
+    return {break_key(b, texts): b for b in breaks}
+
+
 def compare_breaks(v: Verdict, before: TargetResult, after: TargetResult, patches: dict[str, str],
                    texts: dict[str, str]) -> None:
     """Fill ``v`` with what the re-trace ``after`` (of the program with ``patches``) says
     against ``before``: new breaks, surfaced ones, the breaks left and why."""
-    from graphmend.fixing import break_key, break_keys, split_key
 
     before_keys = break_keys(before.breaks, dict(texts))
     after_texts = dict(texts)

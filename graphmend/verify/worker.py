@@ -23,7 +23,7 @@ import os
 import re
 from typing import Any
 
-from graphmend.jobs import worker_main
+from graphmend.core.jobs import worker_main
 from graphmend.verify.modes import AUTOCAST, BF16, CHECK_NAMES, EVAL, TRAIN
 
 MIN_VARIANTS = 3  # example, negated, random: always, even when every arm is covered sooner
@@ -33,11 +33,11 @@ PER_INPUT = (EVAL, TRAIN, AUTOCAST)
 def handle(payload: dict[str, Any]) -> dict[str, Any]:
     import torch
 
-    from graphmend.overlay import install_overlay
-    from graphmend.sources import read_source
-    from graphmend.targets import TargetError, load_target
+    from graphmend.core.overlay import install_overlay
+    from graphmend.core.sources import read_source
+    from graphmend.core.targets import TargetError, load_target
     from graphmend.verify.arms import ArmRecorder, instrument
-    from graphmend.modes import module_of
+    from graphmend.core.modes import module_of
 
     spec, mode, seed = payload["spec"], payload["mode"], int(payload.get("seed", 0))
     patches: dict[str, str] = dict(payload.get("patches") or {})
@@ -165,7 +165,7 @@ def _run_original(loaded, module, keys, recorder, seed: int, constants: list):
             if why:
                 skipped[m] = why
     # the cast is in place: every input once more in bfloat16, last
-    from graphmend.bench.measure import convert, prepare_callable
+    from graphmend.verify.inputs import convert, prepare_callable
 
     import torch
 
@@ -187,7 +187,7 @@ def _run_original(loaded, module, keys, recorder, seed: int, constants: list):
 
 def _run_patched(loaded, module, state, seed: int, tolerance, result: dict, spec: dict, retrace: bool,
                  run_mode: str) -> list[str]:
-    from graphmend.bench.measure import convert, prepare_callable
+    from graphmend.verify.inputs import convert, prepare_callable
     from graphmend.verify.modes import compare_records, device_of, run_call
 
     import torch
@@ -235,7 +235,7 @@ def _probe_dtype(loaded, dtype_name: str):
     ``dtype_name`` (in place: this is the worker's last use of them), else why not."""
     import torch
 
-    from graphmend.bench.measure import convert, prepare_callable
+    from graphmend.verify.inputs import convert, prepare_callable
 
     dtype = getattr(torch, dtype_name)
     fn = prepare_callable(loaded.fn, "cpu", dtype)
@@ -260,7 +260,7 @@ def _retrace(spec: dict, loaded, module, run_mode: str) -> dict:
     """Breaks of the patched program in ``run_mode``, as the tracer records them; the
     module's state (and its gradients: a train step leaves them) is put back afterwards
     (the calls compared after it must start where the original's did)."""
-    from graphmend.model import to_dict
+    from graphmend.core.model import to_dict
     from tracer.worker import capture_loaded
 
     snap = _snapshot(module)

@@ -7,7 +7,7 @@ from types import ModuleType
 import difflib
 from typing import Callable, Iterable, Optional
 
-from graphmend.config import ConfigError
+from graphmend.core.config import ConfigError
 
 from rewrites.rules import (gm1_control_flow, gm2_side_effects, gm3_host_scalars, gm4_validation,
                             gm5_dynamic_shapes, gm6_unsupported, gm9_unexplained)

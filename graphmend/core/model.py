@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import sys
 import types
 import typing
 from dataclasses import dataclass, field
@@ -383,7 +382,7 @@ class Report:
     python_version: str = ""
     platform: str = ""
     root: str = ""
-    # the run modes targets ran in (graphmend.modes); each TargetResult says its own
+    # the run modes targets ran in (graphmend.core.modes); each TargetResult says its own
     run_modes: list[str] = field(default_factory=lambda: ["eval"])
     # Dynamo's nested_graph_breaks as targets ran (None: not run, or this torch has no such option)
     nested_graph_breaks: Optional[bool] = None
@@ -425,16 +424,14 @@ class Report:
 
 def new_report(command: str, root: str = "", torch_version: Optional[str] = None) -> Report:
     """A report stamped with the versions of this run (torch's only when already known)."""
-    import platform
-
-    from graphmend import __version__
+    from graphmend.core import env
 
     return Report(
         command=command,
-        graphmend_version=__version__,
+        graphmend_version=env.VERSION,
         torch_version=torch_version,
-        python_version=platform.python_version(),
-        platform=f"{sys.platform}-{platform.machine()}",
+        python_version=env.python_version(),
+        platform=env.platform_tag(),
         root=root,
     )
 

@@ -1,6 +1,7 @@
-"""Loading a target inside a worker: import its module, call it, normalise what it returns.
+"""``Target`` (``graphmend.Target``: what a ``mend_target*`` function may return), and loading
+a target inside a worker: import its module, call it, normalise what it returns.
 
-Runs only in worker processes (it imports user code). Raises ``TargetError`` with a
+Loading runs only in worker processes (it imports user code). Raises ``TargetError`` with a
 message naming the target for everything the user can get wrong.
 """
 
@@ -16,8 +17,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from graphmend import Target
-from graphmend.jobs import out_of_memory
+from graphmend.core.jobs import out_of_memory
+
+
+@dataclass
+class Target:
+    """What a ``mend_target*`` function may return instead of a plain tuple.
+
+    ``fn(*args, **kwargs)`` is the call that gets compiled. ``inputs`` are more example
+    inputs (a list of ``(args, kwargs)``) that fix verification always runs, in every mode:
+    the inputs that take a rare branch (an id past the vocabulary, an empty mask), so that
+    every rewritten arm runs. ``perturb`` also supplies ``(args, kwargs)`` pairs, tried only
+    while a rewritten branch has not gone both ways; ``tolerance`` overrides the per-dtype
+    tolerances of output comparison. ``loss(outputs)`` is the scalar train mode backwards
+    through (``--train``, fix verification's train check, the bench's training step);
+    without it, the sum of the floating outputs.
+    """
+
+    fn: Callable[..., Any]
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    name: Optional[str] = None
+    perturb: Optional[list] = None
+    inputs: Optional[list] = None
+    tolerance: Optional[dict] = None
+    loss: Optional[Callable[[Any], Any]] = None
 
 
 class TargetError(Exception):

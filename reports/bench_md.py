@@ -1,15 +1,13 @@
-"""A compact Markdown table of saved bench reports, for docs/benchmarks.md:
-``python -m graphmend.bench.table report.json [more.json ...]``, or ``--summary`` for one
-row per target and mode across all the reports. Formatting only: every figure (ratios
-included) comes from the reports as the bench stage wrote them."""
+"""Compact Markdown tables of saved bench reports, for docs/benchmarks.md (written by
+``python benchmarks/bench_table.py``): ``bench_table`` per report, ``summary_table`` one row
+per target and mode across reports. Formatting only: every figure (ratios included) comes
+from the reports as the bench stage wrote them."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Optional, Sequence
 
-from graphmend.model import Report
+from graphmend.core.model import Report
 
 
 def _f(value: Optional[float], fmt: str) -> str:
@@ -75,21 +73,3 @@ def summary_table(reports: Sequence[Report]) -> str:
                        f"{ms('original')} | {ms('mended')} | {ms('reference')} | "
                        + " | ".join(rt(n) for n in SUMMARY_RATIOS) + " |")
     return "\n".join(out) + "\n"
-
-
-def main(argv: Sequence[str]) -> int:
-    summary = "--summary" in argv
-    argv = [a for a in argv if a != "--summary"]
-    if not argv:
-        sys.stderr.write("usage: python -m graphmend.bench.table [--summary] REPORT.json [...]\n")
-        return 2
-    if summary:
-        sys.stdout.write(summary_table([Report.from_json(Path(p).read_text(encoding="utf-8")) for p in argv]))
-        return 0
-    for path in argv:
-        sys.stdout.write(bench_table(Report.from_json(Path(path).read_text(encoding="utf-8"))) + "\n")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -220,6 +220,11 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
         raise
 
 
+def write_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """``write_bytes_atomic`` of UTF-8 text (a report, a baseline: mend's own files)."""
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
 @dataclass(frozen=True)
 class SkippedFile:
     """A ``*.py`` name that was not read, and why (one line a user can act on)."""

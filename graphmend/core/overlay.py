@@ -96,7 +96,7 @@ def install_overlay(patches: dict[str, str]) -> OverlayFinder:
         finder = OverlayFinder(patches)
         sys.meta_path.insert(0, finder)
         _installed = finder
-    from graphmend.sources import split_lines
+    from graphmend.core.sources import split_lines
 
     for path, text in patches.items():
         lines = split_lines(text)  # Python's own line breaks: a form feed does not end a line

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
-from graphmend.config import Config
-from graphmend.model import FileError
-from graphmend.sources import SkippedFile, SourceError, decode_source, iter_python_files, parse_failure
+from graphmend.core.config import Config
+from graphmend.core.model import FileError
+from graphmend.core.sources import SkippedFile, SourceError, decode_source, iter_python_files, parse_failure
 
 TARGET_PREFIX = "mend_target"
 

@@ -340,7 +340,7 @@ class Recording:
     def finish(self) -> None:
         """Write the targets module and the manifest (atomically), and remove the files of
         an earlier recording this one did not rewrite. Raises RecordError."""
-        from graphmend.sources import write_bytes_atomic
+        from graphmend.core.sources import write_bytes_atomic
 
         old = read_manifest(self.folder) or {}
         roots = []
@@ -397,7 +397,7 @@ class Recording:
             "",
             "import torch",
             "",
-            f"from graphmend.recording import {', '.join(helpers)}",
+            f"from graphmend.core.recording import {', '.join(helpers)}",
             "",
             "HERE = Path(__file__).resolve().parent",
             *_wrap(f"the folders the program's modules import from, its own first (as for `python {script}`)",

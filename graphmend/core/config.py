@@ -49,7 +49,7 @@ class Config:
     memory_limit: Optional[int] = None  # bytes per worker; None: no limit
     baseline: str = DEFAULT_BASELINE
     all_functions: bool = False
-    modes: tuple[str, ...] = ("eval",)  # run modes (graphmend.modes): what targets run as
+    modes: tuple[str, ...] = ("eval",)  # run modes (graphmend.core.modes): what targets run as
     compiled_autograd: bool = False
     nested_graph_breaks: Optional[bool] = None  # Dynamo's option; None: the installed torch's default
     line_length: int = DEFAULT_LINE_LENGTH  # the formatter's, for the code fixes write
@@ -58,7 +58,7 @@ class Config:
         """Flags given on the command line (not None) win over the file."""
         given = {k: v for k, v in flags.items() if v is not None}
         if "modes" in given:
-            from graphmend.modes import ModeError, parse_modes
+            from graphmend.core.modes import ModeError, parse_modes
 
             try:
                 given["modes"] = parse_modes(given["modes"])
@@ -177,7 +177,7 @@ def load_config(paths: Sequence[str | os.PathLike[str]] = (), config_file: Optio
 
 
 def _modes(section: dict, pyproject: Path) -> dict[str, Any]:
-    from graphmend.modes import ModeError, parse_modes
+    from graphmend.core.modes import ModeError, parse_modes
 
     out: dict[str, Any] = {}
     for key in ("train", "compiled_autograd", "nested_graph_breaks"):
