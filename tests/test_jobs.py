@@ -191,7 +191,7 @@ def test_a_warm_process_let_go_still_sees_its_running_job_through(tmp_path):
     environment forks no more but reports the job it still runs."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from graphmend import jobs
+    from graphmend.core import jobs
 
     env = _state_worker(tmp_path)
     with ThreadPoolExecutor(1) as pool:
@@ -343,3 +343,14 @@ def test_memory_limit_caps_openblas_threads_and_names_its_failure(tmp_path, monk
 
 def test_format_size():
     assert format_size(4 << 30) == "4 GiB" and format_size(512 << 20) == "512 MiB" and format_size(3 << 29) == "1.5 GiB"
+
+
+def test_workers_import_mend_from_where_this_process_did():
+    """The first PYTHONPATH entry a worker gets is the folder holding this graphmend (and
+    tracer, rewrites...): a worker must run the same code as its parent, installed or not."""
+    import graphmend
+    from graphmend.core.jobs import _worker_env
+
+    first = Path(_worker_env({})["PYTHONPATH"].split(os.pathsep)[0])
+    assert (first / "graphmend" / "__init__.py").resolve() == Path(graphmend.__file__).resolve()
+    assert (first / "tracer" / "worker.py").is_file()

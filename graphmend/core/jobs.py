@@ -89,7 +89,7 @@ def format_size(n: int) -> str:
 def _worker_env(extra: dict[str, str]) -> dict[str, str]:
     env = dict(os.environ)
     # The worker must import graphmend/tracer/... from wherever this process did.
-    here = str(Path(__file__).resolve().parent.parent)
+    here = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH", "")) if p)
     env.setdefault("PYTHONUNBUFFERED", "1")
     env.update(extra)
