@@ -158,3 +158,23 @@ def test_numpy_scalar_call_rewritten_only_where_a_branch_read_it():
     assert got[0] == ("/x/modeling_reformer.py", 169, "_get_least_common_mult_chunk_len",
                       "return np.lcm(config.lsh_attn_chunk_length, config.local_attn_chunk_length)")
     assert got[1][1:3] == (2023, "forward") and provenance("Unsupported Tensor.item() call") == []
+
+
+def test_fixes_read_masks_with_the_detectors_vocabulary():
+    """One tensor-ness vocabulary (rewrites/tensors.py): every call the detectors know gives a
+    boolean tensor is a mask to GM502's rewrite and a safe index to the double-where form,
+    and a Python bool (``torch.equal``) indexes nothing out of range either."""
+    import libcst as cst
+
+    from rewrites.fixes import total
+    from rewrites.fixes.gm5_masks import maskish
+    from rewrites.tensors import BOOL_RESULTS, TORCH_HOST_FUNCS
+
+    for name in sorted(BOOL_RESULTS):
+        for spelling in (f"torch.{name}(h, g)", f"h.{name}(g)"):
+            assert maskish(cst.parse_expression(spelling), []), spelling
+            assert total._mask_like(cst.parse_expression(spelling)), spelling
+    for name in sorted(TORCH_HOST_FUNCS):
+        assert total._mask_like(cst.parse_expression(f"torch.{name}(h, g)")), name
+    assert total.is_total(cst.parse_expression("x[torch.signbit(h)]")) is None
+    assert total.is_total(cst.parse_expression("x[ids]")) is not None

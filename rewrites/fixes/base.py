@@ -16,6 +16,8 @@ from typing import Callable, Optional, Sequence
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
 
+from rewrites.tensors import BOOL_METHODS, TENSOR_PARAM_NAMES
+
 
 @dataclass
 class Site:
@@ -294,9 +296,6 @@ maximum minimum
 _SELF_NON_TENSOR = frozenset({"training", "config", "get_extended_attention_mask", "get_head_mask",
                               "dtype", "device"})
 REDUCTIONS = frozenset("sum mean max min amax amin any all prod norm std var count_nonzero".split())
-BOOL_METHODS = frozenset("any all isnan isinf isfinite eq ne lt le gt ge logical_and logical_or logical_not bool".split())
-BOOL_TORCH = frozenset("any all isnan isinf isfinite eq ne lt le gt ge logical_and logical_or logical_not "
-                       "isclose isneginf isposinf is_nonzero".split())
 SIDE_EFFECT_CALLS = ("print", "logging.", "logger.", "log.", "warnings.", "_logger.", "LOGGER.", "open",
                      "sys.stdout", "sys.stderr")
 LOG_METHODS = frozenset("debug info warning warn error exception critical log warning_once info_once".split())
@@ -721,7 +720,7 @@ class FunctionFacts:
             ann = full_name(p.annotation.annotation) if p.annotation else ""
             if ann and ann.split(".")[-1] in ("Tensor", "FloatTensor", "LongTensor", "BoolTensor"):
                 self.tensor_params.add(p.name.value)
-            elif not ann and p.name.value in _tensor_param_names():
+            elif not ann and p.name.value in TENSOR_PARAM_NAMES:
                 self.tensor_params.add(p.name.value)
         for p in (fn.params.star_arg, fn.params.star_kwarg):
             if isinstance(p, cst.Param):
@@ -773,15 +772,6 @@ class FunctionFacts:
                 if line < before and value is not None and tensorish(value, frozenset(known)):
                     known.add(name)
         return frozenset(known)
-
-
-def _tensor_param_names() -> frozenset[str]:
-    try:  # the static scanner's list of conventional tensor parameter names
-        from rewrites.tensors import TENSOR_PARAM_NAMES
-
-        return TENSOR_PARAM_NAMES
-    except ImportError:  # pragma: no cover
-        return frozenset({"x", "hidden_states", "inputs_embeds"})
 
 
 def _target_names(t: cst.CSTNode) -> list[str]:

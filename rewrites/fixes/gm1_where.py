@@ -943,6 +943,12 @@ FIXED += [
         "                y,\n                1,\n            ).log(),\n            y,\n"
         "        ),\n    )\n    return z\n",
     ),
+    (  # a boolean-mask index is total (no index out of range): left as it is, not fed a safe value
+        "import torch\ndef f(x):\n    if x.sum() > 0:\n        y = x * x[torch.greater(x, 1)].sum()\n    else:\n"
+        "        y = x\n    return y\n",
+        "import torch\ndef f(x):\n    y = torch.where(x.sum() > 0, x * torch.where(torch.greater(x, 1), x, 0).sum(), x)\n"
+        "    return y\n",
+    ),
     (  # a Python-number divisor and an integer power are total: nothing to feed
         "import torch\ndef f(x):\n    if x.sum() > 0:\n        x = x / 2 + x ** 2\n    return x\n",
         "import torch\ndef f(x):\n    x = torch.where(x.sum() > 0, x / 2 + x ** 2, x)\n    return x\n",

@@ -21,13 +21,12 @@ import libcst as cst
 
 from rewrites.fixes.base import (Analysis, Context, Edit, FunctionFacts, Plan, Site, call, full_name,
                                  paren)
+from rewrites.tensors import BOOL_RESULTS
 
 RULES = ("GM502",)
 
 _REDUCE = {"sum": "0", "mean": "0", "max": 'float("-inf")', "min": 'float("inf")', "amax": 'float("-inf")',
            "amin": 'float("inf")'}
-_BOOLISH = ("any", "all", "isnan", "isinf", "isfinite", "bool", "logical_and", "logical_or", "logical_not",
-            "eq", "ne", "lt", "le", "gt", "ge")
 
 
 def maskish(m: cst.BaseExpression, bindings) -> bool:
@@ -37,7 +36,7 @@ def maskish(m: cst.BaseExpression, bindings) -> bool:
         return maskish(m.expression, bindings)
     if isinstance(m, cst.Call):
         fn = full_name(m.func) or ""
-        return fn.split(".")[-1] in _BOOLISH
+        return fn.split(".")[-1] in BOOL_RESULTS
     if isinstance(m, cst.Name):
         vals = [v for n, _, v in bindings if n == m.value]
         return len(vals) == 1 and vals[0] is not None and maskish(vals[0], bindings)
@@ -107,6 +106,10 @@ FIXED = [
         "import torch\ndef f(x, y):\n    keep = y != 0\n    return (\n"
         "        (torch.where(keep, x, 0).sum() / keep.sum())\n"
         '        + torch.where(keep, x, float("-inf")).max()\n    )\n',
+    ),
+    (  # any call the detectors know gives a boolean tensor is a mask (torch.isin)
+        "import torch\ndef f(x, ids):\n    return x[torch.isin(ids, x)].sum()\n",
+        "import torch\ndef f(x, ids):\n    return torch.where(torch.isin(ids, x), x, 0).sum()\n",
     ),
 ]
 
