@@ -17,15 +17,14 @@ UNSAFE = "unsafe"  # only `mend fix --unsafe-fixes` does: the rewrite changes th
 @functools.lru_cache(maxsize=None)
 def _families() -> tuple[tuple[tuple[str, ...], bool, bool], ...]:
     """(rule prefixes, has safe rewrite cases, has unsafe ones) per fix family. A family's
-    rewrite cases (FIXED, FIXED_WITH_LINES, UNSAFE_FIXED...) say what it rewrites: one whose
-    cases rewrite nothing, like GM6's advice, fixes nothing."""
+    rewrite cases say what it rewrites: one whose cases rewrite nothing, like GM6's advice,
+    fixes nothing."""
     from rewrites.fixes import family_modules
 
     out = []
     for m in family_modules():
-        cases = {k: v for k, v in vars(m).items() if not k.startswith("_") and "FIXED" in k and isinstance(v, list) and v}
-        out.append((tuple(m.RULES), any(not k.startswith("UNSAFE") for k in cases),
-                    any(k.startswith("UNSAFE") for k in cases)))
+        rewrites = [c for c in m.CASES if c.after is not None]
+        out.append((tuple(m.RULES), any(not c.unsafe for c in rewrites), any(c.unsafe for c in rewrites)))
     return tuple(out)
 
 

@@ -66,11 +66,12 @@ def test_static_detectors_report_nothing_on_lines_mend_wrote():
 
 def test_mend_helpers_are_known_to_the_detectors():
     from rewrites.fixes import family_modules
-    from rewrites.fixes.base import HELPERS
+    from rewrites.fixes.base import Helper
     from rewrites.guards import MEND_HELPERS
 
-    family_modules()  # each family registers its helpers
-    assert set(HELPERS) == MEND_HELPERS
+    helpers = [v for m in family_modules() for v in vars(m).values() if isinstance(v, Helper)]
+    assert {h.name for h in helpers} == MEND_HELPERS
+    assert all(ast.parse(h.source).body[0].name == h.name for h in helpers)
 
 
 GUARDED = '''import torch

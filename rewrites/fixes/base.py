@@ -10,6 +10,7 @@ one another (a GM3 ``.item()`` inside a GM1 condition) compose.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
@@ -43,6 +44,18 @@ class Refusal:
     advice: str = ""
 
 
+@dataclass(frozen=True)
+class Helper:
+    """A module-level function a fix defines once in the file it rewrites (``_mend_print``),
+    after the imports. ``rewrites.guards.MEND_HELPERS`` names each one for the detectors."""
+
+    source: str
+
+    @property
+    def name(self) -> str:
+        return re.match(r"def (\w+)", self.source).group(1)  # type: ignore[union-attr]
+
+
 @dataclass
 class Edit:
     """Replace ``node`` (a node of the original tree) by ``build(updated_node)``."""
@@ -51,7 +64,7 @@ class Edit:
     build: Callable[[cst.CSTNode], object]  # -> node | FlattenSentinel | RemovalSentinel
     site: Optional[Site] = None
     needs_torch: bool = True
-    helpers: tuple[str, ...] = ()  # module-level helper sources (see HELPERS)
+    helpers: tuple[Helper, ...] = ()  # module-level functions the new code calls
     imports: tuple[str, ...] = ()  # plain ``import x`` the new code needs (besides torch)
 
 
@@ -85,6 +98,47 @@ class Context:
 
     def covers(self, start: int, end: int) -> bool:
         return self.lines is None or any(start <= l <= end for l in self.lines)
+
+
+HINTS = ("tensor", "shape", "numpy")  # what Dynamo may say about a line (fix_source's <hint>_lines)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One example of what a fix family does; tests/test_fix_cases.py runs every family's
+    ``CASES`` (as Fixit runs a rule's VALID and INVALID cases).
+
+    ``fix_source(before, lines=lines, unsafe=unsafe, ...)`` gives ``after``, and running it
+    again changes nothing; a case without ``after`` is left unchanged by its family, with a
+    refusal whose reason holds ``reason`` when one is given. ``lines``: where Dynamo broke
+    (None: anywhere); ``hints``: what Dynamo said there (``"shape"``: a data-dependent output
+    shape, ``"numpy"``: a NumPy value a branch read, ``"tensor"``: a tensor decided a branch),
+    without which the rewrite is not made; ``unsafe``: run with ``--unsafe-fixes`` (a rewrite
+    then is refused without the flag, naming it). A family whose cases rewrite is a fix for
+    its ``RULES``: safe, or unsafe when only unsafe cases rewrite."""
+
+    before: str
+    after: Optional[str] = None
+    lines: Optional[frozenset[int]] = None
+    hints: tuple[str, ...] = ()
+    unsafe: bool = False
+    reason: Optional[str] = None
+    line_length: int = 88  # the formatter's width the case is laid out in
+
+    def __post_init__(self) -> None:
+        if self.lines is not None:
+            object.__setattr__(self, "lines", frozenset(self.lines))
+        unknown = set(self.hints) - set(HINTS)
+        if unknown:
+            raise ValueError(f"unknown hint {sorted(unknown)}: one of {HINTS}")
+
+    def options(self, unsafe: Optional[bool] = None, hints: bool = True) -> dict:
+        """``fix_source``'s keyword arguments for this case (``unsafe``, ``hints``: overridden)."""
+        lines = None if self.lines is None else set(self.lines)
+        out = {"lines": lines, "unsafe": self.unsafe if unsafe is None else unsafe, "line_length": self.line_length}
+        for h in self.hints if hints else ():
+            out[f"{h}_lines"] = lines
+        return out
 
 
 class Analysis:
@@ -165,10 +219,6 @@ class _Apply(cst.CSTTransformer):
         return lay_out_built(e.build(updated_node), base, ids.ids, self.indent, self.width)
 
 
-# Module-level helpers a fix may need, by name; inserted once, after the imports.
-HELPERS: dict[str, str] = {}
-
-
 def apply_edits(analysis: Analysis, edits: Sequence[Edit], width: int = 88) -> str:
     if not edits:
         return analysis.module.code
@@ -178,11 +228,7 @@ def apply_edits(analysis: Analysis, edits: Sequence[Edit], width: int = 88) -> s
         new = ensure_import(new, "torch")
     for name in dict.fromkeys(i for e in edits for i in e.imports):
         new = ensure_import(new, name)
-    helpers: list[str] = []
-    for e in edits:
-        for h in e.helpers:
-            if h not in helpers:
-                helpers.append(h)
+    helpers = list(dict.fromkeys(h for e in edits for h in e.helpers))
     for h in reversed(helpers):  # each goes in at the same place: keep the edits' order
         new = ensure_helper(new, h)
     return new.code
@@ -249,12 +295,12 @@ def ensure_import(module: cst.Module, name: str) -> cst.Module:
     return module.with_changes(body=body)
 
 
-def ensure_helper(module: cst.Module, name: str) -> cst.Module:
-    """Define helper ``name`` (source from HELPERS) at module level once (idempotent)."""
+def ensure_helper(module: cst.Module, helper: Helper) -> cst.Module:
+    """Define ``helper`` at module level once (idempotent)."""
     for stmt in module.body:
-        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == helper.name:
             return module
-    parsed = cst.parse_module(HELPERS[name])
+    parsed = cst.parse_module(helper.source)
     body = list(module.body)
     i = _insert_at(module)
     new_stmts = list(parsed.body)

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rewrites.fixes.base import (Analysis, Context, Edit, FunctionFacts, Plan, Site, call, full_name,
+from rewrites.fixes.base import (Analysis, Case, Context, Edit, FunctionFacts, Plan, Site, call, full_name,
                                  paren)
 from rewrites.tensors import BOOL_RESULTS
 
 RULES = ("GM502",)
+ORDER = 50
 
 _REDUCE = {"sum": "0", "mean": "0", "max": 'float("-inf")', "min": 'float("inf")', "amax": 'float("-inf")',
            "amin": 'float("inf")'}
@@ -96,33 +97,34 @@ def plan(an: Analysis, ctx: Context) -> Plan:
 _DELIMITED = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return, cst.Expr, cst.Arg, cst.Element)
 
 
-FIXED = [
-    (
+CASES = [
+    Case(
         "import torch\ndef f(x):\n    return x[x > 0].sum()\n",
         "import torch\ndef f(x):\n    return torch.where(x > 0, x, 0).sum()\n",
     ),
-    (
+    Case(
         "import torch\ndef f(x, y):\n    keep = y != 0\n    return x[keep].mean() + x[keep].max()\n",
         "import torch\ndef f(x, y):\n    keep = y != 0\n    return (\n"
         "        (torch.where(keep, x, 0).sum() / keep.sum())\n"
         '        + torch.where(keep, x, float("-inf")).max()\n    )\n',
     ),
-    (  # any call the detectors know gives a boolean tensor is a mask (torch.isin)
+    Case(  # any call the detectors know gives a boolean tensor is a mask (torch.isin)
         "import torch\ndef f(x, ids):\n    return x[torch.isin(ids, x)].sum()\n",
         "import torch\ndef f(x, ids):\n    return torch.where(torch.isin(ids, x), x, 0).sum()\n",
     ),
 ]
 
-FIXED_WITH_LINES = [
-    # (before, after, shape_lines): a bare-name mask, known as one because Dynamo broke there
-    (
+CASES += [
+    # a bare-name mask, known as one because Dynamo broke there on a data-dependent shape
+    Case(
         "import torch\ndef f(x, m):\n    return x[m].sum()\n",
         "import torch\ndef f(x, m):\n    return torch.where(m, x, 0).sum()\n",
-        {3},
+        lines={3}, hints=("shape",),
     ),
 ]
 
-NEGATIVE = [
-    ("import torch\ndef f(x, i):\n    return x[i].sum()\n", None),
-    ("import torch\ndef f(x):\n    return x[0].sum()\n", None),
+# left alone
+CASES += [
+    Case("import torch\ndef f(x, i):\n    return x[i].sum()\n"),
+    Case("import torch\ndef f(x):\n    return x[0].sum()\n"),
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from rewrites.fixes.base import Analysis, Context, Plan
 
 RULES = ("GM6",)
+ORDER = 110
 
 ADVICE: dict[str, str] = {
     "GM101": "x = torch.where(cond, a, b)   # both sides pure;  or torch.cond(cond, lambda: f(x), lambda: g(x))",
@@ -53,5 +54,4 @@ def plan(an: Analysis, ctx: Context) -> Plan:
     return Plan()
 
 
-FIXED: list = []
-NEGATIVE: list = []
+CASES: list = []
