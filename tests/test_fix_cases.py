@@ -205,3 +205,15 @@ def test_fixes_read_masks_with_the_detectors_vocabulary():
         assert total._mask_like(cst.parse_expression(f"torch.{name}(h, g)")), name
     assert total.is_total(cst.parse_expression("x[torch.signbit(h)]")) is None
     assert total.is_total(cst.parse_expression("x[ids]")) is not None
+
+
+def test_added_import_follows_the_header_and_stands_apart():
+    """``import torch`` goes after a docstring, ``from __future__`` and the leading imports
+    (libcst's AddImportsVisitor), separated from the code by a blank line; never twice."""
+    src = ('"""Doc."""\nfrom __future__ import annotations\nimport os\ndef f(x):\n'
+           "    if x.sum() > 0:\n        y = x * 2\n    else:\n        y = x - 1\n    return y\n")
+    r = fix_source(src)
+    assert r.new_source.startswith('"""Doc."""\nfrom __future__ import annotations\nimport os\nimport torch\n\ndef f(x):\n')
+    assert fix_source(r.new_source).new_source == r.new_source
+    again = "import torch as T\n" + src.split("import os\n")[1]
+    assert fix_source(again).new_source.startswith("import torch as T\nimport torch\n\ndef f(x):\n")

@@ -251,17 +251,6 @@ def _is_docstring(stmt: cst.CSTNode) -> bool:
     return isinstance(s, cst.Expr) and isinstance(s.value, (cst.SimpleString, cst.ConcatenatedString))
 
 
-def _has_plain_import(module: cst.Module, name: str) -> bool:
-    for stmt in module.body:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for s in stmt.body:
-                if isinstance(s, cst.Import):
-                    for alias in s.names:
-                        if alias.asname is None and cst.helpers.get_full_name_for_node(alias.name) == name:
-                            return True
-    return False
-
-
 def _insert_at(module: cst.Module) -> int:
     """Index after the docstring, ``__future__`` imports and the leading import block."""
     body = list(module.body)
@@ -280,19 +269,14 @@ def _insert_at(module: cst.Module) -> int:
 
 
 def ensure_import(module: cst.Module, name: str) -> cst.Module:
-    """``import name`` once, after the module's leading imports (idempotent)."""
-    if _has_plain_import(module, name):
-        return module
-    stmt = cst.parse_statement(f"import {name}\n")
-    body = list(module.body)
-    i = _insert_at(module)
-    # the future-import rule: nothing before ``from __future__``
-    while i < len(body) and isinstance(body[i], cst.SimpleStatementLine) and any(
-            isinstance(s, cst.ImportFrom) and cst.helpers.get_full_name_for_node(s.module) == "__future__"
-            for s in body[i].body if isinstance(s, cst.ImportFrom) and s.module is not None):
-        i += 1
-    body.insert(i, stmt)
-    return module.with_changes(body=body)
+    """``import name`` once, after the module's leading imports (after a docstring and
+    ``from __future__``), unless the module has it: libcst's AddImportsVisitor."""
+    from libcst.codemod import CodemodContext
+    from libcst.codemod.visitors import AddImportsVisitor
+
+    context = CodemodContext()
+    AddImportsVisitor.add_needed_import(context, name)
+    return AddImportsVisitor(context).transform_module(module)
 
 
 def ensure_helper(module: cst.Module, helper: Helper) -> cst.Module:

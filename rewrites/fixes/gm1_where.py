@@ -808,7 +808,7 @@ _ADVICE = ("rewrite the branch as `x = torch.where(cond, a, b)` when both sides 
 CASES = [
     Case(
         "def f(x):\n    if x.sum() > 0:\n        y = x * 2\n    else:\n        y = x - 1\n    return y\n",
-        "import torch\ndef f(x):\n    y = torch.where(x.sum() > 0, x * 2, x - 1)\n    return y\n",
+        "import torch\n\ndef f(x):\n    y = torch.where(x.sum() > 0, x * 2, x - 1)\n    return y\n",
     ),
     Case(
         "import torch\n\ndef f(x):\n    # keep me\n    if x.mean().item() > 0.5:\n        y = x + 1\n        z = x * 3\n    "

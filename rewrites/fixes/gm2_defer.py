@@ -229,13 +229,13 @@ CASES = [
     ),
     Case(
         "import warnings\ndef f(x):\n    warnings.warn('deprecated')\n    return x * 2\n",
-        "import warnings\nimport torch\ndef f(x):\n    if not torch.compiler.is_compiling():\n        warnings.warn('deprecated')\n"
+        "import warnings\nimport torch\n\ndef f(x):\n    if not torch.compiler.is_compiling():\n        warnings.warn('deprecated')\n"
         "    return x * 2\n",
     ),
     Case(  # an ``if`` that only warns on a Python value: Dynamo decides it; the call gets the lone guard
         "import warnings\ndef f(self, x):\n    if self.size_average is not None:\n"
         "        warnings.warn('deprecated', FutureWarning)\n    return x * 2\n",
-        "import warnings\nimport torch\ndef f(self, x):\n    if self.size_average is not None:\n"
+        "import warnings\nimport torch\n\ndef f(self, x):\n    if self.size_average is not None:\n"
         "        if not torch.compiler.is_compiling():\n            warnings.warn('deprecated', FutureWarning)\n"
         "    return x * 2\n",
     ),
