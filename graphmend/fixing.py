@@ -206,7 +206,7 @@ def _torch_version() -> Optional[str]:
 def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: FixOptions,
             progress: Optional[Callable[[str, int], Callable[..., None]]] = None) -> FixRun:
     from graphmend.discovery import discover
-    from rewrites.fixes.gm6_advice import advice_for
+    from rewrites.rules import advice_for
     from tracer.messages import provenance
 
     root = report_root(paths, config.project_root)

@@ -17,19 +17,13 @@ class RulesFormat(str, Enum):
     md = "md"
 
 
-def _has_fix(code: str) -> bool:
-    from rewrites.catalog import has_fix
-
-    return has_fix(code)
-
-
 def rule_markdown(rule) -> str:
     """One rule's full documentation as Markdown (also what docs/rules/<code>.md holds)."""
     lines = [f"# {rule.code} {rule.name}", "", f"*Category:* `{rule.category}`", "", rule.summary, "",
              "## Why Dynamo breaks here", "", rule.why, "", "## Fix", "", rule.fix, ""]
     if rule.preconditions:
         lines += ["## Preconditions", "", rule.preconditions, ""]
-    if _has_fix(rule.code):
+    if rule.fixable:
         from graphmend.verify import PROOF
 
         lines += ["## How mend verifies the fix", "", PROOF, ""]

@@ -35,6 +35,23 @@ def family_modules() -> tuple[ModuleType, ...]:
     return tuple(sorted((importlib.import_module(f"{__name__}.{n}") for n in names), key=lambda m: m.ORDER))
 
 
+def fixes_for(code: str) -> tuple[str, ...]:
+    """The families whose ``RULES`` name ``code`` (``Rule.fixes``)."""
+    return tuple(m.__name__.rsplit(".", 1)[1] for m in family_modules() if code in m.RULES)
+
+
+@functools.lru_cache(maxsize=None)
+def fix_kind(code: str) -> Optional[str]:
+    """``Rule.fix_kind``: SAFE when a case of a family fixing ``code`` rewrites without
+    --unsafe-fixes, UNSAFE when only unsafe cases rewrite, None when none does."""
+    from rewrites.rules.base import SAFE, UNSAFE
+
+    rewrites = [c for m in family_modules() if code in m.RULES for c in m.CASES if c.after is not None]
+    if any(not c.unsafe for c in rewrites):
+        return SAFE
+    return UNSAFE if rewrites else None
+
+
 @dataclass
 class FixResult:
     source: str

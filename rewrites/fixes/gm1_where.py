@@ -559,7 +559,7 @@ def _plan_split(an: Analysis, node: cst.If, facts: FunctionFacts, tnames, forced
         if d.returns:
             raise Refuse("an arm returns: the Python part of the condition cannot stay an `if` around it")
     except Refuse as exc:
-        result.refusals.append(Refusal(rule, start, f"after splitting the Python part off: {exc}", advice=_ADVICE))
+        result.refusals.append(Refusal(rule, start, f"after splitting the Python part off: {exc}"))
         return
     site = Site(rule, start, end, f"`if <python> and <tensor>` -> `if <python>:` + torch.{'cond' if d.use_cond else 'where'} "
                 f"({', '.join(d.keep)})", [an.rng(o) for o in tn], "cond" if d.use_cond else "where")
@@ -706,12 +706,12 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             if split is not None:
                 _plan_split(an, node, facts, tnames, forced, split, rule, result)
             elif ctx.lines is not None:
-                result.refusals.append(Refusal(rule, start, str(exc), advice=_ADVICE))
+                result.refusals.append(Refusal(rule, start, str(exc)))
             continue
         try:
             d = decide_if(node, an, facts, tnames, forced, _siblings_after(an, node))
         except Refuse as exc:
-            result.refusals.append(Refusal(rule, start, str(exc), advice=_ADVICE))
+            result.refusals.append(Refusal(rule, start, str(exc)))
             continue
         if d.absorb_next:
             if any(id(x) in absorbed_ids for x in d.absorb_next):
@@ -748,7 +748,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             convert_condition(node, tnames, forced)
         except Refuse as exc:
             if forced:
-                result.refusals.append(Refusal("GM103", start, str(exc), advice=_ADVICE))
+                result.refusals.append(Refusal("GM103", start, str(exc)))
             continue
         op = "and" if isinstance(node.operator, cst.And) else "or"
         site = Site("GM103", start, end, f"`{op}` of tensor booleans -> torch.logical_{op}",
@@ -773,7 +773,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             convert_condition(node.test, tnames, forced)
         except Refuse as exc:
             if ctx.lines is not None and forced:
-                result.refusals.append(Refusal("GM102", start, str(exc), advice=_ADVICE))
+                result.refusals.append(Refusal("GM102", start, str(exc)))
             continue
         try:
             arms = []
@@ -789,7 +789,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
                 for a in arms:
                     _total(a.ret, tnames, pure)
         except Refuse as exc:
-            result.refusals.append(Refusal("GM102", start, str(exc), advice=_ADVICE))
+            result.refusals.append(Refusal("GM102", start, str(exc)))
             continue
         site = Site("GM102", start, end, f"ternary on a tensor -> torch.{'cond' if use_cond else 'where'}",
                     [an.rng(node.test)], "cond" if use_cond else "where")
@@ -801,9 +801,6 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         result.edits.append(Edit(node, build_exp, site))
     return result
 
-
-_ADVICE = ("rewrite the branch as `x = torch.where(cond, a, b)` when both sides are cheap and pure, or "
-           "`torch.cond(cond, true_fn, false_fn, operands)` when they call modules; move side effects out")
 
 CASES = [
     Case(

@@ -116,8 +116,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         if not uses or bad:
             why = ("it is never read" if not uses else
                    f"`{var}` reaches Python code at line {an.span(bad[0])[0]} (not only tensor arithmetic)")
-            result.refusals.append(Refusal(rule, start, why,
-                                           advice="keep the value a tensor, or set torch._dynamo.config.capture_scalar_outputs"))
+            result.refusals.append(Refusal(rule, start, why))
             continue
         if ternaries:
             try:
