@@ -47,9 +47,16 @@ class Refusal:
 @dataclass(frozen=True)
 class Helper:
     """A module-level function a fix defines once in the file it rewrites (``_mend_print``),
-    after the imports. ``rewrites.guards.MEND_HELPERS`` names each one for the detectors."""
+    after the imports. Its name has mend's prefix (``rewrites.guards.MEND_HELPER_PREFIX``),
+    by which the detectors know its body is a repair, not a break."""
 
     source: str
+
+    def __post_init__(self) -> None:
+        from rewrites.guards import MEND_HELPER_PREFIX
+
+        if not self.name.startswith(MEND_HELPER_PREFIX):
+            raise ValueError(f"helper {self.name!r}: mend's helpers are named {MEND_HELPER_PREFIX}*")
 
     @property
     def name(self) -> str:
