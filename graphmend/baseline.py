@@ -106,10 +106,6 @@ def origin_nested(origin: str) -> bool:
     return origin.endswith(NESTED_SUFFIX)
 
 
-def key_of(entry: CheckEntry) -> Key:
-    return (entry.file, key_origin(entry), entry.function, entry.rule, entry.source)
-
-
 class _Lines:
     """Source lines read on demand (a finding without ``source_line``), each file once."""
 

@@ -22,9 +22,6 @@ from graphmend.core.config import Config
 from graphmend.core.env import transformers_version
 from graphmend.core.model import Break, CorpusRow, CorpusTable
 
-CATEGORY_ORDER = ["control-flow", "side-effect", "host-scalar", "validation", "dynamic-shape",
-                  "unsupported-python", "unexplained"]
-
 
 class CorpusError(Exception):
     pass
@@ -107,7 +104,9 @@ def table_from_run(run, manifest: dict, root: str, skipped_hf: bool = False) -> 
     compared = [r.outputs_equal for r in rows]
     totals.outputs_equal = all(c is True for c in compared) if compared else None
     totals.unexercised = [u for r in rows for u in r.unexercised]
-    cats = [c for c in CATEGORY_ORDER if c in seen_cats] + sorted(seen_cats - set(CATEGORY_ORDER))
+    from rewrites.rules import CATEGORIES
+
+    cats = [c for c in CATEGORIES if c in seen_cats] + sorted(seen_cats - set(CATEGORIES))
     return CorpusTable(root=root, torch_version=rep.torch_version, transformers_version=transformers_version(),
                        skipped_hf=skipped_hf, categories=cats, rows=rows, totals=totals)
 

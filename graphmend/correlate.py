@@ -20,7 +20,8 @@ from typing import Optional
 
 from graphmend.core.model import (CONFIRMED, DYNAMIC, POTENTIAL, UNREACHED, Break, Finding, Issue, Report,
                              SkippedFrame)
-from rewrites.catalog import SAFE, UNSAFE, fix_kind
+from rewrites.rules import get_rule
+from rewrites.rules.base import SAFE, UNSAFE
 
 # Families whose patterns overlap on one line: value reads (GM3) feed conditions (GM1) and
 # guards (GM4); a mask-then-reduce (GM5) often sits in a condition.
@@ -165,7 +166,7 @@ def _issue(report: Report, g: _Group) -> Issue:
     first = fs[0] if fs else None
     # Dynamo's words from a break that has them all (a graph break before a frame-skip record)
     brk = min(bs, key=lambda b: (b.kind != "graph_break", not b.explanation, len(b.stack) == 0)) if bs else None
-    kinds = [fix_kind(c) for c in codes if not c.startswith("GM9")]
+    kinds = [r.fix_kind for r in map(get_rule, codes) if r is not None]
     status = CONFIRMED if fs and bs else DYNAMIC if bs else POTENTIAL
     modes = {b.only_in_mode for b in bs}
     return Issue(

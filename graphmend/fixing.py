@@ -169,7 +169,7 @@ def _break_files(t: TargetResult) -> set[str]:
 
 def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: FixOptions,
             progress: Optional[Callable[[str, int], Callable[..., None]]] = None) -> FixRun:
-    from rewrites.fixes.gm6_advice import advice_for
+    from rewrites.rules import advice_for
     from tracer.messages import provenance
 
     root = report_root(paths, config.project_root)

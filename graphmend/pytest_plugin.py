@@ -21,7 +21,8 @@ when a test uses the marker or the fixture.
 
 Breaks are read from Dynamo's ``graph_breaks`` log artifact (each record names the user
 file:line and the reason, including breaks ``explain`` does not count and frames skipped
-whole), with ``torch._dynamo`` counters as a fallback for torch versions that log less.
+whole), parsed by ``tracer.messages`` as ``mend``'s own capture parses it, with
+``torch._dynamo`` counters as a fallback for torch versions that log less.
 Dynamo's caches are reset when recording starts, so calls compiled by an earlier test
 break (and are counted) again here.
 """
@@ -29,7 +30,6 @@ break (and are counted) again here.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from typing import Optional
 
@@ -37,9 +37,6 @@ import pytest
 
 MARKER = "mend"
 _ARTIFACT_SUFFIX = ".__graph_breaks"
-_AT = re.compile(r"in user code at (?P<file>.+?):(?P<line>\d+)")
-_REASON = re.compile(r"Graph Break Reason: (?P<reason>.*)")
-_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
 
 
 @dataclass(frozen=True)
@@ -54,31 +51,16 @@ class RecordedBreak:
 
 
 def parse_record(message: str) -> Optional[RecordedBreak]:
-    """One ``graph_breaks`` log message -> the break it reports (None if it reports none)."""
-    at, reason = _AT.search(message), _REASON.search(message)
-    if at:
-        return RecordedBreak(reason=_reason(message[reason.start("reason"):]) if reason else message.splitlines()[0],
-                             file=at.group("file"), line=int(at.group("line")))
-    if "skip" in message and "Graph break" in message:  # a frame skipped whole: the innermost user frame
-        frames = _FRAME.findall(message)
-        file, line = frames[-1] if frames else (None, None)
-        first = message.splitlines()[0].strip()
-        return RecordedBreak(reason=first, file=file, line=int(line) if line else None)
-    return None
+    """One ``graph_breaks`` log message -> the break it reports (None if it reports none), read
+    by ``tracer.messages`` as mend's capture reads it; the reason is ``ParsedBreak.headline``."""
+    from tracer.messages import parse_frame_skip, parse_log_record  # the standard library only
 
-
-def _reason(text: str) -> str:
-    """Dynamo's reason in one line: "<graph-break type>: <explanation>" where the torch gives
-    both (2.6+), else its first line. The generic "Encountered graph break when attempting
-    to trace CALL" preamble says nothing about the cause and is dropped."""
-    block = text.split("User code traceback:")[0].split("Developer debug context:")[0]
-    lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
-    if not lines:
-        return ""
-    body = [ln for ln in lines if not ln.startswith("Encountered graph break when")] or lines
-    explanation = next((ln[len("Explanation:"):].strip() for ln in body if ln.startswith("Explanation:")), "")
-    head = body[0].rstrip(":")
-    return f"{head}: {explanation}" if explanation and not head.startswith("Explanation:") else head
+    parsed = parse_log_record(message)
+    if parsed is None or not parsed.file:
+        parsed = parse_frame_skip(message)  # a frame skipped whole: the innermost user frame
+    if parsed is None:
+        return None
+    return RecordedBreak(reason=parsed.headline, file=parsed.file, line=parsed.line)
 
 
 class _Handler(logging.Handler):

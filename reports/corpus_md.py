@@ -9,10 +9,7 @@ from __future__ import annotations
 
 from graphmend.core.model import CorpusRow, CorpusTable
 from reports.markdown import _cell, _code
-
-_SHORT = {"control-flow": "control flow", "side-effect": "side effect", "host-scalar": "host scalar",
-          "validation": "guard", "dynamic-shape": "dyn. shape", "unsupported-python": "unsupported",
-          "unexplained": "other"}
+from rewrites.rules.base import CATEGORIES
 
 
 def _eq(v) -> str:
@@ -53,7 +50,7 @@ def render(table: CorpusTable) -> str:
     if table.skipped_hf:
         out += ["", "**The `transformers` models were skipped (`--skip-hf`)**: rows for the targets of the "
                 "manifest's `hf = true` files are not in this table."]
-    head = ["target", *[_SHORT.get(c, c) for c in cats], "before", "fixed", "after", "Dynamo breaks",
+    head = ["target", *[CATEGORIES.get(c, c) for c in cats], "before", "fixed", "after", "Dynamo breaks",
             "fixable removed", "outputs equal", "unexercised branches"]
     out += ["", "| " + " | ".join(head) + " |", "| --- |" + " ---: |" * (len(head) - 3) + " :---: | ---: |"]
     for r in table.rows:

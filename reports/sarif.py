@@ -23,7 +23,8 @@ from urllib.parse import quote
 from graphmend import PROJECT_URL
 from graphmend.core.model import CONFIRMED, DYNAMIC, Report
 from reports.paths import is_under, issue_parts, rel, skipped_sentence
-from reports.rules import PYTORCH_GRAPH_BREAKS_URI, rule_meta
+from rewrites.rules import get_rule
+from rewrites.rules.base import GRAPH_BREAKS_INDEX
 
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = PROJECT_URL
@@ -68,15 +69,15 @@ def _location(path: str, root: str, line: Optional[int], col: Optional[int], end
 
 
 def _rule(code: str, category: str) -> dict:
-    meta = rule_meta(code, category)
-    short = meta.summary or f"{code}: {meta.category or 'graph break'}"
-    full = meta.description or short
-    help_uri = meta.help_uri or PYTORCH_GRAPH_BREAKS_URI
-    fix = f"Fix: {meta.fix}\n\n" if meta.fix else ""
-    doc = meta.doc_uri if meta.doc_uri and meta.doc_uri != help_uri else ""
+    r = get_rule(code)  # None for a code this mend does not know (a report another version wrote)
+    short = r.summary if r else f"{code}: {category or 'graph break'}"
+    full = r.description if r else short
+    help_uri = r.help_uri if r else GRAPH_BREAKS_INDEX
+    fix = f"Fix: {r.fix}\n\n" if r else ""
+    doc = r.doc_uri if r and r.doc_uri != help_uri else ""
     rule: dict = {"id": code}
-    if meta.name:
-        rule["name"] = meta.name
+    if r:
+        rule["name"] = r.name
     rule.update({
         "shortDescription": {"text": short},
         "fullDescription": {"text": full},
@@ -85,8 +86,8 @@ def _rule(code: str, category: str) -> dict:
                  "markdown": f"{full}\n\n{fix}[Documentation]({help_uri})" + (f" · [Rule]({doc})" if doc else "")
                  + f" · `mend rules {code}`"},
         "helpUri": help_uri,
-        "properties": {"category": meta.category or category, "tags": ["torch.compile", "graph-break"],
-                       **({"gb_ids": list(meta.gb_ids)} if meta.gb_ids else {})},
+        "properties": {"category": r.category if r else category, "tags": ["torch.compile", "graph-break"],
+                       **({"gb_ids": list(r.gb_ids)} if r and r.gb_ids else {})},
     })
     return rule
 

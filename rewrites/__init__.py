@@ -1,6 +1,8 @@
 """Static scan and repair of graph-break patterns.
 
 ``rewrites.scan.scan_paths`` finds them (stdlib ``ast``, never torch, never libcst);
-``rewrites.rules`` is the rule catalog, one module per family; ``rewrites.catalog`` is the
-lookup the CLI and the renderers use. Importing this package imports nothing heavy.
+``rewrites.rules`` is the rule catalog, one module per family, and ``rewrites.rules.get_rule``
+the lookup every other stage uses; ``rewrites.fixes`` holds the repairs, one module per
+family, linked to their rules by the codes they name. Importing this package imports
+nothing heavy.
 """

@@ -11,8 +11,8 @@ rule out is never traced and holds no graph break:
   ``is_compiling() or <eager only>``; likewise a ternary's ruled-out side.
 
 And the helper functions ``mend fix`` defines at module level (``_mend_print`` ...): their bodies
-are the repaired form, not a break to report again. ``rewrites.fixes`` registers each helper's
-source under one of these names (a test holds the two to the same set).
+are the repaired form, not a break to report again. mend owns the ``_mend_`` prefix of the
+names it writes into user files; every ``rewrites.fixes.base.Helper`` carries it.
 
 Stdlib only: the static scan imports neither torch nor libcst.
 """
@@ -31,11 +31,7 @@ IS_COMPILING = frozenset({
     "transformers.utils.import_utils.is_torchdynamo_compiling",
 })
 
-MEND_HELPERS = frozenset({
-    "_mend_print", "_mend_check", "_mend_int_item", "_mend_dense_where", "_mend_masked",
-    "_mend_every_index", "_mend_masked_put", "_mend_every_position", "_mend_chunk_ids",
-    "_mend_cat_chunks", "_mend_rows_by_id",
-})
+MEND_HELPER_PREFIX = "_mend_"
 
 
 def compiled_value(node: ast.AST, name_of: Callable[[ast.AST], Optional[str]], first: bool = True) -> Optional[bool]:
@@ -81,4 +77,4 @@ def eager_operands(node: ast.BoolOp, name_of: Callable[[ast.AST], Optional[str]]
 
 def is_mend_helper(node: ast.AST) -> bool:
     """A module-level ``def`` of one of mend's helpers."""
-    return type(node) is ast.FunctionDef and node.name in MEND_HELPERS
+    return type(node) is ast.FunctionDef and node.name.startswith(MEND_HELPER_PREFIX)

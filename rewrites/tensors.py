@@ -84,6 +84,9 @@ TORCH_HOST_FUNCS = frozenset({"equal", "allclose", "is_nonzero"})
 TORCH_BOOL_FUNCS = frozenset({"isnan", "isinf", "isfinite", "isneginf", "isposinf", "signbit",
                               "logical_and", "logical_or", "logical_not", "logical_xor", "eq", "ne",
                               "gt", "lt", "ge", "le", "greater", "less", "isin", "isclose", "any", "all"})
+# A call of one of these names gives a boolean tensor, whether written as a method
+# (``m.any()``) or a torch function (``torch.isin(a, b)``): what the fixes read as a mask.
+BOOL_RESULTS = BOOL_METHODS | TORCH_BOOL_FUNCS
 TORCH_NON_TENSOR_FUNCS = frozenset({
     "finfo", "iinfo", "device", "dtype", "no_grad", "enable_grad", "inference_mode", "autocast",
     "manual_seed", "seed", "compile", "typename", "numel", "set_grad_enabled", "save", "load",
@@ -91,8 +94,4 @@ TORCH_NON_TENSOR_FUNCS = frozenset({
     "broadcast_shapes", "result_type", "promote_types", "can_cast", "empty_cache",
     "use_deterministic_algorithms", "set_printoptions", "from_numpy_dtype",
 })
-# Builtins whose result is metadata or unrelated to tensor data.
-META_BUILTINS = frozenset({"len", "isinstance", "issubclass", "hasattr", "getattr", "callable", "type",
-                           "id", "range", "enumerate", "zip", "str", "repr", "tuple", "list", "dict",
-                           "set", "sorted", "reversed", "print", "iter", "next"})
 SCALAR_CONVERSIONS = frozenset({"int", "float", "bool", "complex"})

@@ -230,11 +230,19 @@ def test_rewriting_a_file_too_deep_for_libcst_is_a_per_file_error():
     assert result.error == TOO_DEEP and result.new_source == src
 
 
-def test_overlay_serves_a_dotted_file_in_a_package(tmp_path):
+def test_overlay_serves_a_dotted_file_in_a_package(tmp_path, monkeypatch):
     """fix and verify import the patched text through the overlay: a file loaded under an
     alias module name must be served too, relative imports working."""
-    from graphmend.core.overlay import install_overlay, uninstall_overlay
+    import linecache
+
+    from graphmend.core import overlay
+    from graphmend.core.overlay import install_overlay
     from graphmend.core.targets import import_target_module
+
+    # a worker never takes the overlay down (it exits); this test's process goes on
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    monkeypatch.setattr(linecache, "cache", dict(linecache.cache))
+    monkeypatch.setattr(overlay, "_installed", None)
 
     pkg = tmp_path / "ovl_pkg"
     pkg.mkdir()
@@ -248,7 +256,6 @@ def test_overlay_serves_a_dotted_file_in_a_package(tmp_path):
         assert (mod.SIDE, mod.VALUE, mod.__file__) == ("patched", "helper", str(f))
         assert mod.__name__.startswith("ovl_pkg.")
     finally:
-        uninstall_overlay()
         for name in [n for n in sys.modules if n.startswith("ovl_pkg")]:
             del sys.modules[name]
         sys.path[:] = [p for p in sys.path if p != str(tmp_path)]

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from graphmend.correlate import compatible, correlate
 from graphmend.core.model import Break, Finding, Report, TargetResult
+from rewrites.rules import category_of
 
 
 def _finding(rule, line, file="/w/m.py"):
     return Finding(rule=rule, file=file, line=line, col=1, message="", function="M.forward",
-                   category={"GM1": "control-flow", "GM2": "side-effect", "GM3": "host-scalar"}[rule[:3]])
+                   category=category_of(rule))
 
 
 def test_correlate_marks_confirmed_and_potential():
@@ -40,9 +41,8 @@ def test_incompatible_family_stays_potential():
 # -- issues: one per cause and place (diagnose) -------------------------------------------
 
 def _brk(rule, line, occurrences=1, kind="graph_break", file="/w/m.py", **kw):
-    cat = {"GM1": "control-flow", "GM2": "side-effect", "GM3": "host-scalar", "GM9": "unexplained"}[rule[:3]]
-    return Break(rule=rule, category=cat, reason=f"{rule} reason", file=file, line=line, occurrences=occurrences,
-                 kind=kind, counted=kind == "graph_break", **kw)
+    return Break(rule=rule, category=category_of(rule), reason=f"{rule} reason", file=file, line=line,
+                 occurrences=occurrences, kind=kind, counted=kind == "graph_break", **kw)
 
 
 def test_a_report_without_issues_gets_them_before_rendering_as_a_copy():
@@ -132,7 +132,10 @@ def test_a_frame_skip_names_the_skipped_frame_its_loop_and_what_it_hides(tmp_pat
 
 
 def test_fix_kind_comes_from_the_fix_families():
-    from rewrites.catalog import fix_kind
+    from rewrites.rules import get_rule
+
+    def fix_kind(code):
+        return get_rule(code).fix_kind
 
     assert fix_kind("GM101") == "safe" and fix_kind("GM201") == "safe" and fix_kind("GM604") == "safe"
     assert fix_kind("GM501") == "unsafe" and fix_kind("GM606") == "unsafe"

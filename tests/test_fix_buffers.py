@@ -15,28 +15,24 @@ import pytest
 from rewrites.fixes import fix_source, gm6_buffers
 from rewrites.scan import scan_source
 
-CTRL, CTRL_FIXED, _ = gm6_buffers.UNSAFE_FIXED[0]
+FIXED = [c for c in gm6_buffers.CASES if c.after is not None]
+CTRL, CTRL_FIXED = FIXED[0].before, FIXED[0].after
 
 
-@pytest.mark.parametrize("before,after,lines", gm6_buffers.UNSAFE_FIXED, ids=["ctrl", "base-class-chain"])
-def test_buffer_fix_text(before, after, lines):
-    safe = fix_source(before, lines=lines)
-    assert not safe.changed
+@pytest.mark.parametrize("case", FIXED, ids=["ctrl", "base-class-chain"])
+def test_buffer_fix_text(case):
+    """The text, idempotence and the refusal without --unsafe-fixes are test_fix_cases.py's."""
+    safe = fix_source(case.before, **case.options(unsafe=False))
     assert [r.rule for r in safe.refused if "--unsafe-fixes" in r.advice] == ["GM606"]
-    r = fix_source(before, lines=lines, unsafe=True)
-    assert r.error is None and r.new_source == after
+    r = fix_source(case.before, **case.options())
     assert [(s.rule, s.strategy) for s in r.applied] == [("GM606", "buffer_local")]
-    assert not fix_source(after, lines=lines, unsafe=True).changed  # idempotent
 
 
-@pytest.mark.parametrize("source,lines,reason", gm6_buffers.UNSAFE_NEGATIVE,
+@pytest.mark.parametrize("case", [c for c in gm6_buffers.CASES if c.after is None],
                          ids=["reassigned", "method-reads", "in-with", "self-passed", "lambda-after",
                               "lambda-before", "not-a-buffer", "not-a-conversion"])
-def test_buffer_fix_refused(source, lines, reason):
-    r = fix_source(source, lines=lines, unsafe=True)
-    assert not r.changed
-    if reason:
-        assert any(reason in x.reason for x in r.refused), [x.reason for x in r.refused]
+def test_buffer_fix_refused_by_every_family(case):
+    assert not fix_source(case.before, **case.options()).changed
 
 
 def test_buffer_fix_only_at_a_break_line_or_a_known_buffer():

@@ -1,33 +1,53 @@
-"""Every fix family's own FIXED (before -> after) and NEGATIVE cases, plus numeric
-equivalence of each FIXED pair on random inputs and idempotence."""
+"""Every fix family's own CASES (rewrites/fixes/base.py ``Case``), plus numeric equivalence
+of the plain rewrites on random inputs, and that every module of the fixes is a registered
+family or a support module."""
 
 from __future__ import annotations
 
+import ast
 import inspect
+import pkgutil
 
 import pytest
 
+import rewrites.fixes
 from rewrites.fixes import family_modules, fix_source
+from rewrites.fixes.base import Case
 
-FIXED = [(m.__name__.rsplit(".", 1)[1], i, b, a) for m in family_modules() for i, (b, a) in enumerate(m.FIXED)]
-NEGATIVE = [(m.__name__.rsplit(".", 1)[1], i, s, r, m.RULES) for m in family_modules()
-            for i, (s, r) in enumerate(m.NEGATIVE)]
+CASES = [(m.__name__.rsplit(".", 1)[1], i, c, m.RULES) for m in family_modules() for i, c in enumerate(m.CASES)]
+IDS = [f"{f}-{i}" for f, i, _, _ in CASES]
 
 
-@pytest.mark.parametrize("family,i,before,after", FIXED, ids=[f"{f}-{i}" for f, i, _, _ in FIXED])
-def test_fixed_case(family, i, before, after):
-    r = fix_source(before)
+def test_every_module_is_a_registered_family():
+    """A family is found, not listed: every module of rewrites/fixes/ but the support ones
+    plans, has cases, and says which rules it rewrites and where it plans."""
+    names = {m.name for m in pkgutil.iter_modules(rewrites.fixes.__path__)}
+    families = {m.__name__.rsplit(".", 1)[1] for m in family_modules()}
+    assert names == families | rewrites.fixes.SUPPORT and not families & rewrites.fixes.SUPPORT
+    for m in family_modules():
+        assert callable(m.plan) and isinstance(m.ORDER, int), m.__name__
+        assert m.RULES and all(isinstance(c, Case) for c in m.CASES), m.__name__
+    orders = [m.ORDER for m in family_modules()]
+    assert len(set(orders)) == len(orders), "two families with one ORDER plan in name order: say which goes first"
+
+
+@pytest.mark.parametrize("family,i,case,rules", CASES, ids=IDS)
+def test_case(family, i, case, rules):
+    if case.after is None:  # left alone by its family
+        r = fix_source(case.before, rules=rules, **case.options())
+        assert r.error is None and not r.changed, r.new_source
+        if case.reason:
+            assert any(case.reason in x.reason for x in r.refused), [x.reason for x in r.refused]
+        return
+    r = fix_source(case.before, **case.options())
     assert r.error is None
-    assert r.new_source == (after if after is not None else before)
-    assert fix_source(r.new_source).new_source == r.new_source  # idempotent
-
-
-@pytest.mark.parametrize("family,i,source,reason,rules", NEGATIVE, ids=[f"{f}-{i}" for f, i, *_ in NEGATIVE])
-def test_negative_case(family, i, source, reason, rules):
-    r = fix_source(source, rules=rules)
-    assert not r.changed
-    if reason:
-        assert any(reason in x.reason for x in r.refused), [x.reason for x in r.refused]
+    assert r.new_source == case.after
+    assert fix_source(case.after, **case.options()).new_source == case.after  # idempotent
+    if case.unsafe:  # never without --unsafe-fixes, and the site says the fix exists
+        safe = fix_source(case.before, **case.options(unsafe=False))
+        assert not safe.changed and any("--unsafe-fixes" in x.advice for x in safe.refused)
+    if case.hints:  # only where Dynamo said so
+        assert not fix_source(case.before, **case.options(hints=False)).changed
 
 
 class _Proj:
@@ -53,14 +73,23 @@ def _inputs(torch, fn, seed):
     return out
 
 
-@pytest.mark.parametrize("family,i,before,after", [c for c in FIXED if c[3] is not None],
-                         ids=[f"{f}-{i}" for f, i, _, a in FIXED if a is not None])
-def test_fixed_case_same_values(family, i, before, after):
+def _plain(case) -> bool:
+    """A safe rewrite anywhere in a module-level ``f`` of tensors (the harness below)."""
+    top = ast.parse(case.before).body
+    return case.after is not None and not case.unsafe and case.lines is None and any(
+        isinstance(s, ast.FunctionDef) and s.name == "f" for s in top)
+
+
+PLAIN = [(f, i, c) for f, i, c, _ in CASES if _plain(c)]
+
+
+@pytest.mark.parametrize("family,i,case", PLAIN, ids=[f"{f}-{i}" for f, i, _ in PLAIN])
+def test_fixed_case_same_values(family, i, case):
     """Original and rewritten compute the same on random inputs (both branch sides)."""
     torch = pytest.importorskip("torch")
     ns_a, ns_b = {}, {}
-    exec(compile(before, "<before>", "exec"), ns_a)
-    exec(compile(after, "<after>", "exec"), ns_b)
+    exec(compile(case.before, "<before>", "exec"), ns_a)
+    exec(compile(case.after, "<after>", "exec"), ns_b)
     fa, fb = ns_a["f"], ns_b["f"]
     for seed in range(6):
         args = _inputs(torch, fa, seed)
@@ -77,21 +106,22 @@ def test_fixed_case_same_values(family, i, before, after):
 def test_mask_name_rewritten_only_where_dynamo_saw_a_dynamic_shape():
     from rewrites.fixes import gm5_masks
 
-    for before, after, lines in gm5_masks.FIXED_WITH_LINES:
-        assert not fix_source(before).changed  # statically, `m` could be an index tensor
-        r = fix_source(before, lines=lines, shape_lines=lines)
-        assert r.new_source == after and [s.rule for s in r.applied] == ["GM502"]
+    cases = [c for c in gm5_masks.CASES if c.hints]
+    assert cases
+    for c in cases:
+        assert not fix_source(c.before).changed  # statically, `m` could be an index tensor
+        assert [s.rule for s in fix_source(c.before, **c.options()).applied] == ["GM502"]
 
 
 def test_size_list_assert_split_per_dimension_where_dynamo_broke():
     from rewrites.fixes import gm4_guards
 
-    for before, after, lines in gm4_guards.FIXED_WITH_LINES:
-        r = fix_source(before, lines=lines)
-        assert r.new_source == after
+    cases = [c for c in gm4_guards.CASES if c.after is not None and c.lines]
+    assert cases
+    for c in cases:
         ns_a, ns_b = {}, {}
-        exec(before, ns_a)
-        exec(after, ns_b)
+        exec(c.before, ns_a)
+        exec(c.after, ns_b)
         import torch
 
         for shape, n in (((3, 4), 3), ((3, 4), 2), ((3,), 3), ((3, 4, 1), 3)):
@@ -105,19 +135,17 @@ def test_size_list_assert_split_per_dimension_where_dynamo_broke():
             assert outcomes[0] == outcomes[1]
 
 
-@pytest.mark.parametrize("i", range(len(__import__("rewrites.fixes.gm1_where", fromlist=["x"]).FIXED_IN_CLASS)))
-def test_method_of_the_class_decides_where_or_cond(i):
+IN_CLASS = [c for f, _, c, _ in CASES if f == "gm1_where" and "\nclass R:" in c.before]
+
+
+@pytest.mark.parametrize("case", IN_CLASS, ids=[str(i) for i in range(len(IN_CLASS))])
+def test_method_of_the_class_decides_where_or_cond(case):
     """A pure method of the enclosing class keeps torch.where; one with a side effect gets
     torch.cond. Both compute what the original computed, on both sides of the branch."""
     torch = pytest.importorskip("torch")
-    from rewrites.fixes.gm1_where import FIXED_IN_CLASS
-
-    before, after = FIXED_IN_CLASS[i]
-    assert fix_source(before).new_source == after
-    assert fix_source(after).new_source == after  # idempotent
     ns_a, ns_b = {}, {}
-    exec(compile(before, "<before>", "exec"), ns_a)
-    exec(compile(after, "<after>", "exec"), ns_b)
+    exec(compile(case.before, "<before>", "exec"), ns_a)
+    exec(compile(case.after, "<after>", "exec"), ns_b)
     for sign in (1.0, -1.0):
         n, inv = torch.rand(3) * sign + 0.1 * sign, torch.randn(3)
         torch.testing.assert_close(ns_b["R"]().f(n, inv), ns_a["R"]().f(n, inv))
@@ -127,14 +155,13 @@ def test_numpy_scalar_call_rewritten_only_where_a_branch_read_it():
     from rewrites.fixes import gm6_numpy
     from tracer.messages import provenance
 
-    for before, after, lines in gm6_numpy.FIXED_WITH_LINES:
-        assert not fix_source(before, lines=lines).changed  # no provenance: left alone
-        r = fix_source(before, lines=lines, numpy_lines=lines)
-        assert r.new_source == after and [s.rule for s in r.applied] == ["GM604"]
-        assert not fix_source(after, lines=lines, numpy_lines=lines).changed
+    cases = [c for c in gm6_numpy.CASES if c.after is not None]
+    assert cases and all(c.hints == ("numpy",) for c in cases)  # no provenance: left alone (test_case)
+    for c in cases:
+        assert [s.rule for s in fix_source(c.before, **c.options()).applied] == ["GM604"]
         ns_a, ns_b = {}, {}
-        exec(before, ns_a)
-        exec(after, ns_b)
+        exec(c.before, ns_a)
+        exec(c.after, ns_b)
 
         class Cfg:
             one, a, b, plan = False, 6, 8, [3, 1, 4, 1, 5, 9, 2, 6]
@@ -158,3 +185,35 @@ def test_numpy_scalar_call_rewritten_only_where_a_branch_read_it():
     assert got[0] == ("/x/modeling_reformer.py", 169, "_get_least_common_mult_chunk_len",
                       "return np.lcm(config.lsh_attn_chunk_length, config.local_attn_chunk_length)")
     assert got[1][1:3] == (2023, "forward") and provenance("Unsupported Tensor.item() call") == []
+
+
+def test_fixes_read_masks_with_the_detectors_vocabulary():
+    """One tensor-ness vocabulary (rewrites/tensors.py): every call the detectors know gives a
+    boolean tensor is a mask to GM502's rewrite and a safe index to the double-where form,
+    and a Python bool (``torch.equal``) indexes nothing out of range either."""
+    import libcst as cst
+
+    from rewrites.fixes import total
+    from rewrites.fixes.gm5_masks import maskish
+    from rewrites.tensors import BOOL_RESULTS, TORCH_HOST_FUNCS
+
+    for name in sorted(BOOL_RESULTS):
+        for spelling in (f"torch.{name}(h, g)", f"h.{name}(g)"):
+            assert maskish(cst.parse_expression(spelling), []), spelling
+            assert total._mask_like(cst.parse_expression(spelling)), spelling
+    for name in sorted(TORCH_HOST_FUNCS):
+        assert total._mask_like(cst.parse_expression(f"torch.{name}(h, g)")), name
+    assert total.is_total(cst.parse_expression("x[torch.signbit(h)]")) is None
+    assert total.is_total(cst.parse_expression("x[ids]")) is not None
+
+
+def test_added_import_follows_the_header_and_stands_apart():
+    """``import torch`` goes after a docstring, ``from __future__`` and the leading imports
+    (libcst's AddImportsVisitor), separated from the code by a blank line; never twice."""
+    src = ('"""Doc."""\nfrom __future__ import annotations\nimport os\ndef f(x):\n'
+           "    if x.sum() > 0:\n        y = x * 2\n    else:\n        y = x - 1\n    return y\n")
+    r = fix_source(src)
+    assert r.new_source.startswith('"""Doc."""\nfrom __future__ import annotations\nimport os\nimport torch\n\ndef f(x):\n')
+    assert fix_source(r.new_source).new_source == r.new_source
+    again = "import torch as T\n" + src.split("import os\n")[1]
+    assert fix_source(again).new_source.startswith("import torch as T\nimport torch\n\ndef f(x):\n")

@@ -8,35 +8,35 @@ import pytest
 from rewrites.fixes import fix_source
 from rewrites.fixes import gm5_dispatch
 
-# the cases are transformers code: laid out at its ruff line-length
-HF = {"line_length": 119}
-CASES = gm5_dispatch.UNSAFE_FIXED
+
+# the family's cases (every text is test_fix_cases.py's): the dense dispatch of GM501 (the
+# MoE loops, with the two whose `nonzero` loop is kept), the masked dispatch of GM502
+DENSE = [c for c in gm5_dispatch.CASES
+         if c.after is not None and "def moe(self, hidden_states, routing_weights" in c.before]
+CASES = DENSE[:2]  # the loop over every expert, the loop over those hit
+MASK_CASES = [c for c in gm5_dispatch.CASES if c.after is not None and c not in DENSE]
 
 
-@pytest.mark.parametrize("before,after,lines", CASES, ids=["range-loop", "nonzero-loop"])
-def test_unsafe_fix_text(before, after, lines):
-    safe = fix_source(before, lines=lines, **HF)
-    assert not safe.changed  # never without --unsafe-fixes, but every site says the fix exists
-    assert {r.line for r in safe.refused if "--unsafe-fixes" in r.advice} == lines
-    r = fix_source(before, lines=lines, unsafe=True, **HF)
-    assert r.error is None
-    assert r.new_source == after
+@pytest.mark.parametrize("case", CASES, ids=["range-loop", "nonzero-loop"])
+def test_unsafe_fix_sites(case):
+    safe = fix_source(case.before, **case.options(unsafe=False))
+    # every site says the fix exists
+    assert {r.line for r in safe.refused if "--unsafe-fixes" in r.advice} == case.lines
+    r = fix_source(case.before, **case.options())
     assert {s.strategy for s in r.applied} <= {"dense_dispatch", "every_index"}
-    assert fix_source(after, lines=lines, unsafe=True, **HF).new_source == after  # idempotent
 
 
-@pytest.mark.parametrize("source,lines", gm5_dispatch.HEADER_KEPT, ids=["effect", "read-after"])
-def test_nonzero_loop_kept_when_an_extra_pass_shows(source, lines):
-    r = fix_source(source, lines=lines, unsafe=True, **HF)
-    assert gm5_dispatch.WHERE_HELPER in r.new_source  # the dispatch itself is still rewritten
-    assert gm5_dispatch.EVERY_HELPER not in r.new_source and ".nonzero()" in r.new_source
+@pytest.mark.parametrize("case", DENSE[2:], ids=["effect", "read-after"])
+def test_nonzero_loop_kept_when_an_extra_pass_shows(case):
+    assert gm5_dispatch.WHERE_HELPER.name in case.after  # the dispatch itself is still rewritten
+    assert gm5_dispatch.EVERY_HELPER.name not in case.after and ".nonzero()" in case.after
 
 
-@pytest.mark.parametrize("source,reason", gm5_dispatch.UNSAFE_NEGATIVE, ids=lambda v: str(v)[:30])
-def test_unsafe_fix_refused(source, reason):
-    r = fix_source(source, unsafe=True, **HF)
-    assert gm5_dispatch.WHERE_HELPER not in r.new_source
-    assert any(reason in x.reason for x in r.refused), [x.reason for x in r.refused]
+@pytest.mark.parametrize("case", [c for c in gm5_dispatch.CASES if c.after is None and c.unsafe], ids=lambda c: c.reason)
+def test_unsafe_fix_refused_whatever_else_is_fixed(case):
+    r = fix_source(case.before, **case.options())
+    assert gm5_dispatch.WHERE_HELPER.name not in r.new_source
+    assert any(case.reason in x.reason for x in r.refused), [x.reason for x in r.refused]
 
 
 class _Moe:
@@ -78,7 +78,7 @@ def _run(torch, source, moe, tokens, k, used):
 @pytest.mark.parametrize("tokens,k,used", [(7, 2, 4), (5, 1, 2), (1, 2, 2)])
 def test_dense_dispatch_same_values_and_one_graph(case, tokens, k, used):
     torch = pytest.importorskip("torch")
-    before, after, _ = CASES[case]
+    before, after = CASES[case].before, CASES[case].after
     _Moe.torch = torch
     moe = _Moe(torch, 4, poison=2.5)
     f0, args = _run(torch, before, moe, tokens, k, used)
@@ -164,17 +164,7 @@ def test_mend_fix_unsafe_end_to_end(tmp_path):
     assert "_mend_dense_where(expert_mask[expert_idx])" in model.read_text(encoding="utf-8")
 
 
-MASK_CASES = gm5_dispatch.UNSAFE_MASK_FIXED
 MASK_IDS = ["xmod-adapters", "switch-4.x", "nllb-4.x"]
-
-
-@pytest.mark.parametrize("before,after,lines", MASK_CASES, ids=MASK_IDS)
-def test_unsafe_mask_fix_text(before, after, lines):
-    safe = fix_source(before, lines=lines, shape_lines=lines, **HF)
-    assert not safe.changed and any("--unsafe-fixes" in r.advice for r in safe.refused)
-    r = fix_source(before, lines=lines, shape_lines=lines, unsafe=True, **HF)
-    assert r.error is None and r.new_source == after
-    assert fix_source(after, lines=lines, shape_lines=lines, unsafe=True, **HF).new_source == after
 
 
 class _Table:
@@ -215,7 +205,7 @@ def _mask_args(torch, case, used):
 @pytest.mark.parametrize("used", [3, 1])
 def test_masked_dispatch_same_values_and_one_graph(case, used):
     torch = pytest.importorskip("torch")
-    before, after, _ = MASK_CASES[case]
+    before, after = MASK_CASES[case].before, MASK_CASES[case].after
     table = _Table(torch, 3)
     fns = []
     for src in (before, after):

@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rewrites.fixes import fix_source, gm3_host_math
-from rewrites.fixes.base import HELPERS
 
-BEFORE, AFTER, LINES = gm3_host_math.FIXED_WITH_LINES[0]
+(CANINE,) = [c for c in gm3_host_math.CASES if c.after is not None]
+BEFORE, AFTER, LINES = CANINE.before, CANINE.after, set(CANINE.lines)
 
 
 def test_host_math_fix_text_and_idempotence():
@@ -29,15 +29,15 @@ def test_host_math_fix_text_and_idempotence():
     assert not fix_source(BEFORE).changed  # no break reported: nothing planned
 
 
-@pytest.mark.parametrize("source,lines", gm3_host_math.NEGATIVE_WITH_LINES, ids=["dtype", "atan2", "new_tensor"])
-def test_host_math_left_alone(source, lines):
-    assert not fix_source(source, lines=lines).changed
+@pytest.mark.parametrize("case", [c for c in gm3_host_math.CASES if c.after is None], ids=["dtype", "atan2", "new_tensor"])
+def test_host_math_left_alone(case):
+    assert not fix_source(case.before, lines=case.lines).changed  # by any family, not only this one
 
 
 def _helper(torch):
     ns = {"torch": torch}
-    exec(HELPERS[gm3_host_math.HELPER], ns)
-    return ns[gm3_host_math.HELPER]
+    exec(gm3_host_math.HELPER.source, ns)
+    return ns[gm3_host_math.HELPER.name]
 
 
 @pytest.mark.parametrize("op", gm3_host_math.OPS)

@@ -13,26 +13,27 @@ from rewrites.fixes import gm5_segments
 HF = {"line_length": 119}
 
 
-@pytest.mark.parametrize("before,after,lines", gm5_segments.UNSAFE_FIXED)
-def test_segments_fix_text(before, after, lines):
-    safe = fix_source(before, lines=lines, **HF)
-    assert not safe.changed
-    assert [r.line for r in safe.refused if "--unsafe-fixes" in r.advice] == sorted(lines)
-    r = fix_source(before, lines=lines, unsafe=True, **HF)
-    assert r.error is None and r.new_source == after
-    assert [(s.rule, s.line, s.strategy) for s in r.applied] == [("GM302", min(lines), "segments")]
-    assert not fix_source(after, lines=lines, unsafe=True, **HF).changed  # idempotent
+# the family's cases: the split sizes (GM302) and X-MOD's runs by id (GM503, class LangAdapter)
+SPLIT, BY_ID = [c for c in gm5_segments.CASES if c.after is not None]
+SPLIT_REFUSED = [c for c in gm5_segments.CASES if c.after is None and "LangAdapter" not in c.before]
+BY_ID_REFUSED = [c for c in gm5_segments.CASES if c.after is None and "LangAdapter" in c.before]
 
 
-@pytest.mark.parametrize("source,lines", gm5_segments.UNSAFE_NEGATIVE,
-                         ids=["across-rows", "chunks-escape", "other-name", "dim-1"])
-def test_segments_fix_refused(source, lines):
-    assert not fix_source(source, lines=lines, unsafe=True, **HF).changed
+def test_segments_fix_text():
+    """The text, idempotence and the refusal without --unsafe-fixes are test_fix_cases.py's."""
+    safe = fix_source(SPLIT.before, **SPLIT.options(unsafe=False))
+    assert [r.line for r in safe.refused if "--unsafe-fixes" in r.advice] == sorted(SPLIT.lines)
+    r = fix_source(SPLIT.before, **SPLIT.options())
+    assert [(s.rule, s.line, s.strategy) for s in r.applied] == [("GM302", min(SPLIT.lines), "segments")]
+
+
+@pytest.mark.parametrize("case", SPLIT_REFUSED, ids=["across-rows", "chunks-escape", "other-name", "dim-1"])
+def test_segments_fix_refused_by_every_family(case):
+    assert not fix_source(case.before, **case.options()).changed
 
 
 def test_segments_fix_only_at_a_break_line():
-    before, _, lines = gm5_segments.UNSAFE_FIXED[0]
-    assert not fix_source(before, lines={1}, unsafe=True, **HF).changed
+    assert not fix_source(SPLIT.before, lines={1}, unsafe=True, **HF).changed
 
 
 @pytest.mark.parametrize("tokens,k,experts", [(5, 2, 4), (7, 1, 3), (3, 2, 6)])
@@ -40,7 +41,7 @@ def test_segments_same_values_and_one_graph(tokens, k, experts):
     """Sorted rows split by routed counts, some experts never chosen; an expert that
     overflows on rows it was not given must not leak into the result."""
     torch = pytest.importorskip("torch")
-    before, after, _ = gm5_segments.UNSAFE_FIXED[0]
+    before, after = SPLIT.before, SPLIT.after
 
     def load(src):
         ns: dict = {}
@@ -82,23 +83,19 @@ def test_segments_same_values_and_one_graph(tokens, k, experts):
     torch.testing.assert_close(compiled(gates, rows), run(gates, rows), equal_nan=True)
 
 
-@pytest.mark.parametrize("before,after,lines", gm5_segments.UNSAFE_FIXED_BY_ID)
-def test_runs_by_id_fix_text(before, after, lines):
+def test_runs_by_id_fix_text():
     """X-MOD's language adapters: unique_consecutive runs, split by their lengths, a module per run."""
-    safe = fix_source(before, lines=lines, **HF)
-    assert not safe.changed
+    safe = fix_source(BY_ID.before, **BY_ID.options(unsafe=False))
     assert [r.rule for r in safe.refused if "--unsafe-fixes" in r.advice] == ["GM503"]
-    r = fix_source(before, lines=lines, unsafe=True, **HF)
-    assert r.error is None and r.new_source == after
-    assert [(s.rule, s.line, s.strategy) for s in r.applied] == [("GM503", min(lines), "rows_by_id")]
-    assert not fix_source(after, lines=lines, unsafe=True, **HF).changed  # idempotent
-    assert not fix_source(before, lines={1}, unsafe=True, **HF).changed  # only where Dynamo broke
+    r = fix_source(BY_ID.before, **BY_ID.options())
+    assert [(s.rule, s.line, s.strategy) for s in r.applied] == [("GM503", min(BY_ID.lines), "rows_by_id")]
+    assert not fix_source(BY_ID.before, lines={1}, unsafe=True, **HF).changed  # only where Dynamo broke
 
 
-@pytest.mark.parametrize("source,lines", gm5_segments.UNSAFE_NEGATIVE_BY_ID,
+@pytest.mark.parametrize("case", BY_ID_REFUSED,
                          ids=["lengths-read-after", "ids-rebound", "reduced", "dim-1-runs", "dim-1-split"])
-def test_runs_by_id_fix_refused(source, lines):
-    assert not fix_source(source, lines=lines, unsafe=True, **HF).changed
+def test_runs_by_id_fix_refused_by_every_family(case):
+    assert not fix_source(case.before, **case.options()).changed
 
 
 @pytest.mark.parametrize("ids", [[0, 0, 1, 1, 1], [2, 0, 2, 1, 0, 0], [1], [0, 2, 2, 2]])
@@ -106,7 +103,7 @@ def test_runs_by_id_same_values_and_one_graph(ids):
     """Runs of one id and interleaved ids, an adapter never used; and an adapter that gives
     inf on every row must not leak into the rows that are not its own."""
     torch = pytest.importorskip("torch")
-    before, after, _ = gm5_segments.UNSAFE_FIXED_BY_ID[0]
+    before, after = BY_ID.before, BY_ID.after
 
     def load(src):
         ns: dict = {}

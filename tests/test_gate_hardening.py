@@ -66,11 +66,16 @@ def test_static_detectors_report_nothing_on_lines_mend_wrote():
 
 def test_mend_helpers_are_known_to_the_detectors():
     from rewrites.fixes import family_modules
-    from rewrites.fixes.base import HELPERS
-    from rewrites.guards import MEND_HELPERS
+    from rewrites.fixes.base import Helper
+    from rewrites.guards import is_mend_helper
 
-    family_modules()  # each family registers its helpers
-    assert set(HELPERS) == MEND_HELPERS
+    helpers = [v for m in family_modules() for v in vars(m).values() if isinstance(v, Helper)]
+    assert len({h.name for h in helpers}) == len(helpers) >= 11
+    for h in helpers:
+        (node,) = [n for n in ast.parse(h.source).body if isinstance(n, ast.FunctionDef)]
+        assert node.name == h.name and is_mend_helper(node), h.name
+    with pytest.raises(ValueError, match="_mend_"):
+        Helper("def print_later(*args):\n    pass\n")
 
 
 GUARDED = '''import torch

@@ -139,7 +139,7 @@ def _state_worker(tmp_path):
     (tmp_path / "state_worker.py").write_text(textwrap.dedent("""
         import os, random, sys
         PRELOADED = "torch" in sys.modules  # before this module imports anything
-        from graphmend.jobs import worker_main
+        from graphmend.core.jobs import worker_main
 
         def handle(p):
             import time

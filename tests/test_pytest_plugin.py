@@ -202,3 +202,25 @@ def test_parse_record_reads_every_log_form_torch_writes():
     b = parse_record(skip)
     assert (b.file, b.line) == ("/m/net.py", 11) and "skip" in b.reason
     assert parse_record("Step 1: torchdynamo start tracing forward") is None
+
+
+def test_parse_record_is_mends_own_parser_on_every_recorded_message():
+    """The plugin reads Dynamo's records with tracer.messages, as mend's capture does: the
+    same place for every recorded message of every torch, and the reason without Dynamo's
+    wrapper ("Failed to handle graph break gracefully ... Graph break encountered:")."""
+    import json
+    from pathlib import Path
+
+    from graphmend.pytest_plugin import parse_record
+    from tracer.messages import parse_log_record
+
+    fixtures = Path(__file__).parent / "fixtures" / "messages"
+    cases = [c for f in sorted(fixtures.glob("torch_*.json")) for c in json.loads(f.read_text())["cases"]]
+    wrapped = 0
+    for case in cases:
+        parsed, recorded = parse_log_record(case["text"]), parse_record(case["text"])
+        assert (recorded.file, recorded.line) == (parsed.file, parsed.line), case["case"]
+        assert recorded.reason.startswith(parsed.reason.rstrip(":")), case["case"]
+        wrapped += "Failed to handle graph break gracefully" in case["text"]
+        assert not recorded.reason.startswith("Failed to handle graph break gracefully"), case["case"]
+    assert wrapped  # the wrapper is in the recordings

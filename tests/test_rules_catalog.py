@@ -1,4 +1,5 @@
-"""Every rule's own VALID / INVALID cases, and the catalog against docs/internals.md."""
+"""Every rule's own VALID / INVALID cases, one record per rule (what is derived from it is
+derived, what it links to exists), and the catalog against docs/internals.md."""
 
 from __future__ import annotations
 
@@ -44,11 +45,83 @@ def test_every_rule_is_documented_and_tested():
     assert get_rule("GM999") is None
 
 
-def test_catalog_for_reports():
-    from rewrites import catalog
+def test_every_module_is_a_registered_family():
+    """A family is found, not listed: every module of rewrites/rules/ but the support ones
+    holds rules and detectors, and every rule the catalog has comes from one."""
+    import pkgutil
 
-    info = catalog.rule_info("GM201")
-    assert info.name == "print-call" and info.help_uri.startswith("https://")
+    import rewrites.rules
+
+    names = {m.name for m in pkgutil.iter_modules(rewrites.rules.__path__)}
+    families = {m.__name__.rsplit(".", 1)[1] for m in rewrites.rules.FAMILIES}
+    assert names == families | rewrites.rules.SUPPORT and not families & rewrites.rules.SUPPORT
+    assert all(isinstance(m.HOOKS, dict) and m.RULES for m in rewrites.rules.FAMILIES)
+    assert sorted(r.code for m in rewrites.rules.FAMILIES for r in m.RULES) == [r.code for r in RULES]
+    for m in rewrites.rules.FAMILIES:  # a family is one prefix: GM1 control flow ... GM9 unexplained
+        assert {r.code[:3] for r in m.RULES} == {m.__name__.rsplit(".", 1)[1][:3].upper()}, m.__name__
+
+
+def test_fixable_is_what_the_registered_fixes_rewrite():
+    """``fixable`` is derived from the fix families (as Fixit derives AUTOFIX): every rule a
+    registered fix names is fixable, every fixable rule has one, and some case of its fixes
+    rewrites a site of that very rule (safe, or unsafe when the rule's kind says so)."""
+    from rewrites.fixes import family_modules, fix_source
+
+    fixed = {code for m in family_modules() for code in m.RULES}
+    assert fixed <= set(RULES_BY_CODE), fixed - set(RULES_BY_CODE)
+    assert {r.code for r in RULES if r.fixable} == fixed
+    assert all(bool(r.fixes) == r.fixable for r in RULES)
+    for r in RULES:
+        if not r.fixable:
+            assert r.fix_kind is None
+            continue
+        shown = set()
+        for m in family_modules():
+            if m.__name__.rsplit(".", 1)[1] in r.fixes:
+                for c in m.CASES:
+                    if c.after is not None:
+                        shown |= {c.unsafe for s in fix_source(c.before, **c.options()).applied if s.rule == r.code}
+        assert shown, f"no case of {r.fixes} rewrites a {r.code} site"
+        assert (False in shown) == (r.fix_kind == "safe"), (r.code, r.fix_kind, shown)
+
+
+def test_mend_rules_json_says_which_rules_are_fixable():
+    import json
+
+    from typer.testing import CliRunner
+
+    from graphmend.cli.app import app
+
+    out = CliRunner().invoke(app, ["rules", "--format", "json"])
+    assert out.exit_code == 0
+    data = {d["code"]: d for d in json.loads(out.stdout)}
+    assert data["GM101"]["fixable"] is True and data["GM101"]["fix_kind"] == "safe"
+    assert data["GM606"]["fixable"] is True and data["GM606"]["fix_kind"] == "unsafe"
+    assert data["GM601"]["fixable"] is False and data["GM601"]["fix_kind"] is None
+    assert data["GM101"]["fix"] == RULES_BY_CODE["GM101"].fix  # the strategy text, beside the kind
+    assert {c for c, d in data.items() if d["fixable"]} == {r.code for r in RULES if r.fixes}
+
+
+def test_dynamic_identity_and_advice_live_in_the_records():
+    """The classifier's tables are the records' (one gb_type, one rule), the categories the
+    records use are the catalog's, and every rule has the advice mend fix gives for it."""
+    import re
+
+    from rewrites.rules import advice_for, category_of
+    from tracer import classify
+
+    gb_types = [gb for r in RULES for gb in r.gb_types]
+    assert len(gb_types) == len(set(gb_types)), "a gb_type that means two rules"
+    assert classify._BY_GB_TYPE == {gb: r.code for r in RULES for gb in r.gb_types}
+    for r in RULES:
+        for p in r.message_patterns + r.source_patterns:
+            re.compile(p)
+        assert r.advice and advice_for(r.code) == r.advice, r.code
+        assert category_of(r.code) == r.category
+    assert list(CATEGORIES)[:len({r.category for r in RULES})] == list(dict.fromkeys(r.category for r in RULES))
+    assert classify.classify("copy.deepcopy()", "copy.deepcopy()") == "GM601"
+    assert classify.classify(None, "a wording no rule knows", "    y = x.tolist()") == "GM302"
+    assert advice_for("GM999") == "no automatic fix; see `mend rules GM999`"
 
 
 def test_rule_docs_are_current(tmp_path):
@@ -119,10 +192,7 @@ def _string_constants(path: Path) -> list[str]:
 def _catalog_texts() -> list[str]:
     """What users read as advice: the rule records, mend fix's advice, the rule docs, and every
     string of the detectors and fixes (the hints they report, the fix descriptions)."""
-    from rewrites.fixes.gm6_advice import ADVICE
-
-    texts = [t for r in RULES for t in (r.summary, r.why, r.fix, r.preconditions, r.limits)]
-    texts += list(ADVICE.values())
+    texts = [t for r in RULES for t in (r.summary, r.why, r.fix, r.preconditions, r.limits, r.advice)]
     texts += [p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs" / "rules").glob("*.md"))]
     for folder in ("rewrites", "rewrites/rules", "rewrites/fixes"):
         for p in sorted((ROOT / folder).glob("*.py")):

@@ -1,59 +1,25 @@
 """Mapping a dynamic break to a rule code (docs/internals.md): gb_type first, then
-regexes over Dynamo's text, then the user's source line. No torch import."""
+regexes over Dynamo's text, then the user's source line. The tables are the rule records'
+own (``Rule.gb_types``, ``message_patterns``, ``source_patterns``); what needs more than a
+table (a branch, a data-dependent shape, a buffer write) is decided here. No torch import."""
 
 from __future__ import annotations
 
 import re
 from typing import Optional, Sequence
 
-CATEGORIES = {
-    "GM1": "control-flow", "GM2": "side-effect", "GM3": "host-scalar", "GM4": "validation",
-    "GM5": "dynamic-shape", "GM6": "unsupported-python", "GM9": "unexplained",
-}
-
-
-def category_of(rule: str) -> str:
-    return CATEGORIES.get(rule[:3], "unexplained")
-
+from rewrites.rules import RULES
 
 _BRANCH_TYPES = ("Data-dependent branching", "generic_jump", "data dependent jump",
                  "Data-dependent assertion")
 # gb_type (exact) -> rule, for the types whose meaning needs no further look.
-_BY_GB_TYPE = {
-    "logging.Logger method not supported for non-export cases": "GM202",
-    "Unsupported Tensor.item() call with capture_scalar_outputs=False": "GM301",
-    "Tensor.tolist() with non-integer tensor": "GM302",
-    "Tensor.numpy() with trace_numpy=False": "GM304",
-    "Tensor.numpy() without NumPy installed": "GM304",
-    "copy.deepcopy()": "GM601",
-    "Attempted to copy.deepcopy a tensor": "GM601",
-    "Unsupported Tensor.requires_grad_() call": "GM603",
-    "setattr() on Tensor.requires_grad": "GM603",
-    "Attempted to call function marked as skipped": "GM605",
-    "Attempted to inline function marked as skipped": "GM605",
-    "Attempted to inline function marked as skipped (SkipFunctionVariable)": "GM605",
-    "Skip calling `torch.compiler.disable()`d function": "GM605",
-    "Skip inlining `torch.compiler.disable()`d function": "GM605",
-    "Call to `torch._dynamo.skip_frame()`": "GM605",
-    "attempted to trace numpy function with config.trace_numpy=False": "GM604",
-    "attempted to trace numpy function unsupported by PyTorch": "GM604",
-    "attempted to trace numpy.* function as a method": "GM604",
-}
-# Ordered (regex over the whole message, rule); first match wins.
+_BY_GB_TYPE = {gb: r.code for r in RULES for gb in r.gb_types}
+# (regex over the whole message, rule) in code order; first match wins.
 _TEXT_RULES: Sequence[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"builtin operator `print`|BuiltinVariable\(print\)|\bprint\b.*not supported", re.I), "GM201"),
-    (re.compile(r"logging\.Logger|\blogger\b|warning_once|logging\.\w+\(", re.I), "GM202"),
-    (re.compile(r"warnings\.warn|\bwarn\b.*skipped|_warnings", re.I), "GM203"),
-    (re.compile(r"Tensor\.item|\.item\(\)|\bitem\b.*capture_scalar_outputs", re.I), "GM301"),
-    (re.compile(r"tolist", re.I), "GM302"),
-    (re.compile(r"Tensor\.numpy|\.numpy\(\)", re.I), "GM304"),
-    (re.compile(r"numpy", re.I), "GM604"),
-    (re.compile(r"deepcopy", re.I), "GM601"),
-    (re.compile(r"requires_grad", re.I), "GM603"),
-    (re.compile(r"generator", re.I), "GM602"),
-    (re.compile(r"marked as skipped|compiler\.disable|_dynamo\.disable|disable\(\)d|skip_frame|"
-                r"not allowed to trace|SkipFunctionVariable", re.I), "GM605"),
-]
+    (re.compile(p, re.I), r.code) for r in RULES for p in r.message_patterns]
+# (regex over the source line, rule) in code order: when Dynamo's text named no rule.
+_SOURCE_RULES: Sequence[tuple[re.Pattern[str], str]] = [
+    (re.compile(p), r.code) for r in RULES for p in r.source_patterns]
 _BUFFER_ASSIGN = re.compile(r"self\.\w+\s*=(?!=)")
 _DYNAMIC_SHAPE = re.compile(r"dynamic[ _-]shape operator|output shape depends on|data-dependent output shape|"
                             r"DynamicOutputShapeException", re.I)
@@ -170,9 +136,7 @@ def classify(gb_type: Optional[str], message: str, source_line: Optional[str] = 
     if rule:
         return rule
     # The text did not say; the source line may (e.g. a torch whose wording is new to us).
-    for rx, r in ((re.compile(r"\bprint\("), "GM201"), (re.compile(r"\blog(ger|ging)?\.\w+\("), "GM202"),
-                  (re.compile(r"\.item\(\)"), "GM301"), (re.compile(r"\.tolist\(\)"), "GM302"),
-                  (re.compile(r"\.numpy\(\)"), "GM304"), (re.compile(r"deepcopy\("), "GM601")):
+    for rx, r in _SOURCE_RULES:
         if rx.search(src):
             return r
     return "GM901" if frame_skipped else "GM900"

@@ -77,6 +77,15 @@ class ParsedBreak:
     # the frame Dynamo skipped (it ran in eager), where the message names it
     skipped_frame: Optional[StackEntry] = None
 
+    @property
+    def headline(self) -> str:
+        """The break in one line: "<reason>: <the explanation's first line>" where the torch
+        gives both (2.6+), else the reason (the pytest plugin's failure message)."""
+        first = next((line.strip()[len("Explanation:"):].strip() for line in self.message.splitlines()
+                      if line.startswith("  Explanation:")), "")
+        head = self.reason.rstrip(":")
+        return f"{head}: {first}" if first else head
+
 
 def strip_prefixes(text: str) -> str:
     text = text.strip("\n")
@@ -201,6 +210,23 @@ def parse_log_record(text: str) -> Optional[ParsedBreak]:
     elif pb.stack:
         pb.file, pb.line = pb.stack[-1].file, pb.stack[-1].line
     return pb
+
+
+_FRAME_SKIP_RE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
+
+
+def parse_frame_skip(text: str) -> Optional[ParsedBreak]:
+    """A record that only says a frame was skipped whole (``Graph break: torch.compile cannot
+    properly resume from this graph break, which results in a skip. ... The graph break
+    occurred in the following user code: File ...``); the break is at the innermost frame
+    it lists. None for any other text."""
+    if "skip" not in text or "Graph break" not in text:
+        return None
+    frames = _FRAME_SKIP_RE.findall(text)
+    file, line = frames[-1] if frames else (None, None)
+    first = text.strip().splitlines()[0].strip() if text.strip() else ""
+    return ParsedBreak(reason=first, message=text.strip("\n"), frame_skipped=True, file=file,
+                       line=int(line) if line else None)
 
 
 _RECOMPILE_RE = re.compile(r"Recompiling function (?P<fn>\S+) in (?P<file>.+?):(?P<line>\d+)")

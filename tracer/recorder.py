@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from graphmend.core.model import Break, Frame, Recompile
-from tracer.classify import category_of, classify
+from rewrites.rules import category_of
+from tracer.classify import classify
 from tracer.messages import ParsedBreak, parse_log_record, parse_recompile
 from tracer.registry import registry_id
 

@@ -17,19 +17,13 @@ class RulesFormat(str, Enum):
     md = "md"
 
 
-def _has_fix(code: str) -> bool:
-    from rewrites.catalog import has_fix
-
-    return has_fix(code)
-
-
 def rule_markdown(rule) -> str:
     """One rule's full documentation as Markdown (also what docs/rules/<code>.md holds), with
     how its fix is verified when it has one."""
     from graphmend.verify import PROOF
     from reports.rule_docs import rule_page
 
-    return rule_page(rule, PROOF if _has_fix(rule.code) else "")
+    return rule_page(rule, PROOF if rule.fixable else "")
 
 
 def rules(

@@ -105,12 +105,3 @@ def install_overlay(patches: dict[str, str]) -> OverlayFinder:
         if _key(path) != path:
             linecache.cache[_key(path)] = (len(text), None, lines, _key(path))
     return finder
-
-
-def uninstall_overlay() -> None:
-    global _installed
-    if _installed is not None and _installed in sys.meta_path:
-        sys.meta_path.remove(_installed)
-        for p in _installed.patches:
-            linecache.cache.pop(p, None)
-    _installed = None

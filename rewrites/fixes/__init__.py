@@ -5,24 +5,51 @@ the original tree and applies them in one pass; it returns the new text, the sit
 rewrote and the findings it refused (with the reason). Nothing here imports torch, and
 nothing here decides a fix is SAFE: ``graphmend.verify`` does, by running it.
 
-Each family module holds ``RULES``, ``plan(analysis, context) -> Plan`` and its example
-cases: ``FIXED`` (before, after) pairs and ``NEGATIVE`` (source, reason-substring) cases
-that must be left untouched. ``tests/test_fix_cases.py`` runs them all.
+Every module of this package but ``SUPPORT`` is a fix family, found by ``family_modules()``
+(nothing lists them): it holds ``RULES`` (the codes it rewrites), ``ORDER`` (where it plans
+among the others), ``plan(analysis, context) -> Plan`` and ``CASES``, its examples
+(:class:`rewrites.fixes.base.Case`), which ``tests/test_fix_cases.py`` runs.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
+import pkgutil
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Iterable, Optional, Sequence
 
 TOO_DEEP = "expression nested too deeply to rewrite (RecursionError); file left unchanged"
 
-FAMILIES = ("gm4_guards", "gm2_defer", "gm3_scalars", "gm3_host_math", "gm5_masks", "gm5_dispatch", "gm5_segments", "gm1_where", "gm6_numpy", "gm6_buffers", "gm6_advice")
+# What the families share; every other module here is a family.
+SUPPORT = frozenset({"base", "layout", "total"})
 
 
-def family_modules():
-    return [importlib.import_module(f"rewrites.fixes.{name}") for name in FAMILIES]
+@functools.lru_cache(maxsize=None)
+def family_modules() -> tuple[ModuleType, ...]:
+    """Every fix family, in ``ORDER``: a family that rewrites a whole statement claims it, and
+    a later family's edits inside it are dropped (GM4 turns an ``if ...: raise`` GM1 would
+    refuse), so the order decides between two families that match one statement."""
+    names = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in SUPPORT)
+    return tuple(sorted((importlib.import_module(f"{__name__}.{n}") for n in names), key=lambda m: m.ORDER))
+
+
+def fixes_for(code: str) -> tuple[str, ...]:
+    """The families whose ``RULES`` name ``code`` (``Rule.fixes``)."""
+    return tuple(m.__name__.rsplit(".", 1)[1] for m in family_modules() if code in m.RULES)
+
+
+@functools.lru_cache(maxsize=None)
+def fix_kind(code: str) -> Optional[str]:
+    """``Rule.fix_kind``: SAFE when a case of a family fixing ``code`` rewrites without
+    --unsafe-fixes, UNSAFE when only unsafe cases rewrite, None when none does."""
+    from rewrites.rules.base import SAFE, UNSAFE
+
+    rewrites = [c for m in family_modules() if code in m.RULES for c in m.CASES if c.after is not None]
+    if any(not c.unsafe for c in rewrites):
+        return SAFE
+    return UNSAFE if rewrites else None
 
 
 @dataclass

@@ -10,11 +10,14 @@ one another (a GM3 ``.item()`` inside a GM1 condition) compose.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
+
+from rewrites.tensors import BOOL_METHODS, TENSOR_PARAM_NAMES
 
 
 @dataclass
@@ -41,6 +44,25 @@ class Refusal:
     advice: str = ""
 
 
+@dataclass(frozen=True)
+class Helper:
+    """A module-level function a fix defines once in the file it rewrites (``_mend_print``),
+    after the imports. Its name has mend's prefix (``rewrites.guards.MEND_HELPER_PREFIX``),
+    by which the detectors know its body is a repair, not a break."""
+
+    source: str
+
+    def __post_init__(self) -> None:
+        from rewrites.guards import MEND_HELPER_PREFIX
+
+        if not self.name.startswith(MEND_HELPER_PREFIX):
+            raise ValueError(f"helper {self.name!r}: mend's helpers are named {MEND_HELPER_PREFIX}*")
+
+    @property
+    def name(self) -> str:
+        return re.match(r"def (\w+)", self.source).group(1)  # type: ignore[union-attr]
+
+
 @dataclass
 class Edit:
     """Replace ``node`` (a node of the original tree) by ``build(updated_node)``."""
@@ -49,7 +71,7 @@ class Edit:
     build: Callable[[cst.CSTNode], object]  # -> node | FlattenSentinel | RemovalSentinel
     site: Optional[Site] = None
     needs_torch: bool = True
-    helpers: tuple[str, ...] = ()  # module-level helper sources (see HELPERS)
+    helpers: tuple[Helper, ...] = ()  # module-level functions the new code calls
     imports: tuple[str, ...] = ()  # plain ``import x`` the new code needs (besides torch)
 
 
@@ -83,6 +105,47 @@ class Context:
 
     def covers(self, start: int, end: int) -> bool:
         return self.lines is None or any(start <= l <= end for l in self.lines)
+
+
+HINTS = ("tensor", "shape", "numpy")  # what Dynamo may say about a line (fix_source's <hint>_lines)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One example of what a fix family does; tests/test_fix_cases.py runs every family's
+    ``CASES`` (as Fixit runs a rule's VALID and INVALID cases).
+
+    ``fix_source(before, lines=lines, unsafe=unsafe, ...)`` gives ``after``, and running it
+    again changes nothing; a case without ``after`` is left unchanged by its family, with a
+    refusal whose reason holds ``reason`` when one is given. ``lines``: where Dynamo broke
+    (None: anywhere); ``hints``: what Dynamo said there (``"shape"``: a data-dependent output
+    shape, ``"numpy"``: a NumPy value a branch read, ``"tensor"``: a tensor decided a branch),
+    without which the rewrite is not made; ``unsafe``: run with ``--unsafe-fixes`` (a rewrite
+    then is refused without the flag, naming it). A family whose cases rewrite is a fix for
+    its ``RULES``: safe, or unsafe when only unsafe cases rewrite."""
+
+    before: str
+    after: Optional[str] = None
+    lines: Optional[frozenset[int]] = None
+    hints: tuple[str, ...] = ()
+    unsafe: bool = False
+    reason: Optional[str] = None
+    line_length: int = 88  # the formatter's width the case is laid out in
+
+    def __post_init__(self) -> None:
+        if self.lines is not None:
+            object.__setattr__(self, "lines", frozenset(self.lines))
+        unknown = set(self.hints) - set(HINTS)
+        if unknown:
+            raise ValueError(f"unknown hint {sorted(unknown)}: one of {HINTS}")
+
+    def options(self, unsafe: Optional[bool] = None, hints: bool = True) -> dict:
+        """``fix_source``'s keyword arguments for this case (``unsafe``, ``hints``: overridden)."""
+        lines = None if self.lines is None else set(self.lines)
+        out = {"lines": lines, "unsafe": self.unsafe if unsafe is None else unsafe, "line_length": self.line_length}
+        for h in self.hints if hints else ():
+            out[f"{h}_lines"] = lines
+        return out
 
 
 class Analysis:
@@ -163,10 +226,6 @@ class _Apply(cst.CSTTransformer):
         return lay_out_built(e.build(updated_node), base, ids.ids, self.indent, self.width)
 
 
-# Module-level helpers a fix may need, by name; inserted once, after the imports.
-HELPERS: dict[str, str] = {}
-
-
 def apply_edits(analysis: Analysis, edits: Sequence[Edit], width: int = 88) -> str:
     if not edits:
         return analysis.module.code
@@ -176,11 +235,7 @@ def apply_edits(analysis: Analysis, edits: Sequence[Edit], width: int = 88) -> s
         new = ensure_import(new, "torch")
     for name in dict.fromkeys(i for e in edits for i in e.imports):
         new = ensure_import(new, name)
-    helpers: list[str] = []
-    for e in edits:
-        for h in e.helpers:
-            if h not in helpers:
-                helpers.append(h)
+    helpers = list(dict.fromkeys(h for e in edits for h in e.helpers))
     for h in reversed(helpers):  # each goes in at the same place: keep the edits' order
         new = ensure_helper(new, h)
     return new.code
@@ -203,17 +258,6 @@ def _is_docstring(stmt: cst.CSTNode) -> bool:
     return isinstance(s, cst.Expr) and isinstance(s.value, (cst.SimpleString, cst.ConcatenatedString))
 
 
-def _has_plain_import(module: cst.Module, name: str) -> bool:
-    for stmt in module.body:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for s in stmt.body:
-                if isinstance(s, cst.Import):
-                    for alias in s.names:
-                        if alias.asname is None and cst.helpers.get_full_name_for_node(alias.name) == name:
-                            return True
-    return False
-
-
 def _insert_at(module: cst.Module) -> int:
     """Index after the docstring, ``__future__`` imports and the leading import block."""
     body = list(module.body)
@@ -232,27 +276,22 @@ def _insert_at(module: cst.Module) -> int:
 
 
 def ensure_import(module: cst.Module, name: str) -> cst.Module:
-    """``import name`` once, after the module's leading imports (idempotent)."""
-    if _has_plain_import(module, name):
-        return module
-    stmt = cst.parse_statement(f"import {name}\n")
-    body = list(module.body)
-    i = _insert_at(module)
-    # the future-import rule: nothing before ``from __future__``
-    while i < len(body) and isinstance(body[i], cst.SimpleStatementLine) and any(
-            isinstance(s, cst.ImportFrom) and cst.helpers.get_full_name_for_node(s.module) == "__future__"
-            for s in body[i].body if isinstance(s, cst.ImportFrom) and s.module is not None):
-        i += 1
-    body.insert(i, stmt)
-    return module.with_changes(body=body)
+    """``import name`` once, after the module's leading imports (after a docstring and
+    ``from __future__``), unless the module has it: libcst's AddImportsVisitor."""
+    from libcst.codemod import CodemodContext
+    from libcst.codemod.visitors import AddImportsVisitor
+
+    context = CodemodContext()
+    AddImportsVisitor.add_needed_import(context, name)
+    return AddImportsVisitor(context).transform_module(module)
 
 
-def ensure_helper(module: cst.Module, name: str) -> cst.Module:
-    """Define helper ``name`` (source from HELPERS) at module level once (idempotent)."""
+def ensure_helper(module: cst.Module, helper: Helper) -> cst.Module:
+    """Define ``helper`` at module level once (idempotent)."""
     for stmt in module.body:
-        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == helper.name:
             return module
-    parsed = cst.parse_module(HELPERS[name])
+    parsed = cst.parse_module(helper.source)
     body = list(module.body)
     i = _insert_at(module)
     new_stmts = list(parsed.body)
@@ -294,9 +333,6 @@ maximum minimum
 _SELF_NON_TENSOR = frozenset({"training", "config", "get_extended_attention_mask", "get_head_mask",
                               "dtype", "device"})
 REDUCTIONS = frozenset("sum mean max min amax amin any all prod norm std var count_nonzero".split())
-BOOL_METHODS = frozenset("any all isnan isinf isfinite eq ne lt le gt ge logical_and logical_or logical_not bool".split())
-BOOL_TORCH = frozenset("any all isnan isinf isfinite eq ne lt le gt ge logical_and logical_or logical_not "
-                       "isclose isneginf isposinf is_nonzero".split())
 SIDE_EFFECT_CALLS = ("print", "logging.", "logger.", "log.", "warnings.", "_logger.", "LOGGER.", "open",
                      "sys.stdout", "sys.stderr")
 LOG_METHODS = frozenset("debug info warning warn error exception critical log warning_once info_once".split())
@@ -721,7 +757,7 @@ class FunctionFacts:
             ann = full_name(p.annotation.annotation) if p.annotation else ""
             if ann and ann.split(".")[-1] in ("Tensor", "FloatTensor", "LongTensor", "BoolTensor"):
                 self.tensor_params.add(p.name.value)
-            elif not ann and p.name.value in _tensor_param_names():
+            elif not ann and p.name.value in TENSOR_PARAM_NAMES:
                 self.tensor_params.add(p.name.value)
         for p in (fn.params.star_arg, fn.params.star_kwarg):
             if isinstance(p, cst.Param):
@@ -773,15 +809,6 @@ class FunctionFacts:
                 if line < before and value is not None and tensorish(value, frozenset(known)):
                     known.add(name)
         return frozenset(known)
-
-
-def _tensor_param_names() -> frozenset[str]:
-    try:  # the static scanner's list of conventional tensor parameter names
-        from rewrites.tensors import TENSOR_PARAM_NAMES
-
-        return TENSOR_PARAM_NAMES
-    except ImportError:  # pragma: no cover
-        return frozenset({"x", "hidden_states", "inputs_embeds"})
 
 
 def _target_names(t: cst.CSTNode) -> list[str]:

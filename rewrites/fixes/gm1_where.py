@@ -67,11 +67,12 @@ from typing import Optional
 import libcst as cst
 
 from rewrites.fixes import total
-from rewrites.fixes.base import (Analysis, Context, Edit, FunctionFacts, Plan, Refusal, Site, call,
+from rewrites.fixes.base import (Analysis, Case, Context, Edit, FunctionFacts, Plan, Refusal, Site, call,
                                  calls_outside_torch, code, full_name, impurity, module_attrs, names_in, paren,
                                  pure_self_methods, stateful_module_call, strip_item, strip_parens, tensorish)
 
 RULES = ("GM101", "GM102", "GM103")
+ORDER = 80
 
 
 class Refuse(Exception):
@@ -558,7 +559,7 @@ def _plan_split(an: Analysis, node: cst.If, facts: FunctionFacts, tnames, forced
         if d.returns:
             raise Refuse("an arm returns: the Python part of the condition cannot stay an `if` around it")
     except Refuse as exc:
-        result.refusals.append(Refusal(rule, start, f"after splitting the Python part off: {exc}", advice=_ADVICE))
+        result.refusals.append(Refusal(rule, start, f"after splitting the Python part off: {exc}"))
         return
     site = Site(rule, start, end, f"`if <python> and <tensor>` -> `if <python>:` + torch.{'cond' if d.use_cond else 'where'} "
                 f"({', '.join(d.keep)})", [an.rng(o) for o in tn], "cond" if d.use_cond else "where")
@@ -705,12 +706,12 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             if split is not None:
                 _plan_split(an, node, facts, tnames, forced, split, rule, result)
             elif ctx.lines is not None:
-                result.refusals.append(Refusal(rule, start, str(exc), advice=_ADVICE))
+                result.refusals.append(Refusal(rule, start, str(exc)))
             continue
         try:
             d = decide_if(node, an, facts, tnames, forced, _siblings_after(an, node))
         except Refuse as exc:
-            result.refusals.append(Refusal(rule, start, str(exc), advice=_ADVICE))
+            result.refusals.append(Refusal(rule, start, str(exc)))
             continue
         if d.absorb_next:
             if any(id(x) in absorbed_ids for x in d.absorb_next):
@@ -747,7 +748,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             convert_condition(node, tnames, forced)
         except Refuse as exc:
             if forced:
-                result.refusals.append(Refusal("GM103", start, str(exc), advice=_ADVICE))
+                result.refusals.append(Refusal("GM103", start, str(exc)))
             continue
         op = "and" if isinstance(node.operator, cst.And) else "or"
         site = Site("GM103", start, end, f"`{op}` of tensor booleans -> torch.logical_{op}",
@@ -772,7 +773,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             convert_condition(node.test, tnames, forced)
         except Refuse as exc:
             if ctx.lines is not None and forced:
-                result.refusals.append(Refusal("GM102", start, str(exc), advice=_ADVICE))
+                result.refusals.append(Refusal("GM102", start, str(exc)))
             continue
         try:
             arms = []
@@ -788,7 +789,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
                 for a in arms:
                     _total(a.ret, tnames, pure)
         except Refuse as exc:
-            result.refusals.append(Refusal("GM102", start, str(exc), advice=_ADVICE))
+            result.refusals.append(Refusal("GM102", start, str(exc)))
             continue
         site = Site("GM102", start, end, f"ternary on a tensor -> torch.{'cond' if use_cond else 'where'}",
                     [an.rng(node.test)], "cond" if use_cond else "where")
@@ -801,44 +802,41 @@ def plan(an: Analysis, ctx: Context) -> Plan:
     return result
 
 
-_ADVICE = ("rewrite the branch as `x = torch.where(cond, a, b)` when both sides are cheap and pure, or "
-           "`torch.cond(cond, true_fn, false_fn, operands)` when they call modules; move side effects out")
-
-FIXED = [
-    (
+CASES = [
+    Case(
         "def f(x):\n    if x.sum() > 0:\n        y = x * 2\n    else:\n        y = x - 1\n    return y\n",
-        "import torch\ndef f(x):\n    y = torch.where(x.sum() > 0, x * 2, x - 1)\n    return y\n",
+        "import torch\n\ndef f(x):\n    y = torch.where(x.sum() > 0, x * 2, x - 1)\n    return y\n",
     ),
-    (
+    Case(
         "import torch\n\ndef f(x):\n    # keep me\n    if x.mean().item() > 0.5:\n        y = x + 1\n        z = x * 3\n    "
         "else:\n        y = x\n        z = x\n    return y + z\n",
         "import torch\n\ndef f(x):\n    # keep me\n    y = torch.where(x.mean() > 0.5, x + 1, x)\n    "
         "z = torch.where(x.mean() > 0.5, x * 3, x)\n    return y + z\n",
     ),
-    (
+    Case(
         "import torch\ndef f(x):\n    x = x + 1\n    if x.max() > 3:\n        x = x / 2\n    return x\n",
         "import torch\ndef f(x):\n    x = x + 1\n    x = torch.where(x.max() > 3, x / 2, x)\n    return x\n",
     ),
-    (
+    Case(
         "import torch\ndef f(x):\n    if (x > 1).any():\n        y = x * 2\n    elif (x < -1).all():\n        y = -x\n"
         "    else:\n        y = x\n    return y\n",
         "import torch\ndef f(x):\n    y = torch.where((x > 1).any(), x * 2, torch.where((x < -1).all(), -x, x))\n    return y\n",
     ),
-    (
+    Case(
         "import torch\ndef f(x):\n    return x * 2 if x.sum() > 0 else x - 1\n",
         "import torch\ndef f(x):\n    return torch.where(x.sum() > 0, x * 2, x - 1)\n",
     ),
-    (
+    Case(
         "import torch\ndef f(x):\n    if x.sum() > 0 and not (x.max() > 5):\n        return x * 2\n    return x + 1\n",
         "import torch\ndef f(x):\n    return torch.where(\n"
         "        torch.logical_and(x.sum() > 0, torch.logical_not(x.max() > 5)),\n"
         "        x * 2,\n        x + 1,\n    )\n",
     ),
-    (
+    Case(
         "import torch\ndef f(self, x):\n    if x.sum() > 0:\n        return self.proj(x)\n    else:\n        return x\n",
         "import torch\ndef f(self, x):\n    return torch.cond(x.sum() > 0, lambda: self.proj(x), lambda: x.clone())\n",
     ),
-    (
+    Case(
         "import torch\ndef f(h):\n    if torch.isinf(h).any() or torch.isnan(h).any():\n        c = torch.finfo(h.dtype).max - 10\n"
         "        h = torch.clamp(h, min=-c, max=c)\n    return h\n",
         "import torch\ndef f(h):\n    h = torch.where(\n"
@@ -850,26 +848,26 @@ FIXED = [
     ),
 ]
 
-FIXED += [
-    (  # ``and`` mixing a Python value and a tensor: the Python part stays an ``if``
+CASES += [
+    Case(  # ``and`` mixing a Python value and a tensor: the Python part stays an ``if``
         "import torch\ndef f(x):\n    flag = x.dim() == 2\n    if flag and x.sum() > 0:\n        x = x * 2\n    return x\n",
         "import torch\ndef f(x):\n    flag = x.dim() == 2\n    if flag:\n        x = torch.where(x.sum() > 0, x * 2, x)\n    return x\n",
     ),
-    (  # early return; the rest of the block (pure assignments, then return) is the other arm
+    Case(  # early return; the rest of the block (pure assignments, then return) is the other arm
         "import torch\ndef f(x):\n    y = x * 2\n    if y.sum() > 0:\n        return y\n    z = y - 1\n    return z * 3\n",
         "import torch\ndef f(x):\n    y = x * 2\n    return torch.where(y.sum() > 0, y, (y - 1) * 3)\n",
     ),
-    (  # ``and`` of tensor booleans outside a condition
+    Case(  # ``and`` of tensor booleans outside a condition
         "import torch\ndef f(x):\n    m = (x > 0).any() and x.max() < 5\n    return x * m\n",
         "import torch\ndef f(x):\n    m = torch.logical_and((x > 0).any(), x.max() < 5)\n    return x * m\n",
     ),
-    (  # a later value reads a name the rewrite rebinds first: one tuple assignment
+    Case(  # a later value reads a name the rewrite rebinds first: one tuple assignment
         "import torch\ndef f(x, y):\n    if x.sum() > 0:\n        x = x + 1\n        y = x * 2\n    return x + y\n",
         "import torch\ndef f(x, y):\n    x, y = (\n"
         "        torch.where(x.sum() > 0, x + 1, x),\n"
         "        torch.where(x.sum() > 0, (x + 1) * 2, y),\n    )\n    return x + y\n",
     ),
-    (  # Reformer's padding bucket: ``if <python> and <tensor>`` with a Python ``elif``, which
+    Case(  # Reformer's padding bucket: ``if <python> and <tensor>`` with a Python ``elif``, which
        # stays for the Python-false path and is the where's other arm otherwise
         "import torch\ndef f(x, mask, grow):\n    n = 4\n    if mask is not None and (mask.sum().item() < 1):\n"
         "        n = n + 1\n        x = torch.where(mask > 0, x, x - n)\n    elif grow is not None:\n"
@@ -882,10 +880,10 @@ FIXED += [
     ),
 ]
 
-# (before, after) where the ``if`` sits in a method of class ``R``: the test runs ``R().f``
-FIXED_IN_CLASS = [
-    (  # a pure, total method of the same class is arithmetic, not a reason for torch.cond
-       # (the division by its value still gets a safe divisor where the arm is not selected)
+# the ``if`` sits in a method of class ``R``: tests/test_fix_cases.py runs ``R().f``
+CASES += [
+    Case(  # a pure, total method of the same class is arithmetic, not a reason for torch.cond
+        # (the division by its value still gets a safe divisor where the arm is not selected)
         "import torch\nclass R:\n    def _base(self, n):\n        r = n * 2.0 - 1\n        return r.abs() + 0.5\n\n"
         "    def f(self, n: torch.Tensor, inv: torch.Tensor):\n        if n.max() > 0:\n"
         "            inv = 1.0 / self._base(n)\n        return inv\n",
@@ -895,7 +893,7 @@ FIXED_IN_CLASS = [
         "            1.0 / torch.where(n.max() > 0, self._base(n), 1),\n            inv,\n        )\n"
         "        return inv\n",
     ),
-    (  # a pure method that is not total (``** 0.5``: infinite derivative at 0) cannot be fed a
+    Case(  # a pure method that is not total (``** 0.5``: infinite derivative at 0) cannot be fed a
        # safe value from outside: torch.cond runs it only where eager code did
         "import torch\nclass R:\n    def _base(self, n):\n        r = n * 2.0 - 1\n        return r.abs() ** 0.5\n\n"
         "    def f(self, n: torch.Tensor, inv: torch.Tensor):\n        if n.max() > 0:\n"
@@ -904,7 +902,7 @@ FIXED_IN_CLASS = [
         "    def f(self, n: torch.Tensor, inv: torch.Tensor):\n"
         "        inv = torch.cond(n.max() > 0, lambda: 1.0 / self._base(n), lambda: inv.clone())\n        return inv\n",
     ),
-    (  # one that calls code the rewrite cannot see is not: torch.cond runs only the taken arm
+    Case(  # one that calls code the rewrite cannot see is not: torch.cond runs only the taken arm
         "import torch\ndef scale(n):\n    return n * 2.0\nclass R:\n    def _base(self, n):\n        return scale(n)\n\n"
         "    def f(self, n: torch.Tensor, inv: torch.Tensor):\n        if n.max() > 0:\n"
         "            inv = 1.0 / self._base(n)\n        return inv\n",
@@ -916,24 +914,24 @@ FIXED_IN_CLASS = [
 
 # non-total arms: the double-where form (the dangerous operand fed a safe value where the
 # arm is not selected; tests/test_fix_soundness.py checks the gradients)
-FIXED += [
-    (
+CASES += [
+    Case(
         "import torch\ndef f(h):\n    if (h > 0).all():\n        y = torch.sqrt(h)\n    else:\n        y = h * 0.5\n    return y\n",
         "import torch\ndef f(h):\n    y = torch.where(\n        (h > 0).all(),\n"
         "        torch.sqrt(torch.where((h > 0).all(), h, 1)),\n        h * 0.5,\n    )\n"
         "    return y\n",
     ),
-    (  # masked mean: the divisor of an empty mask is 0 on the path eager code skips
+    Case(  # masked mean: the divisor of an empty mask is 0 on the path eager code skips
         "import torch\ndef f(s, m):\n    if (m > 0).any():\n        y = s / (m > 0).sum()\n    else:\n        y = s\n    return y\n",
         "import torch\ndef f(s, m):\n    y = torch.where((m > 0).any(), s / torch.where((m > 0).any(), (m > 0).sum(), 1), s)\n"
         "    return y\n",
     ),
-    (  # the else arm is fed under logical_not(c); exp overflows, so it is guarded too
+    Case(  # the else arm is fed under logical_not(c); exp overflows, so it is guarded too
         "import torch\ndef f(h):\n    if h.max() > 80:\n        return h\n    return h.exp()\n",
         "import torch\ndef f(h):\n    return torch.where(\n        h.max() > 80,\n        h,\n"
         "        torch.where(torch.logical_not(h.max() > 80), h, 0).exp(),\n    )\n",
     ),
-    (  # elif chains compose: an elif arm is selected under not c0 and c1
+    Case(  # elif chains compose: an elif arm is selected under not c0 and c1
         "import torch\ndef f(x, y):\n    if (x > 1).all():\n        z = x * 2\n    elif (y > 0).all():\n        z = y.log()\n"
         "    else:\n        z = y\n    return z\n",
         "import torch\ndef f(x, y):\n    z = torch.where(\n        (x > 1).all(),\n"
@@ -943,51 +941,58 @@ FIXED += [
         "                y,\n                1,\n            ).log(),\n            y,\n"
         "        ),\n    )\n    return z\n",
     ),
-    (  # a Python-number divisor and an integer power are total: nothing to feed
+    Case(  # a boolean-mask index is total (no index out of range): left as it is, not fed a safe value
+        "import torch\ndef f(x):\n    if x.sum() > 0:\n        y = x * x[torch.greater(x, 1)].sum()\n    else:\n"
+        "        y = x\n    return y\n",
+        "import torch\ndef f(x):\n    y = torch.where(x.sum() > 0, x * torch.where(torch.greater(x, 1), x, 0).sum(), x)\n"
+        "    return y\n",
+    ),
+    Case(  # a Python-number divisor and an integer power are total: nothing to feed
         "import torch\ndef f(x):\n    if x.sum() > 0:\n        x = x / 2 + x ** 2\n    return x\n",
         "import torch\ndef f(x):\n    x = torch.where(x.sum() > 0, x / 2 + x ** 2, x)\n    return x\n",
     ),
 ]
 
-NEGATIVE = [
-    ("import torch\ndef f(x):\n    if (x > 0).all():\n        y = torch.tan(x)\n    else:\n        y = x\n    return y\n",
-     "`torch.tan` is not known to be total"),
-    ("import torch\ndef f(x):\n    if (x > 0).all():\n        y = x.std()\n    else:\n        y = x\n    return y\n",
-     "`std`"),
-    ("import torch\nimport torch.nn.functional as F\ndef f(x):\n    if x.sum() > 0:\n        x = F.relu(x, inplace=True)\n"
-     "    return x\n", "inplace=True"),
-    ("import torch\ndef f(x, o):\n    if x.sum() > 0:\n        x = torch.add(x, 1, out=o)\n    return x\n", "out="),
-    ("import torch\nimport torch.nn.functional as F\ndef f(x):\n    if x.sum() > 0:\n        x = F.dropout(x, 0.1)\n"
-     "    return x\n", "draws random numbers (F.dropout)"),
-    ("import torch\ndef f(x):\n    if x.sum() > 0:\n        x = x + torch.randn_like(x)\n    return x\n",
-     "draws random numbers (torch.randn_like)"),
-    ("import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-     "        self.norm = nn.BatchNorm1d(4)\n\n    def forward(self, h):\n        if h.sum() > 0:\n"
-     "            h = self.norm(h)\n        return h\n", "nn.BatchNorm1d"),
-    ("import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-     "        self.drop = nn.Dropout(0.1)\n\n    def forward(self, h):\n        if h.sum() > 0:\n"
-     "            h = self.drop(h)\n        return h\n", "nn.Dropout"),
-    ("import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-     "        self.act = nn.ReLU(inplace=True)\n\n    def forward(self, h):\n        if h.mean() > 0:\n"
-     "            h = self.act(h)\n        return h\n", "nn.ReLU(inplace=True): it writes its input"),
-    ("def f(x):\n    y = x * 2\n    if y.sum() > 0:\n        return y\n    print(y)\n    return y\n",
-     "cannot become an arm"),
-    ("def f(self, x):\n    if x.sum() > 0:\n        return x\n    h = self.proj(x)\n    return h + h\n",
-     "read twice"),
-    ("import torch\ndef f(x):\n    m = x.sum() and x.max() > 0\n    return m\n", None),
-    ("def f(x):\n    if x.sum() > 0:\n        return ()\n    return ()\n", "constant"),
-    ("def f(x):\n    if x.sum() > 0:\n        print('pos')\n        y = x\n    else:\n        y = -x\n    return y\n",
-     "side effects"),
-    ("def f(x):\n    if x.sum() > 0:\n        x.add_(1)\n    return x\n", "side effects"),
-    ("def f(x):\n    if x.sum() > 0:\n        x[0] = 1\n    return x\n", "subscript"),
-    ("def f(x):\n    if x.sum() > 0:\n        y = x * 2\n    return y\n", "one path only"),
-    ("def f(x):\n    if x.sum() > 0:\n        raise ValueError('bad')\n    return x\n", "raises"),
-    ("def f(x, n):\n    if n > 0:\n        y = x * 2\n    else:\n        y = x\n    return y\n", None),
-    ("def f(x):\n    if x.sum() > 0:\n        y = 1.0\n    else:\n        y = x\n    return y\n", "constant"),
-    ("def f(self, x):\n    if x.sum() > 0:\n        self.count = x\n    return x\n", "attribute"),
+# left alone, the refusal naming why
+CASES += [
+    Case("import torch\ndef f(x):\n    if (x > 0).all():\n        y = torch.tan(x)\n    else:\n        y = x\n    return y\n",
+         reason="`torch.tan` is not known to be total"),
+    Case("import torch\ndef f(x):\n    if (x > 0).all():\n        y = x.std()\n    else:\n        y = x\n    return y\n",
+         reason="`std`"),
+    Case("import torch\nimport torch.nn.functional as F\ndef f(x):\n    if x.sum() > 0:\n        x = F.relu(x, inplace=True)\n"
+         "    return x\n", reason="inplace=True"),
+    Case("import torch\ndef f(x, o):\n    if x.sum() > 0:\n        x = torch.add(x, 1, out=o)\n    return x\n", reason="out="),
+    Case("import torch\nimport torch.nn.functional as F\ndef f(x):\n    if x.sum() > 0:\n        x = F.dropout(x, 0.1)\n"
+         "    return x\n", reason="draws random numbers (F.dropout)"),
+    Case("import torch\ndef f(x):\n    if x.sum() > 0:\n        x = x + torch.randn_like(x)\n    return x\n",
+         reason="draws random numbers (torch.randn_like)"),
+    Case("import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+         "        self.norm = nn.BatchNorm1d(4)\n\n    def forward(self, h):\n        if h.sum() > 0:\n"
+         "            h = self.norm(h)\n        return h\n", reason="nn.BatchNorm1d"),
+    Case("import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+         "        self.drop = nn.Dropout(0.1)\n\n    def forward(self, h):\n        if h.sum() > 0:\n"
+         "            h = self.drop(h)\n        return h\n", reason="nn.Dropout"),
+    Case("import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+         "        self.act = nn.ReLU(inplace=True)\n\n    def forward(self, h):\n        if h.mean() > 0:\n"
+         "            h = self.act(h)\n        return h\n", reason="nn.ReLU(inplace=True): it writes its input"),
+    Case("def f(x):\n    y = x * 2\n    if y.sum() > 0:\n        return y\n    print(y)\n    return y\n",
+         reason="cannot become an arm"),
+    Case("def f(self, x):\n    if x.sum() > 0:\n        return x\n    h = self.proj(x)\n    return h + h\n",
+         reason="read twice"),
+    Case("import torch\ndef f(x):\n    m = x.sum() and x.max() > 0\n    return m\n"),
+    Case("def f(x):\n    if x.sum() > 0:\n        return ()\n    return ()\n", reason="constant"),
+    Case("def f(x):\n    if x.sum() > 0:\n        print('pos')\n        y = x\n    else:\n        y = -x\n    return y\n",
+         reason="side effects"),
+    Case("def f(x):\n    if x.sum() > 0:\n        x.add_(1)\n    return x\n", reason="side effects"),
+    Case("def f(x):\n    if x.sum() > 0:\n        x[0] = 1\n    return x\n", reason="subscript"),
+    Case("def f(x):\n    if x.sum() > 0:\n        y = x * 2\n    return y\n", reason="one path only"),
+    Case("def f(x):\n    if x.sum() > 0:\n        raise ValueError('bad')\n    return x\n", reason="raises"),
+    Case("def f(x, n):\n    if n > 0:\n        y = x * 2\n    else:\n        y = x\n    return y\n"),
+    Case("def f(x):\n    if x.sum() > 0:\n        y = 1.0\n    else:\n        y = x\n    return y\n", reason="constant"),
+    Case("def f(self, x):\n    if x.sum() > 0:\n        self.count = x\n    return x\n", reason="attribute"),
     # ``if <python> and <tensor>`` whose ``elif`` is a tensor, or binds a name no other path had
-    ("def f(x, m):\n    if m is not None and x.sum() > 0:\n        x = x * 2\n    elif x.max() > 1:\n"
-     "        x = x - 1\n    return x\n", "not a plain Python value"),
-    ("def f(x, m, g):\n    if m is not None and x.sum() > 0:\n        y = x * 2\n    elif g:\n"
-     "        y = x - 1\n    return y\n", "one path only"),
+    Case("def f(x, m):\n    if m is not None and x.sum() > 0:\n        x = x * 2\n    elif x.max() > 1:\n"
+         "        x = x - 1\n    return x\n", reason="not a plain Python value"),
+    Case("def f(x, m, g):\n    if m is not None and x.sum() > 0:\n        y = x * 2\n    elif g:\n"
+         "        y = x - 1\n    return y\n", reason="one path only"),
 ]

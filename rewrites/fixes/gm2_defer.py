@@ -53,13 +53,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rewrites.fixes.base import (HELPERS, LOG_METHODS, Analysis, Context, Edit, FunctionFacts, Plan, Refusal, Site,
+from rewrites.fixes.base import (LOG_METHODS, Analysis, Case, Context, Edit, FunctionFacts, Helper, Plan, Refusal, Site,
                                  full_name, offer_unsafe, single, strip_item, tensorish)
 
 RULES = ("GM201", "GM202", "GM203")
+ORDER = 20
 
-PRINT_HELPER = "_mend_print"
-HELPERS[PRINT_HELPER] = '''def _mend_print(*args, **kwargs):
+PRINT_HELPER = Helper('''def _mend_print(*args, **kwargs):
     # mend GM201: eager prints as before; torch.compile replays it after the graph
     print(*args, **kwargs)
 
@@ -70,7 +70,7 @@ try:
     _mend_dynamo.config.reorderable_logging_functions.add(_mend_print)
 except (ImportError, AttributeError):  # torch < 2.5: the print breaks
     pass
-'''
+''')
 
 _LOGGER_OBJECTS = ("logger", "log", "_logger", "LOGGER", "logging", "_LOGGER", "LOG")
 
@@ -178,7 +178,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             continue
         start, end = an.span(stmt)
         fn = an.enclosing_function(stmt)
-        if not ctx.covers(start, end) or fn is None or fn.name.value == PRINT_HELPER:
+        if not ctx.covers(start, end) or fn is None or fn.name.value == PRINT_HELPER.name:
             continue
         if rule == "GM201":
             site = Site(rule, start, end, "print -> _mend_print (replayed after the graph under torch.compile)",
@@ -187,7 +187,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             def build(updated: cst.SimpleStatementLine):
                 c = updated.body[0].value
                 return updated.with_changes(body=[updated.body[0].with_changes(
-                    value=c.with_changes(func=cst.Name(PRINT_HELPER)))])
+                    value=c.with_changes(func=cst.Name(PRINT_HELPER.name)))])
 
             result.edits.append(Edit(stmt, build, site, needs_torch=False, helpers=(PRINT_HELPER,)))
         else:
@@ -210,8 +210,8 @@ def plan(an: Analysis, ctx: Context) -> Plan:
     return result
 
 
-FIXED = [
-    (
+CASES = [
+    Case(
         "import torch\n\n\ndef f(x):\n    y = x + 1\n    print('y is', y)  # tell\n    return y\n",
         "import torch\n\n\ndef _mend_print(*args, **kwargs):\n"
         "    # mend GM201: eager prints as before; torch.compile replays it after the graph\n"
@@ -220,26 +220,26 @@ FIXED = [
         "except (ImportError, AttributeError):  # torch < 2.5: the print breaks\n    pass\n\n\n"
         "def f(x):\n    y = x + 1\n    _mend_print('y is', y)  # tell\n    return y\n",
     ),
-    (
+    Case(
         "import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(x):\n"
         "    logger.warning_once('slow path %s', 3)\n    return x * 2\n",
         "import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(x):\n"
         "    if not torch.compiler.is_compiling():\n        logger.warning_once('slow path %s', 3)\n"
         "    return x * 2\n",
     ),
-    (
+    Case(
         "import warnings\ndef f(x):\n    warnings.warn('deprecated')\n    return x * 2\n",
-        "import warnings\nimport torch\ndef f(x):\n    if not torch.compiler.is_compiling():\n        warnings.warn('deprecated')\n"
+        "import warnings\nimport torch\n\ndef f(x):\n    if not torch.compiler.is_compiling():\n        warnings.warn('deprecated')\n"
         "    return x * 2\n",
     ),
-    (  # an ``if`` that only warns on a Python value: Dynamo decides it; the call gets the lone guard
+    Case(  # an ``if`` that only warns on a Python value: Dynamo decides it; the call gets the lone guard
         "import warnings\ndef f(self, x):\n    if self.size_average is not None:\n"
         "        warnings.warn('deprecated', FutureWarning)\n    return x * 2\n",
-        "import warnings\nimport torch\ndef f(self, x):\n    if self.size_average is not None:\n"
+        "import warnings\nimport torch\n\ndef f(self, x):\n    if self.size_average is not None:\n"
         "        if not torch.compiler.is_compiling():\n            warnings.warn('deprecated', FutureWarning)\n"
         "    return x * 2\n",
     ),
-    (  # the comment above the call stays above the guard; the call keeps its own comment
+    Case(  # the comment above the call stays above the guard; the call keeps its own comment
         "import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(x):\n    y = x + 1\n\n"
         "    # say where we are\n    logger.info('step %d', 3)  # noisy\n    return y\n",
         "import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(x):\n    y = x + 1\n\n"
@@ -248,28 +248,29 @@ FIXED = [
     ),
 ]
 
-# planned only with ``unsafe=True`` (``--unsafe-fixes``): the message is lost under compile
-UNSAFE_FIXED = [(
+# with --unsafe-fixes only: the message is lost under compile
+CASES += [Case(
     "import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(x, cap):\n"
     "    if (x > cap).any():  # overflow\n        logger.warning('over %d', int((x > cap).sum()))\n"
     "        warnings.warn('over')\n    return x.clamp(max=cap)\n",
     "import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(x, cap):\n"
     "    if not torch.compiler.is_compiling() and (x > cap).any():  # overflow\n"
     "        logger.warning('over %d', int((x > cap).sum()))\n"
-    "        warnings.warn('over')\n    return x.clamp(max=cap)\n",
-), (  # an `or` condition stays one operand of the guard's `and`
+    "        warnings.warn('over')\n    return x.clamp(max=cap)\n", unsafe=True,
+), Case(  # an `or` condition stays one operand of the guard's `and`
     "import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(x, cap):\n"
     "    if (x > cap).any() or x.isnan().any():\n        logger.warning('bad input')\n    return x\n",
     "import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(x, cap):\n"
     "    if not torch.compiler.is_compiling() and ((x > cap).any() or x.isnan().any()):\n"
-    "        logger.warning('bad input')\n    return x\n",
+    "        logger.warning('bad input')\n    return x\n", unsafe=True,
 )]
 
-NEGATIVE = [
-    ("import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(h):\n    if torch.isnan(h).any():\n"
-     "        logger.warning('nan')\n    return h\n", "no longer fires in compiled code"),
-    ("print('module level')\n", None),
-    ("def f(x):\n    y = print\n    return x\n", None),
-    ("def f(x):\n    if x: logger.info('a')\n    return x\n", None),
-    ("def f(x):\n    if not torch.compiler.is_compiling() and (x.any()):\n        logger.info('a')\n    return x\n", None),
+# left alone
+CASES += [
+    Case("import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(h):\n    if torch.isnan(h).any():\n"
+         "        logger.warning('nan')\n    return h\n", reason="no longer fires in compiled code"),
+    Case("print('module level')\n"),
+    Case("def f(x):\n    y = print\n    return x\n"),
+    Case("def f(x):\n    if x: logger.info('a')\n    return x\n"),
+    Case("def f(x):\n    if not torch.compiler.is_compiling() and (x.any()):\n        logger.info('a')\n    return x\n"),
 ]

@@ -28,13 +28,13 @@ from typing import Optional
 import libcst as cst
 import libcst.matchers as m
 
-from rewrites.fixes.base import HELPERS, Analysis, Context, Edit, Plan, Site, call, full_name
+from rewrites.fixes.base import Analysis, Case, Context, Edit, Helper, Plan, Site, call, full_name
 
 RULES = ("GM301",)
+ORDER = 40
 
-HELPER = "_mend_int_item"
 OPS = ("fmod", "remainder", "floor_divide", "add", "sub", "mul", "maximum", "minimum")
-HELPERS[HELPER] = '''def _mend_int_item(op, a, b):
+HELPER = Helper('''def _mend_int_item(op, a, b):
     # mend GM301: torch.<op>(torch.tensor(a), torch.tensor(b)).item() on the host when a and b
     # are ints and the result fits int64 (the same value, no tensor read back); floats, bools,
     # a zero divisor and overflow keep the torch call
@@ -61,7 +61,7 @@ HELPERS[HELPER] = '''def _mend_int_item(op, a, b):
     if r is not None and all(-(2**63) <= v < 2**63 for v in (a, b, r)):
         return r
     return getattr(torch, op)(torch.tensor(a), torch.tensor(b)).item()
-'''
+''')
 
 
 def _host_value(node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
@@ -98,11 +98,11 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         start, end = an.span(node)
         if ctx.lines is None or not ctx.covers(start, end):
             continue  # only where Dynamo broke: elsewhere the scalar may be a traced value already
-        site = Site("GM301", start, end, f"torch.{op}(torch.tensor(a), torch.tensor(b)).item() -> {HELPER}: the "
+        site = Site("GM301", start, end, f"torch.{op}(torch.tensor(a), torch.tensor(b)).item() -> {HELPER.name}: the "
                     "same value on the host when a and b are ints (no tensor read back)", strategy="host_int")
 
         def build(_updated: cst.Call, op=op, a=a, b=b):
-            return call(HELPER, cst.SimpleString(f'"{op}"'), a, b)
+            return call(HELPER.name, cst.SimpleString(f'"{op}"'), a, b)
 
         result.edits.append(Edit(node, build, site, helpers=(HELPER,)))
     return result
@@ -125,21 +125,19 @@ class Upsample(torch.nn.Module):
         return torch.cat([repeated, extra], dim=-2)
 '''
 
-# (before, after, lines)
-FIXED_WITH_LINES = [
-    (_CANINE, _CANINE.replace("import torch\n", "import torch\n\n\n" + HELPERS[HELPER], 1)
-     .replace("torch.fmod(torch.tensor(char_seq_length), torch.tensor(rate)).item()",
-              '_mend_int_item("fmod", char_seq_length, rate)'), {13}),
+# at the line Dynamo broke on
+CASES = [
+    Case(_CANINE, _CANINE.replace("import torch\n", "import torch\n\n\n" + HELPER.source, 1)
+         .replace("torch.fmod(torch.tensor(char_seq_length), torch.tensor(rate)).item()",
+                  '_mend_int_item("fmod", char_seq_length, rate)'), lines={13}),
 ]
-# left alone at Dynamo's line: (source, lines)
-NEGATIVE_WITH_LINES = [
+# left alone at Dynamo's line
+CASES += [
     # a dtype on the tensor changes what torch computes
-    (_CANINE.replace("torch.tensor(rate))", "torch.tensor(rate, dtype=torch.float64))"), {13}),
+    Case(_CANINE.replace("torch.tensor(rate))", "torch.tensor(rate, dtype=torch.float64))"), lines={13}),
     # not an op the host helper knows
-    (_CANINE.replace("torch.fmod(", "torch.atan2("), {13}),
+    Case(_CANINE.replace("torch.fmod(", "torch.atan2("), lines={13}),
     # a tensor argument that is not built from a host value
-    (_CANINE.replace("torch.tensor(rate))", "molecules.new_tensor(rate))"), {13}),
+    Case(_CANINE.replace("torch.tensor(rate))", "molecules.new_tensor(rate))"), lines={13}),
 ]
 
-FIXED: list = []
-NEGATIVE: list = []

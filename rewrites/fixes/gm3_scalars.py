@@ -33,10 +33,11 @@ from typing import Optional
 import libcst as cst
 
 from rewrites.fixes import total
-from rewrites.fixes.base import (Analysis, Context, Edit, FunctionFacts, Plan, Refusal, Site, call, code,
+from rewrites.fixes.base import (Analysis, Case, Context, Edit, FunctionFacts, Plan, Refusal, Site, call, code,
                                  compare_in_double, full_name, names_in, paren, strip_parens, tensorish)
 
 RULES = ("GM301", "GM303")
+ORDER = 30
 
 
 def scalar_source(node: cst.BaseExpression, tnames: frozenset[str]) -> Optional[tuple[str, cst.BaseExpression]]:
@@ -115,8 +116,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         if not uses or bad:
             why = ("it is never read" if not uses else
                    f"`{var}` reaches Python code at line {an.span(bad[0])[0]} (not only tensor arithmetic)")
-            result.refusals.append(Refusal(rule, start, why,
-                                           advice="keep the value a tensor, or set torch._dynamo.config.capture_scalar_outputs"))
+            result.refusals.append(Refusal(rule, start, why))
             continue
         if ternaries:
             try:
@@ -247,41 +247,41 @@ def _ternary(exp: cst.IfExp, var: str) -> cst.BaseExpression:
     return call("torch.where", test, body, orelse)
 
 
-FIXED = [
-    (
+CASES = [
+    Case(
         "import torch\ndef f(x, t):\n    s = t.sum().item()\n    return x * s + s\n",
         "import torch\ndef f(x, t):\n    s = t.sum().detach()\n    return x * s + s\n",
     ),
-    (
+    Case(
         "import torch\ndef f(x, t):\n    s = t.sum().item()\n    return x * s, s\n",
         None,  # ``s`` is also returned as a Python number: refused, unchanged
     ),
-    (  # .item() detached: no gradient reaches t through scale, before and after
+    Case(  # .item() detached: no gradient reaches t through scale, before and after
         "import torch\ndef f(x: torch.Tensor, t: torch.Tensor):\n    scale = t.max().item()\n    return x * scale\n",
         "import torch\ndef f(x: torch.Tensor, t: torch.Tensor):\n    scale = t.max().detach()\n    return x * scale\n",
     ),
-    (
+    Case(
         "import torch\ndef f(x: torch.Tensor):\n    return x / x.norm().item()\n",
         "import torch\ndef f(x: torch.Tensor):\n    return x / x.norm().detach()\n",
     ),
 ]
 
-FIXED += [
-    (  # an integer cast has no gradient to detach
+CASES += [
+    Case(  # an integer cast has no gradient to detach
         "import torch\ndef f(x: torch.Tensor, t: torch.Tensor):\n    k = int(t.sum())\n    return x * k\n",
         "import torch\ndef f(x: torch.Tensor, t: torch.Tensor):\n    k = t.sum().long()\n    return x * k\n",
     ),
-    (
+    Case(
         "import torch\ndef f(x: torch.Tensor):\n    return x + float(x.mean())\n",
         "import torch\ndef f(x: torch.Tensor):\n    return x + x.mean().detach().double()\n",
     ),
-    (  # the division the ternary guards gets a safe divisor where it is not selected (peak == 0)
+    Case(  # the division the ternary guards gets a safe divisor where it is not selected (peak == 0)
         "import torch\ndef f(x: torch.Tensor):\n    peak = x.abs().max().item()\n"
         "    scale = 30.0 / peak if peak > 30.0 else 1.0\n    return x * scale\n",
         "import torch\ndef f(x: torch.Tensor):\n    peak = x.abs().max().detach()\n"
         "    scale = torch.where(peak > 30.0, 30.0 / torch.where(peak > 30.0, peak, 1), 1.0)\n    return x * scale\n",
     ),
-    (  # 0.3 is not a bfloat16/float16 value: compared in float64, as Python compared
+    Case(  # 0.3 is not a bfloat16/float16 value: compared in float64, as Python compared
         "import torch\ndef f(x: torch.Tensor):\n    m = x.max().item()\n"
         "    scale = 2.0 if m > 0.3 else 0.5\n    return x * scale\n",
         "import torch\ndef f(x: torch.Tensor):\n    m = x.max().detach()\n"
@@ -289,9 +289,10 @@ FIXED += [
     ),
 ]
 
-NEGATIVE = [
-    ("import torch\ndef f(x: torch.Tensor):\n    peak = x.abs().max().item()\n"
-     "    scale = 30.0 / peak if peak > 30.0 else 1.0\n    return scale\n", "Python code"),
-    ("import torch\ndef f(x: torch.Tensor):\n    n = x.sum().item()\n    return x[: int(n)]\n", "Python code"),
-    ("import torch\ndef f(x: torch.Tensor):\n    print(x.sum().item())\n    return x\n", None),
+# left alone
+CASES += [
+    Case("import torch\ndef f(x: torch.Tensor):\n    peak = x.abs().max().item()\n"
+         "    scale = 30.0 / peak if peak > 30.0 else 1.0\n    return scale\n", reason="Python code"),
+    Case("import torch\ndef f(x: torch.Tensor):\n    n = x.sum().item()\n    return x[: int(n)]\n", reason="Python code"),
+    Case("import torch\ndef f(x: torch.Tensor):\n    print(x.sum().item())\n    return x\n"),
 ]

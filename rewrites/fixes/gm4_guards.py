@@ -35,25 +35,25 @@ from typing import Optional
 
 import libcst as cst
 
-from rewrites.fixes.base import (HELPERS, IS_COMPILING, Analysis, Context, Edit, FunctionFacts, Plan, Refusal,
+from rewrites.fixes.base import (IS_COMPILING, Analysis, Case, Context, Edit, FunctionFacts, Helper, Plan, Refusal,
                                  Site, call, code, full_name, impurity, in_compile_split, strip_parens)
 from rewrites.fixes.gm1_where import Refuse, convert_condition
 
 RULES = ("GM401", "GM402")
+ORDER = 10
 
-CHECK_HELPER = "_mend_check"
 # A size list may hold a 0-dim tensor (Longformer's ``max_num_global_attn_indices`` is a
 # ``.max()``): ``size(i) == t`` is then a tensor, which torch._check refuses; it is checked
 # in the graph with _assert_async. Only compiled code calls the helper (eager runs the
 # assert as written), and torch._check gets no message: a message closure is a graph
 # break on torch 2.11.
-HELPERS[CHECK_HELPER] = '''def _mend_check(cond, text):
+CHECK_HELPER = Helper('''def _mend_check(cond, text):
     # mend GM401: one dimension of an assert on a size list, checked in compiled code
     if isinstance(cond, torch.Tensor):
         torch._assert_async(cond, text)
     else:
         torch._check(cond)
-'''
+''')
 
 
 def _condition_text(test: cst.BaseExpression, prefix: str = "assertion failed") -> cst.SimpleString:
@@ -230,7 +230,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
                     cst.ComparisonTarget(cst.Equal(), e)]))
             # one check per dimension, in order (the dim check first, so size(i) exists)
             text = _condition_text(a.test)
-            checks = [_line(cst.Expr(call(CHECK_HELPER, p_, text))) for p_ in parts]
+            checks = [_line(cst.Expr(call(CHECK_HELPER.name, p_, text))) for p_ in parts]
             return _split(checks, None, _own_line(updated), updated.leading_lines)
 
         result.edits.append(Edit(stmt, build_size, site, helpers=(CHECK_HELPER,)))
@@ -280,26 +280,26 @@ def plan(an: Analysis, ctx: Context) -> Plan:
     return result
 
 
-FIXED = [
-    (
+CASES = [
+    Case(
         "import torch\ndef f(x):\n    assert (x >= 0).all(), 'negative input'\n    return x.sqrt()\n",
         "import torch\ndef f(x):\n    if torch.compiler.is_compiling():\n"
         "        torch._assert_async((x >= 0).all(), 'negative input')\n"
         "    else:\n        assert (x >= 0).all(), 'negative input'\n    return x.sqrt()\n",
     ),
-    (  # eager raises the same ValueError a caller's ``except ValueError`` catches
+    Case(  # eager raises the same ValueError a caller's ``except ValueError`` catches
         "import torch\ndef f(x):\n    if (x < 0).any():\n        raise ValueError('negative input')\n    return x.sqrt()\n",
         "import torch\ndef f(x):\n    if torch.compiler.is_compiling():\n"
         "        torch._assert_async(torch.logical_not((x < 0).any()), 'negative input')\n"
         "    elif (x < 0).any():\n        raise ValueError('negative input')\n    return x.sqrt()\n",
     ),
-    (
+    Case(
         "import torch\ndef f(a, b):\n    if not torch.equal(a, b):\n        raise RuntimeError('tied weights differ')\n    return a + b\n",
         "import torch\ndef f(a, b):\n    if torch.compiler.is_compiling():\n        torch._check(a.shape == b.shape)\n"
         "        torch._assert_async((a == b).all(), 'tied weights differ')\n"
         "    elif not torch.equal(a, b):\n        raise RuntimeError('tied weights differ')\n    return a + b\n",
     ),
-    (  # a computed message cannot be built in the graph: compiled code names the condition
+    Case(  # a computed message cannot be built in the graph: compiled code names the condition
         "import torch\ndef f(x):\n    assert (x >= 0).all(), f'min {x.min()}'  # inputs\n    return x\n",
         "import torch\ndef f(x):\n    if torch.compiler.is_compiling():\n"
         "        torch._assert_async((x >= 0).all(), \"assertion failed: (x >= 0).all()\")\n"
@@ -315,11 +315,11 @@ _CHECKED_PRELUDE = (
     "    else:\n        torch._check(cond)\n\n\n"
 )
 
-FIXED_WITH_LINES = [
-    # (before, after, lines): only where Dynamo broke on the list comparison; a condition over
+CASES += [
+    # only where Dynamo broke on the list comparison; a condition over
     # several lines becomes a one-line message (it is pasted into Inductor's C++); eager runs
     # the assert as written (AssertionError, its own message)
-    (
+    Case(
         "def f(x, n):\n    assert list(x.size()) == [n, 4], f'bad {x.size()}'\n    return x\n",
         _CHECKED_PRELUDE + "def f(x, n):\n    if torch.compiler.is_compiling():\n"
         "        _mend_check(x.dim() == 2, \"assertion failed: list(x.size()) == [n, 4]\")\n"
@@ -327,9 +327,9 @@ FIXED_WITH_LINES = [
         "        _mend_check(x.size(1) == 4, \"assertion failed: list(x.size()) == [n, 4]\")\n"
         "    else:\n        assert list(x.size()) == [n, 4], f'bad {x.size()}'\n"
         "    return x\n",
-        {2},
+        lines={2},
     ),
-    (
+    Case(
         "def f(x, n):\n    assert list(x.size()) == [\n        n,\n        4,\n    ]\n    return x\n",
         _CHECKED_PRELUDE + "def f(x, n):\n    if torch.compiler.is_compiling():\n"
         "        _mend_check(x.dim() == 2, \"assertion failed: list(x.size()) == [ n, 4, ]\")\n"
@@ -337,12 +337,13 @@ FIXED_WITH_LINES = [
         "        _mend_check(x.size(1) == 4, \"assertion failed: list(x.size()) == [ n, 4, ]\")\n"
         "    else:\n        assert list(x.size()) == [\n            n,\n            4,\n        ]\n"
         "    return x\n",
-        {2},
+        lines={2},
     ),
 ]
 
-NEGATIVE = [
-    ("def f(x, n):\n    assert list(x.size()) == [n, 4]\n    return x\n", None),  # no break reported there
-    ("def f(x, n):\n    assert n > 0, 'n'\n    return x\n", None),
-    ("def f(x):\n    assert x.dim() == 2\n    return x\n", None),
+# left alone
+CASES += [
+    Case("def f(x, n):\n    assert list(x.size()) == [n, 4]\n    return x\n"),  # no break reported there
+    Case("def f(x, n):\n    assert n > 0, 'n'\n    return x\n"),
+    Case("def f(x):\n    assert x.dim() == 2\n    return x\n"),
 ]

@@ -54,47 +54,46 @@ from typing import Optional
 
 import libcst as cst
 
-from rewrites.fixes.base import (HELPERS, Analysis, Context, Edit, FunctionFacts, Plan, Refusal, Site, call, code,
+from rewrites.fixes.base import (Analysis, Case, Context, Edit, FunctionFacts, Helper, Plan, Refusal, Site, call, code,
                                  full_name, names_in, offer_unsafe, reduction_over, single)
 from rewrites.fixes.gm5_masks import maskish
 
 RULES = ("GM501", "GM502")
+ORDER = 60
 
-WHERE_HELPER, MASK_HELPER, EVERY_HELPER = "_mend_dense_where", "_mend_masked", "_mend_every_index"
-PUT_HELPER, POSITION_HELPER = "_mend_masked_put", "_mend_every_position"
 KEEP = "_mend_keep"
 COST = "every expert then runs on every token (num_experts x the expert FLOPs of the sparse dispatch)"
 
-HELPERS[WHERE_HELPER] = '''def _mend_dense_where(mask):
+WHERE_HELPER = Helper('''def _mend_dense_where(mask):
     # mend GM501: every index of `mask`, in torch.where's row-major order, and which are set
     ranges = [torch.arange(n, device=mask.device) for n in mask.shape]
     grids = torch.meshgrid(*ranges, indexing="ij")
     return tuple(g.reshape(-1) for g in grids), mask.reshape(-1) != 0
-'''
-HELPERS[MASK_HELPER] = '''def _mend_masked(values, keep, dim):
+''')
+MASK_HELPER = Helper('''def _mend_masked(values, keep, dim):
     # mend GM501: the pairs the mask did not select add exactly zero
     shape = [1] * values.dim()
     shape[dim] = -1
     zero = torch.zeros((), dtype=values.dtype, device=values.device)
     return torch.where(keep.reshape(shape), values, zero)
-'''
-HELPERS[EVERY_HELPER] = '''def _mend_every_index(x):
+''')
+EVERY_HELPER = Helper('''def _mend_every_index(x):
     # mend GM501: every index of `x` in nonzero()'s layout; the loop masks the unset ones
     rows = [[]]
     for n in x.shape:
         rows = [r + [i] for r in rows for i in range(n)]
     return rows
-'''
-HELPERS[PUT_HELPER] = '''def _mend_masked_put(dest, mask, values):
+''')
+PUT_HELPER = Helper('''def _mend_masked_put(dest, mask, values):
     # mend GM502: dest[mask] = values[mask], with values computed at every position of dest
     m = mask.reshape(mask.shape + (1,) * (dest.dim() - mask.dim()))
     dest.copy_(torch.where(m, values, dest))
-'''
-HELPERS[POSITION_HELPER] = '''def _mend_every_position(v):
+''')
+POSITION_HELPER = Helper('''def _mend_every_position(v):
     # mend GM502: every position of the 1-D `v` (nonzero(v, as_tuple=True)[0] lists the set ones)
     torch._check(v.dim() == 1, lambda: "_mend_every_position: expected a 1-D tensor")
     return list(range(v.shape[0]))
-'''
+''')
 
 
 class Refuse(Exception):
@@ -415,13 +414,13 @@ def _where_edits(assign: cst.Assign, flow: _Flow, line: int, result: Plan) -> No
                                                                   rpar=[cst.RightParen()])),
                             cst.Element(cst.Name(KEEP))], lpar=[], rpar=[])
         return updated.with_changes(targets=[cst.AssignTarget(target)],
-                                    value=call(WHERE_HELPER, updated.value.args[0].value))
+                                    value=call(WHERE_HELPER.name, updated.value.args[0].value))
 
     result.edits.append(Edit(assign, build_where, site, helpers=(WHERE_HELPER,)))
     for sc in flow.scatters:
         def build_scatter(updated: cst.Call):
             d, i, v = (a.value for a in updated.args)
-            masked = call(MASK_HELPER, v, cst.Name(KEEP), d)
+            masked = call(MASK_HELPER.name, v, cst.Name(KEEP), d)
             return updated.with_changes(args=[*updated.args[:2], updated.args[2].with_changes(value=masked)])
 
         result.edits.append(Edit(sc, build_scatter, None, helpers=(MASK_HELPER,)))
@@ -440,7 +439,7 @@ def _header_edit(an, ctx, loop, facts, mask, flow: _Flow, body_before, result: P
     helper = POSITION_HELPER if _positions_arg(holder) is not None else EVERY_HELPER
     hsite = Site("GM501", hline, an.span(holder)[1], "loop over the experts hit -> over every expert "
                  f"(one whose mask is empty adds nothing; unsafe: {COST})", strategy="every_index")
-    result.edits.append(Edit(holder, lambda u, helper=helper: call(helper, _nonzero_arg(u)), hsite,
+    result.edits.append(Edit(holder, lambda u, helper=helper: call(helper.name, _nonzero_arg(u)), hsite,
                              helpers=(helper,)))
 
 
@@ -525,7 +524,7 @@ def _mask_edits(mc: str, gathers: list, flow: _Flow, first: int, last: int, resu
             els = list(t.slice)
             dest = t.value if len(els) == 1 else t.with_changes(slice=[
                 *els[:-2], els[-2].with_changes(comma=cst.MaybeSentinel.DEFAULT)])
-            return cst.Expr(call(PUT_HELPER, dest, els[-1].slice.value, updated.value))
+            return cst.Expr(call(PUT_HELPER.name, dest, els[-1].slice.value, updated.value))
 
         result.edits.append(Edit(p, build_put, site if p is flow.puts[0] else None, helpers=(PUT_HELPER,)))
 
@@ -555,30 +554,30 @@ def moe(self, hidden_states, routing_weights, expert_mask, final):
     return final
 '''
 
-FIXED: list = []  # every fix of this family is unsafe: see UNSAFE_FIXED
-NEGATIVE = [(_MIXTRAL, "unsafe fix")]  # without --unsafe-fixes: left alone, and the finding says why
+# transformers code, laid out at its ruff line-length; every rewrite of this family is unsafe
+_HF = {"unsafe": True, "line_length": 119}
 
-# (before, after, lines): the fix needs --unsafe-fixes (tests pass unsafe=True)
-UNSAFE_FIXED = [
-    (
+CASES = [
+    Case(_MIXTRAL, reason="unsafe fix", line_length=119),  # without --unsafe-fixes: left alone, saying why
+    Case(
         _MIXTRAL,
-        _MIXTRAL.replace("import torch\n", "import torch\n\n\n" + HELPERS[WHERE_HELPER] + "\n\n"
-                         + HELPERS[MASK_HELPER] + "\n\n", 1)
+        _MIXTRAL.replace("import torch\n", "import torch\n\n\n" + WHERE_HELPER.source + "\n\n"
+                         + MASK_HELPER.source + "\n\n", 1)
         .replace("idx, top_x = torch.where(expert_mask[expert_idx])",
                  "(idx, top_x), _mend_keep = _mend_dense_where(expert_mask[expert_idx])")
         .replace("current.to(hidden_states.dtype))", "_mend_masked(current.to(hidden_states.dtype), _mend_keep, 0))"),
-        {5},
+        lines={5}, **_HF,
     ),
-    (
+    Case(
         _HIT,
-        _HIT.replace("import torch\n", "import torch\n\n\n" + HELPERS[WHERE_HELPER] + "\n\n"
-                     + HELPERS[MASK_HELPER] + "\n\n" + HELPERS[EVERY_HELPER] + "\n\n", 1)
+        _HIT.replace("import torch\n", "import torch\n\n\n" + WHERE_HELPER.source + "\n\n"
+                     + MASK_HELPER.source + "\n\n" + EVERY_HELPER.source + "\n\n", 1)
         .replace("torch.greater(expert_mask.sum(dim=(-1, -2)), 0).nonzero()",
                  "_mend_every_index(torch.greater(expert_mask.sum(dim=(-1, -2)), 0))")
         .replace("idx, top_x = torch.where(", "(idx, top_x), _mend_keep = _mend_dense_where(")
         .replace("current * routing_weights[top_x, idx, None])",
                  "_mend_masked(current * routing_weights[top_x, idx, None], _mend_keep, 0))"),
-        {3, 5},
+        lines={3, 5}, **_HF,
     ),
 ]
 
@@ -697,29 +696,38 @@ def moe(self, hidden_states, router_probs):
     return masked_hidden_states.sum(dim=0)
 '''
 
-# (before, after, lines): GM502's masked dispatch; Dynamo's shape break is at ``lines``
-UNSAFE_MASK_FIXED = [
-    (_XMOD, _XMOD_FIXED, [6, 8]),
-    (_SWITCH, _SWITCH_FIXED, [7, 10, 13]),
-    (_NLLB, _NLLB_FIXED, [7]),
+# GM502's masked dispatch at Dynamo's breaks; a mask the source does not show (a subscript,
+# an attribute) is one because Dynamo broke on a data-dependent shape there
+CASES += [
+    Case(_XMOD, _XMOD_FIXED, lines={6, 8}, **_HF),
+    Case(_SWITCH, _SWITCH_FIXED, lines={7, 10, 13}, hints=("shape",), **_HF),
+    Case(_NLLB, _NLLB_FIXED, lines={7}, hints=("shape",), **_HF),
 ]
 
-# (source, lines): the dispatch is rewritten but its ``nonzero`` loop is not, because an extra
-# pass over an expert nobody chose would show (an effect, a loop name read after the loop)
-HEADER_KEPT = [
-    (_HIT.replace("        final.index_add_", "        self.seen.append(1)\n        final.index_add_"), {3, 5}),
-    (_HIT.replace("    return final\n", "    return final, expert_idx\n"), {3, 5}),
+# the dispatch is rewritten but its ``nonzero`` loop is not, because an extra pass over an
+# expert nobody chose would show (an effect, a loop name read after the loop)
+_HIT_KEPT = (_HIT.replace("import torch\n", "import torch\n\n\n" + WHERE_HELPER.source + "\n\n" + MASK_HELPER.source
+                          + "\n\n", 1)
+             .replace("idx, top_x = torch.where(", "(idx, top_x), _mend_keep = _mend_dense_where(")
+             .replace("current * routing_weights[top_x, idx, None])",
+                      "_mend_masked(current * routing_weights[top_x, idx, None], _mend_keep, 0))"))
+_EFFECT = ("        final.index_add_", "        self.seen.append(1)\n        final.index_add_")
+_READ_AFTER = ("    return final\n", "    return final, expert_idx\n")
+CASES += [
+    Case(_HIT.replace(*_EFFECT), _HIT_KEPT.replace(*_EFFECT), lines={3, 5}, **_HF),
+    Case(_HIT.replace(*_READ_AFTER), _HIT_KEPT.replace(*_READ_AFTER), lines={3, 5}, **_HF),
 ]
 
-# (source, reason-substring): recognised, left alone even with --unsafe-fixes
-UNSAFE_NEGATIVE = [
-    (_MIXTRAL.replace("        final.index_add_(0, top_x, current.to(hidden_states.dtype))\n",
-                      "        final[top_x] = current\n"), "written into `final[top_x]`"),
-    (_MIXTRAL.replace("    return final\n", "    return final, current\n"), "`current` is read after the loop"),
-    (_MIXTRAL.replace("        final.index_add_", "        print(current)\n        final.index_add_"),
-     "outside the scatter"),
-    (_MIXTRAL.replace("        final.index_add_(0, top_x, current.to(hidden_states.dtype))\n", ""),
-     "no `index_add_`"),
-    (_XMOD.replace("](lang_hidden_states)", "](lang_hidden_states - lang_hidden_states.mean(0))"),
-     "reduces across the gathered rows"),
+# recognised, left alone even with --unsafe-fixes
+CASES += [
+    Case(_MIXTRAL.replace("        final.index_add_(0, top_x, current.to(hidden_states.dtype))\n",
+                          "        final[top_x] = current\n"), reason="written into `final[top_x]`", **_HF),
+    Case(_MIXTRAL.replace("    return final\n", "    return final, current\n"), reason="`current` is read after the loop",
+         **_HF),
+    Case(_MIXTRAL.replace("        final.index_add_", "        print(current)\n        final.index_add_"),
+         reason="outside the scatter", **_HF),
+    Case(_MIXTRAL.replace("        final.index_add_(0, top_x, current.to(hidden_states.dtype))\n", ""),
+         reason="no `index_add_`", **_HF),
+    Case(_XMOD.replace("](lang_hidden_states)", "](lang_hidden_states - lang_hidden_states.mean(0))"),
+         reason="reduces across the gathered rows", **_HF),
 ]

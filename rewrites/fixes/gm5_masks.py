@@ -19,15 +19,15 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rewrites.fixes.base import (Analysis, Context, Edit, FunctionFacts, Plan, Site, call, full_name,
+from rewrites.fixes.base import (Analysis, Case, Context, Edit, FunctionFacts, Plan, Site, call, full_name,
                                  paren)
+from rewrites.tensors import BOOL_RESULTS
 
 RULES = ("GM502",)
+ORDER = 50
 
 _REDUCE = {"sum": "0", "mean": "0", "max": 'float("-inf")', "min": 'float("inf")', "amax": 'float("-inf")',
            "amin": 'float("inf")'}
-_BOOLISH = ("any", "all", "isnan", "isinf", "isfinite", "bool", "logical_and", "logical_or", "logical_not",
-            "eq", "ne", "lt", "le", "gt", "ge")
 
 
 def maskish(m: cst.BaseExpression, bindings) -> bool:
@@ -37,7 +37,7 @@ def maskish(m: cst.BaseExpression, bindings) -> bool:
         return maskish(m.expression, bindings)
     if isinstance(m, cst.Call):
         fn = full_name(m.func) or ""
-        return fn.split(".")[-1] in _BOOLISH
+        return fn.split(".")[-1] in BOOL_RESULTS
     if isinstance(m, cst.Name):
         vals = [v for n, _, v in bindings if n == m.value]
         return len(vals) == 1 and vals[0] is not None and maskish(vals[0], bindings)
@@ -97,29 +97,34 @@ def plan(an: Analysis, ctx: Context) -> Plan:
 _DELIMITED = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return, cst.Expr, cst.Arg, cst.Element)
 
 
-FIXED = [
-    (
+CASES = [
+    Case(
         "import torch\ndef f(x):\n    return x[x > 0].sum()\n",
         "import torch\ndef f(x):\n    return torch.where(x > 0, x, 0).sum()\n",
     ),
-    (
+    Case(
         "import torch\ndef f(x, y):\n    keep = y != 0\n    return x[keep].mean() + x[keep].max()\n",
         "import torch\ndef f(x, y):\n    keep = y != 0\n    return (\n"
         "        (torch.where(keep, x, 0).sum() / keep.sum())\n"
         '        + torch.where(keep, x, float("-inf")).max()\n    )\n',
     ),
-]
-
-FIXED_WITH_LINES = [
-    # (before, after, shape_lines): a bare-name mask, known as one because Dynamo broke there
-    (
-        "import torch\ndef f(x, m):\n    return x[m].sum()\n",
-        "import torch\ndef f(x, m):\n    return torch.where(m, x, 0).sum()\n",
-        {3},
+    Case(  # any call the detectors know gives a boolean tensor is a mask (torch.isin)
+        "import torch\ndef f(x, ids):\n    return x[torch.isin(ids, x)].sum()\n",
+        "import torch\ndef f(x, ids):\n    return torch.where(torch.isin(ids, x), x, 0).sum()\n",
     ),
 ]
 
-NEGATIVE = [
-    ("import torch\ndef f(x, i):\n    return x[i].sum()\n", None),
-    ("import torch\ndef f(x):\n    return x[0].sum()\n", None),
+CASES += [
+    # a bare-name mask, known as one because Dynamo broke there on a data-dependent shape
+    Case(
+        "import torch\ndef f(x, m):\n    return x[m].sum()\n",
+        "import torch\ndef f(x, m):\n    return torch.where(m, x, 0).sum()\n",
+        lines={3}, hints=("shape",),
+    ),
+]
+
+# left alone
+CASES += [
+    Case("import torch\ndef f(x, i):\n    return x[i].sum()\n"),
+    Case("import torch\ndef f(x):\n    return x[0].sum()\n"),
 ]

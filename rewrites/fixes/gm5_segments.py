@@ -71,30 +71,30 @@ from typing import Optional
 import libcst as cst
 import libcst.matchers as m
 
-from rewrites.fixes.base import (HELPERS, Analysis, Context, Edit, FunctionFacts, Plan, Site, call, code, full_name,
+from rewrites.fixes.base import (Analysis, Case, Context, Edit, FunctionFacts, Helper, Plan, Site, call, code, full_name,
                                  offer_unsafe, reduction_over, single)
 
 RULES = ("GM302", "GM503")
+ORDER = 70
 
 COST = "every chunk's function then runs on every row (len(sizes) x the FLOPs of the split)"
 COST_BY_ID = "every module then runs on every row (the number of modules x the FLOPs of the dispatch)"
 
-IDS_HELPER, CAT_HELPER, ROWS = "_mend_chunk_ids", "_mend_cat_chunks", "_mend_rows"
-BY_ID_HELPER = "_mend_rows_by_id"
+ROWS = "_mend_rows"
 
-HELPERS[IDS_HELPER] = '''def _mend_chunk_ids(sizes, n, device):
+IDS_HELPER = Helper('''def _mend_chunk_ids(sizes, n, device):
     # mend GM302: row r of x.split(sizes) lies in chunk ids[r] (sizes stay a tensor: no host sync)
     ends = torch.cumsum(torch.as_tensor(sizes, device=device), 0)
     return torch.searchsorted(ends, torch.arange(n, device=device), right=True)
-'''
-HELPERS[CAT_HELPER] = '''def _mend_cat_chunks(outs, ids):
+''')
+CAT_HELPER = Helper('''def _mend_cat_chunks(outs, ids):
     # mend GM302: torch.cat of per-chunk outputs computed on every row: row r takes chunk ids[r]'s
     out = torch.zeros_like(outs[0])
     for i, o in enumerate(outs):
         out = torch.where((ids == i).reshape((-1,) + (1,) * (o.dim() - 1)), o, out)
     return out
-'''
-HELPERS[BY_ID_HELPER] = '''def _mend_rows_by_id(row_ids, x, fns):
+''')
+BY_ID_HELPER = Helper('''def _mend_rows_by_id(row_ids, x, fns):
     # mend GM503: every module on every row; row r takes fns[row_ids[r]](x)[r] (the original
     # split the rows into runs of one id and ran each run through its module)
     out = fns[0](x)
@@ -102,7 +102,7 @@ HELPERS[BY_ID_HELPER] = '''def _mend_rows_by_id(row_ids, x, fns):
         pick = (row_ids == k).reshape((-1,) + (1,) * (out.dim() - 1))
         out = torch.where(pick, fns[k](x), out)
     return out
-'''
+''')
 
 
 def _assign(stmt: cst.CSTNode) -> Optional[tuple[str, cst.BaseExpression]]:
@@ -347,7 +347,7 @@ def _plan_runs(an: Analysis, ctx: Context, result: Plan) -> None:
                     f"torch.where picks each row's (unsafe: {COST_BY_ID})", strategy="rows_by_id")
 
         def build(updated: cst.SimpleStatementLine, r=r):
-            new = cst.parse_statement(f"{r.result} = {BY_ID_HELPER}({r.x_ids}, {code(r.h)}, "
+            new = cst.parse_statement(f"{r.result} = {BY_ID_HELPER.name}({r.x_ids}, {code(r.h)}, "
                                       f"list({r.modules}.values()))\n")
             return new.with_changes(leading_lines=updated.leading_lines)
 
@@ -359,13 +359,13 @@ def _plan_runs(an: Analysis, ctx: Context, result: Plan) -> None:
 
 def _pattern_edits(p: _Pattern, sizes: str, result: Plan) -> None:
     def build_split(updated: cst.SimpleStatementLine, p=p):
-        rows = cst.parse_statement(f"{ROWS} = {IDS_HELPER}({sizes}, {code(p.x)}.shape[0], {code(p.x)}.device)\n")
+        rows = cst.parse_statement(f"{ROWS} = {IDS_HELPER.name}({sizes}, {code(p.x)}.shape[0], {code(p.x)}.device)\n")
         every = cst.parse_statement(f"{p.chunks} = [{code(p.x)}] * len({sizes})\n")
         return cst.FlattenSentinel([rows.with_changes(leading_lines=updated.leading_lines), every])
 
     def build_cat(updated: cst.SimpleStatementLine, p=p):
         a = updated.body[0]
-        return updated.with_changes(body=[a.with_changes(value=call(CAT_HELPER, cst.Name(p.outs), cst.Name(ROWS)))])
+        return updated.with_changes(body=[a.with_changes(value=call(CAT_HELPER.name, cst.Name(p.outs), cst.Name(ROWS)))])
 
     result.edits.append(Edit(p.split_stmt, build_split, None, helpers=(IDS_HELPER,)))
     result.edits.append(Edit(p.cat_stmt, build_cat, None, helpers=(CAT_HELPER,)))
@@ -393,27 +393,31 @@ class Gate(torch.nn.Module):
         return order, expert_size
 '''
 
-# (before, after, lines): applied with --unsafe-fixes at the .tolist() line
-UNSAFE_FIXED = [
-    (
+# transformers code, laid out at its ruff line-length; every rewrite of this family is unsafe
+_HF = {"unsafe": True, "line_length": 119}
+
+# at the .tolist() line
+CASES = [
+    Case(
         _SPLIT,
         _SPLIT.replace("import torch.nn.functional as F\n", "import torch.nn.functional as F\n" + "\n\n"
-                       + HELPERS[IDS_HELPER] + "\n\n" + HELPERS[CAT_HELPER])
+                       + IDS_HELPER.source + "\n\n" + CAT_HELPER.source)
         .replace("        input_list = inputs.split(expert_size, dim=0)\n",
                  "        _mend_rows = _mend_chunk_ids(expert_size, inputs.shape[0], inputs.device)\n"
                  "        input_list = [inputs] * len(expert_size)\n")
         .replace("torch.cat(output_list, dim=0)", "_mend_cat_chunks(output_list, _mend_rows)")
         .replace("        expert_size = expert_size.tolist()\n", ""),
-        {18},
+        lines={18}, **_HF,
     ),
 ]
-# left alone even with --unsafe-fixes: (source, lines)
-UNSAFE_NEGATIVE = [
-    (_SPLIT.replace("F.linear(input_list[i], self.weight[i])", "F.softmax(input_list[i], dim=0)"), {18}),  # across rows
-    (_SPLIT.replace("        return results\n", "        return results, input_list\n"), {18}),  # chunks escape
-    (_SPLIT.replace("def forward(self, inputs, expert_size)", "def forward(self, inputs, sizes)")
-     .replace("split(expert_size", "split(sizes"), {18}),  # no function splits by that name
-    (_SPLIT.replace("dim=0)\n        output_list", "dim=1)\n        output_list"), {18}),  # not rows
+# left alone even with --unsafe-fixes
+CASES += [
+    Case(_SPLIT.replace("F.linear(input_list[i], self.weight[i])", "F.softmax(input_list[i], dim=0)"),
+         lines={18}, **_HF),  # across rows
+    Case(_SPLIT.replace("        return results\n", "        return results, input_list\n"), lines={18}, **_HF),  # chunks escape
+    Case(_SPLIT.replace("def forward(self, inputs, expert_size)", "def forward(self, inputs, sizes)")
+         .replace("split(expert_size", "split(sizes"), lines={18}, **_HF),  # no function splits by that name
+    Case(_SPLIT.replace("dim=0)\n        output_list", "dim=1)\n        output_list"), lines={18}, **_HF),  # not rows
 ]
 
 _RUNS = '''import torch
@@ -440,32 +444,33 @@ class LangAdapter(nn.Module):
         return hidden_states + residual
 '''
 
-# (before, after, lines): the X-MOD adapter dispatch, applied with --unsafe-fixes at its break lines
-UNSAFE_FIXED_BY_ID = [
-    (_RUNS, _RUNS.replace("from torch import nn\n", "from torch import nn\n\n\n" + HELPERS[BY_ID_HELPER], 1)
-     .replace("        # runs of rows with one language go through that language's adapter together\n"
-              "        lang_ids, lang_lengths = torch.unique_consecutive(lang_ids, return_counts=True)\n", "")
-     .replace("""        split_hidden_states = torch.split(hidden_states, lang_lengths.tolist(), 0)
+# the X-MOD adapter dispatch, at its break lines
+CASES += [
+    Case(_RUNS, _RUNS.replace("from torch import nn\n", "from torch import nn\n\n\n" + BY_ID_HELPER.source, 1)
+         .replace("        # runs of rows with one language go through that language's adapter together\n"
+                  "        lang_ids, lang_lengths = torch.unique_consecutive(lang_ids, return_counts=True)\n", "")
+         .replace("""        split_hidden_states = torch.split(hidden_states, lang_lengths.tolist(), 0)
         lang_wise_outputs = []
         for i, (lang_id, split_hidden_state) in enumerate(zip(lang_ids, split_hidden_states)):
             lang = list(self.adapter_modules.keys())[int(lang_id.item())]
             lang_wise_outputs.append(self.adapter_modules[lang](split_hidden_state))
         hidden_states = torch.cat(lang_wise_outputs, 0)
 """, "        hidden_states = _mend_rows_by_id(lang_ids, hidden_states, list(self.adapter_modules.values()))\n"),
-     {13, 16, 19}),
+         lines={13, 16, 19}, **_HF),
 ]
-# left alone even with --unsafe-fixes: (source, lines)
-UNSAFE_NEGATIVE_BY_ID = [
-    (_RUNS.replace("        return hidden_states + residual", "        return hidden_states + residual, lang_lengths"),
-     {13}),  # the run lengths are read after
-    (_RUNS.replace("        residual = hidden_states\n", "        residual = hidden_states\n        lang_ids = lang_ids.flip(0)\n"),
-     {13}),  # the ids re-bound between
-    (_RUNS.replace("self.adapter_modules[lang](split_hidden_state)", "self.adapter_modules[lang](split_hidden_state).mean(0)"),
-     {13}),  # not the module's output as is
-    (_RUNS.replace("return_counts=True)", "return_counts=True, dim=1)"), {13}),  # runs along another dimension
-    (_RUNS.replace("torch.split(hidden_states, lang_lengths.tolist(), 0)", "torch.split(hidden_states, lang_lengths.tolist(), 1)"),
-     {13}),  # split along another dimension
+# left alone even with --unsafe-fixes
+CASES += [
+    Case(_RUNS.replace("        return hidden_states + residual", "        return hidden_states + residual, lang_lengths"),
+         lines={13}, **_HF),  # the run lengths are read after
+    Case(_RUNS.replace("        residual = hidden_states\n",
+                       "        residual = hidden_states\n        lang_ids = lang_ids.flip(0)\n"),
+         lines={13}, **_HF),  # the ids re-bound between
+    Case(_RUNS.replace("self.adapter_modules[lang](split_hidden_state)",
+                       "self.adapter_modules[lang](split_hidden_state).mean(0)"),
+         lines={13}, **_HF),  # not the module's output as is
+    Case(_RUNS.replace("return_counts=True)", "return_counts=True, dim=1)"), lines={13}, **_HF),  # runs along another dimension
+    Case(_RUNS.replace("torch.split(hidden_states, lang_lengths.tolist(), 0)",
+                       "torch.split(hidden_states, lang_lengths.tolist(), 1)"),
+         lines={13}, **_HF),  # split along another dimension
 ]
 
-FIXED: list = []
-NEGATIVE: list = []

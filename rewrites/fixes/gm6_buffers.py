@@ -30,10 +30,11 @@ from typing import Optional
 import libcst as cst
 import libcst.matchers as m
 
-from rewrites.fixes.base import (Analysis, Context, Edit, Plan, Refusal, Site, full_name, names_in, offer_unsafe,
+from rewrites.fixes.base import (Analysis, Case, Context, Edit, Plan, Refusal, Site, full_name, names_in, offer_unsafe,
                                  single)
 
 RULES = ("GM606",)
+ORDER = 100
 
 COST = ("the buffer is no longer re-bound: a conversion that changes it runs on every call, and code outside "
         "the function sees the unconverted buffer")
@@ -232,44 +233,43 @@ class Model(nn.Module):
         return self.drop(inputs_embeds + pos_embeds) * self.pos_encoding.shape[0]
 '''
 
-# (before, after, lines): applied with --unsafe-fixes
-UNSAFE_FIXED = [
-    (_CTRL, _CTRL.replace("        self.pos_encoding = self.pos_encoding.to(", "        pos_encoding = self.pos_encoding.to(")
-     .replace("self.pos_encoding[position_ids, :]", "pos_encoding[position_ids, :]")
-     .replace("* self.pos_encoding.shape[0]", "* pos_encoding.shape[0]"), None),
+# every rewrite of this family is unsafe (--unsafe-fixes)
+CASES = [
+    Case(_CTRL, _CTRL.replace("        self.pos_encoding = self.pos_encoding.to(", "        pos_encoding = self.pos_encoding.to(")
+         .replace("self.pos_encoding[position_ids, :]", "pos_encoding[position_ids, :]")
+         .replace("* self.pos_encoding.shape[0]", "* pos_encoding.shape[0]"), unsafe=True),
     # a name taken, a base class that makes the buffer, a conversion chain; Dynamo's line
-    (_CTRL.replace("class Model(nn.Module):", "class Base(nn.Module):")
-     .replace("    def forward(", "    def unused(") + "\n\nclass Model(Base):\n    def forward(self, x, pos_encoding):\n"
-     "        self.pos_encoding = self.pos_encoding.float().contiguous()\n"
-     "        return x + self.pos_encoding[pos_encoding]\n",
-     _CTRL.replace("class Model(nn.Module):", "class Base(nn.Module):")
-     .replace("    def forward(", "    def unused(") + "\n\nclass Model(Base):\n    def forward(self, x, pos_encoding):\n"
-     "        _mend_pos_encoding = self.pos_encoding.float().contiguous()\n"
-     "        return x + _mend_pos_encoding[pos_encoding]\n", {21}),
+    Case(_CTRL.replace("class Model(nn.Module):", "class Base(nn.Module):")
+         .replace("    def forward(", "    def unused(") + "\n\nclass Model(Base):\n    def forward(self, x, pos_encoding):\n"
+         "        self.pos_encoding = self.pos_encoding.float().contiguous()\n"
+         "        return x + self.pos_encoding[pos_encoding]\n",
+         _CTRL.replace("class Model(nn.Module):", "class Base(nn.Module):")
+         .replace("    def forward(", "    def unused(") + "\n\nclass Model(Base):\n    def forward(self, x, pos_encoding):\n"
+         "        _mend_pos_encoding = self.pos_encoding.float().contiguous()\n"
+         "        return x + _mend_pos_encoding[pos_encoding]\n", lines={21}, unsafe=True),
 ]
-# left alone even with --unsafe-fixes: (source, lines, reason substring)
-UNSAFE_NEGATIVE = [
-    (_CTRL.replace("        pos_embeds = self", "        if position_ids.numel():\n            self.pos_encoding = "
-                   "self.pos_encoding.half()\n        pos_embeds = self"), None, "assigned again"),
-    (_CTRL.replace("        pos_embeds = self.pos_encoding[position_ids, :]",
-                   "        pos_embeds = self.lookup(position_ids)") + "\n    def lookup(self, ids):\n"
-     "        return self.pos_encoding[ids]\n", None, "`self.lookup()` may read"),
-    (_CTRL.replace("        self.pos_encoding = self", "        with torch.no_grad():\n            self.pos_encoding = self"),
-     None, "inside a loop, branch"),
-    (_CTRL.replace("        device = inputs_embeds.device\n", "        device = inputs_embeds.device\n"
-                   "        look = lambda ids: self.pos_encoding[ids]\n")
-     .replace("pos_embeds = self.pos_encoding[position_ids, :]", "pos_embeds = look(position_ids)"),
-     None, "nested function"),
-    (_CTRL.replace("pos_embeds = self.pos_encoding[position_ids, :]", "pos_embeds = helper(self, position_ids)"),
-     None, "`self` is passed on"),
-    (_CTRL.replace("self.pos_encoding[position_ids, :]", "(lambda: self.pos_encoding)()[position_ids, :]"),
-     None, "nested function"),
+# left alone even with --unsafe-fixes
+CASES += [
+    Case(_CTRL.replace("        pos_embeds = self", "        if position_ids.numel():\n            self.pos_encoding = "
+                       "self.pos_encoding.half()\n        pos_embeds = self"),
+         reason="assigned again", unsafe=True),
+    Case(_CTRL.replace("        pos_embeds = self.pos_encoding[position_ids, :]",
+                       "        pos_embeds = self.lookup(position_ids)") + "\n    def lookup(self, ids):\n"
+         "        return self.pos_encoding[ids]\n",
+         reason="`self.lookup()` may read", unsafe=True),
+    Case(_CTRL.replace("        self.pos_encoding = self", "        with torch.no_grad():\n            self.pos_encoding = self"),
+         reason="inside a loop, branch", unsafe=True),
+    Case(_CTRL.replace("        device = inputs_embeds.device\n", "        device = inputs_embeds.device\n"
+                       "        look = lambda ids: self.pos_encoding[ids]\n")
+         .replace("pos_embeds = self.pos_encoding[position_ids, :]", "pos_embeds = look(position_ids)"),
+         reason="nested function", unsafe=True),
+    Case(_CTRL.replace("pos_embeds = self.pos_encoding[position_ids, :]", "pos_embeds = helper(self, position_ids)"),
+         reason="`self` is passed on", unsafe=True),
+    Case(_CTRL.replace("self.pos_encoding[position_ids, :]", "(lambda: self.pos_encoding)()[position_ids, :]"),
+         reason="nested function", unsafe=True),
     # not a buffer, and no break reported: nothing is planned
-    (_CTRL.replace("nn.Buffer(torch.randn(n, d), persistent=False)", "torch.randn(n, d)"), None, ""),
+    Case(_CTRL.replace("nn.Buffer(torch.randn(n, d), persistent=False)", "torch.randn(n, d)"), unsafe=True),
     # accumulates across calls: not a conversion
-    (_CTRL.replace("self.pos_encoding.to(device=device, dtype=inputs_embeds.dtype)",
-                   "torch.cat([self.pos_encoding, inputs_embeds[0]])"), {14}, ""),
+    Case(_CTRL.replace("self.pos_encoding.to(device=device, dtype=inputs_embeds.dtype)",
+                       "torch.cat([self.pos_encoding, inputs_embeds[0]])"), lines={14}, unsafe=True),
 ]
-
-FIXED: list = []
-NEGATIVE: list = []

@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rewrites.fixes.base import Analysis, Context, Edit, Plan, Site, full_name
+from rewrites.fixes.base import Analysis, Case, Context, Edit, Plan, Site, full_name
 
 RULES = ("GM604",)
+ORDER = 90
 
 SCALAR_FUNCS = {"lcm": "math.lcm", "gcd": "math.gcd", "sqrt": "math.sqrt"}
 # one-argument reductions of a sequence of Python numbers
@@ -79,25 +80,25 @@ def plan(an: Analysis, ctx: Context) -> Plan:
     return result
 
 
-# (before, after, numpy_lines)
-FIXED_WITH_LINES = [
-    (
+# at a line Dynamo's explanation names as the NumPy source of a branch's value
+CASES = [
+    Case(
         "import numpy as np\n\n\ndef chunk(config):\n    if config.one:\n        return config.a\n"
         "    return np.lcm(config.a, config.b)\n",
         "import numpy as np\nimport math\n\n\ndef chunk(config):\n    if config.one:\n        return config.a\n"
         "    return math.lcm(config.a, config.b)\n",
-        {7},
+        lines={7}, hints=("numpy",),
     ),
-    (
+    Case(
         "import numpy as np\n\n\ndef chunk(config):\n    blocks = np.zeros((2, np.sum(config.plan[: config.a])), "
         "dtype=np.int32)\n    return blocks.shape[1] + np.prod(config.plan) + np.max(config.plan)\n",
         "import numpy as np\n\n\ndef chunk(config):\n    blocks = np.zeros((2, sum(config.plan[: config.a])), "
         "dtype=np.int32)\n    return blocks.shape[1] + np.prod(config.plan) + np.max(config.plan)\n",
-        {5},
+        lines={5}, hints=("numpy",),
     ),
 ]
 
-FIXED: list = []
-NEGATIVE = [
-    ("import numpy as np\ndef f(a, b):\n    return np.lcm(a, b)\n", None),  # no break traced here
+# left alone
+CASES += [
+    Case("import numpy as np\ndef f(a, b):\n    return np.lcm(a, b)\n"),  # no break traced here
 ]

@@ -36,7 +36,8 @@ from typing import Optional
 
 import libcst as cst
 
-from rewrites.fixes.base import BOOL_METHODS, BOOL_TORCH, call, code, full_name
+from rewrites.fixes.base import call, code, full_name
+from rewrites.tensors import BOOL_RESULTS, TORCH_HOST_FUNCS
 
 # total on every input, with a finite derivative (elementwise arithmetic, reductions,
 # layout, comparisons, activations, normalisations with an eps)
@@ -101,7 +102,8 @@ def _mask_like(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.Call):
         fn = full_name(node.func) or ""
         m = node.func.attr.value if isinstance(node.func, cst.Attribute) else ""
-        return m in BOOL_METHODS or fn.split(".")[-1] in BOOL_TORCH
+        # a boolean tensor, or a Python bool (``torch.equal``): neither indexes out of range
+        return bool({m, fn.split(".")[-1]} & (BOOL_RESULTS | TORCH_HOST_FUNCS))
     return False
 
 

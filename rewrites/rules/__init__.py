@@ -1,29 +1,39 @@
-"""The rule registry: every family module, its rules and its detectors, in code order."""
+"""The rule catalog: every family module, its rules and its detectors, in code order.
+
+``get_rule(code)`` is the one way other stages read a rule (the CLI, the renderers, the
+classifier, ``mend fix``'s advice); the modules of this package are found, not listed:
+every one but ``SUPPORT`` is a family (``rewrites/rules/base.py`` says what one holds).
+"""
 
 from __future__ import annotations
 
-from dataclasses import replace
-from types import ModuleType
 import difflib
+import importlib
+import pkgutil
+from types import ModuleType
 from typing import Callable, Iterable, Optional
 
 from graphmend.core.config import ConfigError
 
-from rewrites.rules import (gm1_control_flow, gm2_side_effects, gm3_host_scalars, gm4_validation,
-                            gm5_dynamic_shapes, gm6_unsupported, gm9_unexplained)
-from rewrites.rules.base import Rule
+from rewrites.rules.base import CATEGORIES, Rule
 
-FAMILIES: tuple[ModuleType, ...] = (gm1_control_flow, gm2_side_effects, gm3_host_scalars, gm4_validation,
-                                    gm5_dynamic_shapes, gm6_unsupported, gm9_unexplained)
+# What the families share; every other module here is a family.
+SUPPORT = frozenset({"base", "_util"})
+
+
+def _families() -> tuple[ModuleType, ...]:
+    names = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in SUPPORT)
+    return tuple(importlib.import_module(f"{__name__}.{n}") for n in names)
+
+
+FAMILIES = _families()
 
 
 def _collect() -> tuple[tuple[Rule, ...], dict[type, tuple[Callable, ...]]]:
     rules: list[Rule] = []
     hooks: dict[type, list[Callable]] = {}
     for fam in FAMILIES:
-        fixes = getattr(fam, "FIXES", {})  # {code: libcst transform}, added by the fixer
-        for r in fam.RULES:
-            rules.append(replace(r, transform=fixes[r.code]) if r.code in fixes else r)
+        rules.extend(fam.RULES)
         for node_type, fns in fam.HOOKS.items():
             hooks.setdefault(node_type, []).extend(fns)
     return tuple(sorted(rules, key=lambda r: r.code)), {k: tuple(v) for k, v in hooks.items()}
@@ -36,6 +46,12 @@ STATIC_CODES = frozenset(r.code for r in RULES if r.static)
 
 def get_rule(code: str) -> Optional[Rule]:
     return RULES_BY_CODE.get(code.strip().upper())
+
+
+def advice_for(code: str) -> str:
+    """What ``mend fix`` suggests for a finding or break of ``code`` that it does not rewrite."""
+    r = get_rule(code)
+    return r.advice if r is not None and r.advice else f"no automatic fix; see `mend rules {code}`"
 
 
 def is_rule_code(code: str) -> bool:
@@ -82,5 +98,5 @@ def hooks_for(codes: frozenset[str]) -> dict[type, tuple[Callable, ...]]:
     return {k: tuple(v) for k, v in hooks.items()}
 
 
-__all__ = ["RULES", "RULES_BY_CODE", "HOOKS", "Rule", "get_rule", "is_rule_code", "check_codes", "category_of",
-           "hooks_for"]
+__all__ = ["RULES", "RULES_BY_CODE", "HOOKS", "CATEGORIES", "Rule", "get_rule", "advice_for", "is_rule_code",
+           "check_codes", "category_of", "hooks_for"]

@@ -15,15 +15,5 @@ def snippet(node: ast.AST, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def call_name(node: ast.Call) -> str | None:
-    """``f`` for ``f(...)``, ``m`` for ``x.m(...)``."""
-    f = node.func
-    if type(f) is ast.Attribute:
-        return f.attr
-    if type(f) is ast.Name:
-        return f.id
-    return None
-
-
 def is_raise_only(body: list[ast.stmt]) -> bool:
     return len(body) == 1 and type(body[0]) is ast.Raise

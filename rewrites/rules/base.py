@@ -1,18 +1,20 @@
-"""What a rule is: its documentation, its example cases and (later) its fix.
+"""What a rule is: one record holding everything about it.
 
-Every family module (``gm1_control_flow`` ... ``gm6_unsupported``) defines
+Every module of ``rewrites/rules/`` but ``base`` and ``_util`` is a rule family (found by
+``rewrites.rules``, nothing lists them) and defines
 
-* ``RULES``: the :class:`Rule` records of the family, each with VALID (no finding) and
-  INVALID (finding) example cases that the test suite runs;
+* ``RULES``: the :class:`Rule` records of the family: the documentation, the VALID (no
+  finding) and INVALID (finding) example cases the test suite runs, the rule's dynamic
+  identity (Dynamo's gb_types and wordings that mean it, for ``tracer.classify``) and the
+  advice ``mend fix`` gives where it rewrites nothing;
 * ``HOOKS``: ``{ast node type: [detector, ...]}``; a detector is called as
   ``detector(node, ctx)`` with a :class:`rewrites.analyzer.FunctionContext` and reports
   through ``ctx.report(code, node, message, fix_hint)``.
 
-A libcst fix transform is added beside a detector by setting ``Rule.transform`` (for
-example ``RULE = replace(RULE, transform=MyTransformer)`` in the family module, or by
-assigning ``FIXES = {"GM101": MyTransformer}``, which :mod:`rewrites.rules` merges) and
-the rewritten cases in ``Rule.fixed`` as ``(before, after)`` pairs. Detection never needs
-libcst.
+The fix of a rule is a family of ``rewrites/fixes/`` that names the code in its ``RULES``;
+``Rule.fixes`` finds it, and ``fix_kind`` / ``fixable`` follow from that family's cases (as
+Fixit derives AUTOFIX), so the catalog cannot say a rule is fixed when no rewrite shows it.
+Detection never needs libcst: only those three properties import the fixes.
 """
 
 from __future__ import annotations
@@ -26,8 +28,13 @@ GRAPH_BREAKS_INDEX = "https://docs.pytorch.org/docs/stable/compile/programming_m
 GB_SITE = "https://meta-pytorch.org/compile-graph-break-site/gb/{}.html"
 RULE_DOC = PROJECT_URL + "/blob/main/docs/rules/{}.md"  # docs/rules/<CODE>.md, written by write_docs
 
-CATEGORIES = ("control-flow", "side-effect", "host-scalar", "validation", "dynamic-shape",
-              "unsupported-python", "unexplained")
+# The categories, in family order, each with the short name a narrow table column uses.
+CATEGORIES = {"control-flow": "control flow", "side-effect": "side effect", "host-scalar": "host scalar",
+              "validation": "guard", "dynamic-shape": "dyn. shape", "unsupported-python": "unsupported",
+              "unexplained": "other"}
+
+SAFE = "safe"  # `mend fix` proposes a rewrite (and verifies it)
+UNSAFE = "unsafe"  # only `mend fix --unsafe-fixes` does: the rewrite changes the program's cost
 
 
 def gb_link(gb_id: str) -> str:
@@ -46,11 +53,36 @@ class Rule:
     preconditions: str = ""  # when the automatic fix applies
     limits: str = ""  # what the detector cannot see
     gb_ids: tuple[str, ...] = ()  # ids in torch/_dynamo/graph_break_registry.json
+    # What a dynamic break of this rule looks like (tracer.classify): Dynamo's gb_types that
+    # mean it whatever else the text says; regexes (any case) over Dynamo's text, tried rule
+    # by rule in code order when the gb_type is none of those; regexes over the break's
+    # source line, the last resort when Dynamo's words name no rule
+    gb_types: tuple[str, ...] = ()
+    message_patterns: tuple[str, ...] = ()
+    source_patterns: tuple[str, ...] = ()
+    advice: str = ""  # the replacement code mend fix suggests where it rewrites nothing
     valid: tuple[str, ...] = ()  # sources that must give no finding of this rule
     invalid: tuple[str, ...] = ()  # sources that must give at least one finding of this rule
-    fixed: tuple[tuple[str, str], ...] = ()  # (before, after) for the fix transform
-    transform: Optional[Any] = None  # a libcst transform class, added by the fixer
     static: bool = True  # False: documented only (GM9xx, reported by the tracer)
+
+    @property
+    def fixes(self) -> tuple[str, ...]:
+        """The fix families (modules of rewrites/fixes/) that rewrite this rule."""
+        from rewrites.fixes import fixes_for
+
+        return fixes_for(self.code)
+
+    @property
+    def fix_kind(self) -> Optional[str]:
+        """SAFE when a case of one of its fixes rewrites without --unsafe-fixes, UNSAFE when
+        only unsafe cases do, None when mend has advice only."""
+        from rewrites.fixes import fix_kind
+
+        return fix_kind(self.code)
+
+    @property
+    def fixable(self) -> bool:
+        return self.fix_kind is not None
 
     @property
     def links(self) -> tuple[str, ...]:
@@ -75,6 +107,7 @@ class Rule:
         return {"code": self.code, "name": self.name, "category": self.category,
                 "summary": self.summary, "why": self.why, "fix": self.fix,
                 "preconditions": self.preconditions, "limits": self.limits,
-                "gb_ids": list(self.gb_ids), "links": list(self.links), "static": self.static,
-                "fixable": self.transform is not None,
+                "gb_ids": list(self.gb_ids), "gb_types": list(self.gb_types), "links": list(self.links),
+                "static": self.static,
+                "fixable": self.fixable, "fix_kind": self.fix_kind, "advice": self.advice,
                 "valid": list(self.valid), "invalid": list(self.invalid)}

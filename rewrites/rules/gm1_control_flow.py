@@ -51,6 +51,8 @@ GM101 = Rule(
     why=("Dynamo needs a Python bool to pick a branch; the value of a tensor is unknown while tracing "
          "(`Data-dependent branching`), so the graph breaks at the `if` and resumes in each branch."),
     fix=_WHERE_FIX, preconditions=_WHERE_PRE, limits=_NOT_BREAKS + LIMITS, gb_ids=("GB0170", "GB0035"),
+    advice=("x = torch.where(cond, a, b)   # both sides pure;  or torch.cond(cond, lambda: f(x), lambda: "
+            "g(x)); move side effects out of the branch"),
     valid=(
         "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x, mask=None):\n"
         "        if x.shape[0] > 1 and x.dim() == 3:\n            x = x * 2\n"
@@ -84,6 +86,7 @@ GM102 = Rule(
     preconditions=("Both sides cheap and free of side effects, randomness and stateful modules; results "
                    "broadcastable to one shape. Refused as for GM101."),
     limits=_NOT_BREAKS + LIMITS, gb_ids=("GB0170",),
+    advice="torch.where(cond, a, b) instead of `a if cond else b`",
     valid=("import torch\n\ndef f(x: torch.Tensor):\n    return x if x.shape[0] > 1 else x * 2\n",),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    return x if x.sum() > 0 else -x\n",),
 )
@@ -97,6 +100,7 @@ GM103 = Rule(
     preconditions="Operands are boolean (or 0/1) tensors of broadcastable shapes.",
     limits=("Inside an `if`/`while`/`assert`/ternary condition the statement's own rule reports it. " + LIMITS),
     gb_ids=("GB0170",),
+    advice="torch.logical_and(c1, c2) / torch.logical_or / torch.logical_not instead of and/or/not on tensors",
     valid=("import torch\n\ndef f(a: torch.Tensor, b: torch.Tensor):\n    return a & b, ~a\n",
            "def f(a, b):\n    return a and not b\n"),
     invalid=("import torch\n\ndef f(a: torch.Tensor, b: torch.Tensor):\n    return a and b\n",
@@ -112,6 +116,7 @@ GM104 = Rule(
          "when the body is pure."),
     preconditions="The body is pure tensor arithmetic and a bound on the iterations is known.",
     limits=LIMITS, gb_ids=("GB0170", "GB7000"),
+    advice="a `while` on a tensor: bound the loop by a Python count, or torch._higher_order_ops.while_loop",
     valid=("def f(n: int):\n    while n > 0:\n        n -= 1\n    return n\n",),
     invalid=("import torch\n\ndef f(x: torch.Tensor, tol: float):\n    err = (x - x.mean()).abs().max()\n"
              "    while err > tol:\n        x = x * 0.5\n        err = err * 0.5\n    return x\n",),

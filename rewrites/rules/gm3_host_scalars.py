@@ -41,6 +41,11 @@ GM301 = Rule(
                    "line where Dynamo broke."),
     limits="Any zero-argument `.item()` call is reported, whatever the receiver.",
     gb_ids=("GB0124",),
+    gb_types=("Unsupported Tensor.item() call with capture_scalar_outputs=False",),
+    message_patterns=(r"Tensor\.item|\.item\(\)|\bitem\b.*capture_scalar_outputs",),
+    source_patterns=(r"\.item\(\)",),
+    advice=("keep the value a tensor (drop .item()); or torch._dynamo.config.capture_scalar_outputs = True "
+            "(unbacked symbols: later guards on the value may fail to compile)"),
     valid=("def f(d):\n    return d.items()\n",),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    s = x.sum().item()\n    return x * s\n",),
 )
@@ -61,6 +66,10 @@ GM302 = Rule(
             "own (verification's output comparison shows it) and refuses reductions across rows in `f`, "
             "chunks or outputs used outside the loop, and splits along another dimension."),
     gb_ids=("GB0109",),
+    gb_types=("Tensor.tolist() with non-integer tensor",),
+    message_patterns=(r"tolist",),
+    source_patterns=(r"\.tolist\(\)",),
+    advice="keep tensors (no .tolist()); loop over tensor ops instead of Python lists",
     valid=("def f(x: list):\n    return list(x)\n",),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    sizes = x.tolist()\n    return sizes\n",),
 )
@@ -72,6 +81,7 @@ GM303 = Rule(
     fix=_KEEP, preconditions="The scalar only feeds tensor arithmetic.",
     limits="Conversions of shapes (`int(x.shape[0])`) are not reported. " + LIMITS,
     gb_ids=("GB0124",),
+    advice="keep the tensor (no int()/float()/bool()); use t.to(dtype) for a cast",
     valid=("import torch\n\ndef f(x: torch.Tensor):\n    return int(x.shape[0]) + int(x.size(1))\n",),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    n = int(x.sum())\n    return n\n",),
 )
@@ -86,6 +96,10 @@ GM304 = Rule(
     limits=("Any `.numpy()` call is reported, except one passed straight to a NumPy function: there "
             "the NumPy call is what breaks (GM604)."),
     gb_ids=("GB0105",),
+    gb_types=("Tensor.numpy() with trace_numpy=False", "Tensor.numpy() without NumPy installed"),
+    message_patterns=(r"Tensor\.numpy|\.numpy\(\)",),
+    source_patterns=(r"\.numpy\(\)",),
+    advice="use torch ops instead of .numpy()",
     valid=("import numpy\n\ndef f(x):\n    return numpy.zeros(3)\n",
            "import numpy as np\nimport torch\n\ndef f(x: torch.Tensor, xp, fp):\n    return np.interp(x.numpy(), xp, fp)\n"),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    return x.cpu().numpy()\n",),

@@ -41,6 +41,7 @@ GM401 = Rule(
     limits=("Asserts on shapes (`assert x.dim() == 3`) and tensor asserts with a constant message are not "
             "reported. " + LIMITS),
     gb_ids=("GB0034", "GB0170"),
+    advice="torch._assert_async(cond, 'message')  (or torch._check for shape conditions)",
     valid=("import torch\n\ndef f(x: torch.Tensor):\n    assert x.dim() == 3, 'need 3-d'\n    return x\n",
            "import torch\n\ndef f(x: torch.Tensor):\n    assert (x >= 0).all(), 'negative input'\n    return x.sqrt()\n"),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    assert (x >= 0).all(), f'negative input {x.min()}'\n    return x.sqrt()\n",
@@ -55,6 +56,7 @@ GM402 = Rule(
     preconditions=("The `if` body is only the `raise`, with no `else`. Refused: an exception expression with side "
                    "effects."),
     limits=LIMITS, gb_ids=("GB0170",),
+    advice="torch._assert_async(torch.logical_not(cond), 'message')",
     valid=("import torch\n\ndef f(x: torch.Tensor):\n    if x.shape[-1] != 4:\n        raise ValueError('bad')\n    return x\n",),
     invalid=("import torch\n\ndef f(a: torch.Tensor, b: torch.Tensor):\n    if not torch.equal(a, b):\n"
              "        raise ValueError('mismatch')\n    return a\n",

@@ -35,6 +35,9 @@ GM501 = Rule(
             "The unsafe fix refuses a loop that writes a gathered value anywhere but the scatter, reads one "
             "after the loop, or branches on one (except `if ...: continue`)."),
     gb_ids=("GB0036",),
+    advice=("a fixed-shape formulation (torch.where(mask, x, 0), masked sums); or "
+            "torch._dynamo.config.capture_dynamic_output_shape_ops = True (unbacked sizes: guards on them may "
+            "fail, recompiles)"),
     valid=("import torch\n\ndef f(c: torch.Tensor, a: torch.Tensor):\n    return torch.where(c, a, 0)\n",),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    return torch.nonzero(x > 0)\n",
              "import torch\n\ndef f(x: torch.Tensor):\n    idx = torch.where(x > 0)\n    return idx\n",
@@ -60,6 +63,9 @@ GM502 = Rule(
             "tensor; assignment `x[mask] = v` is fine and not reported. "
             + LIMITS),
     gb_ids=("GB0036",),
+    advice=("masked arithmetic: (x * mask).sum() / torch.where(mask, x, 0); or "
+            "torch._dynamo.config.capture_dynamic_output_shape_ops = True (cost: unbacked sizes, possible "
+            "guard failures)"),
     valid=("import torch\n\ndef f(x: torch.Tensor, idx: torch.Tensor):\n    x[x < 0] = 0\n    return x[idx]\n",),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    mask = x > 0\n    return x[mask].sum()\n",),
 )
@@ -79,6 +85,8 @@ GM503 = Rule(
                    "be read nowhere else."),
     limits="Calls named `unique`/`unique_consecutive` on tensors or through torch.",
     gb_ids=("GB0036",),
+    advice=("torch._dynamo.config.capture_dynamic_output_shape_ops = True, or precompute the unique values "
+            "outside the compiled region"),
     valid=("import numpy as np\n\ndef f(a):\n    return np.unique(a)\n",),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    return torch.unique(x)\n",),
 )
@@ -91,6 +99,7 @@ GM504 = Rule(
     preconditions="Advice only.",
     limits="Counts must be provably a tensor. " + LIMITS,
     gb_ids=("GB0036",),
+    advice="pass the repeats as a Python int list known ahead, or capture_dynamic_output_shape_ops = True",
     valid=("import torch\n\ndef f(x: torch.Tensor):\n    return x.repeat_interleave(2, dim=0)\n",),
     invalid=("import torch\n\ndef f(x: torch.Tensor, counts: torch.Tensor):\n    return x.repeat_interleave(counts, dim=0)\n",),
 )
@@ -103,6 +112,7 @@ GM505 = Rule(
     preconditions="The selected values are only reduced.",
     limits="Calls named `masked_select`.",
     gb_ids=("GB0036",),
+    advice="torch.where(mask, x, 0) keeps the shape fixed",
     valid=("import torch\n\ndef f(x: torch.Tensor, m: torch.Tensor):\n    return x.masked_fill(m, 0)\n",),
     invalid=("import torch\n\ndef f(x: torch.Tensor, m: torch.Tensor):\n    return torch.masked_select(x, m)\n",),
 )

@@ -19,6 +19,10 @@ GM601 = Rule(
     preconditions="Advice only (automatic only for a tensor argument: `.clone()`).",
     limits="`copy.deepcopy` and `from copy import deepcopy` aliases.",
     gb_ids=("GB0179", "GB4198"),
+    gb_types=("copy.deepcopy()", "Attempted to copy.deepcopy a tensor"),
+    message_patterns=(r"deepcopy",),
+    source_patterns=(r"deepcopy\(",),
+    advice="build the copy outside the compiled region, or t.clone() for a plain tensor",
     valid=("import torch\n\ndef f(x: torch.Tensor):\n    return x.clone()\n",),
     invalid=("import copy\n\ndef f(x):\n    return copy.deepcopy(x)\n",
              "from copy import deepcopy\n\ndef f(x):\n    return deepcopy(x)\n"),
@@ -34,6 +38,8 @@ GM602 = Rule(
     limits=("`yield` is reported only in functions that are compiled roots (a `forward` or a `torch.compile`d "
             "function), not in generator helpers."),
     gb_ids=("GB0003",),
+    message_patterns=(r"generator",),
+    advice="materialise the generator as a list before the compiled region",
     valid=("def f(xs):\n    return sum(x * 2 for x in xs), tuple(x for x in xs), ''.join(str(x) for x in xs)\n",),
     invalid=("def f(xs, g):\n    return g(x * 2 for x in xs)\n",
              "import torch\n\n@torch.compile\ndef f(xs):\n    for x in xs:\n        yield x\n"),
@@ -47,6 +53,9 @@ GM603 = Rule(
     preconditions="Advice only.",
     limits="Attribute assignment and the `requires_grad_` method, on any receiver.",
     gb_ids=("GB0206", "GB0125"),
+    gb_types=("Unsupported Tensor.requires_grad_() call", "setattr() on Tensor.requires_grad"),
+    message_patterns=(r"requires_grad",),
+    advice="set requires_grad outside the compiled function",
     valid=("import torch\n\ndef f(x: torch.Tensor):\n    return x.requires_grad\n",),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    x.requires_grad_(True)\n    return x\n",
              "import torch\n\ndef f(x: torch.Tensor):\n    x.requires_grad = False\n    return x\n"),
@@ -69,6 +78,13 @@ GM604 = Rule(
     limits=("An argument must be provably a tensor, or a tensor's `.numpy()` (Dynamo traces that as a "
             "tensor and breaks on the NumPy function). " + LIMITS),
     gb_ids=("GB0293", "GB0294"),
+    gb_types=(
+        "attempted to trace numpy function with config.trace_numpy=False",
+        "attempted to trace numpy function unsupported by PyTorch",
+        "attempted to trace numpy.* function as a method",
+    ),
+    message_patterns=(r"numpy",),
+    advice="use the torch equivalent of the numpy call",
     valid=("import numpy as np\n\ndef f(n: int):\n    return np.arange(n)\n",),
     invalid=("import numpy as np\nimport torch\n\ndef f(x: torch.Tensor):\n    return np.exp(x)\n",
              "import numpy as np\nimport torch\n\ndef f(x: torch.Tensor, xp, fp):\n    return np.interp(x.detach().numpy(), xp, fp)\n"),
@@ -82,6 +98,19 @@ GM605 = Rule(
     preconditions="Advice only.",
     limits="`disable`d functions are recognised by their decorator in the same file (functions and methods of the same class).",
     gb_ids=("GB0098", "GB0025", "GB0007"),
+    gb_types=(
+        "Attempted to call function marked as skipped",
+        "Attempted to inline function marked as skipped",
+        "Attempted to inline function marked as skipped (SkipFunctionVariable)",
+        "Skip calling `torch.compiler.disable()`d function",
+        "Skip inlining `torch.compiler.disable()`d function",
+        "Call to `torch._dynamo.skip_frame()`",
+    ),
+    message_patterns=(
+        r"marked as skipped|compiler\.disable|_dynamo\.disable|disable\(\)d|skip_frame|not allowed to trace|SkipFunctionVariable",
+    ),
+    advice=("the callee is skipped or not traceable: torch.compiler.allow_in_graph, or a custom op "
+            "(torch.library.custom_op)"),
     valid=("import torch\n\ndef f(x: torch.Tensor):\n    return torch.relu(x)\n",),
     invalid=("import torch\n\n@torch.compiler.disable\ndef helper(x):\n    return x\n\ndef f(x):\n    return helper(x)\n",
              "import torch\n\ndef f(x):\n    torch._dynamo.graph_break()\n    return x\n"),
@@ -108,6 +137,8 @@ GM606 = Rule(
             "class or of a base class in the same file; a buffer registered elsewhere is found from "
             "Dynamo's break at that line."),
     gb_ids=("GB4841",),
+    advice=("convert the module once, outside the compiled region (model.to(device, dtype)), and drop the "
+            "assignment; or keep the converted value in a local: `buf = self.buf.to(...)`"),
     valid=("import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def __init__(self):\n"
            "        super().__init__()\n        self.register_buffer('pe', torch.zeros(4))\n\n"
            "    def forward(self, x):\n        self.pe = self.pe.to(x.dtype)\n        return x + self.pe\n",),

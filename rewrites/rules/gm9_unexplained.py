@@ -11,6 +11,7 @@ GM900 = Rule(
     why="Reported with Dynamo's reason, explanation and hints; the registry id links to PyTorch's page for that break type.",
     fix="Read Dynamo's hints; `TORCH_LOGS=graph_breaks` shows the full stack.",
     preconditions="No automatic fix.", static=False,
+    advice="see Dynamo's explanation and hints in the report",
 )
 
 GM901 = Rule(
@@ -20,6 +21,7 @@ GM901 = Rule(
          "run the whole function eagerly; `torch._dynamo.explain` does not count it."),
     fix="Find the break inside the frame (often reported separately) and fix it; the frame then compiles.",
     preconditions="No automatic fix.", gb_ids=("GB7000",), static=False,
+    advice="see Dynamo's explanation: the whole frame was skipped",
 )
 
 RULES = (GM900, GM901)
