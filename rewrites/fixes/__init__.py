@@ -41,15 +41,11 @@ def fixes_for(code: str) -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=None)
-def fix_kind(code: str) -> Optional[str]:
-    """``Rule.fix_kind``: SAFE when a case of a family fixing ``code`` rewrites without
-    --unsafe-fixes, UNSAFE when only unsafe cases rewrite, None when none does."""
-    from rewrites.rules.base import SAFE, UNSAFE
-
+def rewriting_cases(code: str) -> tuple[bool, bool]:
+    """(whether a case of a family fixing ``code`` rewrites without --unsafe-fixes, whether
+    any case rewrites at all): what ``Rule.fix_kind`` is derived from."""
     rewrites = [c for m in family_modules() if code in m.RULES for c in m.CASES if c.after is not None]
-    if any(not c.unsafe for c in rewrites):
-        return SAFE
-    return UNSAFE if rewrites else None
+    return any(not c.unsafe for c in rewrites), bool(rewrites)
 
 
 @dataclass

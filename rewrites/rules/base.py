@@ -76,9 +76,10 @@ class Rule:
     def fix_kind(self) -> Optional[str]:
         """SAFE when a case of one of its fixes rewrites without --unsafe-fixes, UNSAFE when
         only unsafe cases do, None when mend has advice only."""
-        from rewrites.fixes import fix_kind
+        from rewrites.fixes import rewriting_cases
 
-        return fix_kind(self.code)
+        safe, rewrites = rewriting_cases(self.code)
+        return SAFE if safe else UNSAFE if rewrites else None
 
     @property
     def fixable(self) -> bool:
