@@ -245,6 +245,9 @@ def test_every_format_names_the_mode_and_train_only_breaks():
     r.targets = [TargetResult(name="m.py::mend_target_m", file="/p/m.py", function="mend_target_m", graph_count=1),
                  TargetResult(name="m.py::mend_target_m", file="/p/m.py", function="mend_target_m", run_mode="train",
                               graph_count=2, graph_break_count=1, breaks=[brk, bwd], backward_graph_count=2)]
+    from graphmend.correlate import with_issues  # a hand-made report: its issues merged, as the CLI does
+
+    r = with_issues(r)
     out = {fmt: render(r, fmt) for fmt in ("text", "md", "html", "sarif", "github", "json")}
     for fmt in ("text", "md", "html"):
         assert "eval,train" in out[fmt] and "m.py::mend_target_m [train]" in out[fmt], fmt
