@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
+from graphmend.core.cache import Cache
 from graphmend.core.config import Config
 from graphmend.core.discovery import TargetSpec, discover
 from graphmend.core.model import FileError, Finding, TargetResult, nested_setting
@@ -30,6 +31,7 @@ class CollectOptions:
     scan_jobs: int = 1  # scan workers (analyze's --jobs; fix and check scan in one process)
     timeout: Optional[float] = None  # per target and run mode (default: config.timeout)
     only: tuple[str, ...] = ()  # target function names kept (all when empty)
+    cache: Optional[Cache] = None  # earlier captures reused, new ones kept (mend fix)
 
 
 @dataclass
@@ -71,6 +73,7 @@ def collect(paths: Sequence[str | os.PathLike[str]], config: Config, options: Co
         advance = progress("capturing", len(out.specs)) if progress else None
         out.targets = capture_targets(out.specs, jobs=options.jobs, timeout=options.timeout or config.timeout,
                                       on_done=advance, modes=config.modes, compiled_autograd=config.compiled_autograd,
-                                      memory_limit=config.memory_limit, nested_graph_breaks=config.nested_graph_breaks)
+                                      memory_limit=config.memory_limit, nested_graph_breaks=config.nested_graph_breaks,
+                                      cache=options.cache)
         out.nested_graph_breaks = nested_setting(out.targets)
     return out

@@ -27,9 +27,11 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from graphmend.collect import CollectOptions, collect
+from graphmend.core.cache import Cache
 from graphmend.core.config import Config
 from graphmend.core.env import torch_version
-from graphmend.core.model import ADVICE, REJECTED, UNVERIFIED, VERIFIED, Break, Fix, FixTarget, Report, TargetResult, new_report
+from graphmend.core.model import (ADVICE, REJECTED, UNVERIFIED, VERIFIED, Break, Fix, FixTarget, Report, TargetResult,
+                                  from_dict, new_report, to_dict)
 from graphmend.core.sources import SourceError, SourceText, report_root, split_lines
 
 CONTROL_RULES = ("GM101", "GM102", "GM103", "GM401", "GM402")
@@ -46,6 +48,7 @@ class FixOptions:
     follow: bool = True  # fix breaks in files outside the analysed paths (overlay / --patch only)
     only: tuple[str, ...] = ()  # target function names to verify (all when empty): one bench target
     unsafe: bool = False  # also offer fixes that change the program's cost (--unsafe-fixes)
+    cache: bool = True  # reuse earlier captures and verdicts whose inputs are unchanged (--no-cache)
 
 
 @dataclass
@@ -80,6 +83,8 @@ class FileCandidate:
     refusals: list = field(default_factory=list)
     unsafe: bool = False  # the run asked for unsafe fixes too
     line_length: int = 88  # the project formatter's: the width the fixes are laid out in
+    cache: Optional[Cache] = None  # plans of earlier runs (a big file's libcst pass takes seconds)
+    _plans: dict = field(default_factory=dict)  # this run's, by their inputs
 
     @property
     def original(self) -> str:
@@ -87,10 +92,28 @@ class FileCandidate:
 
     def fix(self, lines, rules):
         """The rewrites of ``lines`` in this file, with what Dynamo said about them."""
-        from rewrites.fixes import fix_source
+        from rewrites.fixes import FixResult, fix_source
+        from rewrites.fixes.base import Refusal, Site
 
-        return fix_source(self.original, lines, rules, self.tensor_lines, self.shape_lines, self.numpy_lines,
-                          unsafe=self.unsafe, line_length=self.line_length)
+        inputs = (sorted(lines), list(rules), sorted(self.tensor_lines), sorted(self.shape_lines),
+                  sorted(self.numpy_lines), self.unsafe, self.line_length)
+        memo = repr(inputs)
+        if memo in self._plans:
+            return self._plans[memo]
+        cache = self.cache if self.cache is not None and self.cache.enabled else None
+        key = cache.key("plan", _text_digest(self.original), inputs) if cache else None
+        kept = cache.get("plan", key) if cache and key else None
+        if kept is not None:
+            r = FixResult(self.original, kept["new_source"], [from_dict(Site, x) for x in kept["applied"]],
+                          [from_dict(Refusal, x) for x in kept["refused"]], kept["error"])
+        else:
+            r = fix_source(self.original, lines, rules, self.tensor_lines, self.shape_lines, self.numpy_lines,
+                           unsafe=self.unsafe, line_length=self.line_length)
+            if cache and key:
+                cache.put("plan", key, {"new_source": r.new_source, "applied": [to_dict(x) for x in r.applied],
+                                        "refused": [to_dict(x) for x in r.refused], "error": r.error})
+        self._plans[memo] = r
+        return r
 
 
 @dataclass
@@ -101,6 +124,8 @@ class FixRun:
     # per target name: the breaks left with every verified fix applied (original file:line
     # for breaks that were there before; patched coordinates for new ones)
     remaining: dict[str, list[Break]] = field(default_factory=dict)
+    # the targets whose verification an earlier run's verdict stood in for (graphmend.core.cache)
+    reused: list[str] = field(default_factory=list)
 
     def in_tree_patches(self) -> dict[str, str]:
         return {p: t for p, t in self.patches.items() if self.candidates[p].in_tree}
@@ -182,9 +207,11 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
 
     # 1. find: one run mode (the CLI refuses more), so one capture per target, which
     # verify_one pairs with its spec; captured with Dynamo's own nesting, no compiled autograd
+    cache = Cache.for_run(options.cache)
     got = collect(paths, dataclasses.replace(config, modes=config.modes[:1], compiled_autograd=False,
                                              nested_graph_breaks=None),
-                  CollectOptions(jobs=options.jobs, timeout=options.timeout, only=options.only), progress)
+                  CollectOptions(jobs=options.jobs, timeout=options.timeout, only=options.only, cache=cache),
+                  progress)
     findings = [f for f in got.findings if config.rule_enabled(f.rule) and _selected(f.rule, options.rules)]
     report.findings, report.errors, report.files_scanned = findings, got.errors, got.files_scanned
     before: list[TargetResult] = got.targets
@@ -206,6 +233,7 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
             cands[f] = FileCandidate(f, source, set(), set(), in_tree(f), None if in_tree(f) else import_root_of(f),
                                      unsafe=options.unsafe)
             cands[f].line_length = config.line_length
+            cands[f].cache = cache
         return cands[f]
 
     for fd in findings:
@@ -263,6 +291,8 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
                 hit.setdefault((t.name, _real(b.file)), set()).add(b.line)
     for (name, f), ls in hit.items():
         hit_any.setdefault(f, []).append(ls)
+    reused: list[str] = []
+
     def verify_one(t: TargetResult, spec) -> tuple[FixTarget, Optional[tuple]]:
         files = _break_files(t) & {p for p, c in cands.items() if c.sites}
         ft = FixTarget(name=t.name, breaks_before=len(t.breaks), breaks_after=len(t.breaks),
@@ -273,8 +303,15 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
         else:
             sites = [s for p in sorted(files) for s in cands[p].sites
                      if s.trigger & hit.get((t.name, p), set()) or not any(s.trigger & v for v in hit_any.get(p, []))]
-            if sites:
+            key = _verdict_key(cache, t, sites, options, config) if sites else None
+            kept = cache.get("verify", key) if key else None
+            if kept is not None:
+                ft, remaining[t.name], outcome = _from_kept(kept, sites)
+                reused.append(t.name)
+            elif sites:
                 remaining[t.name], outcome = _verify_sites(spec, t, sites, cands, dict(texts), options, config, ft)
+                if key and _keepable(ft, outcome):
+                    cache.put("verify", key, _kept(ft, remaining[t.name], outcome))
             else:
                 ft.outputs_equal = True  # nothing rewritten: the program is the original
                 ft.remaining = [f"{b.rule} {os.path.basename(b.file or '')}:{b.line}: {b.reason}" for b in t.breaks]
@@ -327,7 +364,67 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
     from graphmend.correlate import diagnose
 
     diagnose(report)
-    return FixRun(report, patches, cands, remaining)
+    return FixRun(report, patches, cands, remaining, [n for n in (t.name for t in before) if n in reused])
+
+
+# -- the cache of verdicts (graphmend.core.cache) ------------------------------------------
+
+def _text_digest(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _verdict_key(cache: Cache, t: TargetResult, sites: list[SiteRecord], options: FixOptions,
+                 config: Config) -> Optional[str]:
+    """What one target's verification depends on: its capture (whose key holds the target
+    and the machine, and whose files must all be unchanged), the sites rewritten, every file
+    they are in, and the options that change a rewrite or a check. None: not cacheable."""
+    captured = cache.captured.get(t.name) if cache.enabled else None
+    if captured is None:
+        return None
+    capture_key, deps = captured
+    files = sorted({s.file for s in sites})
+    digests = {f: cache.file_digest(f) for f in files}
+    if any(d is None for d in digests.values()):
+        return None
+    return cache.key("verify", capture_key, deps, digests,
+                     [[s.file, s.site.line, s.site.end_line, s.site.rule, s.site.strategy, sorted(s.trigger)]
+                      for s in sites],
+                     list(options.rules), options.unsafe, config.line_length, list(config.modes[:1]),
+                     config.memory_limit)
+
+
+def _keepable(ft: FixTarget, outcome: tuple) -> bool:
+    """A verdict is kept unless a worker failed in a way that may not happen again (a
+    timeout, memory, a crash): that says nothing about the fix. What the program itself did,
+    an exception included, is kept."""
+    _, verdicts, _ = outcome
+    texts = [ft.error or ""] + [v[1] for v in verdicts.values() if v is not None]
+    from graphmend.core.jobs import TRANSIENT
+
+    return not any(sign in t for t in texts for sign in TRANSIENT)
+
+
+def _kept(ft: FixTarget, remaining: list[Break], outcome: tuple) -> dict:
+    sites, verdicts, final = outcome
+    return {"fix_target": to_dict(ft), "remaining": [to_dict(b) for b in remaining],
+            "verdicts": [list(verdicts[id(s)]) if verdicts.get(id(s)) is not None else None for s in sites],
+            "final": None if final is None else {"checks": list(final.checks), "skipped": dict(final.skipped),
+                                                 "surfaced": [to_dict(x) for x in final.surfaced]}}
+
+
+def _from_kept(kept: dict, sites: list[SiteRecord]) -> tuple[FixTarget, list[Break], tuple]:
+    from graphmend.verify.run import Surfaced, Verdict
+
+    verdicts = {id(s): tuple(v) for s, v in zip(sites, kept["verdicts"]) if v is not None}
+    final = None
+    if kept["final"] is not None:
+        f = kept["final"]
+        final = Verdict(checks=list(f["checks"]), skipped=dict(f["skipped"]),
+                        surfaced=[from_dict(Surfaced, x) for x in f["surfaced"]])
+    return (from_dict(FixTarget, kept["fix_target"]), [from_dict(Break, b) for b in kept["remaining"]],
+            (sites, verdicts, final))
 
 
 def _with_outcome(t: TargetResult, ft: Optional[FixTarget]) -> TargetResult:

@@ -117,3 +117,18 @@ def corpus_capture(tmp_path_factory) -> CorpusCapture:
 
     return CorpusCapture(specs=specs, results=results("results"), explained=raw["explained"],
                          train_results=results("train_results"), train_explained=raw["train_explained"])
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _mend_cache(tmp_path_factory):
+    """mend fix's cache lives in this session's temp folder, not the user's ~/.cache: no run
+    of the suite reads what an earlier one (or the user) left."""
+    from graphmend.core.cache import ENV_DIR
+
+    old = os.environ.get(ENV_DIR)
+    os.environ[ENV_DIR] = str(tmp_path_factory.mktemp("mend-cache"))
+    yield
+    if old is None:
+        os.environ.pop(ENV_DIR, None)
+    else:
+        os.environ[ENV_DIR] = old

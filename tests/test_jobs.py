@@ -39,6 +39,9 @@ def test_outcomes(tmp_path, warm):
     assert "T-sleep: timed out after 4 s" in slept.error
     assert "T-segv" in segv.error and "SIGSEGV" in segv.error
     assert "T-exit" in exited.error and "status 3" in exited.error
+    from graphmend.core.jobs import TRANSIENT  # each such failure is known as one (a cache keeps none)
+
+    assert all(any(sign in o.error for sign in TRANSIENT) for o in (slept, segv, exited))
 
 
 # -- a worker's whole process tree ends with it ----------------------------------------

@@ -7,28 +7,33 @@ reports each one it finishes (graphmend.core.jobs). When a unit hangs, its targe
 timeout and the file's remaining targets go on in a fresh worker; when the worker crashes,
 the target it crashed in is run again first in a fresh worker (an earlier target may have
 left it broken) and gets the error if it crashes there too. No target costs more than one
-timeout."""
+timeout.
+
+With a cache (``mend fix``), a target whose earlier capture is on record with every file it
+ran unchanged is not run again (graphmend.core.cache); a result with an error is never kept."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any, Callable, Optional, Sequence
 
+from graphmend.core.cache import Cache
 from graphmend.core.discovery import TargetSpec
 from graphmend.core.jobs import Job, JobOutcome, run_job
-from graphmend.core.model import TargetResult, from_dict
+from graphmend.core.model import TargetResult, from_dict, to_dict
 from graphmend.core.modes import EVAL
 
 WORKER = "tracer.worker"
 
 
 def _job(specs: Sequence[TargetSpec], timeout: float, modes: Sequence[str], compiled_autograd: bool,
-         memory_limit: Optional[int], nested_graph_breaks: Optional[bool]) -> Job:
+         memory_limit: Optional[int], nested_graph_breaks: Optional[bool], ran_files: bool = False) -> Job:
     # the worker's start-up (importing torch) gets its own allowance: see graphmend.core.jobs
     label = specs[0].name if len(specs) == 1 else f"{specs[0].display_file} ({len(specs)} targets)"
     return Job(module=WORKER, payload={"targets": [dataclasses.asdict(s) for s in specs], "modes": list(modes),
                                        "compiled_autograd": compiled_autograd,
-                                       "nested_graph_breaks": nested_graph_breaks}, label=label,
+                                       "nested_graph_breaks": nested_graph_breaks, "ran_files": ran_files},
+               label=label,
                timeout=timeout, memory_limit=memory_limit, units=len(specs) * len(modes),
                unit_labels=[s.name for s in specs for _ in modes], warm=True)
 
@@ -49,18 +54,20 @@ def _failed(spec: TargetSpec, outcome: JobOutcome, why: str, mode: str) -> Targe
 
 def _capture_file(group: Sequence[TargetSpec], timeout: float, modes: tuple, compiled_autograd: bool,
                   memory_limit: Optional[int], nested_graph_breaks: Optional[bool],
-                  done: Callable[[TargetSpec, list[TargetResult]], None]) -> None:
+                  done: Callable[[TargetSpec, list[TargetResult], list[str]], None], ran_files: bool = False) -> None:
     """The targets of one file, in as few workers as their hangs and crashes allow."""
     pending = list(group)
     retried: Optional[TargetSpec] = None  # the target a crashed worker was running, run again first
     while pending:
-        outcome = run_job(_job(pending, timeout, modes, compiled_autograd, memory_limit, nested_graph_breaks))
+        outcome = run_job(_job(pending, timeout, modes, compiled_autograd, memory_limit, nested_graph_breaks,
+                               ran_files))
         got: list[Any] = (outcome.result or {}).get("results") if not outcome.error else None
         if got is None or len(got) != len(pending) * len(modes):
             got = outcome.units  # what finished before the failure
         finished = min(len(got) // len(modes), len(pending))
         for i, s in enumerate(pending[:finished]):
-            done(s, [from_dict(TargetResult, d) for d in got[i * len(modes):(i + 1) * len(modes)]])
+            chunk = got[i * len(modes):(i + 1) * len(modes)]
+            done(s, [from_dict(TargetResult, d) for d in chunk], sorted({f for d in chunk for f in d.get("ran_files", ())}))
         pending = pending[finished:]
         if not pending:
             return
@@ -72,7 +79,7 @@ def _capture_file(group: Sequence[TargetSpec], timeout: float, modes: tuple, com
         ran = got[finished * len(modes):]  # its modes that did finish before it hung
         results = [from_dict(TargetResult, d) for d in ran]
         results += [_failed(culprit, outcome, why, m) for m in modes[len(ran):]]
-        done(culprit, results)
+        done(culprit, results, [])
         pending = pending[1:]
 
 
@@ -80,29 +87,49 @@ def capture_targets(specs: Sequence[TargetSpec], jobs: int = 1, timeout: float =
                     on_done: Optional[Callable[[str, list[TargetResult]], None]] = None,
                     modes: Sequence[str] = (EVAL,), compiled_autograd: bool = False,
                     memory_limit: Optional[int] = None,
-                    nested_graph_breaks: Optional[bool] = None) -> list[TargetResult]:
+                    nested_graph_breaks: Optional[bool] = None, cache: Optional[Cache] = None) -> list[TargetResult]:
     """Capture each target in each run mode; results in input order (target-major: a
     target's modes together). ``on_done(name, results)`` after each target (from worker
     threads when ``jobs`` > 1); ``timeout``: seconds per target and mode; ``memory_limit``:
     bytes each worker may use; ``nested_graph_breaks``: Dynamo's option of that name (None:
-    torch's default)."""
+    torch's default); ``cache``: where earlier captures are reused and new ones kept."""
     import threading
 
     modes = tuple(modes) or (EVAL,)
-    batches: dict[str, list[TargetSpec]] = {}
-    for s in specs:
-        batches.setdefault(s.display_file, []).append(s)
     results: dict[TargetSpec, list[TargetResult]] = {}
     lock = threading.Lock()
+    caching = cache is not None and cache.enabled
+    keys: dict[TargetSpec, str] = {}
+    if caching:
+        assert cache is not None
+        for s in specs:
+            keys[s] = cache.key("capture", dataclasses.asdict(s), modes, compiled_autograd, memory_limit,
+                                nested_graph_breaks)
+            entry = cache.get_valid("capture", keys[s])
+            if entry is not None:
+                results[s] = [from_dict(TargetResult, d) for d in entry["results"]]
+                cache.captured[s.name] = (keys[s], entry["deps"])
+                if on_done:
+                    on_done(s.name, results[s])
 
-    def done(spec: TargetSpec, got: list[TargetResult]) -> None:
+    def done(spec: TargetSpec, got: list[TargetResult], files: list[str]) -> None:
+        if caching and files and not any(r.error for r in got):
+            assert cache is not None
+            deps = cache.put_valid("capture", keys[spec], {"results": [to_dict(r) for r in got]}, files)
+            if deps is not None:
+                cache.captured[spec.name] = (keys[spec], deps)
         with lock:
             results[spec] = got
             if on_done:
                 on_done(spec.name, got)
 
+    batches: dict[str, list[TargetSpec]] = {}
+    for s in specs:
+        if s not in results:
+            batches.setdefault(s.display_file, []).append(s)
+
     def run(group: Sequence[TargetSpec]) -> None:
-        _capture_file(group, timeout, modes, compiled_autograd, memory_limit, nested_graph_breaks, done)
+        _capture_file(group, timeout, modes, compiled_autograd, memory_limit, nested_graph_breaks, done, caching)
 
     groups = list(batches.values())
     if jobs <= 1 or len(groups) <= 1:

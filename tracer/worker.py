@@ -1,8 +1,9 @@
 """The capture worker: ``python -m tracer.worker PAYLOAD RESULT``.
 
 PAYLOAD is ``{"targets": [TargetSpec as dict, ...], "modes": ["eval", "train"],
-"compiled_autograd": bool, "nested_graph_breaks": bool | None}``; RESULT is
-``{"results": [TargetResult as dict, ...]}``, one per target and run mode (target-major).
+"compiled_autograd": bool, "nested_graph_breaks": bool | None, "ran_files": bool}``; RESULT is
+``{"results": [TargetResult as dict, ...]}``, one per target and run mode (target-major),
+each with ``ran_files`` (see ``ran_files``) when asked.
 Targets of one worker are separated by ``torch._dynamo.reset()``. Each (target, mode) is one
 unit of the job (``graphmend.core.jobs.unit_done``): the parent bounds each by --timeout and keeps
 the finished ones when a later one hangs or crashes.
@@ -10,7 +11,10 @@ the finished ones when a later one hangs or crashes.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
+from pathlib import Path
 from typing import Any, Optional
 
 from graphmend.core.jobs import out_of_memory, unit_done, worker_main
@@ -156,15 +160,40 @@ def explain_counts(spec: dict[str, Any], mode: str = EVAL, nested_graph_breaks: 
         torch._dynamo.reset()
 
 
+def ran_files(loaded_before: set[str], spec: dict[str, Any]) -> list[str]:
+    """The source files a target ran: its own, and every module imported since the worker
+    started except the standard library's and mend's own (what the key of a cached result
+    holds as versions). Imports of an earlier target of the same worker count too."""
+    import sysconfig
+
+    skip = tuple(os.path.join(os.path.realpath(p), "") for p in
+                 {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"], *_MEND_DIRS})
+    files = {os.path.realpath(spec["file"])} if spec.get("file") else set()
+    for name, m in list(sys.modules.items()):
+        f = getattr(m, "__file__", None)
+        if name in loaded_before or not f or not f.endswith(".py"):
+            continue
+        f = os.path.realpath(f)
+        if not f.startswith(skip) and os.path.isfile(f):
+            files.add(f)
+    return sorted(files)
+
+
+_MEND_DIRS = [str(Path(__file__).resolve().parents[1] / p) for p in ("graphmend", "tracer", "rewrites")]
+
+
 def handle(payload: dict[str, Any]) -> dict[str, Any]:
     modes = tuple(payload.get("modes") or (EVAL,))
     ca = bool(payload.get("compiled_autograd"))
     nested = payload.get("nested_graph_breaks")
+    loaded_before = set(sys.modules)
     results = []
     for spec in payload["targets"]:
         for mode in modes:  # one unit each: the parent's --timeout clock restarts per unit
             (r,) = capture_spec(spec, (mode,), ca, nested)
             results.append(to_dict(r))
+            if payload.get("ran_files"):  # for the cache: what a later run must find unchanged
+                results[-1]["ran_files"] = ran_files(loaded_before, spec)
             unit_done(results[-1])
     out = {"results": results}
     if payload.get("explain"):

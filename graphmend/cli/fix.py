@@ -42,6 +42,8 @@ def fix(
                                "target otherwise), no listing on stderr."),
     from_run: Optional[Path] = typer.Option(None, "--from-run", metavar="DIR", help="Also verify on the targets "
                                             "`mend run --record DIR SCRIPT` recorded: the program's own inputs."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Capture and verify every target again, reusing no "
+                                  "earlier verdict (kept under $MEND_CACHE_DIR, else ~/.cache/graphmend)."),
 ) -> None:
     """Propose source fixes for graph breaks; only fixes that pass verification are offered."""
     from graphmend.core.config import ConfigError
@@ -70,7 +72,7 @@ def fix(
     with progress_hook(quiet) as progress:
         try:
             run = run_fix(paths, config, FixOptions(rules=rules, jobs=jobs, timeout=timeout, follow=not no_follow,
-                                                    unsafe=unsafe_fixes),
+                                                    unsafe=unsafe_fixes, cache=not no_cache),
                           progress=progress)
         except ConfigError as exc:  # a suppression comment naming no rule
             raise fail(str(exc))
@@ -88,6 +90,9 @@ def fix(
         from reports.diagnostics import fix_listing
 
         sys.stderr.write(fix_listing(report))
+        if run.reused:
+            typer.echo(f"mend: {len(run.reused)} of {len(report.fix_targets)} target(s) unchanged since an earlier "
+                       "run: their verdicts were reused (--no-cache verifies again)", err=True)
     wrote(output, quiet)
     written = 0
     if write:

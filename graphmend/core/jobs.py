@@ -72,6 +72,11 @@ class Job:
     warm: bool = False
 
 
+# The words of run_job's errors for a worker that did not finish on its own (a timeout,
+# memory, a crash): such a failure says nothing of the work, and a cache must not keep it.
+TRANSIENT = ("timed out after", "out of memory", "worker killed by", "worker exited with status")
+
+
 def _signal_name(code: int) -> str:
     try:
         return signal.Signals(code).name
