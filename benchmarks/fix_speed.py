@@ -3,6 +3,7 @@ long a second ``mend fix`` takes with nothing changed (issue 19's ratios, in one
 
     python benchmarks/fix_speed.py                       # corpus/hf_models.py, --jobs 2
     python benchmarks/fix_speed.py corpus/attention.py --jobs 8 --json out.json
+    python benchmarks/fix_speed.py corpus/hf_models.py --survey mixtral t5 --jobs 8   # + models survey_hf.py builds
 
 Each command runs as a user runs it (``python -m graphmend ...``), with a cache folder of
 its own so that the first ``mend fix`` starts cold; the ratios are of wall-clock seconds
@@ -36,20 +37,34 @@ def main(argv=None) -> int:
     ap.add_argument("paths", nargs="*", default=["corpus/hf_models.py"])
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--json", help="write the numbers here")
+    ap.add_argument("--survey", nargs="+", default=[], metavar="MODEL_TYPE",
+                    help="also these transformers model types, as benchmarks/survey_hf.py builds them (one target each)")
     a = ap.parse_args(argv)
     jobs = ["--jobs", str(a.jobs)]
     with tempfile.TemporaryDirectory(prefix="mend-fix-speed-") as tmp:
+        if a.survey:
+            folder = Path(tmp) / "survey"
+            folder.mkdir()
+            for model_type in a.survey:
+                name = "".join(c if c.isalnum() else "_" for c in model_type)
+                (folder / f"hf_{name}.py").write_text(
+                    f"import sys\nsys.path.insert(0, {str(ROOT / 'benchmarks')!r})\n"
+                    f"from survey_hf import build as _build\n\n\n"
+                    f"def mend_target_{name}():\n    model, inputs = _build({model_type!r})\n"
+                    f"    return model, (), inputs\n", encoding="utf-8")
+            a.paths = [*a.paths, str(folder)]
         env = {**os.environ, "MEND_CACHE_DIR": str(Path(tmp) / "cache"), "PYTHONPATH": str(ROOT)}
         analyze_s, analyze_rc, _ = timed(["analyze", *a.paths, *jobs, "-q", "-f", "json", "-o",
                                           str(Path(tmp) / "analyze.json")], env)
         first_s, first_rc, first_out = timed(["fix", *a.paths, *jobs, "-q", "-f", "json"], env)
         second_s, second_rc, second_out = timed(["fix", *a.paths, *jobs, "-q", "-f", "json"], env)
     same = _verdicts(first_out) == _verdicts(second_out)
-    out = {"paths": a.paths, "jobs": a.jobs, "cpus": os.cpu_count(), "machine": platform.node(),
+    out = {"paths": a.paths, "survey": a.survey, "jobs": a.jobs, "cpus": os.cpu_count(), "machine": platform.node(),
            "analyze_s": round(analyze_s, 1), "fix_first_s": round(first_s, 1), "fix_second_s": round(second_s, 1),
            "fix_over_analyze": round(first_s / analyze_s, 2), "second_over_first": round(second_s / first_s, 3),
            "exit_codes": [analyze_rc, first_rc, second_rc], "same_verdicts": same}
-    print(f"{' '.join(a.paths)} (--jobs {a.jobs}, {os.cpu_count()} CPUs): analyze {analyze_s:.1f} s, "
+    what = " ".join(p for p in a.paths if "mend-fix-speed-" not in p) + (f" + {len(a.survey)} surveyed" if a.survey else "")
+    print(f"{what} (--jobs {a.jobs}, {os.cpu_count()} CPUs): analyze {analyze_s:.1f} s, "
           f"fix {first_s:.1f} s ({out['fix_over_analyze']}x analyze), second fix {second_s:.1f} s "
           f"({out['second_over_first']}x the first); verdicts {'the same' if same else 'DIFFER'}")
     if a.json:

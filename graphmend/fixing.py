@@ -90,6 +90,11 @@ class FileCandidate:
     def original(self) -> str:
         return self.source.text
 
+    @property
+    def label(self) -> str:
+        """The path a diff names: relative to the import root for a file outside the tree."""
+        return os.path.relpath(self.path, self.import_root) if self.import_root else os.path.relpath(self.path)
+
     def fix(self, lines, rules):
         """The rewrites of ``lines`` in this file, with what Dynamo said about them."""
         from rewrites.fixes import FixResult, fix_source
@@ -630,7 +635,7 @@ def _fix_records(cands: dict[str, FileCandidate], findings, before: list[TargetR
     for c in cands.values():
         for s in c.sites:
             r = c.fix(s.trigger, options.rules)
-            label = _label(c)
+            label = c.label
             proven = s.status == VERIFIED
             fixes.append(Fix(file=c.path, line=s.site.line, end_line=s.site.end_line, rule=s.site.rule,
                              status=s.status, reason=s.reason or _described(s),
@@ -664,12 +669,6 @@ def _described(s: SiteRecord) -> str:
     if s.status != VERIFIED or not s.notes:
         return s.site.description
     return "; ".join([s.site.description, *s.notes])
-
-
-def _label(c: FileCandidate) -> str:
-    if c.import_root:
-        return os.path.relpath(c.path, c.import_root)
-    return os.path.relpath(c.path)
 
 
 def verified_patches(paths: Sequence[str | os.PathLike[str]], config: Optional[Config] = None,

@@ -78,7 +78,7 @@ def fix(
             raise fail(str(exc))
     report = run.report
     in_tree, out_tree = run.in_tree_patches(), run.out_of_tree_patches()
-    labels = {p: _label(run.candidates[p]) for p in run.patches}
+    labels = {p: run.candidates[p].label for p in run.patches}
     if format is FixFormat.json:
         emit(report.to_json(), output)
     else:
@@ -138,9 +138,3 @@ def _from_run(folder: Path, paths: Optional[List[Path]]) -> tuple[List[Path], li
     if not refs:
         raise fail(f"--from-run {folder}: the recording holds no target (see {targets_file})")
     return (list(paths) if paths else [source_root(folder, manifest)]), refs
-
-
-def _label(c) -> str:
-    if c.import_root:
-        return os.path.relpath(c.path, c.import_root)
-    return os.path.relpath(c.path)
