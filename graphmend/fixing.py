@@ -269,8 +269,11 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
                     if pc is not None:
                         pc.lines.add(src.line)
                         pc.numpy_lines.add(src.line)
+    planned = progress("planning", len(cands)) if progress and cands else None
     for c in cands.values():
         r = c.fix(c.lines, options.rules)
+        if planned:
+            planned(c.label, r)
         if r.error:
             report.errors.append(_file_error(c.path, r.error))
         c.refusals = list(r.refused)

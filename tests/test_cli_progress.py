@@ -33,7 +33,7 @@ def mend_target_clean():
     return clean, (torch.randn(8),)
 '''
 
-LINE = re.compile(r"^\[(\d+)/(\d+)\] (capturing|verifying) (\S+)(?:: (.*))?$")
+LINE = re.compile(r"^\[(\d+)/(\d+)\] (capturing|planning|verifying) (\S+)(?:: (.*))?$")
 
 
 def _mend(cwd: Path, *args: str) -> subprocess.CompletedProcess:
@@ -69,8 +69,9 @@ def test_fix_prints_capture_and_verification_lines(tmp_path):
     out = _mend(tmp_path, "fix", "models.py", "-o", "fix.diff")
     lines = _lines(out.stderr)
     stages = [(stage, n, total) for n, total, stage, _, _ in lines]
-    assert stages == [("capturing", "1", "2"), ("capturing", "2", "2"), ("verifying", "1", "2"),
-                      ("verifying", "2", "2")], out.stderr
+    assert stages == [("capturing", "1", "2"), ("capturing", "2", "2"), ("planning", "1", "1"),
+                      ("verifying", "1", "2"), ("verifying", "2", "2")], out.stderr
+    assert [note for _, _, stage, _, note in lines if stage == "planning"] == ["1 rewrite"], out.stderr
     verified = {name: note for _, _, stage, name, note in lines if stage == "verifying"}
     assert verified["models.py::mend_target_print"] == "breaks 1 -> 0", out.stderr
     assert out.stderr.rstrip().splitlines()[-1] == "mend: wrote fix.diff"

@@ -179,7 +179,8 @@ def progress_lines(quiet: bool) -> bool:
 
 def outcome_note(outcome) -> str:
     """What a progress line says about a finished item: a target's capture (its results, one
-    per run mode) or its verification (a FixTarget); "" for anything else."""
+    per run mode), a file's planned rewrites or a target's verification (a FixTarget); ""
+    for anything else."""
     if isinstance(outcome, (list, tuple)) and outcome and all(hasattr(r, "breaks") for r in outcome):
         parts = []
         for r in outcome:
@@ -190,6 +191,10 @@ def outcome_note(outcome) -> str:
         return "; ".join(parts) + f" ({sum(r.duration_s for r in outcome):.1f} s)"
     if hasattr(outcome, "breaks_before") and hasattr(outcome, "breaks_after"):
         note = f"breaks {outcome.breaks_before} -> {outcome.breaks_after}"
+        return note + (f", error: {outcome.error}" if outcome.error else "")
+    if hasattr(outcome, "applied") and hasattr(outcome, "refused"):  # a file's planned rewrites
+        n = len(outcome.applied)
+        note = f"{n} rewrite{'s' if n != 1 else ''}" + (f", {len(outcome.refused)} refused" if outcome.refused else "")
         return note + (f", error: {outcome.error}" if outcome.error else "")
     return ""
 
