@@ -106,7 +106,7 @@ class FileCandidate:
         if memo in self._plans:
             return self._plans[memo]
         cache = self.cache if self.cache is not None and self.cache.enabled else None
-        key = cache.key("plan", _text_digest(self.original), inputs) if cache else None
+        key = cache.key("plan", self.original, inputs) if cache else None
         kept = cache.get("plan", key) if cache and key else None
         if kept is not None:
             r = FixResult(self.original, kept["new_source"], [from_dict(Site, x) for x in kept["applied"]],
@@ -376,12 +376,6 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
 
 
 # -- the cache of verdicts (graphmend.core.cache) ------------------------------------------
-
-def _text_digest(text: str) -> str:
-    import hashlib
-
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
 
 def _verdict_key(cache: Cache, t: TargetResult, sites: list[SiteRecord], options: FixOptions,
                  config: Config) -> Optional[str]:

@@ -91,8 +91,6 @@ class Cache:
 
     def __init__(self, folder: Optional[Path]):
         self.folder = folder
-        self.hits = 0
-        self.misses = 0
         # target name -> (its capture's key, path -> digest of each file it ran), this run
         self.captured: dict[str, tuple[str, dict[str, str]]] = {}
         self._digests: dict[str, Optional[str]] = {}
@@ -123,9 +121,7 @@ class Cache:
         try:
             value = json.loads(self._path(kind, key).read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            self.misses += 1
             return None
-        self.hits += 1
         return value
 
     def put(self, kind: str, key: str, value: dict[str, Any]) -> None:
@@ -152,8 +148,6 @@ class Cache:
             return None
         deps = entry.get("deps")
         if not isinstance(deps, dict) or any(self.file_digest(f) != d for f, d in deps.items()):
-            self.hits -= 1
-            self.misses += 1
             return None
         return entry
 

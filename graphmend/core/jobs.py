@@ -396,7 +396,7 @@ _warm_lock = threading.Lock()
 
 def _start(job: Job, argv: list[str], env: dict[str, str], base_env: dict[str, str], cwd: str, out: Path,
            err: Path):
-    if job.warm and hasattr(os, "fork") and env.get(ENV_START, os.environ.get(ENV_START)) != "spawn":
+    if job.warm and hasattr(os, "fork") and env.get(ENV_START) != "spawn":
         key = tuple(sorted(base_env.items()))
         with _warm_lock:
             warm = _warm.get(key)
