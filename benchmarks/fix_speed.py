@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def timed(args: list[str], env: dict[str, str]) -> tuple[float, int, str]:
@@ -43,15 +44,11 @@ def main(argv=None) -> int:
     jobs = ["--jobs", str(a.jobs)]
     with tempfile.TemporaryDirectory(prefix="mend-fix-speed-") as tmp:
         if a.survey:
+            from survey_hf import write_targets
+
             folder = Path(tmp) / "survey"
             folder.mkdir()
-            for model_type in a.survey:
-                name = "".join(c if c.isalnum() else "_" for c in model_type)
-                (folder / f"hf_{name}.py").write_text(
-                    f"import sys\nsys.path.insert(0, {str(ROOT / 'benchmarks')!r})\n"
-                    f"from survey_hf import build as _build\n\n\n"
-                    f"def mend_target_{name}():\n    model, inputs = _build({model_type!r})\n"
-                    f"    return model, (), inputs\n", encoding="utf-8")
+            write_targets(folder, a.survey)
             a.paths = [*a.paths, str(folder)]
         env = {**os.environ, "MEND_CACHE_DIR": str(Path(tmp) / "cache"), "PYTHONPATH": str(ROOT)}
         analyze_s, analyze_rc, _ = timed(["analyze", *a.paths, *jobs, "-q", "-f", "json", "-o",

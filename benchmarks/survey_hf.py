@@ -168,6 +168,23 @@ def build(model_type: str):
     return model, inputs
 
 
+def write_targets(folder, model_types) -> list:
+    """One target file per model type in ``folder`` (``hf_<type>.py``, ``mend_target_<type>``
+    building the model as :func:`build` does), for mend to run as it runs a user's targets."""
+    from pathlib import Path
+
+    here = str(Path(__file__).resolve().parent)
+    files = []
+    for model_type in model_types:
+        name = "".join(c if c.isalnum() else "_" for c in model_type)
+        path = Path(folder) / f"hf_{name}.py"
+        path.write_text(f"import sys\nsys.path.insert(0, {here!r})\nfrom survey_hf import build as _build\n\n\n"
+                        f"def mend_target_{name}():\n    model, inputs = _build({model_type!r})\n"
+                        f"    return model, (), inputs\n", encoding="utf-8")
+        files.append(path)
+    return files
+
+
 def innermost(stack, marker: str):
     for fr in reversed(stack or []):
         fn = fr.filename.replace(os.sep, "/")

@@ -30,8 +30,8 @@ from graphmend.collect import CollectOptions, collect
 from graphmend.core.cache import Cache
 from graphmend.core.config import Config
 from graphmend.core.env import torch_version
-from graphmend.core.model import (ADVICE, REJECTED, UNVERIFIED, VERIFIED, Break, Fix, FixTarget, Report, TargetResult,
-                                  from_dict, new_report, to_dict)
+from graphmend.core.model import (ADVICE, REGRESSES, REJECTED, SLOWER, UNVERIFIED, VERIFIED, Break, CostCheck, Fix,
+                                  FixTarget, Report, TargetResult, from_dict, new_report, to_dict)
 from graphmend.core.sources import SourceError, SourceText, report_root, split_lines
 
 CONTROL_RULES = ("GM101", "GM102", "GM103", "GM401", "GM402")
@@ -49,6 +49,12 @@ class FixOptions:
     only: tuple[str, ...] = ()  # target function names to verify (all when empty): one bench target
     unsafe: bool = False  # also offer fixes that change the program's cost (--unsafe-fixes)
     cache: bool = True  # reuse earlier captures and verdicts whose inputs are unchanged (--no-cache)
+    allow_slower: bool = False  # the patches include fixes the cost gate measured slower (--allow-slower)
+
+
+# (target, the patches about to be written) pairs -> each target's cost checks, one per mode
+# (graphmend.bench.gate.cost_gate: the CLI composes the two stages, neither imports the other)
+CostGate = Callable[[Sequence[tuple[object, dict[str, str]]]], list[list[CostCheck]]]
 
 
 @dataclass
@@ -198,7 +204,8 @@ def _break_files(t: TargetResult) -> set[str]:
 
 
 def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: FixOptions,
-            progress: Optional[Callable[[str, int], Callable[..., None]]] = None) -> FixRun:
+            progress: Optional[Callable[[str, int], Callable[..., None]]] = None,
+            cost: Optional[CostGate] = None) -> FixRun:
     from rewrites.rules import advice_for
     from tracer.messages import provenance
 
@@ -340,29 +347,20 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
 
     # 4. settle: a site is verified when every target that ran it agreed, none rejected it
     # and none left one of its arms unexercised
-    patches: dict[str, str] = {}
     for c in cands.values():
-        ok_lines: set[int] = set()
         for s in c.sites:
             failed = [o for o in s.outcomes if o[0] == REJECTED] or [o for o in s.outcomes if o[0] == UNVERIFIED]
             if failed:
                 s.status, s.reason = failed[0]
             elif s.outcomes:
                 s.status = VERIFIED
-                ok_lines |= s.trigger
             else:
                 s.status = UNVERIFIED
                 s.reason = "no mend_target runs the rewritten code, so the rewrite could not be verified"
-        if ok_lines:
-            r = c.fix(ok_lines, options.rules)
-            why = _unwritable(c, r.new_source) if r.changed and not r.error else None
-            if why:
-                report.errors.append(_file_error(c.path, why))
-                for s in c.sites:
-                    if s.status == VERIFIED:
-                        s.status, s.reason = REJECTED, why
-            elif r.changed and not r.error:
-                patches[c.path] = r.new_source
+    # 5. cost (--bench): a target whose program the verified fixes make slower turns them to regresses
+    if cost is not None:
+        _gate(cost, done, before, got.specs, cands, _settled(cands, options, report, {VERIFIED}))
+    patches = _settled(cands, options, report, {VERIFIED, REGRESSES} if options.allow_slower else {VERIFIED})
     report.fix_targets = fix_targets
     # the fix report's targets[] carry the outcome too (the shape `mend fix --format json`
     # promises): copies of the captures, which stay as they were captured
@@ -373,6 +371,67 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
 
     diagnose(report)
     return FixRun(report, patches, cands, remaining, [n for n in (t.name for t in before) if n in reused])
+
+
+def _settled(cands: dict[str, "FileCandidate"], options: FixOptions, report: Report,
+             statuses: set[str]) -> dict[str, str]:
+    """{path: text} with the rewrites whose sites have one of ``statuses`` applied; a text
+    the file's encoding cannot hold rejects its sites (said once, in report.errors)."""
+    patches: dict[str, str] = {}
+    for c in cands.values():
+        ok_lines: set[int] = set()
+        for s in c.sites:
+            if s.status in statuses:
+                ok_lines |= s.trigger
+        if not ok_lines:
+            continue
+        r = c.fix(ok_lines, options.rules)
+        why = _unwritable(c, r.new_source) if r.changed and not r.error else None
+        if why:
+            if not any(e.message == why and e.file == c.path for e in report.errors):
+                report.errors.append(_file_error(c.path, why))
+            for s in c.sites:
+                if s.status in statuses:
+                    s.status, s.reason = REJECTED, why
+        elif r.changed and not r.error:
+            patches[c.path] = r.new_source
+    return patches
+
+
+def _gate(cost: CostGate, done: list, before: list[TargetResult], specs: list, cands: dict[str, "FileCandidate"],
+          patches: dict[str, str]) -> None:
+    """Time every target some verified fix changed, compiled before and after; a target
+    whose mended program is slower in a mode turns the verified fixes it ran to REGRESSES."""
+    gated = []
+    for t, spec, (ft, outcome) in zip(before, specs, done):
+        if outcome is None:
+            continue
+        sites, verdicts, final = outcome
+        passed = [s for s in sites if s.status == VERIFIED and (verdicts.get(id(s)) or ("",))[0] == PASS]
+        if final is not None and passed and any(s.file in patches for s in passed):
+            gated.append((ft, spec, passed))
+    if not gated:
+        return
+    results = cost([(spec, patches) for _, spec, _ in gated])
+    for (ft, spec, passed), checks in zip(gated, results):
+        ft.costs = list(checks)
+        worse = [c for c in checks if c.verdict == SLOWER]
+        if not worse:
+            continue
+        why = "; ".join(_slower_reason(c) for c in worse)
+        for s in passed:
+            if s.status == VERIFIED:
+                s.status, s.reason = REGRESSES, f"verified, but the compiled program got slower: {why}"
+            elif s.status == REGRESSES and why not in s.reason:
+                s.reason += f"; {why}"
+
+
+def _slower_reason(c: CostCheck) -> str:
+    graphs = (f", {c.graphs_mended} graph(s) instead of {c.graphs_original}"
+              if c.graphs_original is not None and c.graphs_mended is not None else "")
+    return (f"{c.target} runs {c.ratio:.2f}x the original's time in {c.mode} mode on {c.device} "
+            f"(median {c.mended_ms:.3f} ms, IQR {c.mended_iqr_ms:.3f}, against {c.original_ms:.3f} ms, "
+            f"IQR {c.original_iqr_ms:.3f}{graphs}); written only with --allow-slower")
 
 
 # -- the cache of verdicts (graphmend.core.cache) ------------------------------------------
@@ -633,7 +692,7 @@ def _fix_records(cands: dict[str, FileCandidate], findings, before: list[TargetR
         for s in c.sites:
             r = c.fix(s.trigger, options.rules)
             label = c.label
-            proven = s.status == VERIFIED
+            proven = s.status in (VERIFIED, REGRESSES)  # behaviour proven either way
             fixes.append(Fix(file=c.path, line=s.site.line, end_line=s.site.end_line, rule=s.site.rule,
                              status=s.status, reason=s.reason or _described(s),
                              diff=unified_diff(c.source, r.new_source, label) if r.changed else "",

@@ -34,7 +34,8 @@ def bench_table(report: Report) -> str:
                    f"{_f(b.kernel_count, '{}')} | {_f(b.peak_mem_mb, '{:.1f}')} | {match} |")
     if report.ratios:
         out += ["", "| target | ratio | value |", "| --- | --- | ---: |"]
-        out += [f"| {x.target} | {x.name} | {_f(x.value, '{:.3f}')}{' unstable' if x.unstable else ''} |"
+        out += [f"| {x.target} | {x.name} | {_f(x.value, '{:.3f}')}{' unstable' if x.unstable else ''}"
+                f"{' slower' if x.slower else ''} |"
                 for x in report.ratios]
     return "\n".join(out) + "\n"
 
@@ -67,7 +68,8 @@ def summary_table(reports: Sequence[Report]) -> str:
 
             def rt(name):
                 x = ratios.get(name)
-                return "–" if x is None else _f(x.value, "{:.3f}") + (" unstable" if x.unstable else "")
+                return "–" if x is None else _f(x.value, "{:.3f}") + (" unstable" if x.unstable else "") + (
+                    " slower" if x.slower else "")
 
             out.append(f"| {target.rpartition('/')[2]} | {mode} | {gb('original')} → {gb('mended')} | {ms('eager')} | "
                        f"{ms('original')} | {ms('mended')} | {ms('reference')} | "

@@ -5,7 +5,9 @@ the commands write them (``--quiet`` drops them)."""
 from __future__ import annotations
 
 import os
+
 from graphmend.core.model import VERIFIED, CheckResult, Report
+from reports.paths import cost_text
 
 
 def fix_listing(report: Report) -> str:
@@ -30,6 +32,7 @@ def fix_listing(report: Report) -> str:
         out.append(f"{t.name}: breaks {t.breaks_before} -> {t.breaks_after}{dyn}, {eq}"
                    + (f", unexercised: {'; '.join(t.unexercised_branches)}" if t.unexercised_branches else "")
                    + (f", error: {t.error}" if t.error else "") + "\n")
+        out += [f"    cost: {cost_text(c)}\n" for c in t.costs]
     for e in report.errors:
         out.append(f"mend: {e.file}: {e.message}\n")
     return "".join(out)

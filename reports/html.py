@@ -12,8 +12,8 @@ from __future__ import annotations
 from html import escape
 from typing import Optional
 
-from graphmend.core.model import Break, Report, TargetResult
-from reports.paths import (UNSTABLE_NOTE, bench_setting, location, mode_note, rel, run_setting, skipped_sentence,
+from graphmend.core.model import SLOWER, Break, Report, TargetResult
+from reports.paths import (UNSTABLE_NOTE, bench_setting, cost_text, location, mode_note, rel, run_setting, skipped_sentence,
                            target_label)
 
 ARM_COLORS = {"eager": "#8a94a6", "original": "#e06c3c", "mended": "#2f9e6e", "reference": "#3b6fd8"}
@@ -47,7 +47,7 @@ padding:0 6px}
 .cat{color:var(--muted);margin-left:6px}
 .loc{font-family:var(--mono);font-weight:600;color:#1f5fbf}
 .badge{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;font-weight:600;background:#eef0f4;color:var(--muted)}
-.badge.confirmed,.badge.dynamic,.badge.rejected,.badge.unverified,.badge.error,.badge.new{background:#fde8e4;color:var(--red)}
+.badge.confirmed,.badge.dynamic,.badge.rejected,.badge.regresses,.badge.unverified,.badge.error,.badge.new{background:#fde8e4;color:var(--red)}
 .badge.potential,.badge.unreached,.badge.advice,.badge.stale,.badge.uncounted{background:#fdf3dc;color:#9a6a06}
 .badge.verified,.badge.ok{background:#e2f5ec;color:var(--green)}
 td pre.src{white-space:pre-wrap}
@@ -396,10 +396,12 @@ def _fixes(r: Report) -> str:
                  "" if t.outputs_equal is None else ('<span class="badge ok">yes</span>' if t.outputs_equal
                                                      else '<span class="badge error">no</span>'),
                  "<br>".join(_e(x) for x in t.remaining), "<br>".join(_e(x) for x in t.unexercised_branches),
+                 "<br>".join((f'<span class="err">{_e(cost_text(c))}</span>' if c.verdict == SLOWER else _e(cost_text(c)))
+                             for c in t.costs),
                  f'<span class="err">{_e(t.error)}</span>' if t.error else ""] for t in r.fix_targets]
         out.append("<h3>Re-traced with every verified fix</h3>" + _table(
             [("target", False), ("breaks before", True), ("after", True), ("outputs equal", False),
-             ("remaining", False), ("never exercised", False), ("error", False)], rows))
+             ("remaining", False), ("never exercised", False), ("cost", False), ("error", False)], rows))
     out.append("</section>")
     return "".join(out)
 
@@ -421,6 +423,7 @@ def _bench(r: Report) -> str:
         if ratios:
             out.append('<div class="figures">' + " · ".join(
                 f"{_e(x.name)} <b>{_e(_opt(x.value, '{:.3f}×') or 'n/a')}</b>{_UNSTABLE if x.unstable else ''}"
+                + (' <span class="badge regresses">slower</span>' if x.slower else "")
                 for x in ratios) + "</div>")
         out.append("</div>")
     rows = [[f"<code>{_e(b.target)}</code>", _e(b.arm), _e(bench_setting(b)), _opt(b.cold_s, "{:.3f}"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from graphmend.core.model import Report
-from reports.paths import (UNSTABLE_NOTE, bench_setting, location, mode_note, rel, run_setting, skipped_sentence,
+from reports.paths import (UNSTABLE_NOTE, bench_setting, cost_text, location, mode_note, rel, run_setting, skipped_sentence,
                            target_label)
 
 
@@ -63,7 +63,8 @@ def render_markdown(r: Report) -> str:
                 parts.append(f"**{s.fixable}** with a candidate fix" + (f" (+{s.fixable_unsafe} unsafe)" if s.fixable_unsafe else ""))
         if r.fixes:
             parts.append(f"fixes: **{s.fixes_verified}** verified, {s.fixes_unverified} unverified, "
-                         f"{s.fixes_rejected} rejected, {s.fixes_advice} advice")
+                         f"{s.fixes_rejected} rejected, " + (f"{s.fixes_regresses} slower, " if s.fixes_regresses else "")
+                         + f"{s.fixes_advice} advice")
         if s.errors:
             parts.append(f"**{s.errors}** errors")
         out.append(", ".join(parts) + ".")
@@ -166,12 +167,15 @@ def render_markdown(r: Report) -> str:
                 out += [""] + ["  " + x if x else "" for x in _fence(f.advice, "python")] + [""]
         out.append("")
     if r.fix_targets:
-        out += ["| target | breaks before | after | outputs equal | remaining | never exercised |",
-                "| --- | ---: | ---: | --- | --- | --- |"]
+        costs = any(t.costs for t in r.fix_targets)
+        out += ["| target | breaks before | after | outputs equal | remaining | never exercised |"
+                + (" cost (compiled, mended against original) |" if costs else ""),
+                "| --- | ---: | ---: | --- | --- | --- |" + (" --- |" if costs else "")]
         for t in r.fix_targets:
             equal = "" if t.outputs_equal is None else ("yes" if t.outputs_equal else "**NO**")
             out.append(f"| {_code(t.name)} | {t.breaks_before} | {t.breaks_after} | {equal} | "
-                       f"{_cell(chr(10).join(t.remaining))} | {_cell(chr(10).join(t.unexercised_branches))} |")
+                       f"{_cell(chr(10).join(t.remaining))} | {_cell(chr(10).join(t.unexercised_branches))} |"
+                       + (f" {_cell(chr(10).join(cost_text(c) for c in t.costs))} |" if costs else ""))
         out.append("")
 
     if r.bench:
@@ -191,7 +195,7 @@ def render_markdown(r: Report) -> str:
     if r.ratios:
         out += ["| target | ratio (median time) | value | mode | device |", "| --- | --- | ---: | --- | --- |"]
         for x in r.ratios:
-            out.append(f"| {_code(x.target)} | {x.name} | {_opt(x.value, '{:.3f}×') or 'n/a'}{' **unstable**' if x.unstable else ''} | {x.mode} | {x.device} |")
+            out.append(f"| {_code(x.target)} | {x.name} | {_opt(x.value, '{:.3f}×') or 'n/a'}{' **unstable**' if x.unstable else ''}{' **slower**' if x.slower else ''} | {x.mode} | {x.device} |")
         out.append("")
 
     if r.check is not None:

@@ -10,12 +10,13 @@ from __future__ import annotations
 import io
 from typing import Optional
 
-from graphmend.core.model import ADVICE, CONFIRMED, DYNAMIC, REJECTED, UNREACHED, UNVERIFIED, VERIFIED, Issue, Report
-from reports.paths import (UNSTABLE_NOTE, bench_setting, location, mode_note, rel, run_setting, short_path,
+from graphmend.core.model import (ADVICE, CONFIRMED, DYNAMIC, REGRESSES, REJECTED, SLOWER, UNREACHED, UNVERIFIED, VERIFIED,
+                                  Issue, Report)
+from reports.paths import (UNSTABLE_NOTE, bench_setting, cost_text, location, mode_note, rel, run_setting, short_path,
                            skipped_sentence, target_label)
 
 WIDTH = 120
-_STATUS_STYLE = {VERIFIED: "green", REJECTED: "red", UNVERIFIED: "red", ADVICE: "yellow", CONFIRMED: "red", DYNAMIC: "red",
+_STATUS_STYLE = {VERIFIED: "green", REJECTED: "red", REGRESSES: "red", UNVERIFIED: "red", ADVICE: "yellow", CONFIRMED: "red", DYNAMIC: "red",
                  "potential": "yellow", UNREACHED: "yellow"}
 
 
@@ -245,7 +246,8 @@ def _fixes(w: _Writer, r: Report) -> None:
     s = r.summary
     if r.fixes:
         w.heading(f"Fixes: {s.fixes_verified} verified, {s.fixes_unverified} unverified, {s.fixes_rejected} rejected, "
-                  f"{s.fixes_advice} advice" if s else "Fixes")
+                  + (f"{s.fixes_regresses} slower, " if s.fixes_regresses else "")
+                  + f"{s.fixes_advice} advice" if s else "Fixes")
         for f in r.fixes:
             w.console.print()
             parts = ["  ", (f.status.upper(), "bold " + _STATUS_STYLE.get(f.status, "")), " ", (f.rule, "magenta"), " ",
@@ -275,6 +277,8 @@ def _fixes(w: _Writer, r: Report) -> None:
                    (equal, "green" if t.outputs_equal else "red"))
             for item in t.remaining:
                 w.line("    ", ("remaining: ", "dim"), item)
+            for c in t.costs:
+                w.line("    ", ("cost: ", "red" if c.verdict == SLOWER else "dim"), cost_text(c))
             for item in t.unexercised_branches:
                 w.line("    ", ("never exercised: ", "yellow"), item)
             if t.error:
@@ -283,7 +287,7 @@ def _fixes(w: _Writer, r: Report) -> None:
 
 def _shaky(x) -> str:
     """The mark of a median (or a ratio of medians) the bench flagged unstable."""
-    return " unstable" if x.unstable else ""
+    return (" unstable" if x.unstable else "") + (" SLOWER" if getattr(x, "slower", False) else "")
 
 
 def _bench(w: _Writer, r: Report) -> None:

@@ -39,8 +39,11 @@ def cpu_bench(tmp_path_factory):
 
 def test_cpu_bench_end_to_end(cpu_bench):
     proc, out = cpu_bench
-    assert proc.returncode == 0, proc.stderr[-2000:]
     data = json.loads(out.read_text())
+    # a mended arm slower than the original beyond noise is a regression: a finding (exit 1), said on stderr
+    slower = [x for x in data["ratios"] if x.get("slower")]
+    assert proc.returncode == (1 if slower else 0), proc.stderr[-2000:]
+    assert ("mended arm is slower" in proc.stderr) == bool(slower)
     if SCHEMA.exists():
         import jsonschema
 

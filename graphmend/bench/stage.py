@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from graphmend.bench.arms import ARMS, BenchItem, PatchSource, resolve
-from graphmend.bench.stats import ratio, unstable
+from graphmend.bench.stats import ratio, slower, unstable
 from graphmend.core.config import Config
 from graphmend.core.jobs import Job, JobOutcome, run_job
 from graphmend.core.model import BenchRatio, BenchRow, Report, new_report
@@ -56,7 +56,7 @@ def bench(refs: Sequence[str], config: Config, options: BenchOptions,
     cache_root = Path(tempfile.mkdtemp(prefix="mend-bench-"))
     try:
         for index, item in enumerate(items):
-            rows = _bench_item(index, item, arms, options, config, timeout, cache_root,
+            rows = bench_item(index, item, arms, options, config, timeout, cache_root,
                                patch_source, advance)
             report.bench.extend(rows)
             report.ratios.extend(ratios_for(item.spec.name, rows, options))
@@ -66,7 +66,7 @@ def bench(refs: Sequence[str], config: Config, options: BenchOptions,
     return report
 
 
-def _bench_item(index: int, item: BenchItem, arms: Sequence[str], options: BenchOptions, config: Config,
+def bench_item(index: int, item: BenchItem, arms: Sequence[str], options: BenchOptions, config: Config,
                 timeout: float, cache_root: Path, patch_source: Optional[PatchSource],
                 advance: Optional[Callable[[str], None]]) -> list[BenchRow]:
     spec = item.spec
@@ -136,14 +136,22 @@ def ratios_for(target: str, rows: Sequence[BenchRow], options: BenchOptions) -> 
         if num in present and den in present:
             value = ratio(getattr(ok.get(num), "median_ms", None), getattr(ok.get(den), "median_ms", None))
             shaky = value is not None and (ok[num].unstable or ok[den].unstable)
+            worse = (num, den) == ("mended", "original") and value is not None and bool(slower(
+                ok[num].median_ms, ok[num].iqr_ms, ok[den].median_ms, ok[den].iqr_ms))
             out.append(BenchRatio(target=target, name=f"{num}/{den}", value=value, mode=options.mode,
-                                  device=options.device, run_mode=options.run_mode, unstable=shaky))
+                                  device=options.device, run_mode=options.run_mode, unstable=shaky, slower=worse))
     for num, den in COLD_RATIOS:
         if num in present and den in present:
             value = ratio(getattr(ok.get(num), "cold_s", None), getattr(ok.get(den), "cold_s", None))
             out.append(BenchRatio(target=target, name=f"{num}/{den} (cold)", value=value,
                                   mode=options.mode, device=options.device, run_mode=options.run_mode))
     return out
+
+
+def regressed(report: Report) -> list[BenchRatio]:
+    """The targets whose mended arm measured slower than their original beyond noise: a
+    regression mend reports and never applies silently (``mend fix --bench``)."""
+    return [x for x in report.ratios if x.slower]
 
 
 def failed(report: Report) -> bool:

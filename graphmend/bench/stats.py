@@ -43,3 +43,31 @@ def ratio(numerator: Optional[float], denominator: Optional[float]) -> Optional[
     if numerator is None or denominator is None or denominator <= 0:
         return None
     return numerator / denominator
+
+
+# A mended program is "slower" only when its median is more than this fraction above the
+# original's: below it, a difference within one run is as likely the machine as the code
+# (two workers, two compilations, one box).
+SLOWER_TOLERANCE = 0.05
+
+
+def slower(median_a: Optional[float], iqr_a: Optional[float], median_b: Optional[float],
+           iqr_b: Optional[float], tolerance: float = SLOWER_TOLERANCE) -> Optional[bool]:
+    """Is A slower than B beyond noise? True when A's median is above B's by more than
+    ``tolerance`` of B's median AND by more than half the two IQRs together (their
+    interquartile boxes, centred on the medians, do not overlap): wide spreads ask for a
+    wider gap, so a clear slowdown shows even on a busy machine. False when it is not, and
+    the timings are stable or A is as clearly faster. None when it cannot be told: a figure
+    is missing, or the gap is within the noise of an unstable side (:func:`unstable`)."""
+    if None in (median_a, iqr_a, median_b, iqr_b) or median_a <= 0 or median_b <= 0:
+        return None
+
+    def beyond(m1: float, i1: float, m2: float, i2: float) -> bool:
+        gap = m1 - m2
+        return gap > tolerance * m2 and gap > (i1 + i2) / 2
+
+    if beyond(median_a, iqr_a, median_b, iqr_b):
+        return True
+    if beyond(median_b, iqr_b, median_a, iqr_a) or not (unstable(median_a, iqr_a) or unstable(median_b, iqr_b)):
+        return False
+    return None

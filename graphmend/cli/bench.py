@@ -86,7 +86,7 @@ def bench(
     if device is Device.cuda and not _cuda_available():
         raise fail("--device cuda: no CUDA device is available to this torch (torch.cuda.is_available() is False)")
 
-    from graphmend.bench.stage import BenchOptions, bench as run_bench, failed
+    from graphmend.bench.stage import BenchOptions, bench as run_bench, failed, regressed
 
     options = BenchOptions(device=device.value, mode=mode.value, dtype=dtype.value, runs=runs, warmup=warmup,
                            timeout=timeout, arms=chosen, keep_cache=keep_cache, unsafe_fixes=unsafe_fixes,
@@ -96,7 +96,12 @@ def bench(
     render_or_fail(report, format.value, output)
     if not report.bench and report.errors:
         raise typer.Exit(EXIT_FINDINGS)
-    raise typer.Exit(EXIT_FINDINGS if failed(report) else EXIT_CLEAN)
+    slower = regressed(report)
+    if slower and not quiet:
+        for x in slower:
+            typer.echo(f"mend: {x.target}: the mended arm is slower than the original beyond noise "
+                       f"({x.value:.2f}x, {x.mode} mode): mend fix --bench reports its fixes as regresses", err=True)
+    raise typer.Exit(EXIT_FINDINGS if failed(report) or slower else EXIT_CLEAN)
 
 
 def _cuda_available() -> bool:

@@ -44,12 +44,21 @@ def fix(
                                             "`mend run --record DIR SCRIPT` recorded: the program's own inputs."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Capture and verify every target again, reusing no "
                                   "earlier verdict (kept under $MEND_CACHE_DIR, else ~/.cache/graphmend)."),
+    bench: bool = typer.Option(False, "--bench", help="Time each target compiled before and after its verified fixes "
+                               "(each arm in its own worker); fixes that make it slower beyond noise are "
+                               "'regresses', not written."),
+    bench_modes: Optional[str] = typer.Option(None, "--bench-modes", metavar="MODES", help="--bench: the "
+                                              "torch.compile modes timed, comma-separated (default: default; "
+                                              "also reduce-overhead, max-autotune)."),
+    bench_device: Optional[str] = typer.Option(None, "--bench-device", metavar="DEVICE", help="--bench: cpu or "
+                                               "cuda (default: cuda when torch sees one, else cpu)."),
+    allow_slower: bool = typer.Option(False, "--allow-slower", help="--bench: also write the fixes measured slower."),
 ) -> None:
     """Propose source fixes for graph breaks; only fixes that pass verification are offered."""
     from graphmend.core.config import ConfigError
     from graphmend.fixing import FixOptions, diff_bytes, run_fix
     from graphmend.core.sources import SourceError, write_bytes_atomic, write_source
-    from graphmend.core.model import REJECTED, UNVERIFIED
+    from graphmend.core.model import REGRESSES, REJECTED, UNVERIFIED
 
     recorded: list[str] = []
     if from_run is not None:
@@ -68,12 +77,26 @@ def fix(
     if len(config.modes) != 1:
         raise fail(f"mend fix captures and re-traces in one run mode, not {','.join(config.modes)}: "
                    "pass --train or --modes eval")
+    gate_modes, device = _bench_flags(bench, bench_modes, bench_device, allow_slower)
     require_torch("fix")
+    if device == "auto":
+        import torch  # require_torch imported it already
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    elif device == "cuda" and not __import__("torch").cuda.is_available():
+        raise fail("--bench-device cuda: no CUDA device is available to this torch")
     with progress_hook(quiet) as progress:
+        cost = None
+        if bench:
+            from graphmend.bench.gate import GateOptions, cost_gate
+
+            cost = cost_gate(config, GateOptions(modes=gate_modes, device=device, run_mode=config.modes[0],
+                                                 timeout=timeout), progress)
         try:
             run = run_fix(paths, config, FixOptions(rules=rules, jobs=jobs, timeout=timeout, follow=not no_follow,
-                                                    unsafe=unsafe_fixes, cache=not no_cache),
-                          progress=progress)
+                                                    unsafe=unsafe_fixes, cache=not no_cache,
+                                                    allow_slower=allow_slower),
+                          progress=progress, cost=cost)
         except ConfigError as exc:  # a suppression comment naming no rule
             raise fail(str(exc))
     report = run.report
@@ -120,8 +143,30 @@ def fix(
             typer.echo(f"mend: wrote {patch} ({len(out_tree)} file(s)); apply with: patch -p1 -d {roots[0] if roots else '<dir>'} < {patch}", err=True)
     unapplied = (len(in_tree) - written) + (0 if patch is not None else len(out_tree))
     # a candidate fix that was rejected or left unverified is a finding, as an unapplied one is
-    failed = any(f.status in (REJECTED, UNVERIFIED) for f in report.fixes)
+    failed = any(f.status in (REJECTED, UNVERIFIED) or (f.status == REGRESSES and not allow_slower)
+                 for f in report.fixes)
     raise typer.Exit(EXIT_FINDINGS if unapplied > 0 or failed else EXIT_CLEAN)
+
+
+GATE_MODES = ("default", "reduce-overhead", "max-autotune")
+
+
+def _bench_flags(bench: bool, modes: Optional[str], device: Optional[str],
+                 allow_slower: bool) -> tuple[list[str], str]:
+    """The cost gate's modes and device ("auto": decided once torch is imported); a flag
+    that needs --bench, or a bad value, is a usage error naming it."""
+    for flag, given in (("--bench-modes", modes is not None), ("--bench-device", device is not None),
+                        ("--allow-slower", allow_slower)):
+        if given and not bench:
+            raise fail(f"{flag} applies only with --bench (the cost gate)")
+    chosen = [m.strip() for m in (modes or "default").split(",") if m.strip()]
+    bad = [m for m in chosen if m not in GATE_MODES]
+    if bad or not chosen:
+        raise fail(f"--bench-modes: {'unknown mode(s) ' + ', '.join(bad) if bad else 'give a mode'}; "
+                   f"choose from {', '.join(GATE_MODES)}")
+    if device is not None and device not in ("cpu", "cuda"):
+        raise fail(f"--bench-device: {device!r} is not cpu or cuda")
+    return list(dict.fromkeys(chosen)), device or "auto"
 
 
 def _from_run(folder: Path, paths: Optional[List[Path]]) -> tuple[List[Path], list[str]]:

@@ -24,6 +24,9 @@ VERIFIED = "verified"  # a fix that passed re-trace and differential run
 REJECTED = "rejected"  # a fix that was tried and failed verification or a precondition
 UNVERIFIED = "unverified"  # a fix whose checks passed on inputs that never ran one of its rewritten arms
 ADVICE = "advice"  # no automatic fix: what to do by hand, and why
+# a fix that passed verification but whose compiled program measured slower than the
+# original's beyond noise (mend fix --bench): written only with --allow-slower
+REGRESSES = "regresses"
 # Issue statuses beyond CONFIRMED and POTENTIAL (a Finding's status is one of the four too)
 DYNAMIC = "dynamic"  # a dynamic break no static rule found
 UNREACHED = "unreached"  # a static finding inside a frame Dynamo skipped: it ran in eager, never traced
@@ -197,7 +200,7 @@ class Fix:
     file: str
     line: int
     rule: str
-    status: str  # VERIFIED | UNVERIFIED | REJECTED | ADVICE
+    status: str  # VERIFIED | UNVERIFIED | REJECTED | REGRESSES | ADVICE
     reason: str = ""
     diff: str = ""
     function: Optional[str] = None
@@ -227,6 +230,34 @@ class FixTarget:
     # (a break in a loop or a repeated layer counts each time), before and after the fixes
     graph_breaks_before: Optional[int] = None
     graph_breaks_after: Optional[int] = None
+    costs: list["CostCheck"] = field(default_factory=list)  # mend fix --bench: one per torch.compile mode
+
+
+# CostCheck.verdict
+SLOWER = "slower"  # the mended arm's median is above the original's beyond both spreads and the tolerance
+NOT_SLOWER = "not slower"
+UNTOLD = "untold"  # an arm failed or its timings were unstable: the gate could not tell
+
+
+@dataclass
+class CostCheck:
+    """The cost gate's measurement of one target in one torch.compile mode: its compiled
+    original against its compiled mended program (every verified fix applied), timed in
+    their own workers in the same run."""
+
+    target: str
+    mode: str  # torch.compile mode: default | reduce-overhead | max-autotune
+    device: str
+    run_mode: str = "eval"
+    verdict: str = UNTOLD  # SLOWER | NOT_SLOWER | UNTOLD
+    ratio: Optional[float] = None  # mended median / original median
+    original_ms: Optional[float] = None
+    original_iqr_ms: Optional[float] = None
+    mended_ms: Optional[float] = None
+    mended_iqr_ms: Optional[float] = None
+    graphs_original: Optional[int] = None
+    graphs_mended: Optional[int] = None
+    why: str = ""  # UNTOLD: which arm failed or was unstable
 
 
 @dataclass
@@ -268,6 +299,8 @@ class BenchRatio:
     device: str = "cpu"
     run_mode: str = "eval"
     unstable: bool = False  # a median it divides is unstable (BenchRow.unstable)
+    # mended/original only: the mended arm is slower beyond noise (graphmend.bench.stats.slower)
+    slower: bool = False
 
 
 @dataclass
@@ -318,6 +351,7 @@ class Summary:
     fixes_rejected: int = 0
     fixes_unverified: int = 0
     fixes_advice: int = 0
+    fixes_regresses: int = 0
     errors: int = 0
     break_rules: dict[str, int] = field(default_factory=dict)  # rule -> distinct breaks, by code
     finding_rules: dict[str, int] = field(default_factory=dict)  # rule -> findings, by code
@@ -472,6 +506,7 @@ def summarize(report: Report) -> Summary:
         fixes_rejected=fixes.count(REJECTED),
         fixes_unverified=fixes.count(UNVERIFIED),
         fixes_advice=fixes.count(ADVICE),
+        fixes_regresses=fixes.count(REGRESSES),
         errors=len(report.errors),
         break_rules=by_rule(breaks),
         finding_rules=by_rule(report.findings),

@@ -67,7 +67,7 @@ DESC = {
  "Finding.col": "0-based column.",
  "Finding.end_col": "0-based exclusive end column.",
  "Fix": "One proposed source rewrite and its verdict.",
- "Fix.status": "verified, rejected or advice.",
+ "Fix.status": "verified, unverified, rejected, regresses (verified but measured slower by mend fix --bench) or advice.",
  "Fix.diff": "Unified diff of the rewrite.",
  "Fix.import_root": "For out-of-tree fixes: the sys.path entry the module came from.",
  "FixTarget": "A target re-traced with every verified fix applied.",
@@ -77,6 +77,12 @@ DESC = {
  "BenchRow.median_ms": "Median steady-state time per call in milliseconds.",
  "BenchRow.iqr_ms": "Inter-quartile range of the steady-state times in milliseconds.",
  "BenchRatio": "A ratio of median times within one run.",
+ "BenchRatio.slower": "mended/original only: the mended arm is slower than the original beyond noise (a regression).",
+ "FixTarget.costs": "mend fix --bench only: the cost gate's check of the target in each torch.compile mode timed.",
+ "CostCheck": "The cost gate: one target compiled as it is and with its verified fixes, timed in the same run.",
+ "CostCheck.verdict": "slower (beyond the IQRs and 5 %), not slower, or untold (an arm failed or stayed unstable).",
+ "CostCheck.ratio": "Mended median over original median.",
+ "Summary.fixes_regresses": "Fixes verified but measured slower by mend fix --bench.",
  "BenchRatio.name": "original/eager, mended/original or mended/reference.",
  "CheckResult": "The comparison of breaks with the baseline (mend check).",
  "CheckEntry": "A break keyed the way the baseline keys it.",
@@ -94,8 +100,9 @@ DESC = {
  "Recompile": "One recompilation Dynamo recorded.",
 }
 ENUMS = {"Finding.status": ["confirmed", "potential", "unreached"],
-         "Issue.status": ["confirmed", "dynamic", "potential", "unreached"], "Fix.status": ["verified", "unverified", "rejected", "advice"],
-         "Break.kind": ["graph_break", "frame_skipped"], "Break.category": None}
+         "Issue.status": ["confirmed", "dynamic", "potential", "unreached"], "Fix.status": ["verified", "unverified", "rejected", "regresses", "advice"],
+         "Break.kind": ["graph_break", "frame_skipped"], "Break.category": None,
+         "CostCheck.verdict": ["slower", "not slower", "untold"]}
 defs: dict = {}
 
 

@@ -1,0 +1,108 @@
+"""The cost gate of ``mend fix --bench``: each target whose fixes passed verification is
+timed compiled as it is and compiled with those fixes, in every torch.compile mode asked,
+each arm in its own worker with its own Inductor cache (the bench protocol of
+``graphmend.bench.stage``). A mended program whose median is slower than the original's
+beyond noise (:func:`graphmend.bench.stats.slower`) makes its target's fixes ``regresses``
+(``graphmend.fixing``): reported with these numbers, written only with ``--allow-slower``.
+
+Arms run one after another, never beside verification or each other: a timing taken on a
+busy machine is no timing. Timings that stay unstable after one longer re-run leave the
+verdict ``untold``: the gate says it could not tell, and keeps the fix as verified.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+from graphmend.bench.arms import BenchItem
+from graphmend.bench.stage import BenchOptions, ProgressHook, bench_item
+from graphmend.bench.stats import ratio, slower
+from graphmend.core.config import Config
+from graphmend.core.discovery import TargetSpec
+from graphmend.core.model import NOT_SLOWER, SLOWER, UNTOLD, BenchRow, CostCheck
+
+ARMS = ("original", "mended")
+
+
+@dataclass
+class GateOptions:
+    modes: Sequence[str] = ("default",)  # torch.compile modes, each measured on its own
+    device: str = "cpu"
+    runs: int = 20
+    warmup: int = 3
+    run_mode: str = "eval"  # "train": a timed call is a training step
+    timeout: Optional[float] = None  # seconds per arm; None: config.timeout
+
+
+class _Given:
+    """The mended arm's patches: the ones mend fix is about to write (bench.stage's
+    PatchSource would run mend fix again)."""
+
+    def __init__(self, patches: dict[str, str]) -> None:
+        self.patches = patches
+
+    def patches_for(self, item: BenchItem) -> tuple[Optional[dict[str, str]], str]:
+        return self.patches, ""
+
+
+def cost_gate(config: Config, options: GateOptions,
+              progress: Optional[ProgressHook] = None) -> Callable[[Sequence[tuple[TargetSpec, dict[str, str]]]],
+                                                                   list[list[CostCheck]]]:
+    """The measuring function ``graphmend.fixing.run_fix`` calls with (target, patches)
+    pairs once verification is over; it returns each target's checks, one per mode."""
+
+    def measure(items: Sequence[tuple[TargetSpec, dict[str, str]]]) -> list[list[CostCheck]]:
+        timeout = options.timeout or config.timeout
+        planned = len(items) * len(options.modes) * len(ARMS)
+        advance = progress("benchmarking", planned) if progress and planned else None
+        cache_root = Path(tempfile.mkdtemp(prefix="mend-gate-"))
+        out: list[list[CostCheck]] = []
+        try:
+            for index, (spec, patches) in enumerate(items):
+                checks = []
+                for mode in options.modes:
+                    bench = BenchOptions(device=options.device, mode=mode, runs=options.runs, warmup=options.warmup,
+                                         timeout=timeout, arms=list(ARMS), run_mode=options.run_mode)
+                    rows = bench_item(index, BenchItem(spec), ARMS, bench, config, timeout, cache_root,
+                                       _Given(patches), advance)
+                    check = judge(spec.name, rows, bench)
+                    if check.verdict == UNTOLD and all(not r.error for r in rows):
+                        # unstable timings: once more, twice as long, before saying so
+                        bench = replace(bench, runs=2 * bench.runs)
+                        check = judge(spec.name, bench_item(index, BenchItem(spec), ARMS, bench, config, timeout,
+                                                             cache_root, _Given(patches), None), bench)
+                    checks.append(check)
+                out.append(checks)
+        finally:
+            shutil.rmtree(cache_root, ignore_errors=True)
+        return out
+
+    return measure
+
+
+def judge(target: str, rows: Sequence[BenchRow], options: BenchOptions) -> CostCheck:
+    """One mode's verdict from the original and mended rows of one run."""
+    by_arm = {r.arm: r for r in rows}
+    o, m = by_arm.get("original"), by_arm.get("mended")
+    check = CostCheck(target=target, mode=options.mode, device=options.device, run_mode=options.run_mode)
+    failed = [r for r in (o, m) if r is None or r.error]
+    if failed:
+        r = failed[0]
+        check.why = f"the {r.arm} arm failed: {r.error}" if r is not None else "an arm did not run"
+        return check
+    check.original_ms, check.original_iqr_ms = o.median_ms, o.iqr_ms
+    check.mended_ms, check.mended_iqr_ms = m.median_ms, m.iqr_ms
+    check.graphs_original, check.graphs_mended = o.graph_count, m.graph_count
+    check.ratio = ratio(m.median_ms, o.median_ms)
+    worse = slower(m.median_ms, m.iqr_ms, o.median_ms, o.iqr_ms)
+    if worse is None:
+        shaky = [r.arm for r in (o, m) if r.unstable]
+        check.why = (f"timings unstable (IQR above a quarter of the median) in the {' and '.join(shaky)} arm"
+                     if shaky else "an arm gave no timing")
+        return check
+    check.verdict = SLOWER if worse else NOT_SLOWER
+    return check

@@ -1,0 +1,124 @@
+"""The cost gate: ``mend fix --bench`` times each target compiled before and after its
+verified fixes; a fix whose program is slower beyond noise is ``regresses``, named with its
+numbers and written only with ``--allow-slower``. The end-to-end case is a fix that is
+slower by two orders of magnitude (torch.where computing an arm of two float64 matrix
+products that the original never ran), so the verdict does not hang on the machine's noise.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from graphmend.bench.gate import judge
+from graphmend.bench.stage import BenchOptions, ratios_for, regressed
+from graphmend.bench.stats import slower
+from graphmend.core.model import NOT_SLOWER, SLOWER, UNTOLD, BenchRow, CostCheck, FixTarget, Report, summarize
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURE = REPO / "tests" / "fixtures" / "fix" / "slower"
+
+
+def _mend(*args, cwd):
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TORCHINDUCTOR_COMPILE_THREADS": "1"}
+    return subprocess.run([sys.executable, "-m", "graphmend", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=1200, env=env)
+
+
+def test_slower_is_beyond_both_spreads_and_the_tolerance():
+    assert slower(61.9, 35.3, 0.29, 0.035) is True  # a wide spread, a gap far wider
+    assert slower(1.2, 0.01, 1.0, 0.01) is True
+    assert slower(1.03, 0.001, 1.0, 0.001) is False  # within the 5 % tolerance
+    assert slower(1.2, 0.4, 1.0, 0.3) is None  # the boxes overlap and the timings are unstable: cannot tell
+    assert slower(1.2, 0.2, 1.0, 0.2) is False  # overlap, stable timings: not slower
+    assert slower(0.07, 0.02, 0.16, 0.06) is False  # unstable, but clearly faster
+    assert slower(None, 0.1, 1.0, 0.1) is None and slower(1.0, 0.1, 0.0, 0.0) is None
+
+
+def _row(arm, median, iqr, graphs=1, **kw):
+    from graphmend.bench.stats import unstable
+
+    return BenchRow("t.py::f", arm, "cpu", "default", median_ms=median, iqr_ms=iqr, graph_count=graphs,
+                    unstable=unstable(median, iqr), **kw)
+
+
+def test_judge_names_the_numbers_or_why_it_could_not_tell():
+    options = BenchOptions(mode="reduce-overhead")
+    c = judge("t.py::f", [_row("original", 1.0, 0.01, graphs=3), _row("mended", 2.0, 0.02)], options)
+    assert (c.verdict, c.mode, c.graphs_original, c.graphs_mended) == (SLOWER, "reduce-overhead", 3, 1)
+    assert c.ratio == pytest.approx(2.0) and c.mended_ms == 2.0 and c.original_iqr_ms == 0.01
+    assert judge("t.py::f", [_row("original", 1.0, 0.01), _row("mended", 0.5, 0.01)], options).verdict == NOT_SLOWER
+    shaky = judge("t.py::f", [_row("original", 1.0, 0.5), _row("mended", 1.1, 0.4)], options)
+    assert shaky.verdict == UNTOLD and "unstable" in shaky.why and "original and mended" in shaky.why
+    broken = judge("t.py::f", [_row("original", 1.0, 0.01), _row("mended", None, None, error="it died")], options)
+    assert broken.verdict == UNTOLD and "mended arm failed: it died" in broken.why
+
+
+def test_mend_bench_flags_a_slower_mended_arm():
+    rows = [_row("original", 1.0, 0.01), _row("mended", 1.5, 0.01)]
+    got = {x.name: x for x in ratios_for("t.py::f", rows, BenchOptions())}
+    assert got["mended/original"].slower is True
+    report = Report(command="bench", bench=rows, ratios=list(got.values()))
+    assert [x.name for x in regressed(report)] == ["mended/original"]
+    even = ratios_for("t.py::f", [_row("original", 1.0, 0.01), _row("mended", 1.0, 0.01)], BenchOptions())
+    assert not any(x.slower for x in even)
+
+
+def test_cost_checks_round_trip_in_the_report():
+    c = CostCheck(target="t", mode="default", device="cpu", verdict=SLOWER, ratio=2.0, original_ms=1.0,
+                  original_iqr_ms=0.1, mended_ms=2.0, mended_iqr_ms=0.1)
+    report = Report(command="fix", fix_targets=[FixTarget(name="t", breaks_before=1, breaks_after=0, costs=[c])])
+    assert Report.from_json(report.to_json()).fix_targets[0].costs == [c]
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--allow-slower"], "--allow-slower applies only with --bench"),
+    (["--bench-modes", "default"], "--bench-modes applies only with --bench"),
+    (["--bench", "--bench-modes", "default,fast"], "--bench-modes: unknown mode(s) fast"),
+    (["--bench", "--bench-device", "tpu"], "--bench-device: 'tpu' is not cpu or cuda"),
+])
+def test_gate_flags_are_checked_before_any_work(args, says):
+    from typer.testing import CliRunner
+
+    from graphmend.cli.app import app
+
+    result = CliRunner().invoke(app, ["fix", str(FIXTURE), *args])
+    assert result.exit_code == 2 and says in result.output
+
+
+@pytest.fixture(scope="module")
+def gated(tmp_path_factory):
+    proj = tmp_path_factory.mktemp("slower") / "project"
+    shutil.copytree(FIXTURE, proj)
+    before = (proj / "models.py").read_bytes()
+    first = _mend("fix", "--bench", "--write", "-f", "json", "-q", str(proj), cwd=proj)
+    return proj, before, first
+
+
+def test_a_slower_fix_regresses_with_its_numbers_and_is_not_written(gated):
+    proj, before, first = gated
+    assert first.returncode == 1, first.stderr[-3000:]
+    report = Report.from_json(first.stdout)
+    [fix] = [f for f in report.fixes if f.rule == "GM101"]
+    assert fix.status == "regresses" and fix.checks  # behaviour proven, cost not
+    assert "got slower" in fix.reason and "x the original's time in default mode" in fix.reason
+    assert "--allow-slower" in fix.reason and summarize(report).fixes_regresses == 1
+    [target] = report.fix_targets
+    [cost] = target.costs
+    assert cost.verdict == SLOWER and cost.ratio > 1 and cost.mended_ms > cost.original_ms
+    assert (cost.graphs_original, cost.graphs_mended) == (2, 1)  # fewer graphs, and still slower
+    assert (proj / "models.py").read_bytes() == before  # --write left it alone
+
+
+def test_allow_slower_writes_it(gated):
+    proj, before, _ = gated
+    second = _mend("fix", "--bench", "--allow-slower", "--write", str(proj), cwd=proj)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "[regresses]" in second.stderr and "cost: default mode, cpu: mended" in second.stderr
+    after = (proj / "models.py").read_text()
+    assert after != before.decode() and "torch.where(" in after and "x.mean() > 0," in after
