@@ -119,7 +119,9 @@ def convert_condition(test: cst.BaseExpression, tnames: frozenset[str], forced: 
                 "torch.logical_not", "torch.isclose", "torch.is_nonzero"):
             if tensorish(test, tnames) or forced:
                 return test
-    if tensorish(test, tnames) or (forced and not isinstance(test, (cst.Attribute, cst.Name))):
+    if tensorish(test, tnames) or forced:
+        # a bare name on Dynamo's word too (``if done:``, ``done`` a helper's tensor): a Python
+        # value there would raise on ``.bool()``, which verification reports
         return cst.Call(func=cst.Attribute(value=paren(test), attr=cst.Name("bool")), args=[])
     raise Refuse(f"condition `{code(test)}` is not a tensor expression")
 
@@ -1124,5 +1126,10 @@ CASES += [
         "import torch\ndef f(self, h, err, tol: float = 1e-3, n_iter: int = 3):\n"
         "    if n_iter > 1:\n        h = torch.where(err < tol, h * 0.5, h)\n    return h\n",
         lines={3}, hints=("tensor",),
+    ),
+    Case(  # a name whose tensor came from a call the inference cannot follow
+        "import torch\ndef f(h, stop):\n    done = stop(h)\n    if done:\n        h = h * 0\n    return h\n",
+        "import torch\ndef f(h, stop):\n    done = stop(h)\n    h = torch.where(done.bool(), h * 0, h)\n    return h\n",
+        lines={4}, hints=("tensor",),
     ),
 ]
