@@ -74,7 +74,7 @@ def _eager_stdout(mod) -> str:
 
 
 def test_print_of_a_size_and_item_with_a_module_output_are_fixed_and_the_loop_frame_compiles(tmp_path):
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     from graphmend.core.config import load_config
     from graphmend.fixing import FixOptions, run_fix
 

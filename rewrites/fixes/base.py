@@ -387,9 +387,9 @@ def module_call(node: cst.Call, modules: frozenset[str] = frozenset()) -> bool:
     fn = full_name(f) or ""
     if fn.startswith("self.") and fn.count(".") == 1 and fn[5:] not in _SELF_NON_TENSOR:
         return True
-    if isinstance(f, cst.Subscript) and full_name(f.value) is not None and full_name(f.value).startswith("self.") \
-            and full_name(f.value).count(".") == 1:
-        return True
+    if isinstance(f, cst.Subscript):
+        held = full_name(f.value) or ""
+        return held.startswith("self.") and held.count(".") == 1
     return isinstance(f, cst.Name) and f.value in modules
 
 
