@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from rewrites.fixes import fix_source, gm3_host_math
 
-(CANINE,) = [c for c in gm3_host_math.CASES if c.after is not None]
+(CANINE,) = [c for c in gm3_host_math.CASES if c.after is not None and "fmod" in c.before]
 BEFORE, AFTER, LINES = CANINE.before, CANINE.after, set(CANINE.lines)
 
 
@@ -29,7 +29,8 @@ def test_host_math_fix_text_and_idempotence():
     assert not fix_source(BEFORE).changed  # no break reported: nothing planned
 
 
-@pytest.mark.parametrize("case", [c for c in gm3_host_math.CASES if c.after is None], ids=["dtype", "atan2", "new_tensor"])
+@pytest.mark.parametrize("case", [c for c in gm3_host_math.CASES if c.after is None],
+                         ids=["dtype", "atan2", "new_tensor", "round_dtype", "round_exp"])
 def test_host_math_left_alone(case):
     assert not fix_source(case.before, lines=case.lines).changed  # by any family, not only this one
 
@@ -109,3 +110,48 @@ def test_mend_fix_verifies_host_math(tmp_path):
     assert verified == [("GM301", 13)], (report["fixes"], run.stderr)
     target = report["fix_targets"][0]
     assert target["breaks_before"] >= 1 and target["breaks_after"] == 0 and target["outputs_equal"] is True, target
+
+
+def _round_helper():
+    import math
+
+    torch = pytest.importorskip("torch")
+    ns = {"torch": torch, "math": math}
+    exec(gm3_host_math.ROUND_HELPER.source, ns)
+    return ns["_mend_host_round"]
+
+
+def test_host_rounding_is_exact_on_every_int_it_takes():
+    """``float(torch.tensor(s).<fn>().<rnd>())``: torch computes in float32, math in float64;
+    the helper takes the host path only where the two agree, shown here on every int of its
+    domain [1, 2**16], each function and rounding (past it they do differ: log2 rounded at
+    741455, floor(log10) at 9999995 ...)."""
+    torch = pytest.importorskip("torch")
+    import math
+
+    n = gm3_host_math.ROUND_LIMIT
+    ints = torch.arange(1, n + 1)
+    for fn in gm3_host_math.ROUNDED:
+        f32 = getattr(ints, fn)()  # what torch.tensor(int).<fn>() computes: float32
+        assert f32.dtype == torch.float32
+        for rnd in gm3_host_math.ROUNDINGS:
+            want = getattr(f32, rnd)().tolist()
+            if rnd == "round":
+                got = [float(round(getattr(math, fn)(s))) for s in range(1, n + 1)]
+            else:
+                got = [float(getattr(math, rnd)(getattr(math, fn)(s))) for s in range(1, n + 1)]
+            bad = [s for s, a, b in zip(range(1, n + 1), got, want) if a != b]
+            assert not bad, (fn, rnd, bad[:5])
+    helper = _round_helper()
+    assert "1 <= s <= 2**16:" in gm3_host_math.ROUND_HELPER.source and n == 2**16  # the helper's bound is the one checked
+    for s in (1, 2, 3, 1000, n):
+        assert helper("log2", "round", s) == float(torch.tensor(s).log2().round())
+
+
+def test_host_rounding_keeps_torch_outside_its_domain():
+    torch = pytest.importorskip("torch")
+    helper = _round_helper()
+    for s in (0, -4, 2.5, True, 2**16 + 1, 741455):
+        want = getattr(getattr(torch.tensor(s), "log2")(), "round")().item()
+        got = helper("log2", "round", s)
+        assert got == want or (got != got and want != want), s  # NaN for negatives, -inf for 0

@@ -5,6 +5,7 @@ at its original line. Anything else new still rejects the fix."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -129,3 +130,38 @@ def test_original_line_is_an_unchanged_copy(lines, data):
            for n in range(1, len(patched_d) + 1)]
     assert got[:start] == list(range(1, start + 1))
     assert got[start + len(block):] == list(range(end + 1, len(lines) + 1))
+
+
+LOOP = "def forward(xs):\n    print(xs.shape)\n    for x in xs:\n        if x.sum() > 0:\n            x = x * 2\n    return xs\n"
+LOOP_FIXED = ("def forward(xs):\n    if not is_compiling():\n        print(xs.shape)\n    for x in xs:\n"
+              "        if x.sum() > 0:\n            x = x * 2\n    return xs\n")
+
+
+def _skip(line, frame="forward"):
+    return Break(rule="GM201", category="side-effect", reason="print", file="/m.py", line=line, function="forward",
+                 kind="frame_skipped", counted=False, skipped_frame=Frame("/m.py", 1, frame),
+                 stack=[Frame("/m.py", line, "forward")])
+
+
+def test_a_break_in_a_frame_dynamo_skipped_before_is_surfaced_not_new():
+    # the print made Dynamo skip `forward` (ran eagerly): the branch further in was there all along
+    inner = Break(rule="GM101", category="control-flow", reason="Data-dependent branching", file="/m.py", line=5,
+                  function="torch_dynamo_resume_in_forward_at_3", stack=[Frame("/m.py", 5, "forward")])
+    before = TargetResult("t", "/m.py", "t", graph_break_count=0, breaks=[_skip(2)])
+    after = TargetResult("t", "/m.py", "t", graph_break_count=1, breaks=[inner])
+    v = Verdict()
+    compare_breaks(v, before, after, {"/m.py": LOOP_FIXED}, {"/m.py": LOOP})
+    assert v.new_breaks == [] and [(x.where, x.skipped) for x in v.surfaced] == [
+        ("GM101 at m.py:4: Data-dependent branching", "forward")]
+    assert "no longer skips `forward`" in v.surfaced[0].note()
+    # the frame is still skipped for the same break: nothing was unhidden, the break is new
+    v = Verdict()
+    compare_breaks(v, before, TargetResult("t", "/m.py", "t", breaks=[_skip(3), inner]),
+                   {"/m.py": LOOP_FIXED}, {"/m.py": LOOP})
+    assert v.surfaced == [] and v.new_breaks
+    # another function's break is new
+    v = Verdict()
+    other = dataclasses.replace(inner, function="helper")
+    compare_breaks(v, before, TargetResult("t", "/m.py", "t", breaks=[other]), {"/m.py": LOOP_FIXED},
+                   {"/m.py": LOOP})
+    assert v.surfaced == [] and v.new_breaks

@@ -6,6 +6,7 @@ import dataclasses
 import difflib
 import functools
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
@@ -24,8 +25,14 @@ class Surfaced:
     where: str  # "GM401 at file.py:12: reason"
     split: str  # "file.py:30"
     hid: list[tuple[str, int]]  # (real path, original line) of the breaks that hid it
+    # set when the hiding break made Dynamo skip this whole function (a break in a loop):
+    # it ran eagerly before, and compiles now up to ``where``
+    skipped: Optional[str] = None
 
     def note(self) -> str:
+        if self.skipped:
+            return (f"Dynamo no longer skips `{self.skipped}` (the break at {self.split} made it run eagerly); "
+                    f"it now compiles it and stops at {self.where}")
         return f"the graph still splits at {self.split}: Dynamo now gets further and stops at {self.where}"
 
 
@@ -181,14 +188,25 @@ def compare_breaks(v: Verdict, before: TargetResult, after: TargetResult, patche
         if k not in after_keys and b.stack:
             gone_splits.setdefault(split_key(b, texts), []).append(b)
     fewer = after.graph_break_count < before.graph_break_count
+    # frames Dynamo skipped before (a break in a loop: the whole function ran eagerly) and
+    # compiles now: a break further in was there all along, hidden by the skip
+    was_skipped = {(os.path.realpath(b.skipped_frame.file or ""), _user_function(b.skipped_frame.function)): b
+                   for k, b in before_keys.items() if b.kind == "frame_skipped" and b.skipped_frame is not None
+                   and k not in after_keys}
     for k, b in moved.items():
         line = b.line if b.line is not None else f"{after_keys[k].line} (a line the rewrite wrote)"
         where = f"{b.rule} at {os.path.basename(b.file or '?')}:{line}: {b.reason}"
         hid = gone_splits.get(split_key(after_keys[k], after_texts))
+        skip = was_skipped.get((os.path.realpath(b.file or ""), _user_function(b.function or ""))) \
+            if b.line is not None else None
         if fewer and hid and b.line is not None:
             top = hid[0].stack[0]
             v.surfaced.append(Surfaced(where, f"{os.path.basename(top.file)}:{top.line}",
                                        [(os.path.realpath(h.file or ""), h.line) for h in hid]))
+        elif skip is not None:
+            v.surfaced.append(Surfaced(where, f"{os.path.basename(skip.file or '')}:{skip.line}",
+                                       [(os.path.realpath(skip.file or ""), skip.line)],
+                                       skipped=skip.skipped_frame.function))
         else:
             v.new_breaks.append(where)
     for k, b in before_keys.items():
@@ -203,6 +221,15 @@ def compare_breaks(v: Verdict, before: TargetResult, after: TargetResult, patche
         b = before_keys[key] if key in before_keys else moved.get(key, b)
         line = b.line if b.line is not None else after_keys[key].line
         v.remaining_reasons.append(f"{b.rule} {os.path.basename(b.file or '')}:{line}: {b.reason}")
+
+
+_RESUME = re.compile(r"^torch_dynamo_resume_in_(\w+?)_at_\d+$")
+
+
+def _user_function(name: str) -> str:
+    """``torch_dynamo_resume_in_forward_at_25`` (the rest of ``forward`` after a break) -> ``forward``."""
+    m = _RESUME.match(name)
+    return m.group(1) if m else name
 
 
 def _in_original(b: Any, patched: dict[str, str], original: dict[str, str]) -> Any:

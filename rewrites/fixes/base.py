@@ -17,7 +17,8 @@ from typing import Callable, Optional, Sequence
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
 
-from rewrites.tensors import BOOL_METHODS, TENSOR_PARAM_NAMES
+from rewrites.tensors import (BOOL_METHODS, TENSOR_PARAM_NAMES, TORCH_HOST_FUNCS, TORCH_NON_TENSOR_FUNCS,
+                              TORCH_NON_TENSOR_SUBMODULES)
 
 
 @dataclass
@@ -361,37 +362,70 @@ def in_compile_split(an: "Analysis", node: cst.CSTNode) -> bool:
     return False
 
 
-def tensorish(node: cst.BaseExpression, tensor_names: frozenset[str] = frozenset()) -> bool:
-    """Does ``node`` (probably) evaluate to a tensor? Conservative guesses, never imports."""
+def _torch_non_tensor(fn: str) -> bool:
+    """``torch.jit.isinstance``, ``torch.cuda.is_available``, ``torch.finfo``: torch calls
+    that return no tensor (``rewrites.tensors``' lists, shared with the static scan)."""
+    parts = fn.split(".")
+    return len(parts) > 2 and parts[1] in _NO_TENSOR_SUBMODULES or len(parts) == 2 and parts[1] in _NO_TENSOR_FUNCS
+
+
+# ... less those some of whose calls do return tensors (``torch.utils.checkpoint.checkpoint``,
+# ``torch.autograd.grad``, ``torch.cond``)
+_NO_TENSOR_SUBMODULES = TORCH_NON_TENSOR_SUBMODULES - {"utils", "autograd", "distributed", "amp", "export", "ao",
+                                                       "quantization", "_inductor", "optim", "_C"}
+_NO_TENSOR_FUNCS = (TORCH_NON_TENSOR_FUNCS | TORCH_HOST_FUNCS) - {"cond", "while_loop", "vmap"}
+
+
+def module_call(node: cst.Call, modules: frozenset[str] = frozenset()) -> bool:
+    """Is ``node`` a call of a submodule? ``self.proj(x)`` (any attribute of self but the
+    few known non-tensor helpers), ``self.layers[i](x)``, or ``layer(x)`` with ``layer`` one
+    of ``modules`` (``FunctionFacts.module_names``: bound by ``for layer in self.layers``).
+    Its result counts as a tensor: what an ``nn.Module`` returns in model code. A module that
+    returns a tuple or a number where a tensor was taken for granted makes the rewritten
+    program raise or differ, which verification reports, so the guess is never trusted alone."""
+    f = node.func
+    fn = full_name(f) or ""
+    if fn.startswith("self.") and fn.count(".") == 1 and fn[5:] not in _SELF_NON_TENSOR:
+        return True
+    if isinstance(f, cst.Subscript):
+        held = full_name(f.value) or ""
+        return held.startswith("self.") and held.count(".") == 1
+    return isinstance(f, cst.Name) and f.value in modules
+
+
+def tensorish(node: cst.BaseExpression, tensor_names: frozenset[str] = frozenset(),
+              modules: frozenset[str] = frozenset()) -> bool:
+    """Does ``node`` (probably) evaluate to a tensor? Conservative guesses, never imports.
+    ``modules``: local names that hold submodules (``module_call``)."""
+    if isinstance(node, cst.Call) and module_call(node, modules):
+        return True  # a submodule call: ``self.proj(x)``, ``self.layers[i](x)``, ``layer(x)``
     if isinstance(node, cst.Call):
         fn = full_name(node.func) or ""
         if fn.startswith("torch.") and fn not in ("torch.equal", "torch.is_tensor", "torch.numel") \
-                and fn not in COMPILE_FLAGS:
+                and fn not in COMPILE_FLAGS and not _torch_non_tensor(fn):
             return True
         if fn.startswith(("F.", "nn.functional.")):
             return True
-        if fn.startswith("self.") and fn.count(".") == 1 and fn[5:] not in _SELF_NON_TENSOR:
-            return True  # a submodule call: ``self.proj(x)``
         if isinstance(node.func, cst.Attribute):
             m = node.func.attr.value
             if m == "item" or m == "tolist" or m == "size" or m == "dim" or m == "numel":
                 return False
             if m in PURE_METHODS or m in REDUCTIONS:
-                return tensorish(node.func.value, tensor_names) or m in REDUCTIONS or m in BOOL_METHODS
+                return tensorish(node.func.value, tensor_names, modules) or m in REDUCTIONS or m in BOOL_METHODS
         return False
     if isinstance(node, cst.Name):
         return node.value in tensor_names
     if isinstance(node, cst.Comparison):
-        return tensorish(node.left, tensor_names) or any(
-            tensorish(c.comparator, tensor_names) for c in node.comparisons)
+        return tensorish(node.left, tensor_names, modules) or any(
+            tensorish(c.comparator, tensor_names, modules) for c in node.comparisons)
     if isinstance(node, cst.BinaryOperation):
-        return tensorish(node.left, tensor_names) or tensorish(node.right, tensor_names)
+        return tensorish(node.left, tensor_names, modules) or tensorish(node.right, tensor_names, modules)
     if isinstance(node, cst.UnaryOperation):
-        return tensorish(node.expression, tensor_names)
+        return tensorish(node.expression, tensor_names, modules)
     if isinstance(node, cst.BooleanOperation):
-        return tensorish(node.left, tensor_names) and tensorish(node.right, tensor_names)
+        return tensorish(node.left, tensor_names, modules) and tensorish(node.right, tensor_names, modules)
     if isinstance(node, cst.Subscript):
-        return tensorish(node.value, tensor_names)
+        return tensorish(node.value, tensor_names, modules)
     if isinstance(node, cst.Attribute):
         return False
     return False
@@ -750,6 +784,12 @@ class FunctionFacts:
         self.uses: list[tuple[str, int]] = []
         self.params: set[str] = set()
         self.tensor_params: set[str] = set()
+        # parameters annotated, or defaulted to, a Python number / string / bool (``min_len: int
+        # = 2``, ``beta=0.5``): a condition reading only them and ``self`` is a Python value
+        self.python_params: set[str] = set()
+        # names bound only by ``for layer in self.layers`` (or ``enumerate(self.layers)``):
+        # submodules, whose calls give tensors (``module_call``)
+        self.module_names: frozenset[str] = frozenset()
         if fn is None:
             return
         for p in [*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params]:
@@ -759,6 +799,10 @@ class FunctionFacts:
                 self.tensor_params.add(p.name.value)
             elif not ann and p.name.value in TENSOR_PARAM_NAMES:
                 self.tensor_params.add(p.name.value)
+            elif ann in ("int", "float", "bool", "str") or not ann and p.default is not None and (
+                    is_number_literal(p.default) or isinstance(p.default, cst.SimpleString)
+                    or isinstance(p.default, cst.Name) and p.default.value in ("True", "False")):
+                self.python_params.add(p.name.value)
         for p in (fn.params.star_arg, fn.params.star_kwarg):
             if isinstance(p, cst.Param):
                 self.params.add(p.name.value)
@@ -783,6 +827,7 @@ class FunctionFacts:
             def visit_For(self, n: cst.For) -> None:
                 for name in _target_names(n.target):
                     facts.bindings.append((name, analysis.span(n)[0], None))
+                loop_modules.extend(_submodule_loop_names(n))
 
             def visit_WithItem(self, n: cst.WithItem) -> None:
                 if n.asname is not None:
@@ -792,7 +837,11 @@ class FunctionFacts:
             def visit_Name(self, n: cst.Name) -> None:
                 facts.uses.append((n.value, analysis.span(n)[0]))
 
+        loop_modules: list[str] = []
         fn.body.visit(V())
+        bound = [n for n, _, _ in self.bindings]
+        self.python_params -= set(bound)  # rebound in the body: it may hold anything later
+        self.module_names = frozenset(n for n in loop_modules if bound.count(n) == loop_modules.count(n))
 
     def defined_before(self, name: str, line: int) -> bool:
         return name in self.params or any(n == name and l < line for n, l, _ in self.bindings)
@@ -806,9 +855,22 @@ class FunctionFacts:
         known = set(self.tensor_params)
         for _ in range(3):
             for name, line, value in self.bindings:
-                if line < before and value is not None and tensorish(value, frozenset(known)):
+                if line < before and value is not None and tensorish(value, frozenset(known), self.module_names):
                     known.add(name)
         return frozenset(known)
+
+
+def _submodule_loop_names(n: cst.For) -> list[str]:
+    """``for layer in self.layers`` / ``for i, layer in enumerate(self.layers)`` -> [layer]:
+    iterating an attribute of self (an ``nn.ModuleList`` / ``nn.Sequential`` in model code)."""
+    it, target = n.iter, n.target
+    if isinstance(it, cst.Call) and full_name(it.func) == "enumerate" and it.args \
+            and isinstance(target, cst.Tuple) and len(target.elements) == 2:
+        it, target = it.args[0].value, target.elements[1].value
+    name = full_name(it) or ""
+    if name.startswith("self.") and name.count(".") == 1 and isinstance(target, cst.Name):
+        return [target.value]
+    return []
 
 
 def _target_names(t: cst.CSTNode) -> list[str]:

@@ -14,7 +14,16 @@ What it rewrites (when the condition is a tensor expression):
   ternaries over the ``elif`` tests, which must be Python values) when the Python part holds
 * ``m = a and b`` (``or``) on boolean tensors -> ``m = torch.logical_and(a, b)``
 * conditions: ``and``/``or``/``not`` -> ``torch.logical_and/or/not``; ``t.item() > 0`` -> ``t > 0``;
-  ``.any()``/``.all()`` and comparisons of reductions stay tensors; a bare tensor ``c`` -> ``(c).bool()``.
+  ``.any()``/``.all()`` and comparisons of reductions stay tensors; a bare tensor ``c`` -> ``(c).bool()``;
+  a chained comparison ``lo <= t <= hi`` (Python's ``lo <= t and t <= hi``) ->
+  ``torch.logical_and(lo <= t, t <= hi)``, and as a value (``ok = lo < t.mean() < hi``, every
+  operand a number or a full reduction, so 0-dim) -> ``(lo < t.mean()) & (t.mean() < hi)``; the
+  middle operands are evaluated twice, so they must be pure and call nothing outside torch.
+* Dynamo's word (``Context.tensor_lines``: it reported a data-dependent branch at the line)
+  makes a condition a tensor where the source cannot show it (the value came through a
+  parameter or a call), unless the condition reads only ``self`` and Python-typed parameters;
+  in ``<python> and <tensor>`` those operands are then the Python part (``n_iter > 1 and err < tol``
+  with ``n_iter: int``). A wrong guess leaves the break, or raises, in verification.
 * an arm that calls a module or a non-torch function (pure as far as the source shows)
   -> ``torch.cond(c, lambda: A, lambda: B)`` instead: only the taken arm runs. A call to a
   method of the same class whose body is pure arithmetic (``self._ntk_base(n)``) is no
@@ -68,7 +77,7 @@ import libcst as cst
 
 from rewrites.fixes import total
 from rewrites.fixes.base import (Analysis, Case, Context, Edit, FunctionFacts, Plan, Refusal, Site, call,
-                                 calls_outside_torch, code, full_name, impurity, module_attrs, names_in, paren,
+                                 calls_outside_torch, code, full_name, impurity, is_number_literal, module_attrs, names_in, paren,
                                  pure_self_methods, stateful_module_call, strip_item, strip_parens, tensorish)
 
 RULES = ("GM101", "GM102", "GM103")
@@ -93,7 +102,7 @@ def convert_condition(test: cst.BaseExpression, tnames: frozenset[str], forced: 
         return call("torch.logical_not", convert_condition(test.expression, tnames, forced))
     if isinstance(test, cst.Comparison):
         if len(test.comparisons) > 1:
-            raise Refuse("chained comparison: Python evaluates it with `and` short-circuiting")
+            return call("torch.logical_and", *_unchain(test, tnames, forced))
         op = test.comparisons[0].operator
         if isinstance(op, (cst.Is, cst.IsNot, cst.In, cst.NotIn)):
             raise Refuse(f"`{code(op).strip()}` comparison is not a tensor operation")
@@ -110,9 +119,59 @@ def convert_condition(test: cst.BaseExpression, tnames: frozenset[str], forced: 
                 "torch.logical_not", "torch.isclose", "torch.is_nonzero"):
             if tensorish(test, tnames) or forced:
                 return test
-    if tensorish(test, tnames) or (forced and not isinstance(test, (cst.Attribute, cst.Name))):
+    if tensorish(test, tnames) or forced:
+        # a bare name on Dynamo's word too (``if done:``, ``done`` a helper's tensor): a Python
+        # value there would raise on ``.bool()``, which verification reports
         return cst.Call(func=cst.Attribute(value=paren(test), attr=cst.Name("bool")), args=[])
     raise Refuse(f"condition `{code(test)}` is not a tensor expression")
+
+
+_ORDERING = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
+
+
+def _unchain(test: cst.Comparison, tnames: frozenset[str], forced: bool) -> list[cst.BaseExpression]:
+    """``lo <= t <= hi`` -> [``lo <= t``, ``t <= hi``] (``torch.logical_and`` of them, or
+    ``&``): Python's ``lo <= t and t <= hi`` on tensors, whose ``and`` asks the first
+    comparison's truth value (the break). Each middle operand is then evaluated twice and
+    the second comparison even where Python short-circuited it, so those operands must be
+    pure and call nothing outside torch. Refuse otherwise, or when no operand is a tensor."""
+    if not all(isinstance(c.operator, _ORDERING) for c in test.comparisons):
+        raise Refuse("chained comparison with `is` / `in`: not a tensor operation")
+    if not (tensorish(test, tnames) or forced):
+        raise Refuse(f"condition `{code(test)}` is not a tensor expression")
+    operands = [test.left, *(c.comparator for c in test.comparisons)]
+    for mid in operands[1:-1]:
+        if impurity(mid) or calls_outside_torch(mid):
+            raise Refuse(f"chained comparison: `{code(mid)}` would be evaluated twice and may not be pure")
+    pairs = [cst.Comparison(left=a, comparisons=[c]) for a, c in zip(operands, test.comparisons)]
+    if not forced and not all(tensorish(p, tnames) for p in pairs):
+        raise Refuse(f"chained comparison `{code(test)}`: a comparison in it is not on a tensor")
+    return pairs
+
+
+def _scalar_operands(test: cst.Comparison) -> None:
+    """Refuse unless every operand of the chain is a number or a full reduction
+    (``h.max()``, ``torch.mean(h)``): 0-dim, so Python's ``and`` of the comparisons ran
+    (on more elements it raises) and ``&`` gives its value."""
+    for o in [test.left, *(c.comparator for c in test.comparisons)]:
+        o = strip_parens(o)
+        full = isinstance(o, cst.Call) and isinstance(o.func, cst.Attribute) and o.func.attr.value in \
+            ("sum", "mean", "max", "min", "amax", "amin", "prod", "norm", "any", "all") and \
+            len(o.args) == (0 if not (full_name(o.func) or "").startswith("torch.") else 1)
+        if not (is_number_literal(o) or full):
+            raise Refuse(f"chained comparison as a value: `{code(o)}` is not a number or a full reduction, "
+                         "so the comparisons may not be 0-dim")
+
+
+def chained_and(test: cst.Comparison, tnames: frozenset[str], forced: bool) -> cst.BaseExpression:
+    """``lo <= t <= hi`` as a value -> ``(lo <= t) & (t <= hi)`` (see ``_unchain``): on 0-dim
+    boolean tensors Python's ``and`` returns the first when it is false, else the second,
+    which is what ``&`` computes."""
+    parts = [paren(p) for p in _unchain(test, tnames, forced)]
+    out = parts[0]
+    for p in parts[1:]:
+        out = cst.BinaryOperation(left=out, operator=cst.BitAnd(), right=p)
+    return out
 
 
 def _bool_valued(test: cst.BaseExpression, tnames: frozenset[str], forced: bool) -> None:
@@ -483,7 +542,18 @@ def _python_operand(op: cst.BaseExpression, tnames: frozenset[str]) -> bool:
     return False
 
 
-def split_and(test: cst.BaseExpression, tnames: frozenset[str], forced: bool):
+def _python_only(op: cst.BaseExpression, python_names: frozenset[str]) -> bool:
+    """Every name ``op`` reads is ``self`` (an attribute of the module: a config value) or
+    one of ``python_names`` (parameters typed or defaulted as Python numbers, strings or
+    bools: ``FunctionFacts.python_params``), and it calls nothing but ``isinstance`` /
+    ``hasattr`` / ``len`` / ``getattr`` / ``callable``."""
+    names = names_in(op)
+    return bool(names) and names <= (python_names | {"self", "None", "True", "False"}) and impurity(op) is None \
+        and all(c in ("isinstance", "hasattr", "len", "getattr", "callable") for c in calls_outside_torch(op))
+
+
+def split_and(test: cst.BaseExpression, tnames: frozenset[str], forced: bool,
+              python_names: frozenset[str] = frozenset()):
     """``if P and T:`` (P Python, T tensor, any order) -> (P operands, T operands), or None.
     The Python part stays a Python ``if`` (Dynamo specialises on it), the tensor part
     becomes a ``torch.where`` inside it. Both parts are pure, so evaluating T when Python
@@ -493,6 +563,13 @@ def split_and(test: cst.BaseExpression, tnames: frozenset[str], forced: bool):
         return None
     py = [o for o in ops if _python_operand(o, tnames)]
     tn = [o for o in ops if not any(o is p for p in py)]
+    if forced and not tn:
+        # Dynamo broke on this condition, so one operand is a tensor, which the inference
+        # cannot see (it came through a parameter or a call): the operands that read only
+        # Python-typed names are the Python part, the rest the tensor part (a wrong guess
+        # leaves the break, or fails, in verification)
+        py = [o for o in ops if _python_only(o, python_names)]
+        tn = [o for o in ops if not any(o is p for p in py)]
     if not py or not tn:
         return None
     try:
@@ -565,7 +642,7 @@ def _plan_split(an: Analysis, node: cst.If, facts: FunctionFacts, tnames, forced
                 f"({', '.join(d.keep)})", [an.rng(o) for o in tn], "cond" if d.use_cond else "where")
 
     def build(updated: cst.If, d=d):
-        got = split_and(updated.test, tnames, forced)
+        got = split_and(updated.test, tnames, forced, facts.python_params)
         if got is None:  # an inner edit changed the test: keep the statement as it was
             return updated
         upy, utn = got
@@ -649,6 +726,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
     ifexps: list[cst.IfExp] = []
     elifs: set[int] = set()
     boolvals: list[tuple[cst.SimpleStatementLine, cst.BooleanOperation]] = []
+    chains: list[tuple[cst.SimpleStatementLine, cst.Comparison]] = []  # ``m = lo <= t <= hi``
 
     class V(cst.CSTVisitor):
         def visit_If(self, n: cst.If) -> None:
@@ -665,6 +743,8 @@ def plan(an: Analysis, ctx: Context) -> Plan:
                 v = getattr(sm, "value", None) if isinstance(sm, (cst.Assign, cst.AnnAssign, cst.Return)) else None
                 if isinstance(v, cst.BooleanOperation):
                     boolvals.append((n, v))
+                elif isinstance(v, cst.Comparison) and len(v.comparisons) > 1:
+                    chains.append((n, v))
 
     an.module.visit(V())
     facts_cache: dict[int, FunctionFacts] = {}
@@ -696,13 +776,15 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         if facts is None:
             continue
         tnames = facts.tensor_names(start)
-        forced = bool(ctx.tensor_lines and test_lines & ctx.tensor_lines)
+        # Dynamo's word is per line: not for a condition that reads only Python-typed names
+        forced = bool(ctx.tensor_lines and test_lines & ctx.tensor_lines) \
+            and not _python_only(node.test, frozenset(facts.python_params))
         try:
             # a Python-valued condition is not a break: say nothing about it
             for t, _ in branches:
                 convert_condition(t, tnames, forced)
         except Refuse as exc:
-            split = split_and(node.test, tnames, forced)
+            split = split_and(node.test, tnames, forced, facts.python_params)
             if split is not None:
                 _plan_split(an, node, facts, tnames, forced, split, rule, result)
             elif ctx.lines is not None:
@@ -756,6 +838,27 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         result.edits.append(Edit(node, lambda updated, tnames=tnames, forced=forced:
                                  convert_condition(updated, tnames, forced), site))
 
+    for stmt, node in chains:
+        start, end = an.span(stmt)
+        if not ctx.covers(start, end) or not ctx.wants("GM103"):
+            continue
+        facts = facts_for(stmt)
+        if facts is None:
+            continue
+        tnames = facts.tensor_names(start)
+        forced = bool(ctx.tensor_lines and set(range(start, end + 1)) & ctx.tensor_lines)
+        try:
+            _unchain(node, tnames, forced)
+            _scalar_operands(node)
+        except Refuse as exc:
+            if forced or tensorish(node, tnames):
+                result.refusals.append(Refusal("GM103", start, str(exc)))
+            continue
+        site = Site("GM103", start, end, "chained comparison on a tensor -> `&` of its comparisons",
+                    [], "logical")
+        result.edits.append(Edit(node, lambda updated, tnames=tnames, forced=forced:
+                                 chained_and(updated, tnames, forced), site))
+
     for node in ifexps:
         start, end = an.span(node)
         tl = an.span(node.test)
@@ -768,7 +871,8 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         if facts is None:
             continue
         tnames = facts.tensor_names(start)
-        forced = bool(ctx.tensor_lines and test_lines & ctx.tensor_lines)
+        forced = bool(ctx.tensor_lines and test_lines & ctx.tensor_lines) \
+            and not _python_only(node.test, frozenset(facts.python_params))
         try:
             convert_condition(node.test, tnames, forced)
         except Refuse as exc:
@@ -995,4 +1099,37 @@ CASES += [
          "        x = x - 1\n    return x\n", reason="not a plain Python value"),
     Case("def f(x, m, g):\n    if m is not None and x.sum() > 0:\n        y = x * 2\n    elif g:\n"
          "        y = x - 1\n    return y\n", reason="one path only"),
+]
+
+# chained comparisons on tensors: `lo <= t <= hi` is `lo <= t and t <= hi`, whose `and` breaks
+CASES += [
+    Case(
+        "import torch\ndef f(h):\n    if 0.0 <= h.max() <= 1.0:\n        h = h * 2.0\n    return h\n",
+        "import torch\ndef f(h):\n    h = torch.where(torch.logical_and(0.0 <= h.max(), h.max() <= 1.0), h * 2.0, h)\n"
+        "    return h\n",
+    ),
+    Case(  # as a value: `&` of the comparisons, what `and` returns on 0-dim boolean tensors
+        "import torch\ndef f(h):\n    ok = -0.5 < h.mean() < 0.5\n    return h * ok\n",
+        "import torch\ndef f(h):\n    ok = (-0.5 < h.mean()) & (h.mean() < 0.5)\n    return h * ok\n",
+    ),
+    # the middle operand is evaluated twice: not when it calls something outside torch
+    Case("import torch\ndef f(h):\n    if 0 <= helper(h) <= 1:\n        h = h * 2\n    return h\n",
+         lines={3}, hints=("tensor",), reason="evaluated twice"),
+]
+
+# Dynamo's word that a tensor decided the branch: `<python> and <tensor>` where the tensor came
+# through a parameter the inference does not know (`err`), split at the Python-typed operand
+CASES += [
+    Case(
+        "import torch\ndef f(self, h, err, tol: float = 1e-3, n_iter: int = 3):\n"
+        "    if n_iter > 1 and err < tol:\n        h = h * 0.5\n    return h\n",
+        "import torch\ndef f(self, h, err, tol: float = 1e-3, n_iter: int = 3):\n"
+        "    if n_iter > 1:\n        h = torch.where(err < tol, h * 0.5, h)\n    return h\n",
+        lines={3}, hints=("tensor",),
+    ),
+    Case(  # a name whose tensor came from a call the inference cannot follow
+        "import torch\ndef f(h, stop):\n    done = stop(h)\n    if done:\n        h = h * 0\n    return h\n",
+        "import torch\ndef f(h, stop):\n    done = stop(h)\n    h = torch.where(done.bool(), h * 0, h)\n    return h\n",
+        lines={4}, hints=("tensor",),
+    ),
 ]

@@ -11,6 +11,15 @@ on older torch the registration is skipped and the call breaks as before):
   values the graph computed). What the user sees: the same line, printed after the
   compiled region's other work instead of in the middle of it.
 
+Dynamo replays only a print whose arguments are tensors or constants (and string
+formatters); ``print("block input", x.shape)`` deferred breaks again ("attempted to reorder a
+debugging function that can't actually be reordered": a ``torch.Size``, a size that is a
+SymInt under dynamic shapes, a list or an f-string is none of these). A print with an
+argument that is not a literal or an expression the inference knows to be a tensor gets the
+``is_compiling()`` guard below instead, as logger calls do: eager prints byte-identically,
+compiled code skips the print (the user loses that line from compiled runs; its text does
+not depend on tensor values, only on shapes and Python values, which eager runs show).
+
 Logger methods (GM202: ``logger.info/warning/...``, ``logging.warning``, transformers'
 ``logger.warning_once``) and ``warnings.warn`` (GM203) get a guard on their own line, the call
 indented under it, as a reviewer would write it::
@@ -54,7 +63,8 @@ from __future__ import annotations
 import libcst as cst
 
 from rewrites.fixes.base import (LOG_METHODS, Analysis, Case, Context, Edit, FunctionFacts, Helper, Plan, Refusal, Site,
-                                 full_name, offer_unsafe, single, strip_item, tensorish)
+                                 code, full_name, is_compiling_test, offer_unsafe, single, strip_item, strip_parens, tensorish)
+from rewrites.tensors import META_ATTRS, META_METHODS
 
 RULES = ("GM201", "GM202", "GM203")
 ORDER = 20
@@ -99,6 +109,53 @@ def side_effect_call(stmt) -> tuple[cst.Call, str] | None:
         if rule:
             return s.value, rule
     return None
+
+
+def _replayable(arg: cst.BaseExpression, tnames: frozenset[str]) -> bool:
+    """Can Dynamo replay ``arg`` after the graph? Only a tensor or a constant can
+    (``DebuggingVariable.can_reorder_logs``): a literal, or an expression the inference
+    knows is a tensor. A ``torch.Size``, a size read as a SymInt under dynamic shapes, a
+    list or an unknown name is not: such a print breaks again when deferred."""
+    a = strip_parens(arg)
+    while isinstance(a, cst.UnaryOperation) and isinstance(a.operator, (cst.Minus, cst.Plus)):
+        a = a.expression
+    if isinstance(a, (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float)):
+        return True
+    if isinstance(a, cst.Name) and a.value in ("None", "True", "False"):
+        return True
+    return tensorish(a, tnames) and not _meta(a)
+
+
+def _meta(node: cst.BaseExpression) -> bool:
+    """A shape / size read (``x.shape``, ``x.size(0)``, ``x.shape[0]``): not a tensor."""
+    n = node
+    while isinstance(n, cst.Subscript):
+        n = n.value
+    if isinstance(n, cst.Attribute):
+        return n.attr.value in META_ATTRS
+    return isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in META_METHODS
+
+
+def _unreplayable(call_node: cst.Call, tnames: frozenset[str]) -> str | None:
+    """The first argument of ``print(...)`` Dynamo could not replay (its code), else None."""
+    for a in call_node.args:
+        if a.star or not _replayable(a.value, tnames):
+            return code(a.value) if not a.star else code(a)
+    return None
+
+
+def _under_eager_guard(an: Analysis, node: cst.CSTNode) -> bool:
+    """Is ``node`` in the body of an ``if not torch.compiler.is_compiling():`` (a guard this
+    family, or the user, wrote)?"""
+    child, p = node, an.parent(node)
+    while p is not None and not isinstance(p, cst.FunctionDef):
+        if isinstance(p, cst.If) and child is p.body:
+            t = strip_parens(p.test)
+            if isinstance(t, cst.UnaryOperation) and isinstance(t.operator, cst.Not) \
+                    and is_compiling_test(t.expression):
+                return True
+        child, p = p, an.parent(p)
+    return False
 
 
 def _only_logs(block) -> bool:
@@ -180,7 +237,12 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         fn = an.enclosing_function(stmt)
         if not ctx.covers(start, end) or fn is None or fn.name.value == PRINT_HELPER.name:
             continue
+        if _under_eager_guard(an, stmt):
+            continue  # ``if not torch.compiler.is_compiling():`` already: dead under compile
+        unreplayable = None
         if rule == "GM201":
+            unreplayable = _unreplayable(callnode, FunctionFacts(an, fn).tensor_names(start))
+        if rule == "GM201" and unreplayable is None:
             site = Site(rule, start, end, "print -> _mend_print (replayed after the graph under torch.compile)",
                         strategy="defer")
 
@@ -195,7 +257,10 @@ def plan(an: Analysis, ctx: Context) -> Plan:
                 result.refusals.append(Refusal(rule, start, "the call shares a line with other code"))
                 continue
             what = "warnings.warn" if rule == "GM203" else (full_name(callnode.func) or "logging call")
-            site = Site(rule, start, end, f"{what} skipped under torch.compile (eager unchanged)", strategy="guard")
+            why = "" if unreplayable is None else (f" (`{unreplayable}` is not a tensor or a constant: Dynamo "
+                                                   "cannot replay the print after the graph)")
+            site = Site(rule, start, end, f"{what} skipped under torch.compile (eager unchanged){why}",
+                        strategy="guard")
 
             def build_guard(updated: cst.SimpleStatementLine):
                 # the guard takes the call's place (and the comments above it); the call, its
@@ -245,6 +310,21 @@ CASES = [
         "import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(x):\n    y = x + 1\n\n"
         "    # say where we are\n    if not torch.compiler.is_compiling():\n        logger.info('step %d', 3)  # noisy\n"
         "    return y\n",
+    ),
+]
+
+CASES += [
+    Case(  # a torch.Size cannot be replayed after the graph: the guard instead, on its own line
+        "import torch\n\n\ndef forward(self, x):\n    print(\"block input\", x.shape)\n    return x * 2\n",
+        "import torch\n\n\ndef forward(self, x):\n    if not torch.compiler.is_compiling():\n"
+        "        print(\"block input\", x.shape)\n    return x * 2\n",
+    ),
+    Case(  # a size, an f-string, an unknown name: guarded; the comment stays with the call
+        "import torch\n\n\ndef f(x, step):\n    for i in range(2):\n"
+        "        print(f\"step {step}\", x.size(0), i)  # progress\n    return x\n",
+        "import torch\n\n\ndef f(x, step):\n    for i in range(2):\n"
+        "        if not torch.compiler.is_compiling():\n"
+        "            print(f\"step {step}\", x.size(0), i)  # progress\n    return x\n",
     ),
 ]
 

@@ -30,7 +30,7 @@ import libcst.matchers as m
 
 from rewrites.fixes.base import Analysis, Case, Context, Edit, Helper, Plan, Site, call, full_name
 
-RULES = ("GM301",)
+RULES = ("GM301", "GM303")
 ORDER = 40
 
 OPS = ("fmod", "remainder", "floor_divide", "add", "sub", "mul", "maximum", "minimum")
@@ -64,6 +64,44 @@ HELPER = Helper('''def _mend_int_item(op, a, b):
 ''')
 
 
+ROUNDED = ("log2", "log10", "log", "sqrt")  # math has each, under the same name
+ROUNDINGS = ("round", "floor", "ceil")
+ROUND_LIMIT = 2**16  # the ints tests/test_fix_host_math.py checks every one of
+ROUND_HELPER = Helper('''def _mend_host_round(fn, rnd, s):
+    # mend GM303: torch.tensor(s).<fn>().<rnd>() read back, on the host when s is an int in
+    # [1, 2**16]: torch computes in float32, math in float64, and on every such int the
+    # two round to the same integer; else (floats, bigger ints) the torch call as before
+    if isinstance(s, int) and not isinstance(s, bool) and 1 <= s <= 2**16:
+        v = getattr(math, fn)(s)
+        return float(round(v) if rnd == "round" else getattr(math, rnd)(v))
+    return getattr(getattr(torch.tensor(s), fn)(), rnd)().item()
+''')
+
+
+def _rounded(node: cst.BaseExpression) -> Optional[tuple[str, str, cst.BaseExpression]]:
+    """``torch.tensor(s).<fn>().<rnd>()`` -> (fn, rnd, s)."""
+    if not (isinstance(node, cst.Call) and not node.args and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in ROUNDINGS):
+        return None
+    inner = node.func.value
+    if not (isinstance(inner, cst.Call) and not inner.args and isinstance(inner.func, cst.Attribute)
+            and inner.func.attr.value in ROUNDED):
+        return None
+    s = _host_value(inner.func.value)
+    return None if s is None else (inner.func.attr.value, node.func.attr.value, s)
+
+
+def host_rounded(node: cst.Call) -> Optional[tuple[str, str, str, cst.BaseExpression]]:
+    """``float(<rounded>)`` / ``int(<rounded>)`` / ``<rounded>.item()`` -> (rule, fn, rnd, s)."""
+    if full_name(node.func) in ("float", "int") and len(node.args) == 1 and node.args[0].keyword is None \
+            and not node.args[0].star and (hit := _rounded(node.args[0].value)):
+        return ("GM303", *hit)
+    f = node.func
+    if not node.args and isinstance(f, cst.Attribute) and f.attr.value == "item" and (hit := _rounded(f.value)):
+        return ("GM301", *hit)
+    return None
+
+
 def _host_value(node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
     """``torch.tensor(x)`` with nothing but ``x`` -> x."""
     if isinstance(node, cst.Call) and full_name(node.func) == "torch.tensor" and len(node.args) == 1 \
@@ -90,6 +128,7 @@ def _match(node: cst.Call) -> Optional[tuple[str, cst.BaseExpression, cst.BaseEx
 
 def plan(an: Analysis, ctx: Context) -> Plan:
     result = Plan()
+    _plan_rounded(an, ctx, result)
     if not ctx.wants("GM301"):
         return result
     found = [(n, hit) for n in m.findall(an.module, m.Call(func=m.Attribute(attr=m.Name("item"))))
@@ -106,6 +145,25 @@ def plan(an: Analysis, ctx: Context) -> Plan:
 
         result.edits.append(Edit(node, build, site, helpers=(HELPER,)))
     return result
+
+
+def _plan_rounded(an: Analysis, ctx: Context, result: Plan) -> None:
+    for node in m.findall(an.module, m.Call()):
+        hit = host_rounded(node)
+        if hit is None or not ctx.wants(hit[0]):
+            continue
+        rule, fn, rnd, s = hit
+        start, end = an.span(node)
+        if ctx.lines is None or not ctx.covers(start, end):
+            continue  # only where Dynamo broke, as above
+        site = Site(rule, start, end, f"torch.tensor(s).{fn}().{rnd}() read back -> {ROUND_HELPER.name}: math on the "
+                    "host for an int s in [1, 2**16] (the same integer), the torch call otherwise", strategy="host_int")
+
+        def build(updated: cst.Call, fn=fn, rnd=rnd, s=s):
+            host = call(ROUND_HELPER.name, cst.SimpleString(f'"{fn}"'), cst.SimpleString(f'"{rnd}"'), s)
+            return updated.with_changes(args=[cst.Arg(host)]) if full_name(updated.func) in ("float", "int") else host
+
+        result.edits.append(Edit(node, build, site, helpers=(ROUND_HELPER,), imports=("math",)))
 
 
 _CANINE = '''import torch
@@ -141,3 +199,24 @@ CASES += [
     Case(_CANINE.replace("torch.tensor(rate))", "molecules.new_tensor(rate))"), lines={13}),
 ]
 
+
+_OCTAVES = '''import torch
+
+
+class Sampler(torch.nn.Module):
+    def forward(self, x):
+        octaves = float(torch.tensor(self.steps).log2().round())
+        return x * octaves
+'''
+
+# Python-number arithmetic routed through torch and read back (at the line Dynamo broke on)
+CASES += [
+    Case(_OCTAVES, _OCTAVES.replace("import torch\n", "import torch\nimport math\n\n\n" + ROUND_HELPER.source, 1)
+         .replace("torch.tensor(self.steps).log2().round()", '_mend_host_round("log2", "round", self.steps)'),
+         lines={6}),
+    # a dtype changes what torch computes; an op not in ROUNDED (a value used as a size, so
+    # gm3_scalars cannot keep it a tensor either)
+    Case(_OCTAVES.replace("torch.tensor(self.steps)", "torch.tensor(self.steps, dtype=torch.float64)")
+         .replace("x * octaves", "x.view(-1, int(octaves))"), lines={6}),
+    Case(_OCTAVES.replace(".log2()", ".exp()").replace("x * octaves", "x.view(-1, int(octaves))"), lines={6}),
+]

@@ -33,8 +33,9 @@ from typing import Optional
 import libcst as cst
 
 from rewrites.fixes import total
+from rewrites.fixes.gm3_host_math import host_rounded
 from rewrites.fixes.base import (Analysis, Case, Context, Edit, FunctionFacts, Plan, Refusal, Site, call, code,
-                                 compare_in_double, full_name, names_in, paren, strip_parens, tensorish)
+                                 compare_in_double, full_name, is_number_literal, names_in, paren, strip_parens, tensorish)
 
 RULES = ("GM301", "GM303")
 ORDER = 30
@@ -42,8 +43,8 @@ ORDER = 30
 
 def scalar_source(node: cst.BaseExpression, tnames: frozenset[str]) -> Optional[tuple[str, cst.BaseExpression]]:
     """``t.item()`` / ``float(t)`` -> (rule, t); else None."""
-    if not isinstance(node, cst.Call):
-        return None
+    if not isinstance(node, cst.Call) or host_rounded(node) is not None:
+        return None  # (torch arithmetic on a host number: gm3_host_math computes it on the host)
     if isinstance(node.func, cst.Attribute) and node.func.attr.value == "item" and not node.args:
         return "GM301", node.func.value
     if full_name(node.func) in ("float", "int") and len(node.args) == 1 and not node.args[0].keyword \
@@ -80,8 +81,17 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         p = an.parent(use)
         if isinstance(p, cst.BinaryOperation) and not isinstance(p.operator, (cst.MatrixMultiply,)):
             other = p.right if p.left is use else p.left
-            return tensorish(other, names)
+            f = facts_for(use)
+            return tensorish(other, names, f.module_names if f is not None else frozenset())
         return False
+
+    def unknown_operand(use: cst.CSTNode) -> Optional[cst.BaseExpression]:
+        """The other operand of arithmetic ``use`` is in, when that is what failed."""
+        p = an.parent(use)
+        if isinstance(p, cst.BinaryOperation) and not isinstance(p.operator, cst.MatrixMultiply):
+            other = p.right if p.left is use else p.left
+            return None if is_number_literal(other) else other  # a number: Python arithmetic
+        return None
 
     handled: set[int] = set()
     for node in assigns:
@@ -114,8 +124,14 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             if ternaries:
                 bad = []
         if not uses or bad:
-            why = ("it is never read" if not uses else
-                   f"`{var}` reaches Python code at line {an.span(bad[0])[0]} (not only tensor arithmetic)")
+            other = unknown_operand(bad[0]) if uses else None
+            if not uses:
+                why = "it is never read"
+            elif other is not None:
+                why = (f"`{var}` meets `{code(other)}` in arithmetic at line {an.span(bad[0])[0]}, which is not "
+                       "known to be a tensor (kept a tensor, the result would change type)")
+            else:
+                why = f"`{var}` reaches Python code at line {an.span(bad[0])[0]} (not only tensor arithmetic)"
             result.refusals.append(Refusal(rule, start, why))
             continue
         if ternaries:
@@ -289,8 +305,34 @@ CASES += [
     ),
 ]
 
+_BLOCK = """import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def forward(self, x):
+        h = self.norm(x)
+        scale = h.abs().mean().item()
+        return h + self.mlp(h) * scale
+
+
+class Stack(nn.Module):
+    def forward(self, x):
+        for i, layer in enumerate(self.layers):
+            s = x.abs().mean().item()
+            x = x + layer(x) * s + self.extra[i](x) * s
+        return x
+"""
+
+CASES += [
+    # a submodule's output is a tensor: `self.mlp(h)`, a loop's `layer(x)`, `self.extra[i](x)`
+    Case(_BLOCK, _BLOCK.replace(".mean().item()", ".mean().detach()")),
+]
+
 # left alone
 CASES += [
+    Case("import torch\ndef f(x: torch.Tensor, helper):\n    s = x.mean().item()\n    return x + helper(x) * s\n",
+         reason="not known to be a tensor"),
     Case("import torch\ndef f(x: torch.Tensor):\n    peak = x.abs().max().item()\n"
          "    scale = 30.0 / peak if peak > 30.0 else 1.0\n    return scale\n", reason="Python code"),
     Case("import torch\ndef f(x: torch.Tensor):\n    n = x.sum().item()\n    return x[: int(n)]\n", reason="Python code"),

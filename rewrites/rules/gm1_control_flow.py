@@ -28,7 +28,15 @@ _WHERE_FIX = ("Express both outcomes as tensors and select with `torch.where(con
               "1)), h * 0.5)`. What changes for the user: nothing in forward values; the gradients are "
               "those of eager code (NaN only where eager code has NaN), where plain `torch.where` would give "
               "NaN (`0 * inf`) or raise (an out-of-range id in the arm eager code skips). "
-              "With torch.cond only the taken arm runs.")
+              "With torch.cond only the taken arm runs. A chained comparison on a tensor, `lo <= t <= hi` "
+              "(Python's `lo <= t and t <= hi`, whose `and` asks for the tensor's truth value), becomes "
+              "`torch.logical_and(lo <= t, t <= hi)` in a condition and `(lo <= t) & (t <= hi)` as a value "
+              "(every operand a number or a full reduction: 0-dim, where `&` gives what `and` returned); its "
+              "middle operands must be pure, they are evaluated twice. Where Dynamo reported the "
+              "data-dependent branch at the line, the condition counts as a tensor even when the source "
+              "cannot show it (its value came through a parameter or a call); in `<python> and <tensor>` the "
+              "operands reading only `self` and parameters typed or defaulted as Python numbers, strings or "
+              "bools are then the Python part.")
 _WHERE_PRE = ("Both arms free of side effects and in-place mutation (`x.add_()`, `inplace=True`, `out=`), no "
               "`raise`, every name assigned on both paths, and the two results broadcastable to one shape and "
               "dtype. Refused, with the reason: an arm that draws random numbers (`F.dropout`, `torch.rand*`, "

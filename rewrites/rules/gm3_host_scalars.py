@@ -38,7 +38,14 @@ GM301 = Rule(
                    "`floor_divide`, `add`, `sub`, `mul`, `maximum`, `minimum`), becomes "
                    "`_mend_int_item(\"fmod\", a, b)`: the same value computed on the host when both are ints "
                    "and it fits int64, the torch call otherwise (floats, bools, a zero divisor); only at a "
-                   "line where Dynamo broke."),
+                   "line where Dynamo broke. Likewise `float(torch.tensor(s).log2().round())` (also `log10`, "
+                   "`log`, `sqrt`; `floor`, `ceil`; `int(...)`, `.item()`) becomes "
+                   "`float(_mend_host_round(\"log2\", \"round\", s))`: `math` on the host for an int `s` in "
+                   "[1, 2**16], where float32 (torch) and float64 (math) round to the same integer on every "
+                   "value (checked on each), the torch call otherwise. The scalar's other operand in "
+                   "arithmetic may be a submodule's output: `self.mlp(h)`, `self.layers[i](h)`, `layer(h)` "
+                   "in `for layer in self.layers` count as tensors (a module returning anything else fails "
+                   "verification)."),
     limits="Any zero-argument `.item()` call is reported, whatever the receiver.",
     gb_ids=("GB0124",),
     gb_types=("Unsupported Tensor.item() call with capture_scalar_outputs=False",),
@@ -78,7 +85,9 @@ GM303 = Rule(
     code="GM303", name="python-scalar-conversion", category="host-scalar",
     summary="`int(t)`, `float(t)`, `bool(t)` on a tensor value.",
     why="Converting a tensor to a Python scalar reads its data, like `.item()`; the graph breaks.",
-    fix=_KEEP, preconditions="The scalar only feeds tensor arithmetic.",
+    fix=_KEEP, preconditions=("The scalar only feeds tensor arithmetic, or it is a rounded logarithm / "
+                              "square root of a Python int done in torch (`float(torch.tensor(s).log2().round())`, "
+                              "see GM301: computed with `math` on the host)."),
     limits="Conversions of shapes (`int(x.shape[0])`) are not reported. " + LIMITS,
     gb_ids=("GB0124",),
     advice="keep the tensor (no int()/float()/bool()); use t.to(dtype) for a cast",

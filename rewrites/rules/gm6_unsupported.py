@@ -92,10 +92,13 @@ GM604 = Rule(
 
 GM605 = Rule(
     code="GM605", name="non-traceable-call", category="unsupported-python",
-    summary="A call Dynamo will not trace: `torch._dynamo.graph_break()`, `breakpoint()`, `pdb.set_trace()`, or a function marked `torch.compiler.disable`.",
+    summary="A call Dynamo will not trace: `torch._dynamo.graph_break()`, `breakpoint()`, `pdb.set_trace()`, `torch.jit.isinstance`, or a function marked `torch.compiler.disable`.",
     why="Dynamo skips these functions on purpose (`Skip calling torch.compiler.disable()d function`): the graph ends at the call.",
-    fix="Remove the debugging call, or drop `disable` from the function once its body traces.",
-    preconditions="Advice only.",
+    fix=("Remove the debugging call, or drop `disable` from the function once its body traces. What `mend fix` "
+         "does: `torch.jit.isinstance(x, T)` with `T` a plain class or a tuple of them becomes `isinstance(x, T)`, "
+         "the test `torch.jit.isinstance` itself ends in, which Dynamo decides while tracing."),
+    preconditions=("Only `torch.jit.isinstance` is rewritten, and only with a plain class (not a typing generic "
+                   "such as `List[int]`, whose elements it checks, nor a bare typing name); the rest is advice."),
     limits="`disable`d functions are recognised by their decorator in the same file (functions and methods of the same class).",
     gb_ids=("GB0098", "GB0025", "GB0007"),
     gb_types=(
