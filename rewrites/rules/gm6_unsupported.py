@@ -92,11 +92,20 @@ GM604 = Rule(
 
 GM605 = Rule(
     code="GM605", name="non-traceable-call", category="unsupported-python",
-    summary="A call Dynamo will not trace: `torch._dynamo.graph_break()`, `breakpoint()`, `pdb.set_trace()`, or a function marked `torch.compiler.disable`.",
+    summary=("A call Dynamo will not trace: `torch._dynamo.graph_break()`, `breakpoint()`, `pdb.set_trace()`, a "
+             "function marked `torch.compiler.disable`, or a skipped host call (`time.perf_counter()`, "
+             "`time.time()`, `random.random()`, `os.getpid()`, `torch.manual_seed()`...)."),
     why="Dynamo skips these functions on purpose (`Skip calling torch.compiler.disable()d function`): the graph ends at the call.",
-    fix="Remove the debugging call, or drop `disable` from the function once its body traces.",
+    fix=("Remove the debugging call, or drop `disable` from the function once its body traces. Read clocks, "
+         "randomness and process state outside the compiled region, or only in eager runs: "
+         "`if not torch.compiler.is_compiling(): t0 = time.perf_counter()`."),
     preconditions="Advice only.",
-    limits="`disable`d functions are recognised by their decorator in the same file (functions and methods of the same class).",
+    limits=("`disable`d functions are recognised by their decorator in the same file (functions and methods of "
+            "the same class). Host calls: the ones checked to break on torch 2.13 (`SKIPPED_HOST_CALLS`: the "
+            "`time` clocks and `sleep`, `timeit.default_timer`, `datetime.now`, `random.random`/`choice`/"
+            "`shuffle`..., `os.getpid`/`getcwd`/`path.exists`, `gc.collect`, `uuid.uuid4`, the RNG-state and "
+            "CUDA memory-statistics functions of torch); `os.getenv`, `random.randint` and `torch.seed` trace "
+            "and are not flagged."),
     gb_ids=("GB0098", "GB0025", "GB0007"),
     gb_types=(
         "Attempted to call function marked as skipped",
@@ -111,9 +120,16 @@ GM605 = Rule(
     ),
     advice=("the callee is skipped or not traceable: torch.compiler.allow_in_graph, or a custom op "
             "(torch.library.custom_op)"),
-    valid=("import torch\n\ndef f(x: torch.Tensor):\n    return torch.relu(x)\n",),
+    valid=("import torch\n\ndef f(x: torch.Tensor):\n    return torch.relu(x)\n",
+           "import os\nimport random\n\ndef f(x):\n    return x * random.randint(1, 3), os.getenv('HOME')\n",
+           "import time\nimport torch\n\ndef f(x):\n    if not torch.compiler.is_compiling():\n"
+           "        t0 = time.perf_counter()\n    return x.sin()\n",
+           "def time():\n    return 0\n\ndef f(x):\n    return x + time()\n"),
     invalid=("import torch\n\n@torch.compiler.disable\ndef helper(x):\n    return x\n\ndef f(x):\n    return helper(x)\n",
-             "import torch\n\ndef f(x):\n    torch._dynamo.graph_break()\n    return x\n"),
+             "import torch\n\ndef f(x):\n    torch._dynamo.graph_break()\n    return x\n",
+             "import time\nimport torch\n\ndef f(x):\n    t0 = time.perf_counter()\n    return x.sin(), t0\n",
+             "from time import time as now\n\ndef f(x):\n    return x * 2, now()\n",
+             "from datetime import datetime\n\ndef f(x):\n    return x + 1, datetime.now()\n"),
 )
 
 GM606 = Rule(
@@ -153,6 +169,29 @@ _GEN_OK = frozenset({"tuple", "list", "set", "frozenset", "dict", "sum", "any", 
                      "enumerate", "zip", "map", "filter", "reversed", "iter", "next", "join", "extend", "update",
                      "cat", "stack", "Size", "len", "str", "OrderedDict", "Counter", "deque"})
 _SKIPPED = frozenset({"torch._dynamo.graph_break", "pdb.set_trace", "ipdb.set_trace", "torch._dynamo.skip_frame"})
+# Host calls Dynamo skips (C functions with no trace rule: `Attempted to call function marked as
+# skipped`), each checked on torch 2.13 by a break right after a traced op; they read clocks,
+# randomness or the process and so cannot be constants of a graph. Not here because they trace:
+# os.getenv / os.environ, os.path.join, random.randint / uniform / randrange, torch.seed,
+# np.random.seed, record_function as a `with`. torch.cuda.synchronize / Event are unchecked
+# (no GPU).
+SKIPPED_HOST_CALLS = frozenset({
+    "time.perf_counter", "time.perf_counter_ns", "time.time", "time.time_ns", "time.monotonic",
+    "time.monotonic_ns", "time.process_time", "time.process_time_ns", "time.thread_time",
+    "time.thread_time_ns", "time.sleep", "time.localtime", "time.gmtime", "time.strftime", "time.ctime",
+    "time.asctime", "timeit.default_timer",
+    "datetime.datetime.now", "datetime.datetime.utcnow", "datetime.datetime.today", "datetime.date.today",
+    "random.random", "random.gauss", "random.choice", "random.shuffle", "random.sample", "random.seed",
+    "random.getrandbits", "random.getstate",
+    "os.getpid", "os.getcwd", "os.urandom", "os.listdir", "os.path.exists", "os.path.isfile",
+    "gc.collect", "threading.get_ident", "inspect.stack", "inspect.currentframe", "sys._getframe",
+    "sys.getsizeof", "traceback.format_stack", "traceback.print_stack", "socket.gethostname",
+    "uuid.uuid1", "uuid.uuid4",
+    "torch.manual_seed", "torch.random.manual_seed", "torch.get_rng_state", "torch.set_rng_state",
+    "torch.initial_seed", "torch.cuda.memory_allocated", "torch.cuda.max_memory_allocated",
+    "torch.cuda.memory_reserved",
+})
+_HOST_CALL_LAST = frozenset(n.rsplit(".", 1)[-1] for n in SKIPPED_HOST_CALLS)
 
 
 # GM604's hint: the torch function for a NumPy one. Same-named ones where torch's does what
@@ -250,6 +289,10 @@ def _check_call(node: ast.Call, ctx) -> None:
         qn = ctx.resolve(f)
         if qn in _SKIPPED:
             ctx.report("GM605", node, f"`{qn}()` ends the graph", "remove the call")
+    elif (name in _HOST_CALL_LAST or (tf is ast.Name and name in ctx.fa.imports)) \
+            and (qn := ctx.resolve(f)) in SKIPPED_HOST_CALLS:  # `from time import perf_counter as clock`
+        ctx.report("GM605", node, f"`{qn}()` is skipped by Dynamo: the graph breaks at the call",
+                   "read it outside the compiled region, or under `if not torch.compiler.is_compiling():`")
     else:
         disabled = ctx.fa.index.disabled
         if disabled:
