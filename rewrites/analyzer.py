@@ -361,6 +361,7 @@ class FunctionContext:
         self.env = env
         self.heuristic = heuristic  # unannotated tensor-named params are tensors
         self.ctors: dict[str, str] = {}  # name -> dotted class it was constructed from
+        self.scalar_tensors: set[str] = set()  # names bound to a 0-d tensor read from data (GM303 as an index)
         self.stmt: Optional[ast.stmt] = None
         self.in_test = False  # the node is (inside) the condition of if/while/assert/ternary
         self.eager = False  # the node is in code torch.compile never traces (rewrites.guards): no finding
@@ -564,7 +565,30 @@ class FunctionContext:
         elif t is ast.Starred:
             self.bind(target.value, k)
 
+    def _scalar_tensor(self, value: ast.AST) -> bool:
+        """``order[0]``, ``scores.argmax()``, ``torch.argmax(scores)``: one element picked out of a
+        tensor by its data or position, a 0-d tensor (for a 1-D source)."""
+        t = type(value)
+        if t is ast.Subscript:
+            sl = value.slice
+            if type(sl) is ast.UnaryOp and type(sl.op) is ast.USub:
+                sl = sl.operand
+            return type(sl) is ast.Constant and type(sl.value) is int and self.kind(value.value) == TENSOR
+        if t is ast.Call and not value.keywords:
+            f = value.func
+            if type(f) is ast.Attribute and f.attr in ("argmax", "argmin"):
+                qn = self.fa.resolve(f)
+                if qn in ("torch.argmax", "torch.argmin"):
+                    return len(value.args) == 1
+                return not value.args and self.kind(f.value) in TENSORISH
+        return False
+
     def bind_assign(self, targets: list[ast.AST], value: ast.AST) -> None:
+        for tg in targets:
+            if type(tg) is ast.Name:
+                self.scalar_tensors.discard(tg.id)
+        if len(targets) == 1 and type(targets[0]) is ast.Name and self._scalar_tensor(value):
+            self.scalar_tensors.add(targets[0].id)
         if type(value) is ast.Tuple and len(targets) == 1 and type(targets[0]) in (ast.Tuple, ast.List) \
                 and len(targets[0].elts) == len(value.elts):
             for tg, v in zip(targets[0].elts, value.elts):

@@ -139,3 +139,11 @@ def test_local_function_returning_tensor_and_bool_factories():
            "    order = order[ious <= 0.5]\n    seen = torch.zeros(n, dtype=torch.bool)\n"
            "    picked = boxes[seen[order]]\n    return order, picked\n")
     assert _rules(src) == [("GM502", 11), ("GM502", 13)]
+
+
+def test_numpy_value_as_numpy_size_and_zero_d_index():
+    src = ("import numpy as np\nimport torch\n\n\ndef f(x: torch.Tensor, order: torch.Tensor, plan, k: int):\n"
+           "    z = np.zeros((4, np.sum(plan[:k])), dtype=np.int32)\n    ok = np.zeros((4, len(plan)))\n"
+           "    i = order[0]\n    best = x[x.argmax()]\n    return x[i], z, ok, best, x[order]\n")
+    assert _rules(src) == [("GM303", 9), ("GM303", 10), ("GM604", 6)]
+

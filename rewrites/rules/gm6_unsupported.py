@@ -76,7 +76,9 @@ GM604 = Rule(
                    "`np.zeros((n, np.sum(plan[:k])))`, a NumPy value read back as a size); verification "
                    "rejects it where the argument was an array after all."),
     limits=("An argument must be provably a tensor, or a tensor's `.numpy()` (Dynamo traces that as a "
-            "tensor and breaks on the NumPy function). " + LIMITS),
+            "tensor and breaks on the NumPy function); or a NumPy call in the size of a NumPy factory "
+            "(`np.zeros((n, np.sum(plan[:k])))`: the NumPy value is a tensor to Dynamo, read back as a size). "
+            + LIMITS),
     gb_ids=("GB0293", "GB0294"),
     gb_types=(
         "attempted to trace numpy function with config.trace_numpy=False",
@@ -85,9 +87,11 @@ GM604 = Rule(
     ),
     message_patterns=(r"numpy",),
     advice="use the torch equivalent of the numpy call",
-    valid=("import numpy as np\n\ndef f(n: int):\n    return np.arange(n)\n",),
+    valid=("import numpy as np\n\ndef f(n: int):\n    return np.arange(n)\n",
+           "import numpy as np\n\ndef f(plan):\n    return np.zeros((3, len(plan))), np.ones(sum(plan))\n"),
     invalid=("import numpy as np\nimport torch\n\ndef f(x: torch.Tensor):\n    return np.exp(x)\n",
-             "import numpy as np\nimport torch\n\ndef f(x: torch.Tensor, xp, fp):\n    return np.interp(x.detach().numpy(), xp, fp)\n"),
+             "import numpy as np\nimport torch\n\ndef f(x: torch.Tensor, xp, fp):\n    return np.interp(x.detach().numpy(), xp, fp)\n",
+             "import numpy as np\n\ndef f(plan, k):\n    return np.zeros((4, np.sum(plan[:k])), dtype=np.int32)\n"),
 )
 
 GM605 = Rule(
@@ -307,6 +311,12 @@ def _check_call(node: ast.Call, ctx) -> None:
         root = ctx.fa.imports.get(f.value.id)
         if root == "numpy" and any(ctx.kind(a) in TENSORISH or numpy_conversion(a) for a in node.args):
             ctx.report("GM604", node, f"NumPy `{f.value.id}.{name}` on a tensor", numpy_hint(name))
+        elif root == "numpy" and name in _NUMPY_FACTORIES and node.args:
+            inner = _numpy_size(node.args[0], ctx)
+            if inner is not None:
+                ctx.report("GM604", node, f"`{snippet(inner, 40)}` is traced as a tensor and read back as the "
+                           f"size of `{f.value.id}.{name}`",
+                           "compute the size with Python (sum / math.prod / max over a list)")
     if node.args and name not in _GEN_OK and (tf is ast.Name or ctx.resolve(f) is None or not ctx.resolve(f).startswith("torch.")):
         for a in node.args:
             if type(a) is ast.GeneratorExp:
@@ -314,6 +324,19 @@ def _check_call(node: ast.Call, ctx) -> None:
                     break
                 ctx.report("GM602", a, f"generator expression passed to `{name}`", "pass a list comprehension")
                 break
+
+
+_NUMPY_FACTORIES = frozenset({"zeros", "ones", "empty", "full", "arange", "eye", "identity"})
+
+
+def _numpy_size(arg: ast.AST, ctx):
+    """The NumPy call inside a factory's size (``np.zeros((n, np.sum(plan[:k])))``): Dynamo traces
+    it as a tensor op, so the size is data-dependent (torch 2.13: `Data dependent operator`)."""
+    for e in (arg.elts if type(arg) in (ast.Tuple, ast.List) else (arg,)):
+        if type(e) is ast.Call and type(e.func) is ast.Attribute and type(e.func.value) is ast.Name \
+                and ctx.fa.imports.get(e.func.value.id) == "numpy":
+            return e
+    return None
 
 
 def _check_assign(node: ast.Assign, ctx) -> None:
