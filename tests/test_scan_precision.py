@@ -147,3 +147,22 @@ def test_numpy_value_as_numpy_size_and_zero_d_index():
            "    i = order[0]\n    best = x[x.argmax()]\n    return x[i], z, ok, best, x[order]\n")
     assert _rules(src) == [("GM303", 9), ("GM303", 10), ("GM604", 6)]
 
+
+def test_benchmark_programs_regions_and_negatives():
+    """benchmarks/scan_recall: programs whose breaks sit in free functions a target returns or
+    torch.compile wraps; the functions that compile cleanly (guards, shape branches) give nothing."""
+    from pathlib import Path
+
+    from graphmend.core.config import Config
+    from rewrites.scan import scan_paths
+
+    root = Path(__file__).resolve().parent.parent / "benchmarks" / "scan_recall"
+    found = {(Path(f.file).name, f.function) for f in scan_paths([str(root)], Config()).findings}
+    assert {("box_ops.py", "greedy_nms"), ("box_ops.py", "postprocess"), ("ddim_scheduler.py", "DDIMScheduler.step"),
+            ("ode_solvers.py", "odeint_adaptive"), ("beam_search.py", "beam_search"),
+            ("graph_utils.py", "bfs_levels"), ("profiling.py", "timed_step"),
+            ("profiling.py", "Trainer.train_step"), ("profiling.py", "decorated_step")} <= found
+    assert not {name for name in found if name[0] == "clean_code.py"}
+    assert not found & {("profiling.py", "guarded_step"), ("profiling.py", "dynamo_guarded_step"),
+                        ("box_ops.py", "encode_boxes"), ("ode_solvers.py", "odeint_fixed"),
+                        ("beam_search.py", "greedy_decode"), ("graph_utils.py", "GCNConv.forward")}
