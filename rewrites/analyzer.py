@@ -211,6 +211,8 @@ class FileAnalysis:
                     for n in ast.walk(s):
                         if type(n) is ast.Call:
                             ctx.note_compile(n)
+                    if type(s) is ast.Assign and type(s.value) is ast.Call:  # model = Net(); torch.compile(model.step)
+                        ctx.bind_assign(s.targets, s.value)
         for s, info in funcs:
             key = f"{info.name}.{s.name}" if info else s.name
             if key in self.index.disabled:

@@ -113,3 +113,10 @@ def test_calls_through_annotated_and_built_objects(tmp_path):
            "def loop(s: Scheduler, x):\n    c = Cache()\n    c.update(x)\n    return s.step(x)\n\n"
            "def mend_target():\n    return loop, (Scheduler(), torch.ones(2))\n")
     assert _found(tmp_path, src) == {("Scheduler.step", "GM201"), ("Cache.update", "GM201")}
+
+
+def test_compile_of_a_module_level_object_method(tmp_path):
+    src = ("import torch\n\nclass Solver:\n    def step(self, x):\n        print(x)\n        return x\n\n"
+           "    def other(self, x):\n        print(x)\n\n"
+           "solver = Solver()\nstep = torch.compile(solver.step)\n")
+    assert _found(tmp_path, src) == {("Solver.step", "GM201")}
