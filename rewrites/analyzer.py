@@ -12,7 +12,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import NamedTuple, Optional
 
-from rewrites.guards import compiled_value, eager_operands, is_mend_helper
+from rewrites.guards import compiled_value, eager_operands, flag_wrapper, is_mend_helper, terminates
 from rewrites.tensors import (BOOL, BOOL_METHODS, DATA_DEPENDENT, HOST, HOST_METHODS, META, META_ATTRS,
                               META_METHODS, MODULE, NON_TENSOR_METHODS, OTHER,
                               SCALAR_CONVERSIONS, TENSOR, TENSOR_ATTRS, TENSOR_ONLY_METHODS,
@@ -20,6 +20,8 @@ from rewrites.tensors import (BOOL, BOOL_METHODS, DATA_DEPENDENT, HOST, HOST_MET
                               TORCH_NON_TENSOR_FUNCS, TORCH_TENSOR_SUBMODULES)
 
 COMPILE_NAMES = frozenset({"torch.compile", "torch._dynamo.optimize"})
+PARTIAL_NAMES = frozenset({"functools.partial"})
+TARGET_PREFIX = "mend_target"  # graphmend.core.discovery: what it returns is compiled
 DISABLE_NAMES = frozenset({"torch._dynamo.disable", "torch.compiler.disable", "torch._disable_dynamo",
                            "torch._dynamo.eval_frame.disable"})
 # Unresolvable base classes with these name endings count as nn.Module subclasses.
@@ -120,6 +122,8 @@ class FileAnalysis:
         self.imports = self.index.imports
         self.want_compile = want_compile
         self.local_roots: set[str] = set()  # func keys compiled in this file (tensor-name heuristic)
+        self.flag_wrappers: set[str] = set()  # functions that only return is_compiling() (rewrites.guards)
+        self.returns: dict[str, int] = {}  # module-level function -> TENSOR / BOOL from its `-> Tensor`
 
     # -- resolution ---------------------------------------------------------------------------
     def resolve(self, node: ast.AST) -> Optional[str]:
@@ -176,6 +180,8 @@ class FileAnalysis:
             if t is ast.FunctionDef or t is ast.AsyncFunctionDef:
                 self.index.functions.add(s.name)
                 funcs.append((s, None))
+                if s.returns is not None and _annotation_kind(s.returns) in TENSORISH:
+                    self.returns[s.name] = _annotation_kind(s.returns)
             elif t is ast.ClassDef:
                 info = self._class_info(s)
                 self.index.classes[s.name] = info
@@ -192,6 +198,11 @@ class FileAnalysis:
                     self.local_roots.add(key)
                 elif qn in DISABLE_NAMES:
                     self.index.disabled.add(key)
+        for s, info in funcs:
+            if info is None and s.name.startswith(TARGET_PREFIX):
+                self._target_roots(s)
+            elif info is None and flag_wrapper(s, lambda n: self.resolve(n) or ".".join(_dotted(n) or ())):
+                self.flag_wrappers.add(s.name)
         if self.want_compile:
             # module-level torch.compile(f) / torch.compile(Model()) calls
             ctx = FunctionContext(self, None, "<module>", "<module>", {}, False)
@@ -200,6 +211,8 @@ class FileAnalysis:
                     for n in ast.walk(s):
                         if type(n) is ast.Call:
                             ctx.note_compile(n)
+                    if type(s) is ast.Assign and type(s.value) is ast.Call:  # model = Net(); torch.compile(model.step)
+                        ctx.bind_assign(s.targets, s.value)
         for s, info in funcs:
             key = f"{info.name}.{s.name}" if info else s.name
             if key in self.index.disabled:
@@ -209,6 +222,28 @@ class FileAnalysis:
             heuristic = (info is not None and info.module_like) or key in self.local_roots or s.name == "forward"
             ctx = FunctionContext(self, info, key, key, {}, heuristic)
             ctx.run_function(s)
+
+    def _target_roots(self, fn: ast.AST) -> None:
+        """What a ``mend_target*`` function returns is what mend compiles: the callable of its
+        ``(fn, args[, kwargs])`` tuple or of its ``Target(fn, ...)``. Read before the walk, so the
+        returned function is walked as a root (its tensor-named parameters are tensors)."""
+        ctx = FunctionContext(self, None, fn.name, fn.name, {}, False)
+        ctx.edges = set()
+        for n in ast.walk(fn):
+            t = type(n)
+            if t is ast.Assign and len(n.targets) == 1 and type(n.targets[0]) is ast.Name \
+                    and type(n.value) is ast.Call:
+                parts = _dotted(n.value.func)
+                if parts and parts[-1][:1].isupper():
+                    ctx.ctors[n.targets[0].id] = self.resolve(n.value.func) or ".".join(parts)
+            elif t is ast.Return and n.value is not None:
+                v = n.value
+                if type(v) is ast.Tuple and v.elts:
+                    ctx.note_root(v.elts[0])
+                elif type(v) is ast.Call and (_dotted(v.func) or [""])[-1] == "Target":
+                    fn_arg = v.args[0] if v.args else next((k.value for k in v.keywords if k.arg == "fn"), None)
+                    if fn_arg is not None:
+                        ctx.note_root(fn_arg)
 
     def _class_info(self, cls: ast.ClassDef) -> ClassInfo:
         bases = []
@@ -328,6 +363,7 @@ class FunctionContext:
         self.env = env
         self.heuristic = heuristic  # unannotated tensor-named params are tensors
         self.ctors: dict[str, str] = {}  # name -> dotted class it was constructed from
+        self.scalar_tensors: set[str] = set()  # names bound to a 0-d tensor read from data (GM303 as an index)
         self.stmt: Optional[ast.stmt] = None
         self.in_test = False  # the node is (inside) the condition of if/while/assert/ternary
         self.eager = False  # the node is in code torch.compile never traces (rewrites.guards): no finding
@@ -351,7 +387,11 @@ class FunctionContext:
     def name_of(self, node: ast.AST) -> Optional[str]:
         """Dotted name through the imports, else as written (a fragment without its imports)."""
         parts = _dotted(node)
-        return None if parts is None else (self.fa.resolve(node) or ".".join(parts))
+        if parts is None:
+            return None
+        if len(parts) == 1 and parts[0] in self.fa.flag_wrappers:
+            return "torch.compiler.is_compiling"  # def _compiling(): return torch.compiler.is_compiling()
+        return self.fa.resolve(node) or ".".join(parts)
 
     def run_eager(self, stmts: list[ast.stmt]) -> None:
         """A block compiled code never runs: walked (names still bind), nothing reported."""
@@ -449,7 +489,7 @@ class FunctionContext:
                 root = self.fa.imports.get(recv.id)
                 if root is not None:  # a module function: torch.x(...), F.x(...), np.x(...)
                     qn = root + "." + m
-                    return torch_call_kind(qn) if qn.startswith("torch.") else OTHER
+                    return self._torch_kind(qn, e) if qn.startswith("torch.") else OTHER
                 if recv.id == "self":
                     k = self.cls.attr_kinds.get(m, OTHER) if self.cls is not None else OTHER
                     return TENSOR if k == MODULE else OTHER
@@ -480,7 +520,9 @@ class FunctionContext:
                 return TENSOR
             root = self.fa.imports.get(n)
             if root is not None:
-                return torch_call_kind(root) if root.startswith("torch.") else OTHER
+                return self._torch_kind(root, e) if root.startswith("torch.") else OTHER
+            if k is None and n in self.fa.returns:  # def box_iou(...) -> Tensor
+                return self.fa.returns[n]
             if n in SCALAR_CONVERSIONS:
                 if e.args:
                     ak = self.kind(e.args[0])
@@ -504,6 +546,14 @@ class FunctionContext:
             return TENSOR if self.kind(f) == MODULE else OTHER
         return OTHER
 
+    def _torch_kind(self, qn: str, e: ast.Call) -> int:
+        k = torch_call_kind(qn)
+        if k == TENSOR:  # torch.zeros(n, dtype=torch.bool): a mask
+            for kw in e.keywords:
+                if kw.arg == "dtype" and self.fa.resolve(kw.value) == "torch.bool":
+                    return BOOL
+        return k
+
     # -- binding ------------------------------------------------------------------------------------
     def bind(self, target: ast.AST, k: int) -> None:
         t = type(target)
@@ -517,7 +567,30 @@ class FunctionContext:
         elif t is ast.Starred:
             self.bind(target.value, k)
 
+    def _scalar_tensor(self, value: ast.AST) -> bool:
+        """``order[0]``, ``scores.argmax()``, ``torch.argmax(scores)``: one element picked out of a
+        tensor by its data or position, a 0-d tensor (for a 1-D source)."""
+        t = type(value)
+        if t is ast.Subscript:
+            sl = value.slice
+            if type(sl) is ast.UnaryOp and type(sl.op) is ast.USub:
+                sl = sl.operand
+            return type(sl) is ast.Constant and type(sl.value) is int and self.kind(value.value) == TENSOR
+        if t is ast.Call and not value.keywords:
+            f = value.func
+            if type(f) is ast.Attribute and f.attr in ("argmax", "argmin"):
+                qn = self.fa.resolve(f)
+                if qn in ("torch.argmax", "torch.argmin"):
+                    return len(value.args) == 1
+                return not value.args and self.kind(f.value) in TENSORISH
+        return False
+
     def bind_assign(self, targets: list[ast.AST], value: ast.AST) -> None:
+        for tg in targets:
+            if type(tg) is ast.Name:
+                self.scalar_tensors.discard(tg.id)
+        if len(targets) == 1 and type(targets[0]) is ast.Name and self._scalar_tensor(value):
+            self.scalar_tensors.add(targets[0].id)
         if type(value) is ast.Tuple and len(targets) == 1 and type(targets[0]) in (ast.Tuple, ast.List) \
                 and len(targets[0].elts) == len(value.elts):
             for tg, v in zip(targets[0].elts, value.elts):
@@ -564,6 +637,8 @@ class FunctionContext:
                     if self.cls is not None and f.attr in self.cls.attr_types:  # self.proj(x): its forward
                         self.edges.add(("name", self.cls.attr_types[f.attr] + ".forward"))
                     return
+                if v.id in self.ctors:  # solver = Solver(...); solver.step(...), or solver: Solver
+                    self.edges.add(("name", f"{self._local_or_import(self.ctors[v.id])}.{f.attr}"))
                 root = self.fa.imports.get(v.id)
                 if root is not None:
                     qn = root + "." + f.attr
@@ -590,13 +665,31 @@ class FunctionContext:
                         self.edges.add(("name", root))
 
     def note_compile(self, n: ast.Call) -> None:
-        if self.fa.resolve(n.func) not in COMPILE_NAMES or not n.args:
+        """``torch.compile(fn)`` / ``torch.compile(model.step, mode=...)`` / ``torch.compile(model=fn)``
+        / ``torch.compile(backend=...)(fn)``: what it wraps is a compiled root."""
+        f = n.func
+        if type(f) is ast.Call and self.fa.resolve(f.func) in COMPILE_NAMES and not f.args:
+            if n.args:
+                self.note_root(n.args[0])
             return
-        a = n.args[0]
+        if self.fa.resolve(f) not in COMPILE_NAMES:
+            return
+        a = n.args[0] if n.args else next((k.value for k in n.keywords if k.arg == "model"), None)
+        if a is not None:
+            self.note_root(a)
+
+    def note_root(self, a: ast.AST) -> None:
+        """``a`` is compiled: a function or class of the tree (maybe a constructed one), a method of
+        an object built from one (``solver.step``, ``self.train_step``), or one wrapped by
+        ``torch.compile`` / ``functools.partial``."""
         mod = self.fa.index.module
         local = (lambda name: f"{mod}.{name}" if mod else name)
         ta = type(a)
         if ta is ast.Call:
+            qn = self.fa.resolve(a.func)
+            if (qn in COMPILE_NAMES or qn in PARTIAL_NAMES) and a.args:
+                self.note_root(a.args[0])
+                return
             a = a.func
             ta = type(a)
         if ta is ast.Name:
@@ -610,8 +703,19 @@ class FunctionContext:
                 self.fa.index.roots.add(self.fa.imports[name])
         elif ta is ast.Attribute:
             parts = _dotted(a)
-            if parts and parts[0] in self.ctors:  # torch.compile(model.forward)
-                self.fa.index.roots.add(self._local_or_import(self.ctors[parts[0]]) + "." + ".".join(parts[1:]))
+            cls = self.ctors.get(parts[0]) if parts else None  # torch.compile(model.forward), solver.step
+            if parts is None and type(a.value) is ast.Call:  # torch.compile(Solver(cfg).step)
+                made = _dotted(a.value.func)
+                if made and made[-1][:1].isupper():
+                    parts, cls = ["", a.attr], self.fa.resolve(a.value.func) or ".".join(made)
+            if parts and parts[0] == "self" and len(parts) == 2 and self.cls is not None:  # compile(self.step)
+                key = f"{self.cls.name}.{parts[1]}"
+                self.fa.index.roots.add(local(key))
+                self.fa.local_roots.add(key)
+            elif cls is not None:
+                self.fa.index.roots.add(self._local_or_import(cls) + "." + ".".join(parts[1:]))
+                if cls in self.fa.index.classes and len(parts) == 2:
+                    self.fa.local_roots.add(f"{cls}.{parts[1]}")
             elif parts:
                 qn = self.fa.resolve(a)
                 if qn:
@@ -634,6 +738,9 @@ class FunctionContext:
                 continue
             if a.annotation is not None:
                 env[a.arg] = _annotation_kind(a.annotation)
+                parts = _dotted(a.annotation)
+                if parts and parts[-1][:1].isupper() and env[a.arg] == OTHER:  # scheduler: DDIMScheduler
+                    self.ctors[a.arg] = self.fa.resolve(a.annotation) or ".".join(parts)
             elif heuristic and a.arg in TENSOR_PARAM_NAMES:
                 env[a.arg] = TENSOR
             else:
@@ -648,7 +755,7 @@ class FunctionContext:
     def run_block(self, stmts: list[ast.stmt]) -> None:
         hooks = self.fa.hooks
         visit = self.visit_expr
-        for s in stmts:
+        for i, s in enumerate(stmts):
             self.stmt = s
             t = type(s)
             conditional = t is ast.If or t is ast.While or t is ast.Assert
@@ -675,6 +782,10 @@ class FunctionContext:
                 visit(s.test, True)
                 (self.run_eager if decided is False else self.run_block)(s.body)
                 (self.run_eager if decided is True else self.run_block)(s.orelse)
+                if decided is not None and terminates(s.body if decided else s.orelse):
+                    # `if torch.compiler.is_compiling(): return y`: compiled code leaves here
+                    self.run_eager(stmts[i + 1:])
+                    return
             elif t is ast.For or t is ast.AsyncFor:
                 visit(s.iter)
                 self.bind_for(s.target, s.iter)

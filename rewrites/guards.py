@@ -6,6 +6,8 @@ rule out is never traced and holds no graph break:
 * ``if not torch.compiler.is_compiling(): <eager only>`` (the guard ``mend fix`` writes in front
   of a logging call), ``if torch.compiler.is_compiling(): <compiled> else: <eager only>`` (its
   validation split), ``while not ...``, ``assert is_compiling() or <eager only>``;
+* an early exit: ``if torch.compiler.is_compiling(): return y`` (or ``raise`` / ``continue`` /
+  ``break``) leaves the rest of the block to eager code;
 * the operands ``and`` / ``or`` never evaluate past a flag: ``not is_compiling() and (<eager
   only>)`` (the guard written into the condition of an ``if`` that only logs),
   ``is_compiling() or <eager only>``; likewise a ternary's ruled-out side.
@@ -27,9 +29,35 @@ IS_COMPILING = frozenset({
     "torch.compiler.is_compiling",
     "torch.compiler.is_dynamo_compiling",
     "torch._dynamo.is_compiling",
+    "torch._dynamo.external_utils.is_compiling",
+    "torch._utils.is_compiling",
     "transformers.utils.is_torchdynamo_compiling",
     "transformers.utils.import_utils.is_torchdynamo_compiling",
 })
+# The flags' own names, however they were imported: transformers' modeling files reach
+# ``is_torchdynamo_compiling`` through relative imports (``from ...utils import``) that do not
+# resolve when one file is scanned, and libraries re-export the torch flag from their utils.
+FLAG_NAMES = frozenset({"is_compiling", "is_dynamo_compiling", "is_torchdynamo_compiling"})
+
+
+def is_compile_flag(name: Optional[str]) -> bool:
+    """``name`` (a callee's dotted name, as ``name_of`` gives it) is one of the flags."""
+    return bool(name) and (name in IS_COMPILING or name.rsplit(".", 1)[-1] in FLAG_NAMES)
+
+
+def flag_wrapper(fn: ast.AST, name_of: Callable[[ast.AST], Optional[str]]) -> bool:
+    """A function without parameters whose body (a docstring aside) is ``return <flag>()``:
+    ``def _compiling(): return torch.compiler.is_compiling()``."""
+    body = [s for s in fn.body if not (type(s) is ast.Expr and type(s.value) is ast.Constant)]
+    a = fn.args
+    if len(body) != 1 or type(body[0]) is not ast.Return or a.args or a.posonlyargs or a.kwonlyargs:
+        return False
+    return body[0].value is not None and compiled_value(body[0].value, name_of) is True
+
+
+def terminates(stmts: list[ast.stmt]) -> bool:
+    """The block never falls through: its last statement returns, raises, continues or breaks."""
+    return bool(stmts) and type(stmts[-1]) in (ast.Return, ast.Raise, ast.Continue, ast.Break)
 
 MEND_HELPER_PREFIX = "_mend_"
 
@@ -44,7 +72,7 @@ def compiled_value(node: ast.AST, name_of: Callable[[ast.AST], Optional[str]], f
     if t is ast.Call:
         if node.args or node.keywords:
             return None
-        return True if name_of(node.func) in IS_COMPILING else None
+        return True if is_compile_flag(name_of(node.func)) else None
     if t is ast.UnaryOp and type(node.op) is ast.Not:
         v = compiled_value(node.operand, name_of, first)
         return None if v is None else not v

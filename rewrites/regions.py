@@ -2,10 +2,12 @@
 
 Roots: ``forward`` of every ``nn.Module`` subclass (a base resolving to ``torch.nn.*``, a
 class of the tree that is one, or an unresolvable base named ``*Module`` /
-``*PreTrainedModel``), functions decorated with ``torch.compile`` in any spelling, and
-functions / modules passed to ``torch.compile(...)``. The region is everything reachable
-from the roots through ``self.method(...)`` and plain calls, across the files of the tree
-where the import resolves (relative and absolute imports, package re-exports).
+``*PreTrainedModel``), functions decorated with ``torch.compile`` in any spelling,
+functions / modules / methods passed to ``torch.compile(...)``, and what a ``mend_target*``
+function returns (the analyzer's ``note_root`` records them all). The region is everything
+reachable from the roots through ``self.method(...)``, ``obj.method(...)`` on an object built or
+annotated in the function, and plain calls, across the files of the tree where the import
+resolves (relative and absolute imports, package re-exports).
 """
 
 from __future__ import annotations

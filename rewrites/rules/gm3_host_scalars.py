@@ -83,16 +83,25 @@ GM302 = Rule(
 
 GM303 = Rule(
     code="GM303", name="python-scalar-conversion", category="host-scalar",
-    summary="`int(t)`, `float(t)`, `bool(t)` on a tensor value.",
-    why="Converting a tensor to a Python scalar reads its data, like `.item()`; the graph breaks.",
+    summary="`int(t)`, `float(t)`, `bool(t)` on a tensor value, or a 0-d tensor picked from data used as an index.",
+    why=("Converting a tensor to a Python scalar reads its data, like `.item()`; the graph breaks. Indexing "
+         "with a 0-d integer tensor (`i = order[0]; boxes[i]`, `boxes[scores.argmax()]`) converts it the same "
+         "way (`__index__`: `Data dependent operator`, `aten._local_scalar_dense`)."),
     fix=_KEEP, preconditions=("The scalar only feeds tensor arithmetic, or it is a rounded logarithm / "
                               "square root of a Python int done in torch (`float(torch.tensor(s).log2().round())`, "
                               "see GM301: computed with `math` on the host)."),
-    limits="Conversions of shapes (`int(x.shape[0])`) are not reported. " + LIMITS,
+    limits=("Conversions of shapes (`int(x.shape[0])`) are not reported. An index is reported when it is a "
+            "name bound in the function to a tensor's element at a constant position (`order[0]`) or to an "
+            "`argmax()` / `argmin()` without a dim; a 0-d tensor passed in as an input traces (Dynamo reads "
+            "it as a tensor index). " + LIMITS),
     gb_ids=("GB0124",),
     advice="keep the tensor (no int()/float()/bool()); use t.to(dtype) for a cast",
-    valid=("import torch\n\ndef f(x: torch.Tensor):\n    return int(x.shape[0]) + int(x.size(1))\n",),
-    invalid=("import torch\n\ndef f(x: torch.Tensor):\n    n = int(x.sum())\n    return n\n",),
+    valid=("import torch\n\ndef f(x: torch.Tensor):\n    return int(x.shape[0]) + int(x.size(1))\n",
+           "import torch\n\ndef f(x: torch.Tensor, t: torch.Tensor, idx: torch.Tensor):\n"
+           "    i = idx[0]\n    i = 2\n    return x[t], x[idx], x[i], x[x.argmax(-1)]\n"),
+    invalid=("import torch\n\ndef f(x: torch.Tensor):\n    n = int(x.sum())\n    return n\n",
+             "import torch\n\ndef f(boxes: torch.Tensor, order: torch.Tensor):\n    i = order[0]\n    return boxes[i]\n",
+             "import torch\n\ndef f(boxes: torch.Tensor, scores: torch.Tensor):\n    return boxes[scores.argmax()]\n"),
 )
 
 GM304 = Rule(
@@ -158,4 +167,17 @@ def _check_call(node: ast.Call, ctx) -> None:
                        "keep it a tensor")
 
 
-HOOKS = {ast.Call: (_check_call,)}
+def _check_subscript(node: ast.Subscript, ctx) -> None:
+    idx = node.slice
+    if type(idx) is ast.Call and ctx._scalar_tensor(idx):
+        name = snippet(idx, 30)
+    elif type(idx) is ast.Name and idx.id in ctx.scalar_tensors:
+        name = idx.id
+    else:
+        return
+    if ctx.is_tensor(node.value):
+        ctx.report("GM303", node, f"indexing with the 0-d tensor `{name}` reads its value into Python",
+                   "keep it a tensor index: index_select / gather with a 1-element index, or narrow")
+
+
+HOOKS = {ast.Call: (_check_call,), ast.Subscript: (_check_subscript,)}

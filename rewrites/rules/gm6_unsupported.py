@@ -76,7 +76,9 @@ GM604 = Rule(
                    "`np.zeros((n, np.sum(plan[:k])))`, a NumPy value read back as a size); verification "
                    "rejects it where the argument was an array after all."),
     limits=("An argument must be provably a tensor, or a tensor's `.numpy()` (Dynamo traces that as a "
-            "tensor and breaks on the NumPy function). " + LIMITS),
+            "tensor and breaks on the NumPy function); or a NumPy call in the size of a NumPy factory "
+            "(`np.zeros((n, np.sum(plan[:k])))`: the NumPy value is a tensor to Dynamo, read back as a size). "
+            + LIMITS),
     gb_ids=("GB0293", "GB0294"),
     gb_types=(
         "attempted to trace numpy function with config.trace_numpy=False",
@@ -85,21 +87,32 @@ GM604 = Rule(
     ),
     message_patterns=(r"numpy",),
     advice="use the torch equivalent of the numpy call",
-    valid=("import numpy as np\n\ndef f(n: int):\n    return np.arange(n)\n",),
+    valid=("import numpy as np\n\ndef f(n: int):\n    return np.arange(n)\n",
+           "import numpy as np\n\ndef f(plan):\n    return np.zeros((3, len(plan))), np.ones(sum(plan))\n"),
     invalid=("import numpy as np\nimport torch\n\ndef f(x: torch.Tensor):\n    return np.exp(x)\n",
-             "import numpy as np\nimport torch\n\ndef f(x: torch.Tensor, xp, fp):\n    return np.interp(x.detach().numpy(), xp, fp)\n"),
+             "import numpy as np\nimport torch\n\ndef f(x: torch.Tensor, xp, fp):\n    return np.interp(x.detach().numpy(), xp, fp)\n",
+             "import numpy as np\n\ndef f(plan, k):\n    return np.zeros((4, np.sum(plan[:k])), dtype=np.int32)\n"),
 )
 
 GM605 = Rule(
     code="GM605", name="non-traceable-call", category="unsupported-python",
-    summary="A call Dynamo will not trace: `torch._dynamo.graph_break()`, `breakpoint()`, `pdb.set_trace()`, `torch.jit.isinstance`, or a function marked `torch.compiler.disable`.",
+    summary=("A call Dynamo will not trace: `torch._dynamo.graph_break()`, `breakpoint()`, `pdb.set_trace()`, "
+             "`torch.jit.isinstance`, a function marked `torch.compiler.disable`, or a skipped host call "
+             "(`time.perf_counter()`, `time.time()`, `random.random()`, `os.getpid()`, `torch.manual_seed()`...)."),
     why="Dynamo skips these functions on purpose (`Skip calling torch.compiler.disable()d function`): the graph ends at the call.",
-    fix=("Remove the debugging call, or drop `disable` from the function once its body traces. What `mend fix` "
-         "does: `torch.jit.isinstance(x, T)` with `T` a plain class or a tuple of them becomes `isinstance(x, T)`, "
+    fix=("Remove the debugging call, or drop `disable` from the function once its body traces. Read clocks, "
+         "randomness and process state outside the compiled region, or only in eager runs: "
+         "`if not torch.compiler.is_compiling(): t0 = time.perf_counter()`. What `mend fix` does: "
+         "`torch.jit.isinstance(x, T)` with `T` a plain class or a tuple of them becomes `isinstance(x, T)`, "
          "the test `torch.jit.isinstance` itself ends in, which Dynamo decides while tracing."),
     preconditions=("Only `torch.jit.isinstance` is rewritten, and only with a plain class (not a typing generic "
                    "such as `List[int]`, whose elements it checks, nor a bare typing name); the rest is advice."),
-    limits="`disable`d functions are recognised by their decorator in the same file (functions and methods of the same class).",
+    limits=("`disable`d functions are recognised by their decorator in the same file (functions and methods of "
+            "the same class). Host calls: the ones checked to break on torch 2.13 (`SKIPPED_HOST_CALLS`: the "
+            "`time` clocks and `sleep`, `timeit.default_timer`, `datetime.now`, `random.random`/`choice`/"
+            "`shuffle`..., `os.getpid`/`getcwd`/`path.exists`, `gc.collect`, `uuid.uuid4`, the RNG-state and "
+            "CUDA memory-statistics functions of torch); `os.getenv`, `random.randint` and `torch.seed` trace "
+            "and are not flagged."),
     gb_ids=("GB0098", "GB0025", "GB0007"),
     gb_types=(
         "Attempted to call function marked as skipped",
@@ -114,9 +127,16 @@ GM605 = Rule(
     ),
     advice=("the callee is skipped or not traceable: torch.compiler.allow_in_graph, or a custom op "
             "(torch.library.custom_op)"),
-    valid=("import torch\n\ndef f(x: torch.Tensor):\n    return torch.relu(x)\n",),
+    valid=("import torch\n\ndef f(x: torch.Tensor):\n    return torch.relu(x)\n",
+           "import os\nimport random\n\ndef f(x):\n    return x * random.randint(1, 3), os.getenv('HOME')\n",
+           "import time\nimport torch\n\ndef f(x):\n    if not torch.compiler.is_compiling():\n"
+           "        t0 = time.perf_counter()\n    return x.sin()\n",
+           "def time():\n    return 0\n\ndef f(x):\n    return x + time()\n"),
     invalid=("import torch\n\n@torch.compiler.disable\ndef helper(x):\n    return x\n\ndef f(x):\n    return helper(x)\n",
-             "import torch\n\ndef f(x):\n    torch._dynamo.graph_break()\n    return x\n"),
+             "import torch\n\ndef f(x):\n    torch._dynamo.graph_break()\n    return x\n",
+             "import time\nimport torch\n\ndef f(x):\n    t0 = time.perf_counter()\n    return x.sin(), t0\n",
+             "from time import time as now\n\ndef f(x):\n    return x * 2, now()\n",
+             "from datetime import datetime\n\ndef f(x):\n    return x + 1, datetime.now()\n"),
 )
 
 GM606 = Rule(
@@ -156,6 +176,29 @@ _GEN_OK = frozenset({"tuple", "list", "set", "frozenset", "dict", "sum", "any", 
                      "enumerate", "zip", "map", "filter", "reversed", "iter", "next", "join", "extend", "update",
                      "cat", "stack", "Size", "len", "str", "OrderedDict", "Counter", "deque"})
 _SKIPPED = frozenset({"torch._dynamo.graph_break", "pdb.set_trace", "ipdb.set_trace", "torch._dynamo.skip_frame"})
+# Host calls Dynamo skips (C functions with no trace rule: `Attempted to call function marked as
+# skipped`), each checked on torch 2.13 by a break right after a traced op; they read clocks,
+# randomness or the process and so cannot be constants of a graph. Not here because they trace:
+# os.getenv / os.environ, os.path.join, random.randint / uniform / randrange, torch.seed,
+# np.random.seed, record_function as a `with`. torch.cuda.synchronize / Event are unchecked
+# (no GPU).
+SKIPPED_HOST_CALLS = frozenset({
+    "time.perf_counter", "time.perf_counter_ns", "time.time", "time.time_ns", "time.monotonic",
+    "time.monotonic_ns", "time.process_time", "time.process_time_ns", "time.thread_time",
+    "time.thread_time_ns", "time.sleep", "time.localtime", "time.gmtime", "time.strftime", "time.ctime",
+    "time.asctime", "timeit.default_timer",
+    "datetime.datetime.now", "datetime.datetime.utcnow", "datetime.datetime.today", "datetime.date.today",
+    "random.random", "random.gauss", "random.choice", "random.shuffle", "random.sample", "random.seed",
+    "random.getrandbits", "random.getstate",
+    "os.getpid", "os.getcwd", "os.urandom", "os.listdir", "os.path.exists", "os.path.isfile",
+    "gc.collect", "threading.get_ident", "inspect.stack", "inspect.currentframe", "sys._getframe",
+    "sys.getsizeof", "traceback.format_stack", "traceback.print_stack", "socket.gethostname",
+    "uuid.uuid1", "uuid.uuid4",
+    "torch.manual_seed", "torch.random.manual_seed", "torch.get_rng_state", "torch.set_rng_state",
+    "torch.initial_seed", "torch.cuda.memory_allocated", "torch.cuda.max_memory_allocated",
+    "torch.cuda.memory_reserved",
+})
+_HOST_CALL_LAST = frozenset(n.rsplit(".", 1)[-1] for n in SKIPPED_HOST_CALLS)
 
 
 # GM604's hint: the torch function for a NumPy one. Same-named ones where torch's does what
@@ -253,6 +296,10 @@ def _check_call(node: ast.Call, ctx) -> None:
         qn = ctx.resolve(f)
         if qn in _SKIPPED:
             ctx.report("GM605", node, f"`{qn}()` ends the graph", "remove the call")
+    elif (name in _HOST_CALL_LAST or (tf is ast.Name and name in ctx.fa.imports)) \
+            and (qn := ctx.resolve(f)) in SKIPPED_HOST_CALLS:  # `from time import perf_counter as clock`
+        ctx.report("GM605", node, f"`{qn}()` is skipped by Dynamo: the graph breaks at the call",
+                   "read it outside the compiled region, or under `if not torch.compiler.is_compiling():`")
     else:
         disabled = ctx.fa.index.disabled
         if disabled:
@@ -267,6 +314,12 @@ def _check_call(node: ast.Call, ctx) -> None:
         root = ctx.fa.imports.get(f.value.id)
         if root == "numpy" and any(ctx.kind(a) in TENSORISH or numpy_conversion(a) for a in node.args):
             ctx.report("GM604", node, f"NumPy `{f.value.id}.{name}` on a tensor", numpy_hint(name))
+        elif root == "numpy" and name in _NUMPY_FACTORIES and node.args:
+            inner = _numpy_size(node.args[0], ctx)
+            if inner is not None:
+                ctx.report("GM604", node, f"`{snippet(inner, 40)}` is traced as a tensor and read back as the "
+                           f"size of `{f.value.id}.{name}`",
+                           "compute the size with Python (sum / math.prod / max over a list)")
     if node.args and name not in _GEN_OK and (tf is ast.Name or ctx.resolve(f) is None or not ctx.resolve(f).startswith("torch.")):
         for a in node.args:
             if type(a) is ast.GeneratorExp:
@@ -274,6 +327,19 @@ def _check_call(node: ast.Call, ctx) -> None:
                     break
                 ctx.report("GM602", a, f"generator expression passed to `{name}`", "pass a list comprehension")
                 break
+
+
+_NUMPY_FACTORIES = frozenset({"zeros", "ones", "empty", "full", "arange", "eye", "identity"})
+
+
+def _numpy_size(arg: ast.AST, ctx):
+    """The NumPy call inside a factory's size (``np.zeros((n, np.sum(plan[:k])))``): Dynamo traces
+    it as a tensor op, so the size is data-dependent (torch 2.13: `Data dependent operator`)."""
+    for e in (arg.elts if type(arg) in (ast.Tuple, ast.List) else (arg,)):
+        if type(e) is ast.Call and type(e.func) is ast.Attribute and type(e.func.value) is ast.Name \
+                and ctx.fa.imports.get(e.func.value.id) == "numpy":
+            return e
+    return None
 
 
 def _check_assign(node: ast.Assign, ctx) -> None:
