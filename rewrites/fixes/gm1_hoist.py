@@ -27,7 +27,8 @@ body only stores ``self.a`` (``_`` may take the rest of a tuple); and a device m
 attribute onto itself, ``self.a = self.a.to(device)`` (``.cpu()``, ``.cuda()``,
 ``.contiguous()``). Both only ever give the attribute the value eager code would give it
 when it gets there: the cache is filled on the first call instead of the first call that
-takes its arm, and the move keeps the values. Each arm must then end in
+takes its arm (so the call that fills it, which mend cannot see into, runs once, earlier;
+verification runs both arms), and the move keeps the values. Each arm must then end in
 ``self.register_buffer("b", <value>, ...)``, the same buffer and keywords in both, with a
 pure value that calls nothing outside torch; a plain ``if`` with no ``else``, an ``elif``,
 any other statement, two arms that touch the same attribute, a hoisted statement that
