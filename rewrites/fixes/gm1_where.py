@@ -33,7 +33,8 @@ What it rewrites (when the condition is a tensor expression):
 Temporaries an arm binds and nothing reads afterwards are inlined into the values.
 
 Refused (with the reason): an arm with side effects (print, logging, I/O, ``x.add_``,
-``x[...] =``, ``obj.attr =``, ``+=``), an arm that raises or holds a nested block, a name
+``x[...] =``, ``obj.attr =``, ``+=``), an arm that raises or holds a nested block (gm1_hoist.py
+takes the arms that are a lazy cache and a device move around one ``register_buffer``), a name
 bound on one path only and read later, an arm that is a Python constant (``torch.where``
 would turn it into a tensor), an early return whose following code is not pure assignments ending in ``return``, a
 condition that is not a tensor expression or mixes Python values into ``and``/``or``.

@@ -36,7 +36,14 @@ _WHERE_FIX = ("Express both outcomes as tensors and select with `torch.where(con
               "data-dependent branch at the line, the condition counts as a tensor even when the source "
               "cannot show it (its value came through a parameter or a call); in `<python> and <tensor>` the "
               "operands reading only `self` and parameters typed or defaulted as Python numbers, strings or "
-              "bools are then the Python part.")
+              "bools are then the Python part."
+              " Arms with Python structure inside (transformers "
+              "4.52's LongRoPE update: a lazy `if not hasattr(self, \"a\"): self.a = ...` cache, a device move "
+              "`self.b = self.b.to(device)`, then `self.register_buffer(\"inv_freq\", <table>, ...)` in both "
+              "arms): the cache and the move are hoisted in front (they give the attribute the value eager "
+              "code gives it, the cache on the first call instead of the first call of its arm) and the "
+              "buffer is re-registered with `torch.where(cond, <long table>, <short table>)`, not written in "
+              "place: in 4.52 the buffer is the short table itself, which `copy_` would overwrite.")
 _WHERE_PRE = ("Both arms free of side effects and in-place mutation (`x.add_()`, `inplace=True`, `out=`), no "
               "`raise`, every name assigned on both paths, and the two results broadcastable to one shape and "
               "dtype. Refused, with the reason: an arm that draws random numbers (`F.dropout`, `torch.rand*`, "
@@ -47,7 +54,10 @@ _WHERE_PRE = ("Both arms free of side effects and in-place mutation (`x.add_()`,
               "operation whose totality mend does not know (`torch.tan`), or `std` (no operand value makes "
               "its derivative finite at zero spread), naming it. `self.norm(h)` is a module call, never the "
               "tensor method `norm`; a pure method of the class is evaluated by `torch.where` only when its "
-              "body is total, otherwise the arm becomes `torch.cond`.")
+              "body is total, otherwise the arm becomes `torch.cond`. Hoisting the Python part of "
+              "the arms needs an `if`/`else` whose arms end in the same `register_buffer` call with a pure "
+              "value, hold nothing but lazy caches and device moves before it, and touch disjoint "
+              "attributes (none the condition, the buffer or the other arm's value reads).")
 _NOT_BREAKS = ("Not reported: conditions on shape and metadata (`x.shape[0] > 1`, `x.dim() == 3`, "
                "`x.dtype == torch.float16`, `len(layers) > 2`), identity tests (`mask is None`), "
                "attributes (`self.training`, `self.config.flag`), `isinstance`, and "

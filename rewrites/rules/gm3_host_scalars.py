@@ -25,13 +25,28 @@ _KEEP = ("Keep the value a tensor: use the 0-d tensor directly in the arithmetic
          "(shapes, `range`, a format string, a call, a return), one that is rebound, and a ternary arm of "
          "unknown totality.")
 
+# Measured on torch 2.13 (docs/real-models.md, "Unbacked scalars"): what a scalar that must stay a
+# Python int (a size, a slice bound, ``range``) can and cannot be given.
+_SIZES = ("Where the scalar must be a Python int (a size, a slice bound, `range`), mend leaves it, because "
+          "on torch 2.13 `capture_scalar_outputs` cannot be scoped to the region: "
+          "`torch._dynamo.patch_dynamo_config(capture_scalar_outputs=True)` (the patch Dynamo traces, as a `with` "
+          "or on a helper) lifts only Dynamo's own check, while the frame's ShapeEnv was made with scalar "
+          "outputs off, so the graph still breaks there (`Data dependent operator`); "
+          "`torch._dynamo.nonstrict_trace` on the helper breaks on its `.item()`; and setting "
+          "`torch._dynamo.config.capture_scalar_outputs = True` with `capture_dynamic_output_shape_ops` for the "
+          "whole program crashes Longformer's compile (`Expected bool, got FakeTensor`, at the "
+          "`.any().item()` that picks its global-attention path). What does work is an opaque op that returns "
+          "the int: a `torch.library.custom_op` typed `-> int` whose fake returns "
+          "`torch.library.get_ctx().new_dynamic_size()` (an unbacked SymInt), then `torch._check(n <= "
+          "x.shape[1])` where it bounds a slice: one graph, compiled by Inductor, equal at 0 and at the full "
+          "length. Write it by hand for now.")
+
 GM301 = Rule(
     code="GM301", name="item-call", category="host-scalar",
     summary="`Tensor.item()` in a compiled region.",
     why=("`.item()` returns a Python number computed from tensor data; with `capture_scalar_outputs=False` "
          "(the default) Dynamo breaks the graph to compute it (`Unsupported Tensor.item() call`)."),
-    fix=_KEEP + " Where the scalar must be a Python value, `torch._dynamo.config.capture_scalar_outputs = True` "
-                "for that region (an unbacked SymInt/SymFloat; measure it).",
+    fix=_KEEP + " " + _SIZES,
     preconditions=("The scalar only feeds tensor arithmetic or a condition the GM1xx rewrite handles. "
                    "Integer arithmetic done in torch on Python numbers and read back, "
                    "`torch.fmod(torch.tensor(a), torch.tensor(b)).item()` (CANINE 4.x; also `remainder`, "
@@ -51,8 +66,9 @@ GM301 = Rule(
     gb_types=("Unsupported Tensor.item() call with capture_scalar_outputs=False",),
     message_patterns=(r"Tensor\.item|\.item\(\)|\bitem\b.*capture_scalar_outputs",),
     source_patterns=(r"\.item\(\)",),
-    advice=("keep the value a tensor (drop .item()); or torch._dynamo.config.capture_scalar_outputs = True "
-            "(unbacked symbols: later guards on the value may fail to compile)"),
+    advice=("keep the value a tensor (drop .item()); a size or slice bound needs an int from a custom op "
+            "(fake: torch.library.get_ctx().new_dynamic_size()) and torch._check bounds: capture_scalar_outputs "
+            "cannot be scoped to a region on torch 2.13 (the frame's ShapeEnv decides)"),
     valid=("def f(d):\n    return d.items()\n",),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    s = x.sum().item()\n    return x * s\n",),
 )
@@ -76,7 +92,8 @@ GM302 = Rule(
     gb_types=("Tensor.tolist() with non-integer tensor",),
     message_patterns=(r"tolist",),
     source_patterns=(r"\.tolist\(\)",),
-    advice="keep tensors (no .tolist()); loop over tensor ops instead of Python lists",
+    advice=("keep tensors (no .tolist()); loop over tensor ops instead of Python lists; a list of sizes cannot "
+            "be captured for one region on torch 2.13 (see GM301: patch_dynamo_config still breaks)"),
     valid=("def f(x: list):\n    return list(x)\n",),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    sizes = x.tolist()\n    return sizes\n",),
 )
