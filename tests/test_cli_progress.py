@@ -33,7 +33,7 @@ def mend_target_clean():
     return clean, (torch.randn(8),)
 '''
 
-LINE = re.compile(r"^\[(\d+)/(\d+)\] (capturing|planning|verifying) (\S+)(?:: (.*))?$")
+LINE = re.compile(r"^\[(\d+)/(\d+)\] (capturing|planning|verifying|writing) (\S+)(?:: (.*))?$")
 
 
 def _mend(cwd: Path, *args: str) -> subprocess.CompletedProcess:
@@ -66,13 +66,15 @@ def test_analyze_prints_a_line_per_target_and_where_it_wrote(tmp_path):
 
 def test_fix_prints_capture_and_verification_lines(tmp_path):
     (tmp_path / "models.py").write_text(MODEL)
-    out = _mend(tmp_path, "fix", "models.py", "-o", "fix.diff")
+    out = _mend(tmp_path, "fix", "models.py", "-o", "fix.diff", "--write")
     lines = _lines(out.stderr)
     stages = [(stage, n, total) for n, total, stage, _, _ in lines]
     assert stages == [("capturing", "1", "2"), ("capturing", "2", "2"), ("planning", "1", "1"),
-                      ("verifying", "1", "2"), ("verifying", "2", "2")], out.stderr
+                      ("verifying", "1", "2"), ("verifying", "2", "2"), ("writing", "1", "1")], out.stderr
     assert [note for _, _, stage, _, note in lines if stage == "planning"] == ["1 rewrite"], out.stderr
     verified = {name: note for _, _, stage, name, note in lines if stage == "verifying"}
     assert verified["models.py::mend_target_print"] == "breaks 1 -> 0", out.stderr
-    assert out.stderr.rstrip().splitlines()[-1] == "mend: wrote fix.diff"
+    assert [name for _, _, stage, name, _ in lines if stage == "writing"] == ["models.py"], out.stderr
+    assert out.stderr.rstrip().splitlines()[-3:] == ["mend: wrote fix.diff", "[1/1] writing models.py",
+                                                     "mend: wrote 1 file(s)"]
     assert "print" in (tmp_path / "fix.diff").read_text()

@@ -120,13 +120,18 @@ def fix(
     written = 0
     if write:
         # one file that cannot be written never stops the others: each says why, exit 1
-        for path, text in sorted(in_tree.items()):
-            try:
-                write_source(run.candidates[path].source, text)
-            except SourceError as exc:
-                typer.echo(f"mend: {os.path.relpath(path)}: {exc.message}", err=True)
-                continue
-            written += 1
+        with progress_hook(quiet) as progress:
+            advance = progress("writing", len(in_tree)) if in_tree else None
+            for path, text in sorted(in_tree.items()):
+                try:
+                    write_source(run.candidates[path].source, text)
+                except SourceError as exc:
+                    typer.echo(f"mend: {os.path.relpath(path)}: {exc.message}", err=True)
+                    continue
+                finally:
+                    if advance:
+                        advance(labels[path])
+                written += 1
         if not quiet and written:
             typer.echo(f"mend: wrote {written} file(s)", err=True)
         if out_tree and not quiet:
