@@ -546,7 +546,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
     refs: set[int] = set()  # classes whose __init__ this plan already gives a handle
     dense = _dense_lines(an, ctx)
     for fn in _functions(an.module):
-        if fn.name.value.startswith(MEND_HELPER_PREFIX) or not isinstance(fn.body, cst.IndentedBlock):
+        if _in_mend_helper(an, fn) or not isinstance(fn.body, cst.IndentedBlock):
             continue
         body = list(fn.body.body)
         for k, loop in enumerate(body):
@@ -554,6 +554,15 @@ def plan(an: Analysis, ctx: Context) -> Plan:
                 continue
             _plan_loop(an, ctx, fn, body, k, taken, refs, dense, result)
     return result
+
+
+def _in_mend_helper(an: Analysis, fn: Optional[cst.CSTNode]) -> bool:
+    """``fn`` is one of mend's helpers or defined inside one: repaired code, not a site."""
+    while fn is not None:
+        if isinstance(fn, cst.FunctionDef) and fn.name.value.startswith(MEND_HELPER_PREFIX):
+            return True
+        fn = an.parent(fn)
+    return False
 
 
 def _functions(module: cst.Module) -> list[cst.FunctionDef]:
@@ -680,4 +689,67 @@ def _plan_loop(an: Analysis, ctx: Context, fn: cst.FunctionDef, body: list, k: i
                                  needs_torch=False, helpers=(RUNTIME,)))
 
 
-CASES: list[Case] = []
+_MOE = '''import torch
+from torch import nn
+
+
+class Moe(nn.Module):
+    def __init__(self, dim=8, n=4):
+        super().__init__()
+        self.experts = nn.ModuleList(nn.Linear(dim, dim) for _ in range(n))
+
+    def forward(self, x, expert):
+        out = torch.zeros_like(x)
+        for e in range(len(self.experts)):
+            idx = torch.nonzero(expert == e).squeeze(-1)
+            out[idx] = self.experts[e](x[idx])
+        return out
+'''
+
+_SITE = '''def _mend_module_forward_11(self, x, expert):
+    # mend GM501: Moe.forward's data-dependent region (lines 11-14), run
+    # as the custom op mend::module_forward_11; its output is shaped like `x`
+    out = torch.zeros_like(x)
+    for e in range(len(self.experts)):
+        idx = torch.nonzero(expert == e).squeeze(-1)
+        out[idx] = self.experts[e](x[idx])
+    return out
+
+
+_mend_module_forward_11_op = _mend_opaque_op(
+    "mend::module_forward_11", _mend_module_forward_11, "module tensor tensor", 0
+)
+'''
+
+# at the nonzero's line, where Dynamo broke
+CASES = [
+    Case(_MOE, _MOE.replace("from torch import nn\n", "from torch import nn\n\n\n" + RUNTIME.source + "\n\n" + _SITE)
+         .replace("        self.experts = nn.ModuleList(nn.Linear(dim, dim) for _ in range(n))\n",
+                  "        self.experts = nn.ModuleList(nn.Linear(dim, dim) for _ in range(n))\n"
+                  "        self._mend_opaque = _mend_module_ref(self)\n")
+         .replace('''        out = torch.zeros_like(x)
+        for e in range(len(self.experts)):
+            idx = torch.nonzero(expert == e).squeeze(-1)
+            out[idx] = self.experts[e](x[idx])
+''', '''        out = _mend_module_forward_11_op(
+            self._mend_opaque,
+            [*self.parameters(), *self.buffers()],
+            x,
+            expert,
+        )
+'''), lines={13}),
+]
+# refused, with the reason
+CASES += [
+    Case(_MOE.replace("        return out\n", "        return out, idx\n"), lines={13},
+         reason="its shape depends on data (`nonzero`)"),  # a nonzero that escapes the region
+    Case(_MOE + "\n\ndef _mend_module_forward_11():\n    pass\n", lines={13},
+         reason="a name collision"),  # the site's name is taken
+    Case(_MOE.replace("            out[idx] = self.experts[e](x[idx])\n",
+                      "            out[idx] = self.experts[e](x[idx])\n            expert[idx] = -1\n"),
+         lines={13}, reason="writes into `expert`, an input of the region"),
+    Case(_MOE.replace("        out = torch.zeros_like(x)\n", "        out = []\n")
+         .replace("            out[idx] = self.experts[e](x[idx])\n", "            out.append(self.experts[e](x[idx]))\n")
+         .replace("        return out\n", "        return torch.cat(out)\n"),
+         lines={13}, reason="output shape is not derivable"),  # no accumulator of a known shape
+]
