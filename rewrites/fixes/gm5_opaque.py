@@ -1,4 +1,4 @@
-"""GM501 / GM302 / GM502 / GM503 / GM505: a data-dependent region with a static output shape
+"""GM501 / GM302: a data-dependent region with a static output shape
 becomes one opaque in-graph call (a ``torch.library.custom_op``), a SAFE fix: the sparse
 algorithm and its cost stay, the graph no longer breaks.
 
@@ -40,8 +40,8 @@ inside, torch 2.13 fails with ``PendingUnbackedSymbolNotFound``) and
 torch 2.13: ``InductorError: AssertionError``). A custom op compiles under every backend.
 
 Preconditions (otherwise a refusal with the reason): the region is statements of a function
-body at a line where Dynamo broke; it holds a data-dependent op (``nonzero``, one-argument
-``where``, ``tolist``, ``item``, ``unique``, ``masked_select``); the loop writes its result into
+body at a line where Dynamo broke; it holds a data-dependent op (``nonzero``, ``argwhere``,
+one-argument ``where``, ``tolist``); the loop writes its result into
 one accumulator created by ``A = torch.zeros_like(X)`` (X an input of the region, not re-bound in
 it); nothing else bound in the region is read after it (a ``nonzero`` result that escapes has a
 data-dependent shape no fake implementation can give); it returns, yields, assigns attributes
@@ -62,7 +62,7 @@ from rewrites.fixes.base import (Analysis, Case, Context, Edit, FunctionFacts, H
                                  full_name, names_in, rng_call, single)
 from rewrites.guards import MEND_HELPER_PREFIX
 
-RULES = ("GM501", "GM302", "GM502", "GM503", "GM505")
+RULES = ("GM501", "GM302")
 ORDER = 5  # first: the region is replaced whole, so no family rewrites inside it (fixes/__init__.py)
 
 REF = "_mend_opaque"  # the attribute __init__ gives the module: its opaque handle
@@ -243,8 +243,7 @@ def _mend_opaque_op(name, region, kinds, like):
     return op
 ''')
 
-_DATA_DEPENDENT = {"nonzero": "GM501", "argwhere": "GM501", "where": "GM501", "tolist": "GM302", "item": "GM301",
-                   "unique": "GM503", "unique_consecutive": "GM503", "masked_select": "GM505"}
+_DATA_DEPENDENT = {"nonzero": "GM501", "argwhere": "GM501", "where": "GM501", "tolist": "GM302"}
 _INPLACE_WRITES = frozenset({"index_add_", "index_copy_", "index_put_", "scatter_add_", "scatter_", "masked_scatter_",
                              "index_fill_", "masked_fill_", "copy_", "add_"})
 _INT_METHODS = frozenset({"size", "dim", "numel", "item"})
@@ -685,7 +684,8 @@ def _plan_loop(an: Analysis, ctx: Context, fn: cst.FunctionDef, body: list, k: i
         refs.add(id(init))
         me = init.params.params[0].name.value
         stmt = cst.parse_statement(f"{me}.{REF} = _mend_module_ref({me})\n")
-        result.edits.append(Edit(init.body.body[-1], lambda u, stmt=stmt: cst.FlattenSentinel([u, stmt]), None,
+        # an edit of the block, not of its last statement: the user's statements are not laid out again
+        result.edits.append(Edit(init.body, lambda u, stmt=stmt: u.with_changes(body=[*u.body, stmt]), None,
                                  needs_torch=False, helpers=(RUNTIME,)))
 
 
@@ -702,7 +702,7 @@ class Moe(nn.Module):
         out = torch.zeros_like(x)
         for e in range(len(self.experts)):
             idx = torch.nonzero(expert == e).squeeze(-1)
-            out[idx] = self.experts[e](x[idx])
+            out[idx] = self.experts[e](x[idx]).to(x.dtype)
         return out
 '''
 
@@ -712,7 +712,7 @@ _SITE = '''def _mend_module_forward_11(self, x, expert):
     out = torch.zeros_like(x)
     for e in range(len(self.experts)):
         idx = torch.nonzero(expert == e).squeeze(-1)
-        out[idx] = self.experts[e](x[idx])
+        out[idx] = self.experts[e](x[idx]).to(x.dtype)
     return out
 
 
@@ -730,7 +730,7 @@ CASES = [
          .replace('''        out = torch.zeros_like(x)
         for e in range(len(self.experts)):
             idx = torch.nonzero(expert == e).squeeze(-1)
-            out[idx] = self.experts[e](x[idx])
+            out[idx] = self.experts[e](x[idx]).to(x.dtype)
 ''', '''        out = _mend_module_forward_11_op(
             self._mend_opaque,
             [*self.parameters(), *self.buffers()],
@@ -739,17 +739,29 @@ CASES = [
         )
 '''), lines={13}),
 ]
+# the per-expert counts read back with .tolist() and walked (the .tolist() is the break)
+_COUNTS = (("        for e in range(len(self.experts)):\n",
+            "        for e, n in enumerate(expert.bincount(minlength=4).tolist()):\n            if n == 0:\n"
+            "                continue\n"),
+           ("    for e in range(len(self.experts)):\n",
+            "    for e, n in enumerate(expert.bincount(minlength=4).tolist()):\n        if n == 0:\n            continue\n"),
+           ("(lines 11-14)", "(lines 11-16)"), ("mend GM501", "mend GM302"))
+_before, _after = _MOE, CASES[0].after
+for _old, _new in _COUNTS:
+    _before, _after = _before.replace(_old, _new), _after.replace(_old, _new)
+CASES.append(Case(_before, _after, lines={12}))
+
 # refused, with the reason
 CASES += [
     Case(_MOE.replace("        return out\n", "        return out, idx\n"), lines={13},
          reason="its shape depends on data (`nonzero`)"),  # a nonzero that escapes the region
     Case(_MOE + "\n\ndef _mend_module_forward_11():\n    pass\n", lines={13},
          reason="a name collision"),  # the site's name is taken
-    Case(_MOE.replace("            out[idx] = self.experts[e](x[idx])\n",
-                      "            out[idx] = self.experts[e](x[idx])\n            expert[idx] = -1\n"),
+    Case(_MOE.replace("            out[idx] = self.experts[e](x[idx]).to(x.dtype)\n",
+                      "            out[idx] = self.experts[e](x[idx]).to(x.dtype)\n            expert[idx] = -1\n"),
          lines={13}, reason="writes into `expert`, an input of the region"),
     Case(_MOE.replace("        out = torch.zeros_like(x)\n", "        out = []\n")
-         .replace("            out[idx] = self.experts[e](x[idx])\n", "            out.append(self.experts[e](x[idx]))\n")
+         .replace("            out[idx] = self.experts[e](x[idx]).to(x.dtype)\n", "            out.append(self.experts[e](x[idx]))\n")
          .replace("        return out\n", "        return torch.cat(out)\n"),
          lines={13}, reason="output shape is not derivable"),  # no accumulator of a known shape
 ]
