@@ -1,7 +1,7 @@
 """GM5 opaque regions (rewrites/fixes/gm5_opaque.py): a data-dependent region with a static
 output shape becomes one custom op. What the rewritten code computes (eager, compiled in one
-graph, gradients of inputs and parameters), that its op is registered once per process and a
-second region of the same name is refused, the refusals for a torch without what the op is
+graph, gradients of inputs and parameters), that its op is registered once per process and
+another file's region of the same name gets an op of its own, the refusals for a torch without what the op is
 made of, and that a second ``mend fix --write`` leaves the file as the first wrote it."""
 
 from __future__ import annotations
@@ -84,19 +84,20 @@ def test_rewritten_moe_same_values_and_gradients_in_one_graph():
         assert torch.allclose(p.grad, q.grad, atol=1e-6)
 
 
-def test_registered_once_per_process_and_a_name_taken_by_another_region_refused():
+def test_registered_once_per_process_and_a_name_taken_by_another_region_not_reused():
     torch = pytest.importorskip("torch")
     first = _module(REWRITE.after, "opaque_once_a")
     second = _module(REWRITE.after, "opaque_once_b")  # the same file imported again (the overlay)
     assert first["_mend_module_forward_11_op"] is second["_mend_module_forward_11_op"]
-    other = REWRITE.after.replace("out[idx] = self.experts[e](x[idx]).to(x.dtype)",
-                                  "out[idx] = self.experts[e](x[idx]).to(x.dtype) * 2")
-    with pytest.raises(RuntimeError, match="already registered for another region"):
-        _module(other, "opaque_once_c")
+    # another file whose region has the same site name (stem, function, line) gets its own op
+    other = _module(REWRITE.after.replace("out[idx] = self.experts[e](x[idx]).to(x.dtype)",
+                                          "out[idx] = self.experts[e](x[idx]).to(x.dtype) * 3"), "opaque_once_c")
+    assert other["_mend_module_forward_11_op"] is not first["_mend_module_forward_11_op"]
     x, expert = _batch(torch, 1)
     torch.manual_seed(0)
-    m = second["Moe"]()
-    assert m(x, expert).shape == x.shape
+    m, m3 = second["Moe"](), other["Moe"]()
+    m3.load_state_dict(m.state_dict())
+    assert torch.allclose(m3(x, expert), m(x, expert) * 3)
 
 
 MODEL = gm5_opaque._MOE + '''

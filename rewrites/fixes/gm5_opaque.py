@@ -117,13 +117,21 @@ def _mend_opaque_op(name, region, kinds, like):
             f"{name}: this torch has no torch.library.custom_op (torch >= 2.4 has it)"
         )
     rt = _mend_opaque_runtime()
-    known = rt.ops.get(name)
-    if known is not None:
-        if known[1] != region.__code__.co_code:
-            raise RuntimeError(
-                f"custom op {name} is already registered for another region"
-            )
-        return known[0]
+
+    def fingerprint(code):  # the same region, whichever import of its file defined it
+        consts = tuple(
+            fingerprint(c) if hasattr(c, "co_code") else repr(c) for c in code.co_consts
+        )
+        return code.co_code, code.co_names, consts
+
+    mine = fingerprint(region.__code__)
+    base, k = name, 0
+    while name in rt.ops and rt.ops[name][1] != mine:
+        # another file's region has this name (same stem, function, line): the next one
+        k += 1
+        name = f"{base}_{k}"
+    if name in rt.ops:
+        return rt.ops[name][0]
     kinds = kinds.split()
     module = kinds[0] == "module"
     kinds = kinds[1:] if module else kinds
@@ -239,7 +247,7 @@ def _mend_opaque_op(name, region, kinds, like):
         return tuple(out)
 
     op.register_autograd(backward, setup_context=setup_context)
-    rt.ops[name] = (op, region.__code__.co_code)
+    rt.ops[name] = (op, mine)
     return op
 ''')
 
