@@ -39,7 +39,7 @@ GM501 = Rule(
                    "`torch.library.custom_op` and opaque objects (2.13 is what it is tested on). Chosen over "
                    "`torch._dynamo.nonstrict_trace` (AOT autograd traces into it: a `nonzero` inside fails with "
                    "`PendingUnbackedSymbolNotFound` on torch 2.13) and `leaf_function` (takes modules, but "
-                   "Inductor cannot lower it on 2.13). "
+                   "Inductor cannot lower it on 2.13; `python benchmarks/opaque_choice.py` measures the three). "
                    "Besides, one UNSAFE fix (`mend fix --unsafe-fixes`, which then takes these loops): sparse expert dispatch, "
                    "`a, b = torch.where(mask)` in a loop whose gathered rows only reach an `index_add_` "
                    "(Mixtral and its copies), becomes masked dense dispatch: every index of the mask is "
