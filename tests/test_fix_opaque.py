@@ -140,3 +140,27 @@ def test_mend_fix_write_twice(tmp_path):
     assert second.returncode == 0, second.stderr
     assert model.read_text(encoding="utf-8") == written
     assert json.loads(second.stdout)["fix_targets"][0]["breaks_before"] == 0
+
+
+def test_module_copies_keep_their_own_handle():
+    """deepcopy and torch.save / torch.load of a mended module: its handle is the copy's."""
+    torch = pytest.importorskip("torch")
+    import copy
+    import io
+    import types
+
+    mod = types.ModuleType("opaque_copies")
+    sys.modules[mod.__name__] = mod  # pickle finds the class by its module
+    try:
+        exec(compile(REWRITE.after, "opaque_copies.py", "exec"), mod.__dict__)
+        torch.manual_seed(0)
+        m = mod.Moe()
+        x, expert = _batch(torch, 2)
+        buf = io.BytesIO()
+        torch.save(m, buf)
+        buf.seek(0)
+        for twin in (copy.deepcopy(m), torch.load(buf, weights_only=False)):
+            assert twin._mend_opaque.module is twin
+            assert torch.allclose(twin(x, expert), m(x, expert))
+    finally:
+        del sys.modules[mod.__name__]
