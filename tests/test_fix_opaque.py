@@ -164,3 +164,17 @@ def test_module_copies_keep_their_own_handle():
             assert torch.allclose(twin(x, expert), m(x, expert))
     finally:
         del sys.modules[mod.__name__]
+
+
+def test_unsafe_dense_dispatch_still_offered_and_taken_with_the_flag():
+    """Mixtral's loop: without --unsafe-fixes the opaque op, and the site still says the dense
+    dispatch exists (verification may reject the op: dropout inside the region); with the flag
+    the dense dispatch, and no opaque op."""
+    from test_fix_dispatch import MIXTRAL_LIKE
+
+    safe = fix_source(MIXTRAL_LIKE, lines={22}, module="moe")
+    assert [(s.rule, s.strategy) for s in safe.applied] == [("GM501", "opaque")]
+    assert any(r.line == 22 and "--unsafe-fixes" in r.advice for r in safe.refused), safe.refused
+    unsafe = fix_source(MIXTRAL_LIKE, lines={22}, module="moe", unsafe=True)
+    assert {s.strategy for s in unsafe.applied} == {"dense_dispatch"}
+    assert "_mend_opaque_op" not in unsafe.new_source
