@@ -47,7 +47,9 @@ it); nothing else bound in the region is read after it (a ``nonzero`` result tha
 data-dependent shape no fake implementation can give); it returns, yields, assigns attributes
 or writes into its inputs nowhere, and draws no random numbers (the backward's recomputation
 would draw others); every input it reads is a tensor or a number of a known kind; the names
-it defines are free in the file; torch has ``torch.library.custom_op``. Verification then
+it defines are free in the file; torch has ``torch.library.custom_op``. Random numbers drawn
+inside a submodule the region calls (dropout in the experts) are not visible here: verification
+rejects the op there (the backward's recomputation draws anew). Verification then
 checks the outputs, input and parameter gradients, autocast, buffers and RNG as for every fix.
 """
 
