@@ -643,6 +643,9 @@ def _plan_loop(an: Analysis, ctx: Context, fn: cst.FunctionDef, body: list, k: i
                                  "implementation can give it, so the region cannot be one opaque op")
                 raise Refuse(f"`{n}`, bound in the region, is read after it: an opaque region hands back only its "
                              f"accumulator `{acc}`")
+        if an.enclosing_function(fn) is not None:
+            raise Refuse("the function is nested in another: the names it closes over are not visible to a "
+                         "module-level op")
         is_method = bool(fn.params.params) and fn.params.params[0].name.value == "self"
         uses_self = "self" in inputs
         if "self" in inputs and not is_method:
@@ -774,4 +777,8 @@ CASES += [
          .replace("            out[idx] = self.experts[e](x[idx]).to(x.dtype)\n", "            out.append(self.experts[e](x[idx]))\n")
          .replace("        return out\n", "        return torch.cat(out)\n"),
          lines={13}, reason="output shape is not derivable"),  # no accumulator of a known shape
+    Case("import torch\n\n\ndef outer(w):\n    def f(x, expert):\n        out = torch.zeros_like(x)\n"
+         "        for e in range(4):\n            idx = torch.nonzero(expert == e).squeeze(-1)\n"
+         "            out[idx] = x[idx] * w[e]\n        return out\n\n    return f\n",
+         lines={8}, reason="nested in another"),  # a closure: `w` is not visible at module level
 ]

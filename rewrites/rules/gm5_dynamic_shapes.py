@@ -34,7 +34,7 @@ GM501 = Rule(
                    "and a backward op that recomputes the region eagerly and differentiates it "
                    "(checkpointing's cost: one more forward of the region in training). Refused, with the "
                    "reason, when anything else bound in the region is read after it (a `nonzero` that escapes: "
-                   "its shape depends on data), when the region returns, assigns attributes, writes into its "
+                   "its shape depends on data), when it sits in a nested function (a closure), returns, assigns attributes, writes into its "
                    "inputs or draws random numbers, on a name collision, and on a torch without "
                    "`torch.library.custom_op` and opaque objects (2.13 is what it is tested on). A region whose "
                    "modules draw random numbers in training (dropout inside the experts: switch_transformers, "
