@@ -13,16 +13,34 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-def _survey(model_type: str):
+def _survey(model_type: str, **from_config):
     from survey_hf import build
 
-    model, inputs = build(model_type)
+    model, inputs = build(model_type, **from_config)
     return model, (), inputs
 
 
 def mend_target_hf_jetmoe():
     """ScatterMoE-style experts: `.tolist()` split sizes (GM302, unsafe fix)."""
     return _survey("jetmoe")
+
+
+def mend_target_hf_mixtral():
+    """transformers 5.x Mixtral with its eager experts (the reference implementation, and what runs
+    where `grouped_mm` cannot: 5.24's default on CPU is grouped_mm, which does not break): sparse
+    expert dispatch over `nonzero()` / `torch.where(mask)` with `index_add_` (GM501), one opaque
+    custom op after the safe fix (same sparse algorithm)."""
+    return _survey("mixtral", experts_implementation="eager")
+
+
+def mend_target_hf_qwen2_moe():
+    """transformers 5.x Qwen2-MoE, eager experts: Mixtral's expert loop plus a shared expert (GM501)."""
+    return _survey("qwen2_moe", experts_implementation="eager")
+
+
+def mend_target_hf_olmoe():
+    """transformers 5.x OLMoE, eager experts: Mixtral's expert loop (GM501)."""
+    return _survey("olmoe", experts_implementation="eager")
 
 
 def mend_target_hf_ctrl():

@@ -129,8 +129,9 @@ def config_kwargs(cls, extra: dict) -> dict:
     return kw
 
 
-def build(model_type: str):
-    """The model (eval) and its inputs, or raise with why it cannot be built."""
+def build(model_type: str, **from_config):
+    """The model (eval) and its inputs, or raise with why it cannot be built. ``from_config``:
+    what AutoModel.from_config takes besides the config (``experts_implementation="eager"``)."""
     import torch
     import transformers as T
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
@@ -150,7 +151,7 @@ def build(model_type: str):
     if isinstance(names, (tuple, list)):  # e.g. funnel: AutoModel would need config.architectures
         model = getattr(T, names[0])(cfg).eval()
     else:
-        model = T.AutoModel.from_config(cfg).eval()
+        model = T.AutoModel.from_config(cfg, **from_config).eval()
     seq, pad_from = opts.get("seq", 16), opts.get("pad_from", 10)
     ids = torch.randint(5, VOCAB, (2, seq))
     mask = torch.ones(2, seq, dtype=torch.long)

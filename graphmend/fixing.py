@@ -106,8 +106,9 @@ class FileCandidate:
         from rewrites.fixes import FixResult, fix_source
         from rewrites.fixes.base import Refusal, Site
 
+        module = os.path.splitext(os.path.basename(self.path))[0]
         inputs = (sorted(lines), list(rules), sorted(self.tensor_lines), sorted(self.shape_lines),
-                  sorted(self.numpy_lines), self.unsafe, self.line_length)
+                  sorted(self.numpy_lines), self.unsafe, self.line_length, module)
         memo = repr(inputs)
         if memo in self._plans:
             return self._plans[memo]
@@ -119,7 +120,7 @@ class FileCandidate:
                           [from_dict(Refusal, x) for x in kept["refused"]], kept["error"])
         else:
             r = fix_source(self.original, lines, rules, self.tensor_lines, self.shape_lines, self.numpy_lines,
-                           unsafe=self.unsafe, line_length=self.line_length)
+                           unsafe=self.unsafe, line_length=self.line_length, module=module)
             if cache and key:
                 cache.put("plan", key, {"new_source": r.new_source, "applied": [to_dict(x) for x in r.applied],
                                         "refused": [to_dict(x) for x in r.refused], "error": r.error})

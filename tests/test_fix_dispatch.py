@@ -128,8 +128,10 @@ def mend_target_moe():
 
 
 def test_mend_fix_unsafe_end_to_end(tmp_path):
-    """Without the flag: advice that names it, file untouched. With it: verified, the
-    target re-traces with no break and the outputs are equal; --write applies it."""
+    """Without the flag: the safe fix, an opaque custom op (rewrites/fixes/gm5_opaque.py),
+    verified, and the file untouched without --write. With it: the dense dispatch (the opaque
+    op leaves those lines to it), verified, the target re-traces with no break and the outputs
+    are equal; --write applies it."""
     pytest.importorskip("torch")
     import json
     import os
@@ -146,11 +148,11 @@ def test_mend_fix_unsafe_end_to_end(tmp_path):
                                str(tmp_path)], capture_output=True, text=True, timeout=900, cwd=tmp_path,
                               env={**os.environ, "PYTHONPATH": str(repo)})
 
-    safe = mend("--write")
+    safe = mend()
     report = json.loads(safe.stdout)
-    advice = [f for f in report["fixes"] if f["rule"] == "GM501"]
-    assert advice and all(f["status"] == "advice" for f in advice), report["fixes"]
-    assert any("--unsafe-fixes" in (f["advice"] or "") for f in advice), advice
+    opaque = [f for f in report["fixes"] if f["rule"] == "GM501"]
+    assert [f["status"] for f in opaque] == ["verified"], report["fixes"]
+    assert "opaque custom op" in opaque[0]["reason"] and "_mend_dense_where" not in opaque[0]["diff"]
     assert model.read_text(encoding="utf-8") == MIXTRAL_LIKE
     assert report["fix_targets"][0]["breaks_before"] > 0
 
@@ -162,6 +164,7 @@ def test_mend_fix_unsafe_end_to_end(tmp_path):
     target = report["fix_targets"][0]
     assert target["breaks_after"] == 0 and target["outputs_equal"] is True, target
     assert "_mend_dense_where(expert_mask[expert_idx])" in model.read_text(encoding="utf-8")
+    assert "_mend_opaque_op" not in model.read_text(encoding="utf-8")
 
 
 MASK_IDS = ["xmod-adapters", "switch-4.x", "nllb-4.x"]

@@ -63,13 +63,15 @@ class FixResult:
 
 def fix_source(source: str, lines: Optional[Iterable[int]] = None, rules: Sequence[str] = (),
                tensor_lines: Iterable[int] = (), shape_lines: Iterable[int] = (),
-               numpy_lines: Iterable[int] = (), unsafe: bool = False, line_length: int = 88) -> FixResult:
+               numpy_lines: Iterable[int] = (), unsafe: bool = False, line_length: int = 88,
+               module: str = "") -> FixResult:
     """Rewrite ``source``; ``lines`` limits the rewrites to statements covering those lines.
     ``tensor_lines``: Dynamo said a tensor decided a branch there; ``shape_lines``: Dynamo
     said an op's output shape depended on data there (a boolean-mask index);
     ``numpy_lines``: a NumPy call there computed a value a branch depended on; ``unsafe``:
     also plan the fixes that change the program's cost (GM501/GM502 dense expert dispatch);
-    ``line_length``: the project formatter's, the width new code is laid out in."""
+    ``line_length``: the project formatter's, the width new code is laid out in; ``module``: the
+    file's module name, which the custom ops of opaque regions are named after."""
     import libcst as cst
 
     from rewrites.fixes.base import Analysis, Context
@@ -81,7 +83,8 @@ def fix_source(source: str, lines: Optional[Iterable[int]] = None, rules: Sequen
     except RecursionError:  # libcst recurses per nesting level, where Python's own parser does not
         return FixResult(source, source, error=TOO_DEEP)
     ctx = Context(lines=set(lines) if lines is not None else None, rules=tuple(rules),
-                  tensor_lines=set(tensor_lines), shape_lines=set(shape_lines), numpy_lines=set(numpy_lines), unsafe=unsafe)
+                  tensor_lines=set(tensor_lines), shape_lines=set(shape_lines), numpy_lines=set(numpy_lines), unsafe=unsafe,
+                  module=module)
     try:
         return _fix(an, ctx, source, line_length)
     except RecursionError:
@@ -97,9 +100,13 @@ def _fix(an, ctx, source: str, line_length: int = 88) -> FixResult:
 
     edits, refused = [], []
     claimed: list[tuple[int, int]] = []
+    whole: list[tuple[int, int]] = []  # regions an earlier family replaced whole (GM5 opaque ops)
     for mod in family_modules():
         p = mod.plan(an, ctx)
+        mine: list[tuple[int, int]] = []
         for e in p.edits:
+            if whole and any(a <= an.span(e.node)[0] and an.span(e.node)[1] <= b for a, b in whole):
+                continue
             # one statement, one family: a later family never rewrites inside an earlier one's
             # statement-level rewrite (GM4 turns an ``if ...: raise`` that GM1 would refuse)
             if e.site is not None and e.site.strategy in _STATEMENT_LEVEL:
@@ -107,9 +114,15 @@ def _fix(an, ctx, source: str, line_length: int = 88) -> FixResult:
                 if any(a <= span[0] <= b or span[0] <= a <= span[1] for a, b in claimed):
                     continue
                 claimed.append(span)
+                if e.site.strategy in _WHOLE:
+                    mine.append(span)
             edits.append(e)
+        whole += mine
+        # an unsafe fix a later family offers inside an opaque region stays said: verification
+        # may still reject the opaque op (dropout inside the region: its backward draws anew)
         refused.extend(r for r in p.refusals
-                       if not any(a <= r.line <= b for a, b in claimed))
+                       if not any(a <= r.line <= b for a, b in claimed)
+                       or ("--unsafe-fixes" in r.advice and any(a <= r.line <= b for a, b in whole)))
     new = apply_edits(an, edits, line_length)
     try:
         cst.parse_module(new)
@@ -119,4 +132,5 @@ def _fix(an, ctx, source: str, line_length: int = 88) -> FixResult:
     return FixResult(source, new, applied, sorted(refused, key=lambda r: r.line))
 
 
-_STATEMENT_LEVEL = {"where", "cond", "assert_async", "check", "guard_if"}
+_STATEMENT_LEVEL = {"where", "cond", "assert_async", "check", "guard_if", "opaque"}
+_WHOLE = {"opaque"}  # edits of later families inside these spans are dropped, site or not

@@ -100,6 +100,8 @@ class Context:
     # fixes that keep the outputs but change the program's cost (ruff's "unsafe fixes"):
     # planned only when the user asked for them
     unsafe: bool = False
+    # the file's module name (its stem): what the code a fix adds is named after (mend::<module>_...)
+    module: str = ""
 
     def wants(self, code: str) -> bool:
         return not self.rules or any(code.startswith(r) for r in self.rules)

@@ -78,7 +78,10 @@ GM302 = Rule(
     summary="`Tensor.tolist()` in a compiled region.",
     why="`.tolist()` materialises tensor data as Python lists: Dynamo breaks the graph to run it eagerly.",
     fix="Keep the data in tensors; index or iterate the tensor instead, or move the conversion out of the region.",
-    preconditions=("Advice, except one UNSAFE fix (`mend fix --unsafe-fixes`): split sizes read back with "
+    preconditions=("A `.tolist()` inside a data-dependent region with a static output shape (per-expert "
+                   "counts walked by a loop that writes into a `torch.zeros_like` accumulator) goes with the "
+                   "region into one opaque custom op: GM501's SAFE fix, same algorithm and cost. Otherwise "
+                   "advice, except one UNSAFE fix (`mend fix --unsafe-fixes`): split sizes read back with "
                    "`y = x.tolist()` where a function of the same file splits rows by a parameter `y` "
                    "(`L = X.split(y, dim=0)`, a loop appending `f(L[i])`, `torch.cat(..., dim=0)`: "
                    "ScatterMoE-style experts, jetmoe and granitemoe). The sizes stay a tensor, every chunk's "

@@ -1,0 +1,784 @@
+"""GM501 / GM302: a data-dependent region with a static output shape
+becomes one opaque in-graph call (a ``torch.library.custom_op``), a SAFE fix: the sparse
+algorithm and its cost stay, the graph no longer breaks.
+
+Sparse expert dispatch, as Mixtral (transformers 4 and 5) and its many copies write it::
+
+    final_hidden_states = torch.zeros_like(hidden_states)
+    expert_mask = one_hot(selected_experts, num_classes=self.num_experts).permute(2, 1, 0)
+    for expert_idx in range(self.num_experts):
+        idx, top_x = torch.where(expert_mask[expert_idx])          # data-dependent sizes
+        current_state = hidden_states[None, top_x].reshape(-1, hidden_dim)
+        current = self.experts[expert_idx](current_state) * routing_weights[top_x, idx, None]
+        final_hidden_states.index_add_(0, top_x, current.to(hidden_states.dtype))
+    return final_hidden_states
+
+Inside, every size depends on the routing; outside, only ``final_hidden_states`` leaves the
+region, and its shape is ``hidden_states``'s. The rewrite hoists the statements from the
+accumulator's ``torch.zeros_like`` to the end of the loop into a module-level function named
+after the site (``_mend_<module>_<function>_<line>``), registers it once as the custom op
+``mend::<module>_<function>_<line>`` and calls the op instead::
+
+    final_hidden_states = _mend_moe_forward_136_op(
+        self._mend_opaque, [*self.parameters(), *self.buffers()], hidden_states, selected_experts,
+        routing_weights, hidden_dim,
+    )
+
+* fake (meta) implementation: ``torch.empty_like(<the zeros_like argument>)``;
+* the module: ``self`` reaches the op as a reference-typed opaque object
+  (``torch._library.opaque_object``), made once in ``__init__`` (``self._mend_opaque``: torch.compile
+  refuses one created mid-forward); its parameters and buffers are passed as tensors, and the
+  region runs with them in place (``torch.nn.utils.stateless._reparametrize_module``, what
+  ``torch.func.functional_call`` does), so gradients reach them;
+* backward: a second op, ``mend::<...>_backward``, recomputes the region eagerly with grad
+  enabled and differentiates it (``torch.autograd.grad``): checkpointing's cost class, one more
+  forward of the region in training; the region's own algorithm is unchanged.
+
+Chosen over ``torch._dynamo.nonstrict_trace`` (AOT autograd traces into it: with a ``nonzero``
+inside, torch 2.13 fails with ``PendingUnbackedSymbolNotFound``) and
+``torch._dynamo.decorators.leaf_function`` (takes modules, but Inductor cannot lower it on
+torch 2.13: ``InductorError: AssertionError``). A custom op compiles under every backend.
+
+Preconditions (otherwise a refusal with the reason): the region is statements of a function
+body at a line where Dynamo broke; it holds a data-dependent op (``nonzero``, ``argwhere``,
+one-argument ``where``, ``tolist``); the loop writes its result into
+one accumulator created by ``A = torch.zeros_like(X)`` (X an input of the region, not re-bound in
+it); nothing else bound in the region is read after it (a ``nonzero`` result that escapes has a
+data-dependent shape no fake implementation can give); it returns, yields, assigns attributes
+or writes into its inputs nowhere, and draws no random numbers (the backward's recomputation
+would draw others); every input it reads is a tensor or a number of a known kind; the names
+it defines are free in the file; torch has ``torch.library.custom_op``. Random numbers drawn
+inside a submodule the region calls (dropout in the experts) are not visible here: verification
+rejects the op there (the backward's recomputation draws anew). Verification then
+checks the outputs, input and parameter gradients, autocast, buffers and RNG as for every fix.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import libcst as cst
+
+from rewrites.fixes.base import (Analysis, Case, Context, Edit, FunctionFacts, Helper, Plan, Refusal, Site, code,
+                                 full_name, names_in, rng_call, single)
+from rewrites.guards import MEND_HELPER_PREFIX
+
+RULES = ("GM501", "GM302")
+ORDER = 5  # first: the region is replaced whole, so no family rewrites inside it (fixes/__init__.py)
+
+REF = "_mend_opaque"  # the attribute __init__ gives the module: its opaque handle
+
+RUNTIME = Helper('''def _mend_opaque_runtime():
+    # mend: what every opaque region shares, made once per process (a file
+    # imported twice, as verification's overlay does, finds it in sys.modules)
+    import sys
+    import types
+
+    rt = sys.modules.get("_mend_opaque_runtime")
+    if rt is None:
+        from torch._library.opaque_object import register_opaque_type
+        from torch._opaque_base import OpaqueBase
+
+        rt = types.ModuleType("_mend_opaque_runtime")
+
+        class ModuleRef(OpaqueBase):
+            # an nn.Module handed to a custom op as it is (a reference-typed opaque)
+            def __init__(self, module):
+                self.module = module
+
+            def __reduce__(self):
+                return rt.ModuleRef, (self.module,)
+
+        ModuleRef.__module__, ModuleRef.__qualname__ = rt.__name__, "ModuleRef"
+        register_opaque_type(ModuleRef, typ="reference")
+        rt.ModuleRef, rt.ops = ModuleRef, {}
+        sys.modules[rt.__name__] = rt
+    return rt
+
+
+def _mend_module_ref(module):
+    # mend: the module's handle for its opaque regions (made in __init__: torch.compile
+    # accepts an opaque object made before the compiled call, not one made inside it)
+    return _mend_opaque_runtime().ModuleRef(module)
+
+
+def _mend_opaque_op(name, region, kinds, like):
+    # mend: `region` (a data-dependent region hoisted out of a forward) as one custom
+    # op, so torch.compile keeps one graph and the region its sparse algorithm. kinds:
+    # each argument's type ("module": the module's handle, then its parameters and
+    # buffers as a list; "tensor", "int", "float", "bool"); the output is shaped like
+    # argument `like`. The backward recomputes the region eagerly and differentiates
+    # it (checkpoint-style: one more forward of the region).
+    import inspect
+
+    import torch.nn.utils.stateless as stateless
+
+    if not hasattr(torch.library, "custom_op"):
+        raise RuntimeError(
+            f"{name}: this torch has no torch.library.custom_op (torch >= 2.4 has it)"
+        )
+    rt = _mend_opaque_runtime()
+
+    def fingerprint(code):  # the same region, whichever import of its file defined it
+        consts = tuple(
+            fingerprint(c) if hasattr(c, "co_code") else repr(c) for c in code.co_consts
+        )
+        return code.co_code, code.co_names, consts
+
+    mine = fingerprint(region.__code__)
+    base, k = name, 0
+    while name in rt.ops and rt.ops[name][1] != mine:
+        # another file's region has this name (same stem, function, line): the next one
+        k += 1
+        name = f"{base}_{k}"
+    if name in rt.ops:
+        return rt.ops[name][0]
+    kinds = kinds.split()
+    module = kinds[0] == "module"
+    kinds = kinds[1:] if module else kinds
+    skip = 2 if module else 0  # the handle and the parameter list come first
+    of = {"tensor": torch.Tensor, "int": int, "float": float, "bool": bool}
+    head = (
+        [("mend_module", rt.ModuleRef), ("mend_params", list[torch.Tensor])]
+        if module
+        else []
+    )
+    head += [(f"arg{i}", of[k]) for i, k in enumerate(kinds)]
+
+    def signed(fn, extra, ret):
+        fn.__signature__ = inspect.Signature(
+            [
+                inspect.Parameter(
+                    n, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=a
+                )
+                for n, a in head + extra
+            ],
+            return_annotation=ret,
+        )
+        return fn
+
+    def run(args):
+        if not module:
+            return region(*args)
+        m = args[0].module
+        keys = [k for k, _ in m.named_parameters()] + [k for k, _ in m.named_buffers()]
+        with stateless._reparametrize_module(m, dict(zip(keys, args[1]))):
+            return region(m, *args[2:])
+
+    # what may get a gradient: the parameters, then the tensor arguments
+    def tensors(args):
+        own = [*args[1]] if module else []
+        return own + [a for a, k in zip(args[skip:], kinds) if k == "tensor"]
+
+    def forward(*args):
+        return run(args)
+
+    def fake(*args):
+        return torch.empty_like(args[skip + like])
+
+    def backward_impl(*args):
+        *args, grad, needs = args
+        # the op's kernel runs below autograd: lift that for the recomputation only
+        exclude = torch._C._dispatch_tls_local_exclude_set()
+        for key in torch._C.DispatchKey.__members__.values():
+            if "Autograd" in key.name or key.name == "ADInplaceOrView":
+                exclude = exclude.remove(key)
+        include = torch._C._dispatch_tls_local_include_set()
+        with torch._C._ForceDispatchKeyGuard(include, exclude), torch.enable_grad():
+            flags = iter(needs)
+            if module:
+                args[1] = [p.detach().requires_grad_(next(flags)) for p in args[1]]
+            for i, k in enumerate(kinds):
+                if k == "tensor":
+                    args[skip + i] = args[skip + i].detach().requires_grad_(next(flags))
+            ins = tensors(args)
+            wanted = [t for t in ins if t.requires_grad]
+            out = run(args)
+            got = iter(
+                torch.autograd.grad(out, wanted, grad, allow_unused=True)
+                if wanted
+                else ()
+            )
+        res = []
+        for t in ins:
+            g = next(got) if t.requires_grad else None
+            if not t.requires_grad:
+                g = t.new_empty(0)
+            elif g is None:
+                g = torch.zeros_like(t)
+            res.append(g)
+        return res
+
+    def backward_fake(*args):
+        *args, grad, needs = args
+        return [
+            torch.empty_like(t) if n else t.new_empty(0)
+            for t, n in zip(tensors(args), needs)
+        ]
+
+    op = torch.library.custom_op(
+        name, signed(forward, [], torch.Tensor), mutates_args=()
+    )
+    op.register_fake(fake)
+    extra = [("grad", torch.Tensor), ("needs", list[bool])]
+    back = torch.library.custom_op(
+        name + "_backward",
+        signed(backward_impl, extra, list[torch.Tensor]),
+        mutates_args=(),
+    )
+    back.register_fake(backward_fake)
+
+    def setup_context(ctx, inputs, output):
+        ctx.inputs = inputs
+
+    def backward(ctx, grad):
+        args, need = ctx.inputs, ctx.needs_input_grad
+        needs = [bool(n) for n in need[1]] if module else []
+        needs += [bool(need[skip + i]) for i, k in enumerate(kinds) if k == "tensor"]
+        got = iter(back(*args, grad, needs))
+        out = [None] * len(args)
+        if module:
+            out[1] = [
+                g if n else None for g, n in zip([next(got) for _ in args[1]], needs)
+            ]
+        for i, k in enumerate(kinds):
+            if k == "tensor":
+                g = next(got)
+                out[skip + i] = g if need[skip + i] else None
+        return tuple(out)
+
+    op.register_autograd(backward, setup_context=setup_context)
+    rt.ops[name] = (op, mine)
+    return op
+''')
+
+_DATA_DEPENDENT = {"nonzero": "GM501", "argwhere": "GM501", "where": "GM501", "tolist": "GM302"}
+_INPLACE_WRITES = frozenset({"index_add_", "index_copy_", "index_put_", "scatter_add_", "scatter_", "masked_scatter_",
+                             "index_fill_", "masked_fill_", "copy_", "add_"})
+_INT_METHODS = frozenset({"size", "dim", "numel", "item"})
+_INT_CALLS = frozenset({"len", "int", "math.prod"})
+
+
+class Refuse(Exception):
+    pass
+
+
+def _data_dependent(node: cst.CSTNode) -> Optional[tuple[str, str]]:
+    """The first data-dependent call under ``node``: (its name, the rule it breaks as)."""
+    found: list[tuple[str, str]] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            f = n.func
+            name = f.attr.value if isinstance(f, cst.Attribute) else f.value if isinstance(f, cst.Name) else ""
+            if name not in _DATA_DEPENDENT:
+                return
+            if name == "where" and not (full_name(f) == "torch.where" and len(n.args) == 1):
+                return
+            found.append((name, _DATA_DEPENDENT[name]))
+
+    node.visit(V())
+    return found[0] if found else None
+
+
+def _zeros_like(stmt: cst.CSTNode) -> Optional[tuple[str, str]]:
+    """``A = torch.zeros_like(X)`` -> (A, X)."""
+    s = single(stmt)
+    if not (isinstance(s, cst.Assign) and len(s.targets) == 1 and isinstance(s.targets[0].target, cst.Name)):
+        return None
+    v = s.value
+    if (isinstance(v, cst.Call) and full_name(v.func) == "torch.zeros_like" and len(v.args) == 1
+            and v.args[0].keyword is None and isinstance(v.args[0].value, cst.Name)):
+        return s.targets[0].target.value, v.args[0].value.value
+    return None
+
+
+def _writes(loop: cst.For) -> set[str]:
+    """Names the loop writes into in place (``A.index_add_(...)``, ``A[i] = ...``)."""
+    out: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            f = n.func
+            if isinstance(f, cst.Attribute) and f.attr.value in _INPLACE_WRITES and isinstance(f.value, cst.Name):
+                out.add(f.value.value)
+
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            if isinstance(n.target, cst.Subscript) and isinstance(n.target.value, cst.Name):
+                out.add(n.target.value.value)
+
+    loop.visit(V())
+    return out
+
+
+def _bound(stmts: list[cst.CSTNode]) -> set[str]:
+    """Names the statements bind (assignments, loop targets, ``with ... as``, augmented)."""
+    out: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            out.update(_names(n.target))
+
+        def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
+            out.update(_names(n.target))
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            out.update(_names(n.target))
+
+        def visit_For(self, n: cst.For) -> None:
+            out.update(_names(n.target))
+
+        def visit_AsName(self, n: cst.AsName) -> None:
+            out.update(_names(n.name))
+
+        def visit_NamedExpr(self, n: cst.NamedExpr) -> None:
+            out.update(_names(n.target))
+
+        def visit_CompFor(self, n: cst.CompFor) -> bool:
+            return True
+
+    for s in stmts:
+        s.visit(V())
+    return out
+
+
+def _names(t: cst.CSTNode) -> list[str]:
+    if isinstance(t, cst.Name):
+        return [t.value]
+    if isinstance(t, (cst.Tuple, cst.List)):
+        return [n for el in t.elements for n in _names(el.value)]
+    if isinstance(t, cst.StarredElement):
+        return _names(t.value)
+    return []
+
+
+def _check_body(stmts: list[cst.CSTNode], inputs: set[str], acc: str) -> None:
+    """Refuse what an opaque region cannot hold."""
+    why: list[str] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Return(self, n) -> None:
+            why.append("it returns from the function")
+
+        def visit_Yield(self, n) -> None:
+            why.append("it yields")
+
+        def visit_Await(self, n) -> None:
+            why.append("it awaits")
+
+        def visit_Global(self, n) -> None:
+            why.append("it declares a global")
+
+        def visit_Nonlocal(self, n) -> None:
+            why.append("it declares a nonlocal")
+
+        def visit_FunctionDef(self, n) -> bool:
+            why.append("it defines a function")
+            return False
+
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            self._target(n.target)
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            self._target(n.target)
+
+        def _target(self, t: cst.CSTNode) -> None:
+            if isinstance(t, cst.Attribute):
+                why.append(f"it assigns `{code(t)}` (state outside the region)")
+            elif isinstance(t, cst.Subscript):
+                root = t.value
+                while isinstance(root, (cst.Subscript, cst.Attribute)):
+                    root = root.value
+                if isinstance(root, cst.Name) and root.value != acc and root.value in inputs:
+                    why.append(f"it writes into `{root.value}`, an input of the region")
+            elif isinstance(t, (cst.Tuple, cst.List)):
+                for el in t.elements:
+                    self._target(el.value)
+
+        def visit_Call(self, n: cst.Call) -> None:
+            f = n.func
+            if (isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value in inputs
+                    and f.value.value != acc and (f.attr.value.endswith("_") and not f.attr.value.startswith("_")
+                                                  or f.attr.value in ("append", "extend", "update", "pop"))):
+                why.append(f"it mutates `{f.value.value}`, an input of the region (`{code(f)}`)")
+            rng = rng_call(n)
+            if rng:
+                why.append(f"it draws random numbers (`{rng}`): the backward's recomputation would draw others")
+
+    for s in stmts:
+        s.visit(V())
+    if why:
+        raise Refuse(why[0])
+
+
+def _kind(an: Analysis, fn: cst.FunctionDef, facts: FunctionFacts, name: str, before: int) -> str:
+    """The op schema's type of a region input: "tensor", "int", "float" or "bool"."""
+    params = {p.name.value: p for p in [*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params]}
+    value: Optional[cst.BaseExpression] = None
+    tuple_value = False
+    last = -1
+    for a in _assigns(fn):
+        line = an.span(a)[0]
+        if line >= before or line < last:
+            continue
+        for t in a.targets:
+            if name in _names(t.target):
+                value, tuple_value, last = a.value, not isinstance(t.target, cst.Name), line
+    if value is None and name in params:
+        p = params[name]
+        ann = full_name(p.annotation.annotation) if p.annotation else None
+        if ann in ("int", "float", "bool"):
+            return ann
+        if p.default is not None and isinstance(p.default, (cst.Integer, cst.Float)):
+            return "int" if isinstance(p.default, cst.Integer) else "float"
+        return "tensor"
+    if value is None:
+        return "tensor"
+    if tuple_value:
+        # ``b, s, h = x.shape`` / ``x.size()``: numbers
+        if isinstance(value, cst.Attribute) and value.attr.value == "shape":
+            return "int"
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "size":
+            return "int"
+        return "tensor"
+    return _value_kind(value)
+
+
+def _value_kind(v: cst.BaseExpression) -> str:
+    if isinstance(v, cst.Integer):
+        return "int"
+    if isinstance(v, cst.Float):
+        return "float"
+    if isinstance(v, cst.Subscript) and isinstance(v.value, cst.Attribute) and v.value.attr.value == "shape":
+        return "int"
+    if isinstance(v, cst.Call):
+        fn = full_name(v.func) or ""
+        if fn in _INT_CALLS or (isinstance(v.func, cst.Attribute) and v.func.attr.value in _INT_METHODS
+                                and not fn.startswith("torch.")):
+            return "int"
+        if fn == "float":
+            return "float"
+        if fn == "bool":
+            return "bool"
+    return "tensor"
+
+
+def _assigns(fn: cst.FunctionDef) -> list[cst.Assign]:
+    out: list[cst.Assign] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, n: cst.Assign) -> None:
+            out.append(n)
+
+    fn.body.visit(V())
+    return out
+
+
+def _module_names(module: cst.Module) -> set[str]:
+    out: set[str] = set()
+    for s in module.body:
+        if isinstance(s, (cst.FunctionDef, cst.ClassDef)):
+            out.add(s.name.value)
+        elif isinstance(s, cst.SimpleStatementLine):
+            for small in s.body:
+                if isinstance(small, cst.Assign):
+                    for t in small.targets:
+                        out.update(_names(t.target))
+    return out
+
+
+def _wrapped(head: str, items: list[str], tail: str, width: int = 88) -> str:
+    """``head`` items ``tail`` laid out as the formatter would: one line, else the items on one
+    indented line, else one per line."""
+    one = f"{head}{', '.join(items)}{tail}"
+    if len(one) <= width:
+        return one
+    inner = "    " + ", ".join(items)
+    if len(inner) <= width:
+        return f"{head}\n{inner}\n{tail}"
+    return head + "\n" + "".join(f"    {i},\n" for i in items) + tail
+
+
+def _ident(text: str) -> str:
+    return re.sub(r"\W", "_", text) or "module"
+
+
+def _enclosing_class(an: Analysis, fn: cst.FunctionDef) -> Optional[cst.ClassDef]:
+    p = an.parent(fn)
+    if isinstance(p, cst.IndentedBlock):
+        p = an.parent(p)
+    return p if isinstance(p, cst.ClassDef) else None
+
+
+def _init_of(cls: cst.ClassDef) -> Optional[cst.FunctionDef]:
+    if not isinstance(cls.body, cst.IndentedBlock):
+        return None
+    for s in cls.body.body:
+        if isinstance(s, cst.FunctionDef) and s.name.value == "__init__":
+            return s
+    return None
+
+
+def _has_ref(init: cst.FunctionDef) -> bool:
+    return f"self.{REF} =" in code(init)
+
+
+def torch_lacks() -> Optional[str]:
+    """Why the installed torch cannot hold an opaque region (None: it can). Read from torch
+    itself when the process has imported it, else from its version: the planner imports no
+    torch."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        if not hasattr(getattr(torch, "library", None), "custom_op"):
+            return "this torch has no `torch.library.custom_op` (the opaque region is one)"
+        if "torch._library.opaque_object" not in sys.modules and not hasattr(torch._library, "opaque_object"):
+            return "this torch has no opaque objects (`torch._library.opaque_object`) to hand the module to the op"
+        return None
+    from graphmend.core.env import torch_version
+
+    v = torch_version()
+    nums = [int(x) for x in re.findall(r"\d+", v or "")[:2]]
+    if len(nums) < 2 or tuple(nums) < (2, 13):
+        return (f"torch {v or '(not installed)'} is older than 2.13, where `torch.library.custom_op` with "
+                "reference-typed opaque objects is what the opaque region is made of")
+    return None
+
+
+def plan(an: Analysis, ctx: Context) -> Plan:
+    result = Plan()
+    if ctx.lines is None:
+        return result  # only where Dynamo broke: the region's extent comes from the break
+    taken = _module_names(an.module)
+    refs: set[int] = set()  # classes whose __init__ this plan already gives a handle
+    dense = _dense_lines(an, ctx)
+    for fn in _functions(an.module):
+        if _in_mend_helper(an, fn) or not isinstance(fn.body, cst.IndentedBlock):
+            continue
+        body = list(fn.body.body)
+        for k, loop in enumerate(body):
+            if not isinstance(loop, cst.For):
+                continue
+            _plan_loop(an, ctx, fn, body, k, taken, refs, dense, result)
+    return result
+
+
+def _in_mend_helper(an: Analysis, fn: Optional[cst.CSTNode]) -> bool:
+    """``fn`` is one of mend's helpers or defined inside one: repaired code, not a site."""
+    while fn is not None:
+        if isinstance(fn, cst.FunctionDef) and fn.name.value.startswith(MEND_HELPER_PREFIX):
+            return True
+        fn = an.parent(fn)
+    return False
+
+
+def _functions(module: cst.Module) -> list[cst.FunctionDef]:
+    out: list[cst.FunctionDef] = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> None:
+            out.append(n)
+
+    module.visit(V())
+    return out
+
+
+def _dense_lines(an: Analysis, ctx: Context) -> set[int]:
+    """Lines the unsafe dense dispatch rewrites when the run asked for it: left to it."""
+    if not ctx.unsafe:
+        return set()
+    from rewrites.fixes import gm5_dispatch
+
+    return {l for e in gm5_dispatch.plan(an, ctx).edits if e.site is not None
+            for l in range(e.site.line, e.site.end_line + 1)}
+
+
+def _plan_loop(an: Analysis, ctx: Context, fn: cst.FunctionDef, body: list, k: int, taken: set[str],
+               refs: set[int], dense: set[int], result: Plan) -> None:
+    loop = body[k]
+    writes = _writes(loop)
+    j = next((i for i in range(k - 1, -1, -1) if (z := _zeros_like(body[i])) and z[0] in writes), None)
+    region = body[j:k + 1] if j is not None else [loop]
+    start, end = an.span(region[0])[0], an.span(loop)[1]
+    if not ctx.covers(start, end):
+        return
+    dd = None
+    for s in region:
+        dd = dd or _data_dependent(s)
+    if dd is None:
+        return  # nothing data-dependent here: another family's break
+    rule = dd[1]
+    if not ctx.wants(rule) or any(start <= l <= end for l in dense):
+        return
+    line = an.span(loop)[0]
+    try:
+        missing = torch_lacks()
+        if missing:
+            raise Refuse(missing)
+        if j is None:
+            raise Refuse("the loop writes into no accumulator made by `torch.zeros_like(<input>)` before it: the "
+                         "region's output shape is not derivable from its inputs' shapes")
+        acc, like = _zeros_like(body[j])  # type: ignore[misc]
+        facts = FunctionFacts(an, fn)
+        bound = _bound(region)
+        read = set().union(*(names_in(s) for s in region))
+        text = "".join(code(s) for s in region)
+        inputs = sorted((n for n in read if facts.defined_before(n, start)),
+                        key=lambda n: re.search(rf"\b{re.escape(n)}\b", text).start())  # type: ignore[union-attr]
+        if like not in inputs:
+            raise Refuse(f"`{like}`, whose shape the output takes, is not an input of the region")
+        if like in bound:
+            raise Refuse(f"`{like}`, whose shape the output takes, is re-bound inside the region")
+        if acc in _bound(region[1:]):
+            raise Refuse(f"the accumulator `{acc}` is re-bound inside the region")
+        _check_body(region, set(inputs), acc)
+        for n in sorted(bound - {acc}):
+            if facts.used_after(n, end):
+                escaped = [s for s in region if n in _bound([s]) and _data_dependent(s)]
+                if escaped:
+                    op = _data_dependent(escaped[0])[0]  # type: ignore[index]
+                    raise Refuse(f"`{n}` leaves the region and its shape depends on data (`{op}`): no fake "
+                                 "implementation can give it, so the region cannot be one opaque op")
+                raise Refuse(f"`{n}`, bound in the region, is read after it: an opaque region hands back only its "
+                             f"accumulator `{acc}`")
+        if an.enclosing_function(fn) is not None:
+            raise Refuse("the function is nested in another: the names it closes over are not visible to a "
+                         "module-level op")
+        is_method = bool(fn.params.params) and fn.params.params[0].name.value == "self"
+        uses_self = "self" in inputs
+        if "self" in inputs and not is_method:
+            raise Refuse("`self` is not the method's own first parameter")
+        cls = _enclosing_class(an, fn) if uses_self else None
+        init = _init_of(cls) if cls is not None else None
+        if uses_self and (init is None or not isinstance(init.body, cst.IndentedBlock) or not init.params.params
+                          or isinstance(single(init.body.body[-1]), cst.Return)):
+            raise Refuse("the class defines no `__init__` of its own that ends in a statement after which the module's "
+                         "opaque handle can be made")
+        args = [n for n in inputs if n != "self"]
+        kinds = [_kind(an, fn, facts, n, start) for n in args]
+        stem = f"{_ident(ctx.module)}_{fn.name.value}_{an.span(region[0])[0]}"
+        helper_name, op_var = f"{MEND_HELPER_PREFIX}{stem}", f"{MEND_HELPER_PREFIX}{stem}_op"
+        clash = sorted({helper_name, op_var} & taken)
+        if clash:
+            raise Refuse(f"the name `{clash[0]}` is already defined in this file (a name collision: the region's "
+                         "op is named after its site)")
+    except Refuse as why:
+        result.refusals.append(Refusal(rule, line, f"opaque region not made: {why}"))
+        return
+    taken.update({helper_name, op_var})
+    params = (["self"] if uses_self else []) + args
+    text = "".join(code(s) for s in [region[0].with_changes(
+        leading_lines=[ln for ln in region[0].leading_lines if ln.comment]), *region[1:]])
+    indented = "".join(("    " + ln if ln.strip() else ln) for ln in text.splitlines(True))
+    where = f"{cls.name.value}.{fn.name.value}" if cls is not None else fn.name.value
+    kinds_text = " ".join((["module"] if uses_self else []) + kinds)
+    helper = Helper(
+        _wrapped(f"def {helper_name}(", params, "):") + "\n"
+        f"    # mend {rule}: {where}'s data-dependent region (lines {start}-{end}), run\n"
+        f"    # as the custom op mend::{stem}; its output is shaped like `{like}`\n"
+        f"{indented}"
+        f"    return {acc}\n\n\n"
+        + _wrapped(f"{op_var} = _mend_opaque_op(",
+                   [f'"mend::{stem}"', helper_name, f'"{kinds_text}"', str(args.index(like))], ")") + "\n")
+    call_args = ([f"self.{REF}", "[*self.parameters(), *self.buffers()]"] if uses_self else []) + args
+    site = Site(rule, start, end, f"data-dependent region ({dd[0]}) -> one opaque custom op mend::{stem} (same "
+                "algorithm, same cost; backward recomputes the region)", strategy="opaque")
+
+    def build(updated: cst.CSTNode, call_args=call_args):
+        new = cst.parse_statement(f"{acc} = {op_var}({', '.join(call_args)})\n")
+        return new.with_changes(leading_lines=updated.leading_lines)
+
+    result.edits.append(Edit(region[0], build, site, helpers=(RUNTIME, helper)))
+    for s in region[1:]:
+        result.edits.append(Edit(s, lambda _u: cst.RemovalSentinel.REMOVE, None, needs_torch=False))
+    if uses_self and id(init) not in refs and not _has_ref(init):
+        refs.add(id(init))
+        me = init.params.params[0].name.value
+        stmt = cst.parse_statement(f"{me}.{REF} = _mend_module_ref({me})\n")
+        # an edit of the block, not of its last statement: the user's statements are not laid out again
+        result.edits.append(Edit(init.body, lambda u, stmt=stmt: u.with_changes(body=[*u.body, stmt]), None,
+                                 needs_torch=False, helpers=(RUNTIME,)))
+
+
+_MOE = '''import torch
+from torch import nn
+
+
+class Moe(nn.Module):
+    def __init__(self, dim=8, n=4):
+        super().__init__()
+        self.experts = nn.ModuleList(nn.Linear(dim, dim) for _ in range(n))
+
+    def forward(self, x, expert):
+        out = torch.zeros_like(x)
+        for e in range(len(self.experts)):
+            idx = torch.nonzero(expert == e).squeeze(-1)
+            out[idx] = self.experts[e](x[idx]).to(x.dtype)
+        return out
+'''
+
+_SITE = '''def _mend_module_forward_11(self, x, expert):
+    # mend GM501: Moe.forward's data-dependent region (lines 11-14), run
+    # as the custom op mend::module_forward_11; its output is shaped like `x`
+    out = torch.zeros_like(x)
+    for e in range(len(self.experts)):
+        idx = torch.nonzero(expert == e).squeeze(-1)
+        out[idx] = self.experts[e](x[idx]).to(x.dtype)
+    return out
+
+
+_mend_module_forward_11_op = _mend_opaque_op(
+    "mend::module_forward_11", _mend_module_forward_11, "module tensor tensor", 0
+)
+'''
+
+# at the nonzero's line, where Dynamo broke
+CASES = [
+    Case(_MOE, _MOE.replace("from torch import nn\n", "from torch import nn\n\n\n" + RUNTIME.source + "\n\n" + _SITE)
+         .replace("        self.experts = nn.ModuleList(nn.Linear(dim, dim) for _ in range(n))\n",
+                  "        self.experts = nn.ModuleList(nn.Linear(dim, dim) for _ in range(n))\n"
+                  "        self._mend_opaque = _mend_module_ref(self)\n")
+         .replace('''        out = torch.zeros_like(x)
+        for e in range(len(self.experts)):
+            idx = torch.nonzero(expert == e).squeeze(-1)
+            out[idx] = self.experts[e](x[idx]).to(x.dtype)
+''', '''        out = _mend_module_forward_11_op(
+            self._mend_opaque,
+            [*self.parameters(), *self.buffers()],
+            x,
+            expert,
+        )
+'''), lines={13}),
+]
+# the per-expert counts read back with .tolist() and walked (the .tolist() is the break)
+_COUNTS = (("        for e in range(len(self.experts)):\n",
+            "        for e, n in enumerate(expert.bincount(minlength=4).tolist()):\n            if n == 0:\n"
+            "                continue\n"),
+           ("    for e in range(len(self.experts)):\n",
+            "    for e, n in enumerate(expert.bincount(minlength=4).tolist()):\n        if n == 0:\n            continue\n"),
+           ("(lines 11-14)", "(lines 11-16)"), ("mend GM501", "mend GM302"))
+_before, _after = _MOE, CASES[0].after
+for _old, _new in _COUNTS:
+    _before, _after = _before.replace(_old, _new), _after.replace(_old, _new)
+CASES.append(Case(_before, _after, lines={12}))
+
+# refused, with the reason
+CASES += [
+    Case(_MOE.replace("        return out\n", "        return out, idx\n"), lines={13},
+         reason="its shape depends on data (`nonzero`)"),  # a nonzero that escapes the region
+    Case(_MOE + "\n\ndef _mend_module_forward_11():\n    pass\n", lines={13},
+         reason="a name collision"),  # the site's name is taken
+    Case(_MOE.replace("            out[idx] = self.experts[e](x[idx]).to(x.dtype)\n",
+                      "            out[idx] = self.experts[e](x[idx]).to(x.dtype)\n            expert[idx] = -1\n"),
+         lines={13}, reason="writes into `expert`, an input of the region"),
+    Case(_MOE.replace("        out = torch.zeros_like(x)\n", "        out = []\n")
+         .replace("            out[idx] = self.experts[e](x[idx]).to(x.dtype)\n", "            out.append(self.experts[e](x[idx]))\n")
+         .replace("        return out\n", "        return torch.cat(out)\n"),
+         lines={13}, reason="output shape is not derivable"),  # no accumulator of a known shape
+    Case("import torch\n\n\ndef outer(w):\n    def f(x, expert):\n        out = torch.zeros_like(x)\n"
+         "        for e in range(4):\n            idx = torch.nonzero(expert == e).squeeze(-1)\n"
+         "            out[idx] = x[idx] * w[e]\n        return out\n\n    return f\n",
+         lines={8}, reason="nested in another"),  # a closure: `w` is not visible at module level
+]

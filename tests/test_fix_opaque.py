@@ -1,0 +1,180 @@
+"""GM5 opaque regions (rewrites/fixes/gm5_opaque.py): a data-dependent region with a static
+output shape becomes one custom op. What the rewritten code computes (eager, compiled in one
+graph, gradients of inputs and parameters), that its op is registered once per process and
+another file's region of the same name gets an op of its own, the refusals for a torch without what the op is
+made of, and that a second ``mend fix --write`` leaves the file as the first wrote it."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from rewrites.fixes import fix_source
+from rewrites.fixes import gm5_opaque
+
+REWRITE = gm5_opaque.CASES[0]  # the Moe of the family's cases, rewritten at its nonzero line
+
+
+def _module(source: str, name: str) -> dict:
+    ns: dict = {"__name__": name}
+    exec(compile(source, f"<{name}>", "exec"), ns)
+    return ns
+
+
+def test_torch_without_custom_op_refused_per_site(monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.delattr(torch.library, "custom_op")
+    r = fix_source(REWRITE.before, **REWRITE.options())
+    assert not r.changed
+    assert [x.line for x in r.refused if "torch.library.custom_op" in x.reason] == [12], r.refused
+
+
+def test_old_torch_refused_without_importing_it(monkeypatch):
+    """The planner reads the installed torch's version when the process has not imported torch."""
+    import graphmend.core.env as env
+
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    monkeypatch.setattr(env, "torch_version", lambda: "2.3.1")
+    r = fix_source(REWRITE.before, **REWRITE.options())
+    assert not r.changed
+    assert any("torch 2.3.1 is older than 2.13" in x.reason for x in r.refused), r.refused
+
+
+def _batch(torch, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(9, 8, generator=g)
+    expert = torch.tensor([0, 2, 2, 1, 0, 2, 3, 3, 0])  # every expert, unevenly
+    return x, expert
+
+
+def test_rewritten_moe_same_values_and_gradients_in_one_graph():
+    torch = pytest.importorskip("torch")
+    before = _module(REWRITE.before, "opaque_before")
+    after = _module(REWRITE.after, "opaque_after")
+    torch.manual_seed(0)
+    ref = before["Moe"]()
+    torch.manual_seed(0)
+    new = after["Moe"]()
+    x, expert = _batch(torch)
+
+    # no break: the whole forward is one graph, and fullgraph compiles
+    torch._dynamo.reset()
+    assert torch._dynamo.explain(new)(x, expert).graph_count == 1
+    compiled = torch.compile(new, backend="aot_eager", fullgraph=True)
+
+    for fn in (new, compiled):
+        xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+        ref.zero_grad()
+        new.zero_grad()
+        ya, yb = ref(xa, expert), fn(xb, expert)
+        assert torch.allclose(ya, yb, atol=1e-6)
+        (ya * torch.arange(8.0)).sum().backward()
+        (yb * torch.arange(8.0)).sum().backward()
+        assert torch.allclose(xa.grad, xb.grad, atol=1e-6)
+        for (name, p), q in zip(ref.named_parameters(), new.parameters()):
+            assert torch.allclose(p.grad, q.grad, atol=1e-6), name
+    # experts no token picked (empty index sets) get zero gradient on both sides
+    expert = torch.zeros(9, dtype=torch.long)
+    ref.zero_grad()
+    new.zero_grad()
+    ref(x, expert).sum().backward()
+    compiled(x, expert).sum().backward()
+    for p, q in zip(ref.parameters(), new.parameters()):
+        assert torch.allclose(p.grad, q.grad, atol=1e-6)
+
+
+def test_registered_once_per_process_and_a_name_taken_by_another_region_not_reused():
+    torch = pytest.importorskip("torch")
+    first = _module(REWRITE.after, "opaque_once_a")
+    second = _module(REWRITE.after, "opaque_once_b")  # the same file imported again (the overlay)
+    assert first["_mend_module_forward_11_op"] is second["_mend_module_forward_11_op"]
+    # another file whose region has the same site name (stem, function, line) gets its own op
+    other = _module(REWRITE.after.replace("out[idx] = self.experts[e](x[idx]).to(x.dtype)",
+                                          "out[idx] = self.experts[e](x[idx]).to(x.dtype) * 3"), "opaque_once_c")
+    assert other["_mend_module_forward_11_op"] is not first["_mend_module_forward_11_op"]
+    x, expert = _batch(torch, 1)
+    torch.manual_seed(0)
+    m, m3 = second["Moe"](), other["Moe"]()
+    m3.load_state_dict(m.state_dict())
+    assert torch.allclose(m3(x, expert), m(x, expert) * 3)
+
+
+MODEL = gm5_opaque._MOE + '''
+
+def mend_target_moe():
+    torch.manual_seed(0)
+    return Moe().eval(), (torch.randn(9, 8), torch.tensor([0, 2, 2, 1, 0, 2, 3, 3, 0]))
+'''
+
+
+def test_mend_fix_write_twice(tmp_path):
+    """Verified in every mode and written; a second --write finds no break and leaves the file."""
+    pytest.importorskip("torch")
+    import json
+    import os
+    import subprocess
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    model = tmp_path / "moe_model.py"
+    model.write_text(MODEL, encoding="utf-8")
+
+    def mend():
+        return subprocess.run([sys.executable, "-m", "graphmend", "fix", "--format", "json", "--quiet", "--write",
+                               str(tmp_path)], capture_output=True, text=True, timeout=900, cwd=tmp_path,
+                              env={**os.environ, "PYTHONPATH": str(repo), "MEND_NO_CACHE": "1"})
+
+    first = mend()
+    report = json.loads(first.stdout)
+    verified = [f for f in report["fixes"] if f["status"] == "verified"]
+    assert [f["rule"] for f in verified] == ["GM501"], report["fixes"]
+    assert {"eval", "train+grad", "autocast", "inputs"} <= set(verified[0]["checks"]), verified
+    target = report["fix_targets"][0]
+    assert target["breaks_before"] > 0 and target["breaks_after"] == 0 and target["outputs_equal"], target
+    written = model.read_text(encoding="utf-8")
+    assert 'torch.library.custom_op' in written and '"mend::moe_model_forward_11"' in written
+    assert first.returncode == 0, first.stderr
+
+    second = mend()
+    assert second.returncode == 0, second.stderr
+    assert model.read_text(encoding="utf-8") == written
+    assert json.loads(second.stdout)["fix_targets"][0]["breaks_before"] == 0
+
+
+def test_module_copies_keep_their_own_handle():
+    """deepcopy and torch.save / torch.load of a mended module: its handle is the copy's."""
+    torch = pytest.importorskip("torch")
+    import copy
+    import io
+    import types
+
+    mod = types.ModuleType("opaque_copies")
+    sys.modules[mod.__name__] = mod  # pickle finds the class by its module
+    try:
+        exec(compile(REWRITE.after, "opaque_copies.py", "exec"), mod.__dict__)
+        torch.manual_seed(0)
+        m = mod.Moe()
+        x, expert = _batch(torch, 2)
+        buf = io.BytesIO()
+        torch.save(m, buf)
+        buf.seek(0)
+        for twin in (copy.deepcopy(m), torch.load(buf, weights_only=False)):
+            assert twin._mend_opaque.module is twin
+            assert torch.allclose(twin(x, expert), m(x, expert))
+    finally:
+        del sys.modules[mod.__name__]
+
+
+def test_unsafe_dense_dispatch_still_offered_and_taken_with_the_flag():
+    """Mixtral's loop: without --unsafe-fixes the opaque op, and the site still says the dense
+    dispatch exists (verification may reject the op: dropout inside the region); with the flag
+    the dense dispatch, and no opaque op."""
+    from test_fix_dispatch import MIXTRAL_LIKE
+
+    safe = fix_source(MIXTRAL_LIKE, lines={22}, module="moe")
+    assert [(s.rule, s.strategy) for s in safe.applied] == [("GM501", "opaque")]
+    assert any(r.line == 22 and "--unsafe-fixes" in r.advice for r in safe.refused), safe.refused
+    unsafe = fix_source(MIXTRAL_LIKE, lines={22}, module="moe", unsafe=True)
+    assert {s.strategy for s in unsafe.applied} == {"dense_dispatch"}
+    assert "_mend_opaque_op" not in unsafe.new_source
