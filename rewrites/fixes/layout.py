@@ -204,6 +204,15 @@ class _Layout:
                                             whitespace_after=cst.SimpleWhitespace(" "))
             width = len(code(node.operator).strip()) + 1
             return node.with_changes(left=left, operator=op, right=self.operand(node.right, extra, col + width))
+        if isinstance(node, cst.Comparison) and not node.lpar:  # `a == b`: split before each comparison
+            comparisons = []
+            for target in node.comparisons:
+                op = target.operator.with_changes(whitespace_before=_newline(extra),
+                                                  whitespace_after=cst.SimpleWhitespace(" "))
+                width = len(code(target.operator).strip()) + 1
+                comparisons.append(target.with_changes(operator=op,
+                                                       comparator=self.operand(target.comparator, extra, col + width)))
+            return node.with_changes(left=self.operand(node.left, extra, col), comparisons=comparisons)
         if isinstance(node, cst.ConcatenatedString) and not node.lpar:  # one string per line
             right = node.right
             right = self.operators(right, extra) if isinstance(right, cst.ConcatenatedString) and not right.lpar \

@@ -1,0 +1,39 @@
+"""The layout of generated code: a comparison too long for its line is split before its
+operator. It used to recurse without end (split -> parenthesize -> operators -> split of the
+same comparison), which left transformers' Longformer unfixed: its size asserts sit deep
+enough that one `_mend_check(size(0) == ...)` line does not fit."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from rewrites.fixes import fix_source
+from rewrites.fixes.layout import lay_out
+
+DEEP_ASSERT = '''import torch
+
+
+class Attention(torch.nn.Module):
+    def forward(self, scores, batch_size_times_the_number_of_heads, max_num_global_attn_indices):
+        if scores is not None:
+            if scores.dim() > 0:
+                assert list(scores.size()) == [batch_size_times_the_number_of_heads * self.num_heads_of_this_layer, max_num_global_attn_indices], "wrong size"
+        return scores
+'''
+
+
+def test_a_long_comparison_is_split_before_its_operator():
+    stmt = cst.parse_statement("x = aaaaaaaaaaaaaaaaaaaaaaaaaaaa.size(0) == bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb * cccccccccccccccccccc\n")
+    out = cst.Module(body=[lay_out(stmt, base=40, width=88)]).code
+    cst.parse_module(out)
+    assert "\n" in out.strip() and all(40 + len(line) <= 88 for line in out.splitlines()[1:]), out
+    assert out.replace(" ", "").replace("\n", "").replace("(", "").replace(")", "") == \
+        "x=aaaaaaaaaaaaaaaaaaaaaaaaaaaa.size0==bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb*cccccccccccccccccccc"
+
+
+def test_a_deep_size_assert_is_rewritten_not_refused_as_too_deep():
+    line = DEEP_ASSERT.splitlines().index(next(l for l in DEEP_ASSERT.splitlines() if "assert" in l)) + 1
+    r = fix_source(DEEP_ASSERT, [line])
+    assert r.error is None, r.error
+    assert r.changed and "_mend_check(" in r.new_source and [s.rule for s in r.applied] == ["GM401"]
+    cst.parse_module(r.new_source)
