@@ -816,15 +816,21 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             # (verification would catch it).
             result.edits.append(Edit(absorbed, lambda updated: cst.RemovalSentinel.REMOVE, None))
 
-    for stmt, node in boolvals:
+    def gm103_site(stmt):
+        """(start, end, tensor names, forced) of a GM103 value statement the run covers, or None."""
         start, end = an.span(stmt)
         if not ctx.covers(start, end) or not ctx.wants("GM103"):
-            continue
+            return None
         facts = facts_for(stmt)
         if facts is None:
+            return None
+        return start, end, facts.tensor_names(start), bool(ctx.tensor_lines and set(range(start, end + 1))
+                                                           & ctx.tensor_lines)
+
+    for stmt, node in boolvals:
+        if (at := gm103_site(stmt)) is None:
             continue
-        tnames = facts.tensor_names(start)
-        forced = bool(ctx.tensor_lines and set(range(start, end + 1)) & ctx.tensor_lines)
+        start, end, tnames, forced = at
         try:
             for operand in (node.left, node.right):
                 _bool_valued(operand, tnames, forced)
@@ -840,14 +846,9 @@ def plan(an: Analysis, ctx: Context) -> Plan:
                                  convert_condition(updated, tnames, forced), site))
 
     for stmt, node in chains:
-        start, end = an.span(stmt)
-        if not ctx.covers(start, end) or not ctx.wants("GM103"):
+        if (at := gm103_site(stmt)) is None:
             continue
-        facts = facts_for(stmt)
-        if facts is None:
-            continue
-        tnames = facts.tensor_names(start)
-        forced = bool(ctx.tensor_lines and set(range(start, end + 1)) & ctx.tensor_lines)
+        start, end, tnames, forced = at
         try:
             _unchain(node, tnames, forced)
             _scalar_operands(node)
