@@ -135,6 +135,19 @@ def test_size_list_assert_split_per_dimension_where_dynamo_broke():
             assert outcomes[0] == outcomes[1]
 
 
+def test_ternary_on_a_python_typed_parameter_dynamo_saw_as_tensor_says_why_it_stays():
+    """diffusers' DDIM `_get_variance(self, timestep: int, prev_timestep: int)` is called with
+    tensors: the annotation keeps the rewrite off, and the refusal names the parameter rather
+    than the report falling back to "no automatic fix for GM102"."""
+    src = ("class S:\n    def f(self, p: int):\n"
+           "        a = self.c[p] if p >= 0 else self.d\n        return a\n")
+    r = fix_source(src, lines={3}, tensor_lines={3})
+    assert not r.changed
+    assert [(x.rule, x.line) for x in r.refused] == [("GM102", 3)]
+    assert "`p`" in r.refused[0].reason and "annotation" in r.refused[0].reason
+    assert not fix_source(src, lines={3}).refused  # without Dynamo's word: a Python branch, silent
+
+
 IN_CLASS = [c for f, _, c, _ in CASES if f == "gm1_where" and "\nclass R:" in c.before]
 
 

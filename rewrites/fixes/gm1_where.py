@@ -21,8 +21,9 @@ What it rewrites (when the condition is a tensor expression):
   middle operands are evaluated twice, so they must be pure and call nothing outside torch.
 * Dynamo's word (``Context.tensor_lines``: it reported a data-dependent branch at the line)
   makes a condition a tensor where the source cannot show it (the value came through a
-  parameter or a call), unless the condition reads only ``self`` and Python-typed parameters;
-  in ``<python> and <tensor>`` those operands are then the Python part (``n_iter > 1 and err < tol``
+  parameter or a call), unless the condition reads only ``self`` and Python-typed parameters
+  (a ternary's is then refused, naming them: diffusers calls ``_get_variance(self, timestep:
+  int, prev_timestep: int)`` with tensors); in ``<python> and <tensor>`` those operands are then the Python part (``n_iter > 1 and err < tol``
   with ``n_iter: int``). A wrong guess leaves the break, or raises, in verification.
 * an arm that calls a module or a non-torch function (pure as far as the source shows)
   -> ``torch.cond(c, lambda: A, lambda: B)`` instead: only the taken arm runs. A call to a
@@ -873,13 +874,20 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         if facts is None:
             continue
         tnames = facts.tensor_names(start)
-        forced = bool(ctx.tensor_lines and test_lines & ctx.tensor_lines) \
-            and not _python_only(node.test, frozenset(facts.python_params))
+        reported = bool(ctx.tensor_lines and test_lines & ctx.tensor_lines)
+        typed = _python_only(node.test, frozenset(facts.python_params))
+        forced = reported and not typed
         try:
             convert_condition(node.test, tnames, forced)
         except Refuse as exc:
             if ctx.lines is not None and forced:
                 result.refusals.append(Refusal("GM102", start, str(exc)))
+            elif ctx.lines is not None and reported:
+                # Dynamo saw a tensor where the annotation says a Python value: say why it stays
+                params = ", ".join(f"`{n}`" for n in sorted(names_in(node.test) & set(facts.python_params)))
+                result.refusals.append(Refusal(
+                    "GM102", start, f"the condition reads only parameters typed as Python values ({params}), "
+                    "yet Dynamo saw a tensor there: a caller passes a tensor despite the annotation"))
             continue
         try:
             arms = []
