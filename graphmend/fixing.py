@@ -360,7 +360,7 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
                 s.reason = "no mend_target runs the rewritten code, so the rewrite could not be verified"
     # 5. cost (--bench): a target whose program the verified fixes make slower turns them to regresses
     if cost is not None:
-        _gate(cost, done, before, got.specs, cands, _settled(cands, options, report, {VERIFIED}))
+        _gate(cost, done, got.specs, _settled(cands, options, report, {VERIFIED}))
     patches = _settled(cands, options, report, {VERIFIED, REGRESSES} if options.allow_slower else {VERIFIED})
     report.fix_targets = fix_targets
     # the fix report's targets[] carry the outcome too (the shape `mend fix --format json`
@@ -399,12 +399,11 @@ def _settled(cands: dict[str, "FileCandidate"], options: FixOptions, report: Rep
     return patches
 
 
-def _gate(cost: CostGate, done: list, before: list[TargetResult], specs: list, cands: dict[str, "FileCandidate"],
-          patches: dict[str, str]) -> None:
+def _gate(cost: CostGate, done: list, specs: list, patches: dict[str, str]) -> None:
     """Time every target some verified fix changed, compiled before and after; a target
     whose mended program is slower in a mode turns the verified fixes it ran to REGRESSES."""
     gated = []
-    for t, spec, (ft, outcome) in zip(before, specs, done):
+    for spec, (ft, outcome) in zip(specs, done):
         if outcome is None:
             continue
         sites, verdicts, final = outcome

@@ -37,3 +37,11 @@ def test_a_deep_size_assert_is_rewritten_not_refused_as_too_deep():
     assert r.error is None, r.error
     assert r.changed and "_mend_check(" in r.new_source and [s.rule for s in r.applied] == ["GM401"]
     cst.parse_module(r.new_source)
+
+
+def test_a_long_comprehension_is_split_as_the_formatters_split_it():
+    stmt = cst.parse_statement("y = [linecache.getline(frames[-1].filename, frames[-1].lineno + i).rstrip() "
+                               "for i in (1, 2, 3) if i]\n")
+    out = cst.Module(body=[lay_out(stmt, base=8, width=88)]).code
+    assert out == ("y = [\n    linecache.getline(frames[-1].filename, frames[-1].lineno + i).rstrip()\n"
+                   "    for i in (1, 2, 3)\n    if i\n]\n"), out

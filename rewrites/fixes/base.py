@@ -895,7 +895,8 @@ def call(func: str, *args: cst.BaseExpression) -> cst.Call:
 def paren(node: cst.BaseExpression) -> cst.BaseExpression:
     """Wrap in parentheses unless atomic (so it can be an operand)."""
     if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float,
-                         cst.SimpleString)) or node.lpar:
+                         cst.SimpleString, cst.List, cst.ListComp, cst.Dict, cst.DictComp, cst.Set,
+                         cst.SetComp)) or node.lpar:  # displays are atoms too
         return node
     return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 

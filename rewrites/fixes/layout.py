@@ -149,6 +149,8 @@ class _Layout:
             return self.parenthesized(node, extra)
         if isinstance(node, (cst.Tuple, cst.List)) and node.elements and (node.lpar or isinstance(node, cst.List)):
             return self.elements(node, extra)
+        if isinstance(node, (cst.ListComp, cst.SetComp)) and not node.lpar:
+            return self.comprehension(node, extra)
         if isinstance(node, (cst.Call, cst.Attribute, cst.Subscript)):  # `torch.where(...).sum()`: its call
             first = _first_call(node)
             if first is not None:
@@ -168,6 +170,23 @@ class _Layout:
                                      rbracket=cst.RightSquareBracket())
         return node.with_changes(elements=els, lpar=[cst.LeftParen(whitespace_after=_newline(inner))],
                                  rpar=[cst.RightParen()])
+
+    def comprehension(self, node, extra: int):
+        """``[elt for x in xs if c]`` as the formatters split it: the element, then each
+        ``for`` and ``if`` clause on a line of its own, one level in."""
+        inner = extra + 4
+        elt = self.expr(node.elt, inner, self.base + inner, 0)
+
+        def clauses(comp: cst.CompFor) -> cst.CompFor:
+            ifs = [i.with_changes(whitespace_before=_newline(inner)) for i in comp.ifs]
+            nested = clauses(comp.inner_for_in) if comp.inner_for_in is not None else None
+            return comp.with_changes(whitespace_before=_newline(inner), ifs=ifs, inner_for_in=nested)
+
+        brackets = ("lbracket", "rbracket") if isinstance(node, cst.ListComp) else ("lbrace", "rbrace")
+        opening, closing = getattr(node, brackets[0]), getattr(node, brackets[1])
+        return node.with_changes(elt=elt, for_in=clauses(node.for_in), **{
+            brackets[0]: opening.with_changes(whitespace_after=_newline(inner)),
+            brackets[1]: closing.with_changes(whitespace_before=_newline(extra))})
 
     def call(self, node: cst.Call, extra: int) -> cst.Call:
         inner = extra + 4
