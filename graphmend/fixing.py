@@ -52,9 +52,10 @@ class FixOptions:
     allow_slower: bool = False  # the patches include fixes the cost gate measured slower (--allow-slower)
 
 
-# (target, the patches about to be written) pairs -> each target's cost checks, one per mode
-# (graphmend.bench.gate.cost_gate: the CLI composes the two stages, neither imports the other)
-CostGate = Callable[[Sequence[tuple[object, dict[str, str]]]], list[list[CostCheck]]]
+# (target, the patches about to be written, the target's verdict key) -> each target's cost
+# checks, one per mode (graphmend.bench.gate.cost_gate: the CLI composes the two stages,
+# neither imports the other)
+CostGate = Callable[[Sequence[tuple[object, dict[str, str], Optional[str]]]], list[list[CostCheck]]]
 
 
 @dataclass
@@ -308,6 +309,7 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
     for (name, f), ls in hit.items():
         hit_any.setdefault(f, []).append(ls)
     reused: list[str] = []
+    keys: dict[str, Optional[str]] = {}  # target -> its verdict's cache key (None: not kept)
 
     def verify_one(t: TargetResult, spec) -> tuple[FixTarget, Optional[tuple]]:
         files = _break_files(t) & {p for p, c in cands.items() if c.sites}
@@ -320,6 +322,7 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
             sites = [s for p in sorted(files) for s in cands[p].sites
                      if s.trigger & hit.get((t.name, p), set()) or not any(s.trigger & v for v in hit_any.get(p, []))]
             key = _verdict_key(cache, t, sites, options, config) if sites else None
+            keys[t.name] = key
             kept = cache.get("verify", key) if key else None
             if kept is not None:
                 ft, remaining[t.name], outcome = _from_kept(kept, sites)
@@ -360,7 +363,7 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
                 s.reason = "no mend_target runs the rewritten code, so the rewrite could not be verified"
     # 5. cost (--bench): a target whose program the verified fixes make slower turns them to regresses
     if cost is not None:
-        _gate(cost, done, got.specs, _settled(cands, options, report, {VERIFIED}))
+        _gate(cost, done, got.specs, _settled(cands, options, report, {VERIFIED}), keys)
     patches = _settled(cands, options, report, {VERIFIED, REGRESSES} if options.allow_slower else {VERIFIED})
     report.fix_targets = fix_targets
     # the fix report's targets[] carry the outcome too (the shape `mend fix --format json`
@@ -399,9 +402,10 @@ def _settled(cands: dict[str, "FileCandidate"], options: FixOptions, report: Rep
     return patches
 
 
-def _gate(cost: CostGate, done: list, specs: list, patches: dict[str, str]) -> None:
+def _gate(cost: CostGate, done: list, specs: list, patches: dict[str, str], keys: dict[str, Optional[str]]) -> None:
     """Time every target some verified fix changed, compiled before and after; a target
-    whose mended program is slower in a mode turns the verified fixes it ran to REGRESSES."""
+    whose mended program is slower in a mode turns the verified fixes it ran to REGRESSES.
+    ``keys``: each target's verdict key, under which the gate may keep what it measured."""
     gated = []
     for spec, (ft, outcome) in zip(specs, done):
         if outcome is None:
@@ -412,7 +416,7 @@ def _gate(cost: CostGate, done: list, specs: list, patches: dict[str, str]) -> N
             gated.append((ft, spec, passed))
     if not gated:
         return
-    results = cost([(spec, patches) for _, spec, _ in gated])
+    results = cost([(spec, patches, keys.get(ft.name)) for ft, spec, _ in gated])
     for (ft, spec, passed), checks in zip(gated, results):
         ft.costs = list(checks)
         worse = [c for c in checks if c.verdict == SLOWER]

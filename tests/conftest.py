@@ -23,6 +23,23 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config):
+    # mend's cache of captures and verdicts (graphmend.core.cache) in a folder of this run's
+    # own: a verdict an earlier run kept must not stand in for what a test means to run
+    if "MEND_CACHE_DIR" not in os.environ:
+        import tempfile
+
+        os.environ["MEND_CACHE_DIR"] = config._mend_cache = tempfile.mkdtemp(prefix="mend-test-cache-")
+
+
+def pytest_unconfigure(config):
+    if getattr(config, "_mend_cache", None):
+        import shutil
+
+        shutil.rmtree(config._mend_cache, ignore_errors=True)
+        os.environ.pop("MEND_CACHE_DIR", None)
 SMALL = ROOT / "tests" / "fixtures" / "dynamic" / "models"
 CORPUS = ROOT / "corpus"
 

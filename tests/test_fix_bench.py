@@ -96,13 +96,14 @@ def gated(tmp_path_factory):
     proj = tmp_path_factory.mktemp("slower") / "project"
     shutil.copytree(FIXTURE, proj)
     before = (proj / "models.py").read_bytes()
-    first = _mend("fix", "--bench", "--write", "-f", "json", "-q", str(proj), cwd=proj)
+    first = _mend("fix", "--bench", "--write", "-f", "json", str(proj), cwd=proj)
     return proj, before, first
 
 
 def test_a_slower_fix_regresses_with_its_numbers_and_is_not_written(gated):
     proj, before, first = gated
     assert first.returncode == 1, first.stderr[-3000:]
+    assert "benchmarking" in first.stderr  # the arms were timed (a line each off a terminal)
     report = Report.from_json(first.stdout)
     [fix] = [f for f in report.fixes if f.rule == "GM101"]
     assert fix.status == "regresses" and fix.checks  # behaviour proven, cost not
@@ -115,10 +116,12 @@ def test_a_slower_fix_regresses_with_its_numbers_and_is_not_written(gated):
     assert (proj / "models.py").read_bytes() == before  # --write left it alone
 
 
-def test_allow_slower_writes_it(gated):
+def test_allow_slower_writes_it_and_a_second_run_reuses_the_timing(gated):
     proj, before, _ = gated
+    # nothing changed since the first run: its decided verdict is reused, no arm is timed again
     second = _mend("fix", "--bench", "--allow-slower", "--write", str(proj), cwd=proj)
     assert second.returncode == 0, second.stderr[-3000:]
     assert "[regresses]" in second.stderr and "cost: default mode, cpu: mended" in second.stderr
+    assert "benchmarking" not in second.stderr
     after = (proj / "models.py").read_text()
     assert after != before.decode() and "torch.where(" in after and "x.mean() > 0," in after

@@ -8,6 +8,12 @@ beyond noise (:func:`graphmend.bench.stats.slower`) makes its target's fixes ``r
 Arms run one after another, never beside verification or each other: a timing taken on a
 busy machine is no timing. Timings that stay unstable after one longer re-run leave the
 verdict ``untold``: the gate says it could not tell, and keeps the fix as verified.
+
+A decided verdict (slower or not) is kept in mend's cache (``graphmend.core.cache``) under
+what it measured: the target's verification key (its files, the sites, the installed
+packages, mend's code), the patches, the gate's options and the machine (host, CPU count,
+GPU). A second ``mend fix --bench`` with nothing changed reuses it, as it reuses the
+behaviour verdicts; an ``untold`` check is measured again.
 """
 
 from __future__ import annotations
@@ -21,9 +27,10 @@ from typing import Callable, Optional, Sequence
 from graphmend.bench.arms import BenchItem
 from graphmend.bench.stage import BenchOptions, ProgressHook, bench_item
 from graphmend.bench.stats import ratio, slower
+from graphmend.core.cache import Cache
 from graphmend.core.config import Config
 from graphmend.core.discovery import TargetSpec
-from graphmend.core.model import NOT_SLOWER, SLOWER, UNTOLD, BenchRow, CostCheck
+from graphmend.core.model import NOT_SLOWER, SLOWER, UNTOLD, BenchRow, CostCheck, from_dict, to_dict
 
 ARMS = ("original", "mended")
 
@@ -36,6 +43,7 @@ class GateOptions:
     warmup: int = 3
     run_mode: str = "eval"  # "train": a timed call is a training step
     timeout: Optional[float] = None  # seconds per arm; None: config.timeout
+    cache: bool = True  # reuse a decided verdict measured before (--no-cache: measure again)
 
 
 class _Given:
@@ -49,32 +57,33 @@ class _Given:
         return self.patches, ""
 
 
-def cost_gate(config: Config, options: GateOptions,
-              progress: Optional[ProgressHook] = None) -> Callable[[Sequence[tuple[TargetSpec, dict[str, str]]]],
-                                                                   list[list[CostCheck]]]:
-    """The measuring function ``graphmend.fixing.run_fix`` calls with (target, patches)
-    pairs once verification is over; it returns each target's checks, one per mode."""
+Item = tuple[TargetSpec, dict[str, str], Optional[str]]  # target, its patches, what its verdict is keyed by
 
-    def measure(items: Sequence[tuple[TargetSpec, dict[str, str]]]) -> list[list[CostCheck]]:
+
+def cost_gate(config: Config, options: GateOptions,
+              progress: Optional[ProgressHook] = None) -> Callable[[Sequence[Item]], list[list[CostCheck]]]:
+    """The measuring function ``graphmend.fixing.run_fix`` calls with (target, patches,
+    verification key) once verification is over; it returns each target's checks, one per
+    mode. A key of None: nothing kept, always measured."""
+    kept = Cache.for_run(options.cache)
+
+    def measure(items: Sequence[Item]) -> list[list[CostCheck]]:
         timeout = options.timeout or config.timeout
-        planned = len(items) * len(options.modes) * len(ARMS)
+        keys = [[_key(kept, key, patches, options, mode) if key and kept.enabled else None for mode in options.modes]
+                for _, patches, key in items]
+        found = [[_found(kept, k) for k in ks] for ks in keys]
+        planned = sum(c is None for cs in found for c in cs) * len(ARMS)
         advance = progress("benchmarking", planned) if progress and planned else None
         cache_root = Path(tempfile.mkdtemp(prefix="mend-gate-"))
         out: list[list[CostCheck]] = []
         try:
-            for index, (spec, patches) in enumerate(items):
+            for index, (spec, patches, _) in enumerate(items):
                 checks = []
-                for mode in options.modes:
-                    bench = BenchOptions(device=options.device, mode=mode, runs=options.runs, warmup=options.warmup,
-                                         timeout=timeout, arms=list(ARMS), run_mode=options.run_mode)
-                    rows = bench_item(index, BenchItem(spec), ARMS, bench, config, timeout, cache_root,
-                                       _Given(patches), advance)
-                    check = judge(spec.name, rows, bench)
-                    if check.verdict == UNTOLD and all(not r.error for r in rows):
-                        # unstable timings: once more, twice as long, before saying so
-                        bench = replace(bench, runs=2 * bench.runs)
-                        check = judge(spec.name, bench_item(index, BenchItem(spec), ARMS, bench, config, timeout,
-                                                             cache_root, _Given(patches), None), bench)
+                for mode, key, check in zip(options.modes, keys[index], found[index]):
+                    if check is None:
+                        check = _measure(index, spec, patches, mode, options, config, timeout, cache_root, advance)
+                        if key and check.verdict != UNTOLD:
+                            kept.put("cost", key, to_dict(check))
                     checks.append(check)
                 out.append(checks)
         finally:
@@ -82,6 +91,46 @@ def cost_gate(config: Config, options: GateOptions,
         return out
 
     return measure
+
+
+def _measure(index: int, spec: TargetSpec, patches: dict[str, str], mode: str, options: GateOptions,
+             config: Config, timeout: float, cache_root: Path, advance) -> CostCheck:
+    bench = BenchOptions(device=options.device, mode=mode, runs=options.runs, warmup=options.warmup,
+                         timeout=timeout, arms=list(ARMS), run_mode=options.run_mode)
+    rows = bench_item(index, BenchItem(spec), ARMS, bench, config, timeout, cache_root, _Given(patches), advance)
+    check = judge(spec.name, rows, bench)
+    if check.verdict == UNTOLD and all(not r.error for r in rows):
+        # unstable timings: once more, twice as long, before saying so
+        bench = replace(bench, runs=2 * bench.runs)
+        check = judge(spec.name, bench_item(index, BenchItem(spec), ARMS, bench, config, timeout, cache_root,
+                                            _Given(patches), None), bench)
+    return check
+
+
+def _key(cache: Cache, verified: str, patches: dict[str, str], options: GateOptions, mode: str) -> str:
+    return cache.key("cost", verified, sorted(patches.items()), mode, options.device, options.runs,
+                     options.warmup, options.run_mode, _machine(options.device))
+
+
+def _found(cache: Cache, key: Optional[str]) -> Optional[CostCheck]:
+    entry = cache.get("cost", key) if key else None
+    try:
+        return from_dict(CostCheck, entry) if entry else None
+    except (TypeError, ValueError, KeyError):
+        return None  # an entry of another shape: measure again
+
+
+def _machine(device: str) -> list:
+    """What a timing depends on beyond the code: this host, its CPUs, the GPU."""
+    import os
+    import platform
+
+    gpu = None
+    if device == "cuda":
+        import torch
+
+        gpu = torch.cuda.get_device_name()
+    return [platform.node(), os.cpu_count(), platform.processor(), gpu]
 
 
 def judge(target: str, rows: Sequence[BenchRow], options: BenchOptions) -> CostCheck:

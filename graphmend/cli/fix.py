@@ -91,7 +91,7 @@ def fix(
             from graphmend.bench.gate import GateOptions, cost_gate
 
             cost = cost_gate(config, GateOptions(modes=gate_modes, device=device, run_mode=config.modes[0],
-                                                 timeout=timeout), progress)
+                                                 timeout=timeout, cache=not no_cache), progress)
         try:
             run = run_fix(paths, config, FixOptions(rules=rules, jobs=jobs, timeout=timeout, follow=not no_follow,
                                                     unsafe=unsafe_fixes, cache=not no_cache,

@@ -76,6 +76,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import libcst as cst
+from libcst import matchers
 
 from rewrites.fixes import total
 from rewrites.fixes.base import (Analysis, Case, Context, Edit, FunctionFacts, Plan, Refusal, Site, call,
@@ -406,6 +407,7 @@ def decide_if(node: cst.If, an: Analysis, facts: FunctionFacts, tnames: frozense
         for a in [*arms, final_arm]:
             if _is_constant(a.ret):
                 raise Refuse(f"an arm returns the Python constant `{code(a.ret)}`; torch.where would make it a tensor")
+        _same_slices("the returned value", [a.ret for a in [*arms, final_arm]])
         use_cond = any(a.outside_calls for a in [*arms, final_arm])
         if not use_cond:
             for a in [*arms, final_arm]:
@@ -437,6 +439,8 @@ def decide_if(node: cst.If, an: Analysis, facts: FunctionFacts, tnames: frozense
         for n in keep:
             if n in a.env and _is_constant(a.env[n]):
                 raise Refuse(f"`{n}` is the Python constant `{code(a.env[n])}` on one path; torch.where would make it a tensor")
+    for n in keep:
+        _same_slices(f"`{n}`", [a.env.get(n, cst.Name(n)) for a in all_arms] + ([cst.Name(n)] if n in fallback else []))
     use_cond = any(a.outside_calls for a in all_arms)
     if not use_cond:
         for a in all_arms:
@@ -444,6 +448,23 @@ def decide_if(node: cst.If, an: Analysis, facts: FunctionFacts, tnames: frozense
                 if n in a.env:
                     _total(a.env[n], tnames, pure)
     return IfDecision(keep, fallback, False, use_cond, None, pure)
+
+
+def _slices(e: cst.BaseExpression) -> set[str]:
+    """The bounded slices ``x[:, :n]`` in ``e``, as source text."""
+    return {code(s) for s in matchers.findall(e, matchers.Subscript()) if any(
+        isinstance(el.slice, cst.Slice) and (el.slice.lower or el.slice.upper or el.slice.step)
+        for el in s.slice)}
+
+
+def _same_slices(what: str, values: list[cst.BaseExpression]) -> None:
+    """torch.where and torch.cond choose between values of one shape: paths that slice
+    differently (Reformer's ``out = out[:, :n]`` on padding) may not have one."""
+    seen = [_slices(v) for v in values]
+    if any(s != seen[0] for s in seen):
+        example = sorted(set().union(*seen) - set.intersection(*seen))[0]
+        raise Refuse(f"{what} is sliced on one path only (`{example}`): the paths may differ in shape, and "
+                     "torch.where cannot choose between shapes")
 
 
 def _total(value: cst.BaseExpression, tnames: frozenset[str], pure: frozenset[str]) -> None:
@@ -927,6 +948,10 @@ CASES = [
         "import torch\n\ndef f(x):\n    # keep me\n    y = torch.where(x.mean() > 0.5, x + 1, x)\n    "
         "z = torch.where(x.mean() > 0.5, x * 3, x)\n    return y + z\n",
     ),
+    Case(  # both paths slice alike: one shape
+        "import torch\ndef f(x, n):\n    if x.sum() > 0:\n        y = x[:, :n] * 2\n    else:\n        y = x[:, :n]\n    return y\n",
+        "import torch\ndef f(x, n):\n    y = torch.where(x.sum() > 0, x[:, :n] * 2, x[:, :n])\n    return y\n",
+    ),
     Case(
         "import torch\ndef f(x):\n    x = x + 1\n    if x.max() > 3:\n        x = x / 2\n    return x\n",
         "import torch\ndef f(x):\n    x = x + 1\n    x = torch.where(x.max() > 3, x / 2, x)\n    return x\n",
@@ -1076,6 +1101,11 @@ CASES += [
     Case("import torch\nimport torch.nn.functional as F\ndef f(x):\n    if x.sum() > 0:\n        x = F.relu(x, inplace=True)\n"
          "    return x\n", reason="inplace=True"),
     Case("import torch\ndef f(x, o):\n    if x.sum() > 0:\n        x = torch.add(x, 1, out=o)\n    return x\n", reason="out="),
+    Case(  # Reformer's padding: one path slices, so the two may differ in shape
+        "import torch\ndef f(x, pad, n):\n    if pad:\n        x = x[:, :n]\n    return x\n",
+        lines=frozenset({3}), hints=("tensor",), reason="sliced on one path only (`x[:, :n]`)"),
+    Case("import torch\ndef f(x, n):\n    if x.sum() > 0:\n        return x[:n] * 2\n    return x\n",
+         reason="sliced on one path only (`x[:n]`)"),
     Case("import torch\nimport torch.nn.functional as F\ndef f(x):\n    if x.sum() > 0:\n        x = F.dropout(x, 0.1)\n"
          "    return x\n", reason="draws random numbers (F.dropout)"),
     Case("import torch\ndef f(x):\n    if x.sum() > 0:\n        x = x + torch.randn_like(x)\n    return x\n",
