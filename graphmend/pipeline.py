@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from graphmend.collect import Collected, CollectOptions, ProgressHook, collect
+from graphmend.core.cache import Cache
 from graphmend.core.config import Config
 from graphmend.core.model import Report, new_report
 from graphmend.core.sources import report_root
@@ -29,8 +30,11 @@ def analyze(paths: Sequence[str | os.PathLike[str]], config: Config, options: An
     root = report_root(paths, config.project_root)
     report = new_report("analyze", root=root, torch_version=torch_version if options.dynamic else None)
     report.run_modes = list(config.modes)
+    # the captures are kept (never read here: analyze always runs its targets) for a `mend fix`
+    # of the same unchanged files to start from
+    keep = Cache.for_run(reuse=False) if options.dynamic else None
     got = collect(paths, config, CollectOptions(static=options.static, dynamic=options.dynamic, jobs=options.jobs,
-                                                scan_jobs=options.jobs, timeout=options.timeout), progress)
+                                                scan_jobs=options.jobs, timeout=options.timeout, cache=keep), progress)
     report.findings, report.errors, report.targets = got.findings, got.errors, got.targets
     report.files_scanned, report.nested_graph_breaks = got.files_scanned, got.nested_graph_breaks
     from graphmend.correlate import correlate, diagnose

@@ -80,7 +80,13 @@ def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fix-cache")
     proj, cache = _project(tmp), tmp / "cache"
     before = _tree(proj)
-    out = {"cold": _fix(proj, cache)}
+    # a dynamic analyze first, as a user runs it: it keeps its captures (and nothing else)
+    out = {"analyze": subprocess.run([sys.executable, "-m", "graphmend", "analyze", str(proj), "-q", "-f", "json"],
+                                     capture_output=True, text=True, cwd=proj, timeout=900,
+                                     env={**os.environ, "PYTHONPATH": str(ROOT), "MEND_CACHE_DIR": str(cache)})}
+    out["analyzed"] = {p: p.stat().st_mtime_ns for p in cache.rglob("*.json")}
+    out["cold"] = _fix(proj, cache)
+    out["captures_after_cold"] = {p: p.stat().st_mtime_ns for p in cache.rglob("*.json") if p.parts[-3] == "capture"}
     out["tree_after"] = _tree(proj)
     out["warm"] = _fix(proj, cache)
     (proj / "b.py").write_text((proj / "b.py").read_text() + "\n# edited\n")
@@ -102,6 +108,15 @@ def test_a_second_run_with_nothing_changed_reuses_every_verdict(runs):
     # the same report but for timings
     strip = lambda d: {k: v for k, v in d.items() if k not in ("targets", "created", "duration_s", "fix_targets")}
     assert strip(json.loads(warm.stdout)) == strip(json.loads(cold.stdout))
+
+
+def test_fix_starts_from_the_captures_analyze_kept(runs):
+    assert runs["analyze"].returncode == 1, runs["analyze"].stderr  # the three branches break
+    analyzed = runs["analyzed"]
+    assert {p.parts[-3] for p in analyzed} == {"capture"} and len(analyzed) == 3
+    # the cold fix read them (nothing re-captured, so nothing re-written) and planned and verified afresh
+    assert runs["captures_after_cold"] == analyzed
+    assert _reused(runs["cold"]) == 0
 
 
 def test_a_changed_file_reverifies_only_the_targets_that_ran_it(runs):

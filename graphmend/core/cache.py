@@ -89,18 +89,19 @@ class Cache:
     """A folder of entries by kind and key; ``Cache(None)`` keeps nothing (``--no-cache``).
     One per run: it remembers the digests it read and what the run's captures depended on."""
 
-    def __init__(self, folder: Optional[Path]):
+    def __init__(self, folder: Optional[Path], reuse: bool = True):
         self.folder = folder
+        self.reuse = reuse  # False: entries are kept, never read (analyze keeps its captures for fix)
         # target name -> (its capture's key, path -> digest of each file it ran), this run
         self.captured: dict[str, tuple[str, dict[str, str]]] = {}
         self._digests: dict[str, Optional[str]] = {}
         self._environment: Optional[dict[str, Optional[str]]] = None
 
     @classmethod
-    def for_run(cls, enabled: bool = True) -> "Cache":
+    def for_run(cls, enabled: bool = True, reuse: bool = True) -> "Cache":
         if not enabled or os.environ.get(ENV_OFF) == "1":
             return cls(None)
-        return cls(default_dir())
+        return cls(default_dir(), reuse)
 
     @property
     def enabled(self) -> bool:
@@ -116,7 +117,7 @@ class Cache:
         return self.folder / f"v{SCHEMA}" / kind / key[:2] / f"{key}.json"
 
     def get(self, kind: str, key: str) -> Optional[dict[str, Any]]:
-        if self.folder is None:
+        if self.folder is None or not self.reuse:
             return None
         try:
             value = json.loads(self._path(kind, key).read_text(encoding="utf-8"))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
+import threading
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Iterable, Optional, Sequence
@@ -74,10 +75,10 @@ def fix_source(source: str, lines: Optional[Iterable[int]] = None, rules: Sequen
     file's module name, which the custom ops of opaque regions are named after."""
     import libcst as cst
 
-    from rewrites.fixes.base import Analysis, Context
+    from rewrites.fixes.base import Context
 
     try:
-        an = Analysis(source)
+        an = _analysis(source)
     except cst.ParserSyntaxError as exc:
         return FixResult(source, source, error=f"syntax error at line {exc.raw_line}: {exc.message}")
     except RecursionError:  # libcst recurses per nesting level, where Python's own parser does not
@@ -91,6 +92,27 @@ def fix_source(source: str, lines: Optional[Iterable[int]] = None, rules: Sequen
         return FixResult(source, source, error=TOO_DEEP)
     except Exception as exc:  # a transform bug on one file never stops the run
         return FixResult(source, source, error=f"rewrite failed ({type(exc).__name__}: {exc}); file left unchanged")
+
+
+_ANALYSES: "dict[str, object]" = {}  # source -> its Analysis, the last few (a run plans one file many times)
+_ANALYSES_KEPT = 4
+_ANALYSES_LOCK = threading.Lock()
+
+
+def _analysis(source: str):
+    """The parsed ``source`` with its metadata (read-only to every planner): verification
+    plans a file once per set of rewrites it tries, and parsing a big file takes seconds."""
+    from rewrites.fixes.base import Analysis
+
+    with _ANALYSES_LOCK:
+        an = _ANALYSES.get(source)
+    if an is None:
+        an = Analysis(source)
+        with _ANALYSES_LOCK:
+            _ANALYSES[source] = an
+            while len(_ANALYSES) > _ANALYSES_KEPT:
+                _ANALYSES.pop(next(iter(_ANALYSES)))
+    return an
 
 
 def _fix(an, ctx, source: str, line_length: int = 88) -> FixResult:

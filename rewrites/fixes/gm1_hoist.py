@@ -280,7 +280,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             if isinstance(n.orelse, cst.If):
                 elifs.add(id(n.orelse))
 
-    an.module.visit(V())
+    an.visit_covering(V(), ctx)
     facts_cache: dict[int, FunctionFacts] = {}
     for node in ifs:
         if id(node) in elifs or not _mentions_register_buffer(node):

@@ -769,7 +769,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
                 elif isinstance(v, cst.Comparison) and len(v.comparisons) > 1:
                     chains.append((n, v))
 
-    an.module.visit(V())
+    an.visit_covering(V(), ctx)
     facts_cache: dict[int, FunctionFacts] = {}
     absorbed_ids: set[int] = set()
 

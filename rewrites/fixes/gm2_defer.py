@@ -175,7 +175,7 @@ def _plan_logging_ifs(an: Analysis, ctx: Context, result: Plan) -> set[int]:
             if n.orelse is None and _only_logs(n.body):
                 ifs.append(n)
 
-    an.module.visit(V())
+    an.visit_covering(V(), ctx)
     taken: set[int] = set()
     for node in ifs:
         start, end = an.span(node)
@@ -229,7 +229,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             if found:
                 stmts.append((n, *found))
 
-    an.module.visit(V())
+    an.visit_covering(V(), ctx)
     for stmt, callnode, rule in stmts:
         if not ctx.wants(rule) or id(callnode) in in_ifs:
             continue

@@ -131,7 +131,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
     _plan_rounded(an, ctx, result)
     if not ctx.wants("GM301"):
         return result
-    found = [(n, hit) for n in m.findall(an.module, m.Call(func=m.Attribute(attr=m.Name("item"))))
+    found = [(n, hit) for n in an.findall(m.Call(func=m.Attribute(attr=m.Name("item"))), ctx)
              if (hit := _match(n)) is not None]
     for node, (op, a, b) in found:
         start, end = an.span(node)
@@ -148,7 +148,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
 
 
 def _plan_rounded(an: Analysis, ctx: Context, result: Plan) -> None:
-    for node in m.findall(an.module, m.Call()):
+    for node in an.findall(m.Call(), ctx):
         hit = host_rounded(node)
         if hit is None or not ctx.wants(hit[0]):
             continue

@@ -171,7 +171,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
                     and len(body[0].body) == 1 and isinstance(body[0].body[0], cst.Raise)):
                 raises.append(n)
 
-    an.module.visit(V())
+    an.visit_covering(V(), ctx)
     facts: dict[int, FunctionFacts] = {}
 
     def tnames(node):

@@ -58,7 +58,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
                     and isinstance(f.value.slice[0].slice, cst.Index)):
                 found.append(n)
 
-    an.module.visit(V())
+    an.visit_covering(V(), ctx)
     for node in found:
         start, end = an.span(node)
         fn = an.enclosing_function(node)

@@ -554,7 +554,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
     taken = _module_names(an.module)
     refs: set[int] = set()  # classes whose __init__ this plan already gives a handle
     dense = _dense_lines(an, ctx)
-    for fn in _functions(an.module):
+    for fn in an.findall(cst.FunctionDef, ctx):
         if _in_mend_helper(an, fn) or not isinstance(fn.body, cst.IndentedBlock):
             continue
         body = list(fn.body.body)
@@ -572,17 +572,6 @@ def _in_mend_helper(an: Analysis, fn: Optional[cst.CSTNode]) -> bool:
             return True
         fn = an.parent(fn)
     return False
-
-
-def _functions(module: cst.Module) -> list[cst.FunctionDef]:
-    out: list[cst.FunctionDef] = []
-
-    class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, n: cst.FunctionDef) -> None:
-            out.append(n)
-
-    module.visit(V())
-    return out
 
 
 def _dense_lines(an: Analysis, ctx: Context) -> set[int]:

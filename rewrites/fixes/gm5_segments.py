@@ -333,7 +333,7 @@ def _find_runs(fn: cst.FunctionDef) -> Optional[_Runs]:
 def _plan_runs(an: Analysis, ctx: Context, result: Plan) -> None:
     if not ctx.wants("GM503"):
         return
-    for fn in m.findall(an.module, m.FunctionDef()):
+    for fn in an.findall(m.FunctionDef(), ctx):
         r = _find_runs(fn)
         if r is None:
             continue

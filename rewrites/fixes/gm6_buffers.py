@@ -175,7 +175,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
     if not ctx.wants("GM606"):
         return result
     stmts: list[tuple[cst.SimpleStatementLine, str]] = []
-    for n in m.findall(an.module, m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget()])])):
+    for n in an.findall(m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget()])]), ctx):
         a = single(n)
         attr = _self_attr(a.targets[0].target)
         if attr is not None and _converts(a.value, attr):

@@ -64,7 +64,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             if target:
                 calls.append((n, target))
 
-    an.module.visit(V())
+    an.visit_covering(V(), ctx)
     for node, target in calls:
         start, end = an.span(node)
         if not (set(range(start, end + 1)) & ctx.numpy_lines) or not ctx.covers(start, end):

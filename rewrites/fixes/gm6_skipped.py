@@ -50,7 +50,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
     result = Plan()
     if not ctx.wants("GM605"):
         return result
-    for node in m.findall(an.module, m.Call()):
+    for node in an.findall(m.Call(), ctx):
         if full_name(node.func) != "torch.jit.isinstance":
             continue
         start, end = an.span(node)
