@@ -164,6 +164,17 @@ def test_rng_states_read_only_where_a_backward_may_follow(monkeypatch):
     y.sum().backward()
 
 
+def test_ops_kept_out_of_cuda_graphs():
+    """The region syncs and the stash reads the generator's host-side state: both ops say they
+    cannot be captured, so reduce-overhead partitions around them."""
+    torch = pytest.importorskip("torch")
+    call = _module(REWRITE.after, "opaque_tags")["_mend_module_forward_11_op"]
+    ops = sys.modules["_mend_opaque_runtime"].ops
+    name = next(n for n, (c, _) in ops.items() if c is call).split("::")[1]
+    for op in (getattr(torch.ops.mend, name), getattr(torch.ops.mend, name + "_backward")):
+        assert torch.Tag.cudagraph_unsafe in op.default.tags, op
+
+
 def test_registered_once_per_process_and_a_name_taken_by_another_region_not_reused():
     torch = pytest.importorskip("torch")
     first = _module(REWRITE.after, "opaque_once_a")
