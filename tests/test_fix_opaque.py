@@ -1,6 +1,7 @@
 """GM5 opaque regions (rewrites/fixes/gm5_opaque.py): a data-dependent region with a static
 output shape becomes one custom op. What the rewritten code computes (eager, compiled in one
-graph, gradients of inputs and parameters), that its op is registered once per process and
+graph, gradients of inputs and parameters, random numbers drawn in the region drawn again alike
+by its backward), that its op is registered once per process and
 another file's region of the same name gets an op of its own, the refusals for a torch without what the op is
 made of, and that a second ``mend fix --write`` leaves the file as the first wrote it."""
 
@@ -82,6 +83,96 @@ def test_rewritten_moe_same_values_and_gradients_in_one_graph():
     compiled(x, expert).sum().backward()
     for p, q in zip(ref.parameters(), new.parameters()):
         assert torch.allclose(p.grad, q.grad, atol=1e-6)
+
+
+# experts that draw random numbers in training: a dropout module in each (switch_transformers'
+# and nllb-moe's experts), or a dropout the region itself calls
+DROPOUT_EXPERTS = gm5_opaque._MOE.replace(
+    "nn.ModuleList(nn.Linear(dim, dim) for _ in range(n))",
+    "nn.ModuleList(nn.Sequential(nn.Linear(dim, dim), nn.Dropout(0.5)) for _ in range(n))")
+DROPOUT_IN_REGION = gm5_opaque._MOE.replace(
+    "out[idx] = self.experts[e](x[idx]).to(x.dtype)",
+    "out[idx] = nn.functional.dropout(self.experts[e](x[idx]), 0.5, self.training).to(x.dtype)")
+
+
+def _train_step(torch, module, fn, x, expert, seed=7):
+    """One training step in train mode: output, input and parameter gradients, the RNG after it."""
+    module.train()
+    module.zero_grad(set_to_none=True)
+    xi = x.clone().requires_grad_()
+    torch.manual_seed(seed)
+    y = fn(xi, expert)
+    (y * torch.arange(8.0)).sum().backward()
+    return y.detach(), xi.grad, {k: p.grad for k, p in module.named_parameters()}, torch.get_rng_state()
+
+
+def _same_step(torch, want, got):
+    assert torch.allclose(want[0], got[0], atol=1e-6)
+    assert torch.allclose(want[1], got[1], atol=1e-6)
+    for name, g in want[2].items():
+        assert torch.allclose(g, got[2][name], atol=1e-6), name
+    assert torch.equal(want[3], got[3]), "the RNG state after forward and backward differs"
+
+
+@pytest.mark.parametrize("source", [DROPOUT_EXPERTS, DROPOUT_IN_REGION], ids=["dropout-module", "dropout-call"])
+def test_random_numbers_in_the_region_drawn_again_alike_in_backward(source):
+    """The backward's recomputation replays the forward's random numbers (checkpoint's
+    preserve_rng_state): outputs, input and parameter gradients and the RNG state after
+    forward + backward are the original's, eager and compiled in one graph."""
+    torch = pytest.importorskip("torch")
+    r = fix_source(source, lines={13}, module="module")
+    assert [s.strategy for s in r.applied] == ["opaque"], r.refused
+    before, after = _module(source, "rng_before"), _module(r.new_source, "rng_after")
+    torch.manual_seed(0)
+    ref = before["Moe"]()
+    torch.manual_seed(0)
+    new = after["Moe"]()
+    x, expert = _batch(torch)
+    want = _train_step(torch, ref, ref, x, expert)
+    assert (want[0] == 0).sum() > 10  # dropout did drop: the random numbers matter
+    assert not torch.equal(want[0], _train_step(torch, ref, ref, x, expert, seed=8)[0])
+    torch._dynamo.reset()
+    new.train()
+    assert torch._dynamo.explain(new)(x, expert).graph_count == 1
+    runs = [new, torch.compile(new, backend="aot_eager", fullgraph=True)]
+    if source is DROPOUT_EXPERTS:
+        runs.append(torch.compile(new, fullgraph=True))  # Inductor, the default mode
+    for fn in runs:
+        _same_step(torch, want, _train_step(torch, new, fn, x, expert))
+    # eval mode: dropout off, the same values
+    ref.eval()
+    new.eval()
+    with torch.no_grad():
+        assert torch.equal(ref(x, expert), new(x, expert))
+
+
+def test_rng_states_read_only_where_a_backward_may_follow(monkeypatch):
+    """Under no_grad (inference, eval) the op reads no RNG state; with grad enabled it stashes it."""
+    torch = pytest.importorskip("torch")
+    after = _module(REWRITE.after, "rng_reads")
+    torch.manual_seed(0)
+    m = after["Moe"]()
+    x, expert = _batch(torch, 3)
+    reads = []
+    real = torch.get_rng_state
+    monkeypatch.setattr(torch, "get_rng_state", lambda: reads.append(1) or real())
+    with torch.no_grad():
+        m(x, expert)
+    assert reads == []
+    y = m(x.requires_grad_(), expert)
+    assert reads == [1]
+    y.sum().backward()
+
+
+def test_ops_kept_out_of_cuda_graphs():
+    """The region syncs and the stash reads the generator's host-side state: both ops say they
+    cannot be captured, so reduce-overhead partitions around them."""
+    torch = pytest.importorskip("torch")
+    call = _module(REWRITE.after, "opaque_tags")["_mend_module_forward_11_op"]
+    ops = sys.modules["_mend_opaque_runtime"].ops
+    name = next(n for n, (c, _) in ops.items() if c is call).split("::")[1]
+    for op in (getattr(torch.ops.mend, name), getattr(torch.ops.mend, name + "_backward")):
+        assert torch.Tag.cudagraph_unsafe in op.default.tags, op
 
 
 def test_registered_once_per_process_and_a_name_taken_by_another_region_not_reused():
@@ -168,7 +259,7 @@ def test_module_copies_keep_their_own_handle():
 
 def test_unsafe_dense_dispatch_still_offered_and_taken_with_the_flag():
     """Mixtral's loop: without --unsafe-fixes the opaque op, and the site still says the dense
-    dispatch exists (verification may reject the op: dropout inside the region); with the flag
+    dispatch exists (verification may reject the op); with the flag
     the dense dispatch, and no opaque op."""
     from test_fix_dispatch import MIXTRAL_LIKE
 

@@ -32,7 +32,19 @@ after the site (``_mend_<module>_<function>_<line>``), registers it once as the 
   ``torch.func.functional_call`` does), so gradients reach them;
 * backward: a second op, ``mend::<...>_backward``, recomputes the region eagerly with grad
   enabled and differentiates it (``torch.autograd.grad``): checkpointing's cost class, one more
-  forward of the region in training; the region's own algorithm is unchanged.
+  forward of the region in training; the region's own algorithm is unchanged;
+* random numbers (dropout in the experts, as switch_transformers and nllb-moe hold): the
+  recomputation draws what the forward drew, as ``torch.utils.checkpoint`` does with
+  ``preserve_rng_state=True``. The forward stashes the CPU RNG state and that of every other
+  device the region's tensors live on before the region runs, and returns them as two more
+  (uint8) outputs, since under torch.compile only tensors reach the backward; the backward
+  restores them inside ``torch.random.fork_rng``, so after forward and backward the global RNG
+  is where the original program leaves it. The op is called with ``torch.is_grad_enabled()``
+  (a flag torch.compile guards): under ``no_grad`` (inference, eval) nothing is read and the
+  state outputs are empty;
+* CUDA graphs: both ops are tagged ``torch.Tag.cudagraph_unsafe`` (the region syncs to read its
+  sizes back, and the stash reads the generator's host-side state, neither of which a captured
+  graph replays), so under ``reduce-overhead`` Inductor runs them between captured partitions.
 
 Chosen over ``torch._dynamo.nonstrict_trace`` (AOT autograd traces into it: with a ``nonzero``
 inside, torch 2.13 fails with ``PendingUnbackedSymbolNotFound``) and
@@ -45,12 +57,10 @@ one-argument ``where``, ``tolist``); the loop writes its result into
 one accumulator created by ``A = torch.zeros_like(X)`` (X an input of the region, not re-bound in
 it); nothing else bound in the region is read after it (a ``nonzero`` result that escapes has a
 data-dependent shape no fake implementation can give); it returns, yields, assigns attributes
-or writes into its inputs nowhere, and draws no random numbers (the backward's recomputation
-would draw others); every input it reads is a tensor or a number of a known kind; the names
-it defines are free in the file; torch has ``torch.library.custom_op``. Random numbers drawn
-inside a submodule the region calls (dropout in the experts) are not visible here: verification
-rejects the op there (the backward's recomputation draws anew). Verification then
-checks the outputs, input and parameter gradients, autocast, buffers and RNG as for every fix.
+or writes into its inputs nowhere; every input it reads is a tensor or a number of a known
+kind; the names it defines are free in the file; torch has ``torch.library.custom_op``.
+Verification then checks the outputs, input and parameter gradients, autocast, buffers and
+the RNG state after the call as for every fix.
 """
 
 from __future__ import annotations
@@ -61,7 +71,7 @@ from typing import Optional
 import libcst as cst
 
 from rewrites.fixes.base import (Analysis, Case, Context, Edit, FunctionFacts, Helper, Plan, Refusal, Site, code,
-                                 full_name, names_in, rng_call, single)
+                                 full_name, names_in, single)
 from rewrites.guards import MEND_HELPER_PREFIX
 
 RULES = ("GM501", "GM302")
@@ -109,7 +119,9 @@ def _mend_opaque_op(name, region, kinds, like):
     # each argument's type ("module": the module's handle, then its parameters and
     # buffers as a list; "tensor", "int", "float", "bool"); the output is shaped like
     # argument `like`. The backward recomputes the region eagerly and differentiates
-    # it (checkpoint-style: one more forward of the region).
+    # it (checkpoint-style: one more forward of the region), drawing the random
+    # numbers the forward drew (dropout in the experts).
+    import contextlib
     import inspect
 
     import torch.nn.utils.stateless as stateless
@@ -171,21 +183,70 @@ def _mend_opaque_op(name, region, kinds, like):
         own = [*args[1]] if module else []
         return own + [a for a, k in zip(args[skip:], kinds) if k == "tensor"]
 
+    def accelerators(args):
+        # the devices other than the CPU that the region's tensors live on, of one
+        # type as torch.utils.checkpoint keeps them: their RNG states are stashed too
+        devices = {
+            t.device for t in tensors(args) if t.device.type not in ("cpu", "meta")
+        }
+        types = {d.type for d in devices}
+        kind = "cuda" if "cuda" in types else min(types, default=None)
+        return kind, sorted(d.index or 0 for d in devices if d.type == kind)
+
+    def stashed(args):
+        # the RNG states the region starts from, as tensors: a custom op hands its
+        # backward only tensors (under torch.compile setup_context runs at trace time)
+        kind, ids = accelerators(args)
+        states = [getattr(torch, kind).get_rng_state(i) for i in ids]
+        device = torch.stack(states) if states else torch.empty(0, 0, dtype=torch.uint8)
+        return torch.get_rng_state(), device
+
+    def nothing():  # no states: no backward follows
+        return torch.empty(0, dtype=torch.uint8), torch.empty(0, 0, dtype=torch.uint8)
+
     def forward(*args):
-        return run(args)
+        *args, keep = args
+        states = stashed(args) if keep else nothing()
+        return run(args), *states
 
     def fake(*args):
-        return torch.empty_like(args[skip + like])
+        *args, keep = args
+        out = torch.empty_like(args[skip + like])
+        if not keep:
+            return out, *nothing()
+        kind, ids = accelerators(args)
+        width = getattr(torch, kind).get_rng_state(ids[0]).numel() if ids else 0
+        cpu = torch.empty(torch.get_rng_state().numel(), dtype=torch.uint8)
+        return out, cpu, torch.empty(len(ids), width, dtype=torch.uint8)
+
+    @contextlib.contextmanager
+    def replayed(args, cpu, device):
+        # the forward's random numbers again (checkpoint's preserve_rng_state), and
+        # the caller's RNG left as it was: forward and backward draw what the
+        # original program's forward drew, once
+        if cpu.numel() == 0:
+            yield
+            return
+        kind, ids = accelerators(args)
+        with torch.random.fork_rng(devices=ids, device_type=kind or "cuda"):
+            torch.set_rng_state(cpu)
+            for i, state in zip(ids, device):
+                getattr(torch, kind).set_rng_state(state, i)
+            yield
 
     def backward_impl(*args):
-        *args, grad, needs = args
+        *args, cpu, device, grad, needs = args
         # the op's kernel runs below autograd: lift that for the recomputation only
         exclude = torch._C._dispatch_tls_local_exclude_set()
         for key in torch._C.DispatchKey.__members__.values():
             if "Autograd" in key.name or key.name == "ADInplaceOrView":
                 exclude = exclude.remove(key)
         include = torch._C._dispatch_tls_local_include_set()
-        with torch._C._ForceDispatchKeyGuard(include, exclude), torch.enable_grad():
+        with (
+            torch._C._ForceDispatchKeyGuard(include, exclude),
+            torch.enable_grad(),
+            replayed(args, cpu, device),
+        ):
             flags = iter(needs)
             if module:
                 args[1] = [p.detach().requires_grad_(next(flags)) for p in args[1]]
@@ -211,33 +272,46 @@ def _mend_opaque_op(name, region, kinds, like):
         return res
 
     def backward_fake(*args):
-        *args, grad, needs = args
+        *args, cpu, device, grad, needs = args
         return [
             torch.empty_like(t) if n else t.new_empty(0)
             for t, n in zip(tensors(args), needs)
         ]
 
+    # the region syncs (its sizes are read back) and reads the host's RNG state, so
+    # CUDA graphs must not capture it: Inductor runs it between captured partitions
+    unsafe = torch.Tag.cudagraph_unsafe
+    states = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
     op = torch.library.custom_op(
-        name, signed(forward, [], torch.Tensor), mutates_args=()
+        name,
+        signed(forward, [("keep_rng", bool)], states),
+        mutates_args=(),
+        tags=unsafe,
     )
     op.register_fake(fake)
-    extra = [("grad", torch.Tensor), ("needs", list[bool])]
+    extra = [
+        ("cpu_rng", torch.Tensor),
+        ("device_rng", torch.Tensor),
+        ("grad", torch.Tensor),
+        ("needs", list[bool]),
+    ]
     back = torch.library.custom_op(
         name + "_backward",
         signed(backward_impl, extra, list[torch.Tensor]),
         mutates_args=(),
+        tags=unsafe,
     )
     back.register_fake(backward_fake)
 
     def setup_context(ctx, inputs, output):
-        ctx.inputs = inputs
+        ctx.inputs, ctx.rng = inputs[:-1], output[1:]
 
-    def backward(ctx, grad):
+    def backward(ctx, grad, *_):
         args, need = ctx.inputs, ctx.needs_input_grad
         needs = [bool(n) for n in need[1]] if module else []
         needs += [bool(need[skip + i]) for i, k in enumerate(kinds) if k == "tensor"]
-        got = iter(back(*args, grad, needs))
-        out = [None] * len(args)
+        got = iter(back(*args, *ctx.rng, grad, needs))
+        out = [None] * (len(args) + 1)
         if module:
             out[1] = [
                 g if n else None for g, n in zip([next(got) for _ in args[1]], needs)
@@ -249,8 +323,18 @@ def _mend_opaque_op(name, region, kinds, like):
         return tuple(out)
 
     op.register_autograd(backward, setup_context=setup_context)
-    rt.ops[name] = (op, mine)
-    return op
+
+    # a closure, not the global `torch`: torch.compile finds a global through the module of
+    # the file that made the op, which another import of it may have replaced
+    grad_enabled = torch.is_grad_enabled
+
+    def call(*args):
+        # the RNG states are stashed only where a backward may follow (grad mode on,
+        # which torch.compile guards): inference and eval under no_grad read none
+        return op(*args, grad_enabled())[0]
+
+    rt.ops[name] = (call, mine)
+    return call
 ''')
 
 _DATA_DEPENDENT = {"nonzero": "GM501", "argwhere": "GM501", "where": "GM501", "tolist": "GM302"}
@@ -402,9 +486,6 @@ def _check_body(stmts: list[cst.CSTNode], inputs: set[str], acc: str) -> None:
                     and f.value.value != acc and (f.attr.value.endswith("_") and not f.attr.value.startswith("_")
                                                   or f.attr.value in ("append", "extend", "update", "pop"))):
                 why.append(f"it mutates `{f.value.value}`, an input of the region (`{code(f)}`)")
-            rng = rng_call(n)
-            if rng:
-                why.append(f"it draws random numbers (`{rng}`): the backward's recomputation would draw others")
 
     for s in stmts:
         s.visit(V())
