@@ -69,7 +69,7 @@ def run_unit(unit: Path, a, out: Path, env: dict[str, str]) -> dict:
         return {"unit": unit.stem, "skipped": "already run"}
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "graphmend", "fix", str(unit), "--bench", "--bench-modes", a.modes,
-                           "--bench-device", a.device, "--jobs", str(a.jobs), "-f", "json", "-q"],
+                           "--bench-device", a.device, "--jobs", str(a.jobs), "-f", "json", "-q", *a.train],
                           cwd=ROOT, env=env, capture_output=True, text=True)
     seconds = round(time.perf_counter() - start, 1)
     if proc.stdout.strip().startswith("{"):
@@ -121,6 +121,8 @@ def main(argv=None) -> int:
     ap.add_argument("--prefill", type=int, default=0, metavar="JOBS",
                     help="first one mend fix (no bench) over every unit with this many jobs: the units then reuse "
                          "its captures and verdicts from the cache, and their arms are timed while little else runs")
+    ap.add_argument("--train", action="store_const", const=["--train"], default=[],
+                    help="mend fix --train: the breaks a training step hits, each timed call a training step")
     a = ap.parse_args(argv)
     out = Path(a.out)
     work = out / "units"
@@ -132,7 +134,7 @@ def main(argv=None) -> int:
     fresh = [u for u in todo if not (out / f"{u.stem}.json").exists()]
     if a.prefill and fresh:
         subprocess.run([sys.executable, "-m", "graphmend", "fix", *map(str, fresh), "--jobs", str(a.prefill), "-q",
-                        "-f", "json", "-o", str(work / "prefill.json")], cwd=ROOT, env=env, capture_output=True)
+                        "-f", "json", "-o", str(work / "prefill.json"), *a.train], cwd=ROOT, env=env, capture_output=True)
         print(json.dumps({"prefill_s": round(time.perf_counter() - start, 1)}), flush=True)
 
     def one(unit: Path) -> dict:
