@@ -5,7 +5,9 @@ targets (docs/real-models.md, "Unbacked scalars"): ``mend fix benchmarks/unbacke
   prompt padding off (two slices);
 * Kimi-K2.5's ``get_vision_temporal_merge_index``: ``num_patches = int(...sum())`` is
   ``repeat_interleave``'s ``output_size`` and an ``arange`` length; ``num_merged_tokens`` is
-  returned, which no unbacked int can be.
+  returned, which no unbacked int can be;
+* Qwen2.5-Omni's ``get_valid_indices``: ``max_len = after_conv1.max().item()`` is an
+  ``arange`` length (the ``nonzero`` after it still breaks: GM501).
 """
 
 import torch
@@ -39,3 +41,15 @@ def _kimi_merge(grid_thw, feats):
 def mend_target_kimi_k25_temporal_merge():
     grid = torch.tensor([[2, 4, 4], [1, 2, 6]])  # two videos: 32 + 12 patches
     return _kimi_merge, (grid, torch.randn(44, 8))
+
+
+def _qwen_valid(chunk_lengths, feats):
+    from transformers.models.qwen2_5_omni.modeling_qwen2_5_omni import get_valid_indices
+
+    idx = get_valid_indices(chunk_lengths)
+    return feats.flatten(0, 1)[idx]
+
+
+def mend_target_qwen2_5_omni_valid_indices():
+    lengths = torch.tensor([9, 4, 7])  # after the first conv: 5, 2, 4 frames; the grid is 3 x 5
+    return _qwen_valid, (lengths, torch.randn(3, 5, 8))
