@@ -154,5 +154,5 @@ def _fix(an, ctx, source: str, line_length: int = 88) -> FixResult:
     return FixResult(source, new, applied, sorted(refused, key=lambda r: r.line))
 
 
-_STATEMENT_LEVEL = {"where", "cond", "assert_async", "check", "guard_if", "opaque"}
+_STATEMENT_LEVEL = {"where", "cond", "assert_async", "check", "guard_if", "opaque", "unbacked"}
 _WHOLE = {"opaque"}  # edits of later families inside these spans are dropped, site or not

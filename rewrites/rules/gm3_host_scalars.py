@@ -22,24 +22,30 @@ _KEEP = ("Keep the value a tensor: use the 0-d tensor directly in the arithmetic
          "constant would be rounded first (0.3 is 0.30078125 in bfloat16) and the branch would flip between. "
          "A ternary the scalar decides becomes `torch.where` with GM101's double-where form for a non-total "
          "arm (`30.0 / torch.where(peak > 30.0, peak, 1)`). Refused: a scalar that reaches Python code "
-         "(shapes, `range`, a format string, a call, a return), one that is rebound, and a ternary arm of "
-         "unknown totality.")
+         "(`range`, a format string, a call, a return; sizes and slice bounds are kept an unbacked int "
+         "instead, below), one that is rebound, and a ternary arm of unknown totality.")
 
 # Measured on torch 2.13 (docs/real-models.md, "Unbacked scalars"): what a scalar that must stay a
-# Python int (a size, a slice bound, ``range``) can and cannot be given.
-_SIZES = ("Where the scalar must be a Python int (a size, a slice bound, `range`), mend leaves it, because "
-          "on torch 2.13 `capture_scalar_outputs` cannot be scoped to the region: "
-          "`torch._dynamo.patch_dynamo_config(capture_scalar_outputs=True)` (the patch Dynamo traces, as a `with` "
-          "or on a helper) lifts only Dynamo's own check, while the frame's ShapeEnv was made with scalar "
-          "outputs off, so the graph still breaks there (`Data dependent operator`); "
-          "`torch._dynamo.nonstrict_trace` on the helper breaks on its `.item()`; and setting "
-          "`torch._dynamo.config.capture_scalar_outputs = True` with `capture_dynamic_output_shape_ops` for the "
-          "whole program crashes Longformer's compile (`Expected bool, got FakeTensor`, at the "
-          "`.any().item()` that picks its global-attention path). What does work is an opaque op that returns "
-          "the int: a `torch.library.custom_op` typed `-> int` whose fake returns "
-          "`torch.library.get_ctx().new_dynamic_size()` (an unbacked SymInt), then `torch._check(n <= "
-          "x.shape[1])` where it bounds a slice: one graph, compiled by Inductor, equal at 0 and at the full "
-          "length. Write it by hand for now.")
+# Python int (a size, a slice bound) is given, and why not a knob.
+_SIZES = ("Where the scalar must stay a Python int because every use is a size or a slice bound "
+          "(`n = lengths.max().item()` then `x[:, :n]`, `torch.arange(n)`, `torch.zeros(n, d)`, "
+          "`x.new_zeros(n)`; also `n = int(t)`), mend keeps it in the graph as an unbacked int: the read "
+          "becomes a `torch.library.custom_op` named after the site (`mend::<module>_<function>_<line>`, "
+          "made once per process by `_mend_size_op`) whose fake returns a new unbacked SymInt, followed by "
+          "`torch._check(n >= 0)` on its own line when a use is a size (which a negative value failed in "
+          "eager already); a value that only bounds slices gets no check, since a slice clamps any int and "
+          "the unbacked slice keeps that (`torch._check(n <= x.shape[d])` would make a value past the end "
+          "raise). One graph, no global knob: on torch 2.13 `capture_scalar_outputs` cannot be scoped to "
+          "the region (`torch._dynamo.patch_dynamo_config` lifts only Dynamo's own check, the frame's "
+          "ShapeEnv was made with scalar outputs off, so the graph still breaks: `Data dependent "
+          "operator`; `torch._dynamo.nonstrict_trace` breaks on its `.item()`), and "
+          "`torch._dynamo.config.capture_scalar_outputs = True` for the whole program with "
+          "`capture_dynamic_output_shape_ops` crashes Longformer's compile (`Expected bool, "
+          "got FakeTensor`, at the `.any().item()` that picks its global-attention path). Refused, with "
+          "the reason: a value that also reaches Python control flow (`if n > 0:`), arithmetic making a "
+          "float, a print or format string, a Python `range` (the loop needs the count), any other use "
+          "where an unbacked int would make Dynamo guard (`x.view(-1, n)`, `n + 1`, a return), and a "
+          "torch without `torch.library.custom_op`.")
 
 GM301 = Rule(
     code="GM301", name="item-call", category="host-scalar",
@@ -47,7 +53,8 @@ GM301 = Rule(
     why=("`.item()` returns a Python number computed from tensor data; with `capture_scalar_outputs=False` "
          "(the default) Dynamo breaks the graph to compute it (`Unsupported Tensor.item() call`)."),
     fix=_KEEP + " " + _SIZES,
-    preconditions=("The scalar only feeds tensor arithmetic or a condition the GM1xx rewrite handles. "
+    preconditions=("The scalar only feeds tensor arithmetic or a condition the GM1xx rewrite handles, or "
+                   "only sizes and slice bounds (the unbacked int above). "
                    "Integer arithmetic done in torch on Python numbers and read back, "
                    "`torch.fmod(torch.tensor(a), torch.tensor(b)).item()` (CANINE 4.x; also `remainder`, "
                    "`floor_divide`, `add`, `sub`, `mul`, `maximum`, `minimum`), becomes "
@@ -66,9 +73,10 @@ GM301 = Rule(
     gb_types=("Unsupported Tensor.item() call with capture_scalar_outputs=False",),
     message_patterns=(r"Tensor\.item|\.item\(\)|\bitem\b.*capture_scalar_outputs",),
     source_patterns=(r"\.item\(\)",),
-    advice=("keep the value a tensor (drop .item()); a size or slice bound needs an int from a custom op "
-            "(fake: torch.library.get_ctx().new_dynamic_size()) and torch._check bounds: capture_scalar_outputs "
-            "cannot be scoped to a region on torch 2.13 (the frame's ShapeEnv decides)"),
+    advice=("keep the value a tensor (drop .item()); a value that is only sizes and slice bounds: `mend fix` "
+            "keeps it an unbacked int (a custom op and torch._check(n >= 0)); one that also reaches Python "
+            "control flow or a print cannot be: capture_scalar_outputs cannot be scoped to a region on "
+            "torch 2.13 (the frame's ShapeEnv decides)"),
     valid=("def f(d):\n    return d.items()\n",),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    s = x.sum().item()\n    return x * s\n",),
 )
@@ -96,7 +104,8 @@ GM302 = Rule(
     message_patterns=(r"tolist",),
     source_patterns=(r"\.tolist\(\)",),
     advice=("keep tensors (no .tolist()); loop over tensor ops instead of Python lists; a list of sizes cannot "
-            "be captured for one region on torch 2.13 (see GM301: patch_dynamo_config still breaks)"),
+            "be captured for one region on torch 2.13 (see GM301: patch_dynamo_config still breaks); a single "
+            "size read back is GM301's `.item()`, which mend fix keeps an unbacked int"),
     valid=("def f(x: list):\n    return list(x)\n",),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    sizes = x.tolist()\n    return sizes\n",),
 )
@@ -107,15 +116,19 @@ GM303 = Rule(
     why=("Converting a tensor to a Python scalar reads its data, like `.item()`; the graph breaks. Indexing "
          "with a 0-d integer tensor (`i = order[0]; boxes[i]`, `boxes[scores.argmax()]`) converts it the same "
          "way (`__index__`: `Data dependent operator`, `aten._local_scalar_dense`)."),
-    fix=_KEEP, preconditions=("The scalar only feeds tensor arithmetic, or it is a rounded logarithm / "
-                              "square root of a Python int done in torch (`float(torch.tensor(s).log2().round())`, "
-                              "see GM301: computed with `math` on the host)."),
+    fix=_KEEP + (" `n = int(t)` whose every use is a size or a slice bound is kept an unbacked int, as "
+                 "GM301's `.item()` is (a custom op, `torch._check(n >= 0)` where a use is a size)."),
+    preconditions=("The scalar only feeds tensor arithmetic, or only sizes and slice bounds (of a computed "
+                   "value: `int()` of a 0-d input tensor traces, Dynamo specialises on it), or it is a "
+                   "rounded logarithm / square root of a Python int done in torch "
+                   "(`float(torch.tensor(s).log2().round())`, see GM301: computed with `math` on the host)."),
     limits=("Conversions of shapes (`int(x.shape[0])`) are not reported. An index is reported when it is a "
             "name bound in the function to a tensor's element at a constant position (`order[0]`) or to an "
             "`argmax()` / `argmin()` without a dim; a 0-d tensor passed in as an input traces (Dynamo reads "
             "it as a tensor index). " + LIMITS),
     gb_ids=("GB0124",),
-    advice="keep the tensor (no int()/float()/bool()); use t.to(dtype) for a cast",
+    advice=("keep the tensor (no int()/float()/bool()); use t.to(dtype) for a cast; an int that is only sizes "
+            "and slice bounds: mend fix keeps it an unbacked int (as GM301)"),
     valid=("import torch\n\ndef f(x: torch.Tensor):\n    return int(x.shape[0]) + int(x.size(1))\n",
            "import torch\n\ndef f(x: torch.Tensor, t: torch.Tensor, idx: torch.Tensor):\n"
            "    i = idx[0]\n    i = 2\n    return x[t], x[idx], x[i], x[x.argmax(-1)]\n"),

@@ -1,0 +1,336 @@
+"""GM301 / GM303: a scalar read back from a tensor (``n = t.item()``, ``n = int(t)``) whose every
+use is a size or a slice bound stays in the graph as an unbacked int, a SAFE fix::
+
+    n = lengths.max().item()                  n = _mend_model_forward_12_op(lengths.max())
+    y = x[:, :n].sum(1)               ->      torch._check(n >= 0)
+    z = torch.arange(n)                       y = x[:, :n].sum(1)
+                                              z = torch.arange(n)
+
+The read becomes a custom op (``torch.library.custom_op``, named after the site
+``mend::<module>_<function>_<line>``, registered once per process by ``_mend_size_op``)
+whose fake implementation returns a new unbacked SymInt: Dynamo gets an int it cannot see,
+Inductor lowers the sizes and slices symbolically, the graph does not break, and nothing
+global is switched on (``capture_scalar_outputs`` / ``capture_dynamic_output_shape_ops`` for
+the whole program crash Longformer's compile on torch 2.13; scoped to a region they do not
+work at all: docs/real-models.md, "Unbacked scalars"). The fake asks the frame's ShapeEnv for
+the symbol itself, as torch's own ``device_mesh`` op does:
+``torch.library.get_ctx().new_dynamic_size()`` refuses outside ``fullgraph=True`` (it reads
+``allow_dynamic_output_shape_ops``), and a plain ``torch.compile`` is what mend verifies.
+
+The bounds, each on its own line after the call, are the ones the original code already
+required, so that no input it ran on now fails: ``torch._check(n >= 0)`` when a use is a size
+(``torch.arange(n)``, ``torch.zeros(n, d)``, ``x.new_zeros(n)``, ``repeat_interleave``'s
+``output_size=n``), which raises on a negative value in eager as well; none for a value that
+only bounds slices, which a Python slice clamps (``x[:, :n]`` for any ``n``, negative or past
+the end, and torch 2.13 lowers the unbacked slice with the same semantics). ``torch._check(n <= x.shape[d])`` is not added: it would make
+a value past the end raise where the slice clamped. (``torch._check_is_size`` is deprecated
+on torch 2.13 in favour of ``torch._check(n >= 0)``.)
+
+Planned only at a line where Dynamo broke. Refused, with the reason: a value that also reaches
+Python control flow (``if n > 0:``, a comparison), arithmetic producing a float (``n / 2``), a
+print or a format string, ``range`` (a Python loop needs the count), or any other use where an
+unbacked int would make Dynamo guard or specialise (``x.view(-1, n)``, ``return n``,
+``n + 1``); a name bound more than once; a torch without ``torch.library.custom_op`` (per
+site). A value that feeds no size or slice is
+not this family's (GM3's scalars keep it a tensor).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import libcst as cst
+
+from rewrites.fixes.base import Analysis, Case, Context, Edit, FunctionFacts, Helper, Plan, Refusal, Site, code, \
+    full_name, single
+from rewrites.fixes.gm3_scalars import scalar_source
+from rewrites.fixes.gm5_opaque import _ident, _in_mend_helper, _module_names, _wrapped
+from rewrites.guards import MEND_HELPER_PREFIX
+
+RULES = ("GM301", "GM303")
+ORDER = 25  # before gm3_scalars (30), whose refusal ("reaches Python code") this rewrite answers
+
+RUNTIME = Helper('''def _mend_size_op(name, read):
+    # mend: `read` (a tensor's value read back as a Python int) as one custom op whose
+    # fake returns a new unbacked int, so torch.compile keeps the graph whole without
+    # capture_scalar_outputs; the torch._check lines after each call bound the int.
+    # Made once per process: a file imported twice (verification's overlay) finds its
+    # op in sys.modules.
+    import sys
+    import types
+
+    if not hasattr(torch.library, "custom_op"):
+        raise RuntimeError(
+            f"{name}: this torch has no torch.library.custom_op (torch >= 2.4 has it)"
+        )
+    reg = sys.modules.get("_mend_size_ops")
+    if reg is None:
+        reg = types.ModuleType("_mend_size_ops")
+        reg.ops = {}
+        sys.modules[reg.__name__] = reg
+    mine = (read.__code__.co_code, read.__code__.co_names)
+    base, k = name, 0
+    while name in reg.ops and reg.ops[name][1] != mine:
+        # another file's read has this name (same stem, function, line): the next one
+        k += 1
+        name = f"{base}_{k}"
+    if name in reg.ops:
+        return reg.ops[name][0]
+
+    def forward(t):
+        return read(t)
+
+    def fake(t):
+        # the frame's ShapeEnv makes the symbol (new_dynamic_size() would refuse outside
+        # fullgraph=True); its bounds are the torch._check calls at the site
+        ctx = torch.library.get_ctx()
+        env = ctx._shape_env
+        return ctx.new_dynamic_size() if env is None else env.create_unbacked_symint()
+
+    op = torch.library.custom_op(
+        name, forward, mutates_args=(), schema="(Tensor t) -> SymInt"
+    )
+    op.register_fake(fake)
+    reg.ops[name] = (op, mine)
+    return op
+''')
+
+# calls whose positional arguments are sizes: a negative one raises in eager too
+_SIZE_FUNCS = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn"})
+_SIZE_METHODS = frozenset({"new_zeros", "new_ones", "new_empty"})
+
+
+class Refuse(Exception):
+    pass
+
+
+def custom_op_lacking() -> Optional[str]:
+    """Why the installed torch cannot hold the op (None: it can): read from torch when the
+    process has imported it, else from its version (the planner imports no torch)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        return None if hasattr(getattr(torch, "library", None), "custom_op") else \
+            "this torch has no `torch.library.custom_op` (the unbacked read is one)"
+    from graphmend.core.env import torch_version
+
+    v = torch_version()
+    nums = [int(x) for x in re.findall(r"\d+", v or "")[:2]]
+    if len(nums) < 2 or tuple(nums) < (2, 4):
+        return f"torch {v or '(not installed)'} is older than 2.4, which added `torch.library.custom_op`"
+    return None
+
+
+def _use(an: Analysis, u: cst.Name, var: str) -> tuple[str, str]:
+    """What a read of ``var`` is: ("size" | "slice", "") or ("bad", why)."""
+    p = an.parent(u)
+    where = f"line {an.span(u)[0]}"
+    if isinstance(p, cst.Slice) and u is not p.step:
+        return "slice", ""
+    if isinstance(p, cst.Arg) and p.keyword is not None and p.keyword.value == "output_size" \
+            and isinstance(an.parent(p), cst.Call) and "repeat_interleave" in code(an.parent(p).func):
+        return "size", ""  # repeat_interleave's output_size (Kimi-K2.5's patch counts)
+    call, arg = None, None
+    if isinstance(p, cst.Arg) and p.keyword is None and not p.star:
+        call, arg = an.parent(p), p
+    elif isinstance(p, cst.Element) and isinstance(an.parent(p), (cst.Tuple, cst.List)):
+        holder = an.parent(an.parent(p))
+        if isinstance(holder, cst.Arg) and holder.keyword is None and not holder.star:
+            call, arg = an.parent(holder), holder
+    if isinstance(call, cst.Call):
+        name = full_name(call.func) or ""
+        method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
+        direct = arg.value is u
+        if name == "torch.arange" and direct and sum(a.keyword is None for a in call.args) == 1:
+            return "size", ""
+        if name in _SIZE_FUNCS or method in _SIZE_METHODS:
+            return "size", ""
+        if name == "range" and direct:
+            return "bad", f"it counts a Python `range` ({where}): the loop needs the value, Dynamo would specialise it"
+        if name == "print":
+            return "bad", f"it is printed ({where})"
+        if name == "float" and direct:
+            return "bad", f"it is made a float ({where})"
+    n: Optional[cst.CSTNode] = u
+    while n is not None and not isinstance(n, cst.BaseStatement):
+        q = an.parent(n)
+        if isinstance(q, (cst.If, cst.While)) and n is q.test or isinstance(q, cst.IfExp) and n is q.test \
+                or isinstance(q, (cst.Comparison, cst.BooleanOperation)) or isinstance(q, cst.Assert):
+            return "bad", f"its value reaches Python control flow ({where}): Dynamo would guard on the unbacked int"
+        if isinstance(q, cst.FormattedStringExpression):
+            return "bad", f"it is formatted into a string ({where})"
+        n = q
+    if isinstance(p, cst.BinaryOperation):
+        other = p.right if p.left is u else p.left
+        shown = code(p.with_changes(lpar=[], rpar=[]))
+        if isinstance(p.operator, cst.Divide) or isinstance(other, cst.Float):
+            return "bad", f"arithmetic on it produces a float (`{shown}`, {where})"
+        return "bad", f"arithmetic on it (`{shown}`, {where}) is not a size or slice bound as written"
+    return "bad", f"it is used where an unbacked int would make Dynamo guard or specialise ({where})"
+
+
+def plan(an: Analysis, ctx: Context) -> Plan:
+    result = Plan()
+    if ctx.lines is None:
+        # only where Dynamo broke: NumPy's `.item()` and `int()` of Python arithmetic read alike
+        return result
+    assigns: list[cst.Assign] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, n: cst.Assign) -> None:
+            if len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name):
+                assigns.append(n)
+
+    an.module.visit(V())
+    taken = _module_names(an.module)
+    facts: dict[int, FunctionFacts] = {}
+    for node in assigns:
+        stmt = an.parent(node)
+        fn = an.enclosing_function(node)
+        if fn is None or single(stmt) is not node or _in_mend_helper(an, fn):
+            continue
+        start, end = an.span(stmt)
+        if not ctx.covers(start, end):
+            continue
+        f = facts.setdefault(id(fn), FunctionFacts(an, fn))
+        src = scalar_source(node.value, f.tensor_names(start))
+        if src is None or not ctx.wants(src[0]):
+            continue
+        if src[0] == "GM303" and full_name(node.value.func) != "int":  # type: ignore[attr-defined]
+            continue  # float(t) is never a size
+        rule, tensor = src
+        var = node.targets[0].target.value  # type: ignore[attr-defined]
+        uses: list[cst.Name] = []
+
+        class U(cst.CSTVisitor):
+            def visit_Name(self, n: cst.Name) -> None:
+                if n.value == var and an.span(n)[0] > end:
+                    uses.append(n)
+
+            def visit_Attribute(self, n: cst.Attribute) -> bool:
+                n.value.visit(self)  # ``self.n`` is an attribute, not the local
+                return False
+
+        fn.body.visit(U())
+        kinds = [_use(an, u, var) for u in uses]
+        if not any(k in ("size", "slice") for k, _ in kinds):
+            continue  # feeds no size or slice: not this family's (GM3's scalars keep it a tensor)
+        try:
+            if sum(1 for n, _, _ in f.bindings if n == var) != 1:
+                raise Refuse(f"`{var}` is bound more than once in the function")
+            bad = [why for k, why in kinds if k == "bad"]
+            if bad:
+                raise Refuse(bad[0])
+            missing = custom_op_lacking()
+            if missing:
+                raise Refuse(missing)
+            stem = f"{_ident(ctx.module)}_{fn.name.value}_{start}"
+            read_name, op_var = f"{MEND_HELPER_PREFIX}{stem}", f"{MEND_HELPER_PREFIX}{stem}_op"
+            clash = sorted({read_name, op_var} & taken)
+            if clash:
+                raise Refuse(f"the name `{clash[0]}` is already defined in this file (a name collision: the op is "
+                             "named after its site)")
+        except Refuse as why:
+            result.refusals.append(Refusal(rule, start, f"not kept as an unbacked int: {why}"))
+            continue
+        taken.update({read_name, op_var})
+        sized = any(k == "size" for k, _ in kinds)
+        read = "t.item()" if rule == "GM301" else "int(t)"
+        shown = code(node.value)
+        shown = shown if len(shown) <= 30 else ("<...>.item()" if rule == "GM301" else "int(<...>)")
+        helper = Helper(
+            f"def {read_name}(t):\n"
+            f"    # mend {rule}: {fn.name.value}'s `{shown}` (line {start}), a size or slice\n"
+            f"    # bound, read by the custom op mend::{stem} as an unbacked int\n"
+            f"    return {read}\n\n\n"
+            + _wrapped(f"{op_var} = _mend_size_op(", [f'"mend::{stem}"', read_name], ")") + "\n")
+        site = Site(rule, start, end, f"`{var}` stays in the graph as an unbacked int (custom op mend::{stem}"
+                    + (", torch._check(" + var + " >= 0)" if sized else "") + ")", strategy="unbacked")
+
+        def build(updated: cst.SimpleStatementLine, var=var, op_var=op_var, tensor=tensor, sized=sized):
+            call = cst.Call(cst.Name(op_var), [cst.Arg(tensor)])
+            out = [updated.with_changes(body=[updated.body[0].with_changes(value=call)])]
+            if sized:
+                out.append(cst.parse_statement(f"torch._check({var} >= 0)\n"))
+            return cst.FlattenSentinel(out)
+
+        result.edits.append(Edit(stmt, build, site, helpers=(RUNTIME, helper)))
+    return result
+
+
+_LENGTHS = '''import torch
+
+
+def pooled(x, lengths):
+    n = lengths.max().item()
+    return x[:, :n].sum(1) + torch.arange(n).sum()
+'''
+
+
+def _read(rule: str, stem: str, shown: str, line: int, read: str) -> str:
+    return (f"def _mend_{stem}(t):\n"
+            f"    # mend {rule}: pooled's `{shown}` (line {line}), a size or slice\n"
+            f"    # bound, read by the custom op mend::{stem} as an unbacked int\n"
+            f"    return {read}\n\n\n"
+            f'_mend_{stem}_op = _mend_size_op("mend::{stem}", _mend_{stem})\n')
+
+
+CASES = [
+    # a size (arange) and a slice bound: the op, and `>= 0`, which arange required already
+    Case(_LENGTHS, _LENGTHS.replace("import torch\n", "import torch\n\n\n" + RUNTIME.source + "\n\n"
+                                    + _read("GM301", "module_pooled_5", "lengths.max().item()", 5, "t.item()"))
+         .replace("    n = lengths.max().item()\n",
+                  "    n = _mend_module_pooled_5_op(lengths.max())\n    torch._check(n >= 0)\n"), lines={5}),
+    # int(t) bounding slices only (of a computed value: int() of an input specialises on it instead): no check (a slice clamps any int, negative or past the end)
+    Case('''import torch
+
+
+def pooled(x: torch.Tensor, k: torch.Tensor):
+    n = int(k.sum())
+    return x[n:], x[..., :n]  # head and tail
+''', '''import torch
+
+
+''' + RUNTIME.source + "\n\n" + _read("GM303", "module_pooled_5", "int(k.sum())", 5, "int(t)") + '''
+
+def pooled(x: torch.Tensor, k: torch.Tensor):
+    n = _mend_module_pooled_5_op(k.sum())
+    return x[n:], x[..., :n]  # head and tail
+''', lines={5}),
+]
+# refused, with the reason: every other use of the value
+_REFUSED = [
+    ("    if n > 0:\n        x = x * 2\n", "reaches Python control flow (line 6)"),
+    ("    x = x / (n / 2)\n", "arithmetic on it produces a float (`n / 2`, line 6)"),
+    ('    print("n", n)\n', "it is printed (line 6)"),
+    ("    for _ in range(n):\n        x = x + 1\n", "it counts a Python `range` (line 6)"),
+    ("    x = x.view(-1, n)\n", "where an unbacked int would make Dynamo guard or specialise (line 6)"),
+    ("    n = n + 1\n", "`n` is bound more than once"),
+]
+CASES += [Case(_LENGTHS.replace("    return x[", extra + "    return x["), lines={5}, reason=why)
+          for extra, why in _REFUSED]
+CASES += [
+    Case(_LENGTHS + "\n\ndef _mend_module_pooled_5():\n    pass\n", lines={5}, reason="a name collision"),
+]
+# repeat_interleave's output_size is a size too (Kimi-K2.5's patch counts, transformers 5)
+CASES.append(Case('''import torch
+
+
+def spread(counts):
+    total = int(counts.sum())
+    ids = torch.repeat_interleave(torch.arange(len(counts)), counts, output_size=total)
+    return ids
+''', '''import torch
+
+
+''' + RUNTIME.source + "\n\n" + _read("GM303", "module_spread_5", "int(counts.sum())", 5, "int(t)")
+    .replace("pooled's", "spread's") + '''
+
+def spread(counts):
+    total = _mend_module_spread_5_op(counts.sum())
+    torch._check(total >= 0)
+    ids = torch.repeat_interleave(torch.arange(len(counts)), counts, output_size=total)
+    return ids
+''', lines={5}))
