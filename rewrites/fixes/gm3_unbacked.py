@@ -183,7 +183,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             if len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name):
                 assigns.append(n)
 
-    an.module.visit(V())
+    an.visit_covering(V(), ctx)
     taken = _module_names(an.module)
     facts: dict[int, FunctionFacts] = {}
     for node in assigns:
