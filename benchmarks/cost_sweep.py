@@ -121,6 +121,8 @@ def main(argv=None) -> int:
     ap.add_argument("--prefill", type=int, default=0, metavar="JOBS",
                     help="first one mend fix (no bench) over every unit with this many jobs: the units then reuse "
                          "its captures and verdicts from the cache, and their arms are timed while little else runs")
+    ap.add_argument("--write-units", action="store_true",
+                    help="only write the unit files under OUT/units (for a plain `mend fix` over them)")
     ap.add_argument("--train", action="store_const", const=["--train"], default=[],
                     help="mend fix --train: the breaks a training step hits, each timed call a training step")
     a = ap.parse_args(argv)
@@ -130,6 +132,9 @@ def main(argv=None) -> int:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
     env.setdefault("MEND_CACHE_DIR", str(out / "cache"))
     todo = units(a.paths, a.split, a.survey, work)
+    if a.write_units:
+        print("\n".join(str(u) for u in todo))
+        return 0
     start = time.perf_counter()
     fresh = [u for u in todo if not (out / f"{u.stem}.json").exists()]
     if a.prefill and fresh:
