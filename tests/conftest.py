@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,18 @@ def pytest_configure(config):
         import tempfile
 
         os.environ["MEND_CACHE_DIR"] = config._mend_cache = tempfile.mkdtemp(prefix="mend-test-cache-")
+
+
+@pytest.fixture(autouse=True)
+def _print_helpers_of_exec_code_unregistered():
+    """A case's mended code, run with exec(), registers its print helper in Dynamo's
+    reorderable_logging_functions with no module; Inductor writes every registered function's
+    module into each compile's repro text and fails on that one. Drop them after each test."""
+    yield
+    config = sys.modules.get("torch._dynamo.config")
+    if config is not None:
+        for fn in [f for f in config.reorderable_logging_functions if getattr(f, "__module__", "") is None]:
+            config.reorderable_logging_functions.discard(fn)
 
 
 def pytest_unconfigure(config):

@@ -45,8 +45,7 @@ import libcst as cst
 from rewrites.fixes.base import Analysis, Case, Context, Edit, FunctionFacts, Helper, Plan, Refusal, Site, code, \
     full_name, single
 from rewrites.fixes.gm3_scalars import scalar_source
-from rewrites.fixes.gm5_opaque import _ident, _in_mend_helper, _module_names, _wrapped
-from rewrites.guards import MEND_HELPER_PREFIX
+from rewrites.fixes.gm5_opaque import Refuse, _in_mend_helper, _module_names, _wrapped, site_names
 
 RULES = ("GM301", "GM303")
 ORDER = 25  # before gm3_scalars (30), whose refusal ("reaches Python code") this rewrite answers
@@ -99,10 +98,6 @@ RUNTIME = Helper('''def _mend_size_op(name, read):
 # calls whose positional arguments are sizes: a negative one raises in eager too
 _SIZE_FUNCS = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn"})
 _SIZE_METHODS = frozenset({"new_zeros", "new_ones", "new_empty"})
-
-
-class Refuse(Exception):
-    pass
 
 
 def custom_op_lacking() -> Optional[str]:
@@ -226,12 +221,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             missing = custom_op_lacking()
             if missing:
                 raise Refuse(missing)
-            stem = f"{_ident(ctx.module)}_{fn.name.value}_{start}"
-            read_name, op_var = f"{MEND_HELPER_PREFIX}{stem}", f"{MEND_HELPER_PREFIX}{stem}_op"
-            clash = sorted({read_name, op_var} & taken)
-            if clash:
-                raise Refuse(f"the name `{clash[0]}` is already defined in this file (a name collision: the op is "
-                             "named after its site)")
+            stem, read_name, op_var = site_names(ctx.module, fn.name.value, start, taken, "the op")
         except Refuse as why:
             result.refusals.append(Refusal(rule, start, f"not kept as an unbacked int: {why}"))
             continue

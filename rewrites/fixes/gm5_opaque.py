@@ -585,6 +585,18 @@ def _ident(text: str) -> str:
     return re.sub(r"\W", "_", text) or "module"
 
 
+def site_names(module: str, function: str, line: int, taken: set[str], what: str) -> tuple[str, str, str]:
+    """The stem (``mend::<module>_<function>_<line>``), the helper's and the op's names of a
+    custom op made at a site; a refusal when the file already defines one of them."""
+    stem = f"{_ident(module)}_{function}_{line}"
+    names = f"{MEND_HELPER_PREFIX}{stem}", f"{MEND_HELPER_PREFIX}{stem}_op"
+    clash = sorted(set(names) & taken)
+    if clash:
+        raise Refuse(f"the name `{clash[0]}` is already defined in this file (a name collision: {what} is named "
+                     "after its site)")
+    return stem, *names
+
+
 def _enclosing_class(an: Analysis, fn: cst.FunctionDef) -> Optional[cst.ClassDef]:
     p = an.parent(fn)
     if isinstance(p, cst.IndentedBlock):
@@ -728,12 +740,7 @@ def _plan_loop(an: Analysis, ctx: Context, fn: cst.FunctionDef, body: list, k: i
                          "opaque handle can be made")
         args = [n for n in inputs if n != "self"]
         kinds = [_kind(an, fn, facts, n, start) for n in args]
-        stem = f"{_ident(ctx.module)}_{fn.name.value}_{an.span(region[0])[0]}"
-        helper_name, op_var = f"{MEND_HELPER_PREFIX}{stem}", f"{MEND_HELPER_PREFIX}{stem}_op"
-        clash = sorted({helper_name, op_var} & taken)
-        if clash:
-            raise Refuse(f"the name `{clash[0]}` is already defined in this file (a name collision: the region's "
-                         "op is named after its site)")
+        stem, helper_name, op_var = site_names(ctx.module, fn.name.value, an.span(region[0])[0], taken, "the region's op")
     except Refuse as why:
         result.refusals.append(Refusal(rule, line, f"opaque region not made: {why}"))
         return
