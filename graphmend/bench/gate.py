@@ -69,8 +69,9 @@ def cost_gate(config: Config, options: GateOptions,
 
     def measure(items: Sequence[Item]) -> list[list[CostCheck]]:
         timeout = options.timeout or config.timeout
-        keys = [[_key(kept, key, patches, options, mode) if key and kept.enabled else None for mode in options.modes]
-                for _, patches, key in items]
+        machine = _machine(options.device) if kept.enabled else None
+        keys = [[_key(kept, key, patches, options, mode, machine) if key and machine else None
+                 for mode in options.modes] for _, patches, key in items]
         found = [[_found(kept, k) for k in ks] for ks in keys]
         planned = sum(c is None for cs in found for c in cs) * len(ARMS)
         advance = progress("benchmarking", planned) if progress and planned else None
@@ -107,9 +108,10 @@ def _measure(index: int, spec: TargetSpec, patches: dict[str, str], mode: str, o
     return check
 
 
-def _key(cache: Cache, verified: str, patches: dict[str, str], options: GateOptions, mode: str) -> str:
+def _key(cache: Cache, verified: str, patches: dict[str, str], options: GateOptions, mode: str,
+         machine: list) -> str:
     return cache.key("cost", verified, sorted(patches.items()), mode, options.device, options.runs,
-                     options.warmup, options.run_mode, _machine(options.device))
+                     options.warmup, options.run_mode, machine)
 
 
 def _found(cache: Cache, key: Optional[str]) -> Optional[CostCheck]:
