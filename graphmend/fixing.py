@@ -476,7 +476,8 @@ def _kept(ft: FixTarget, remaining: list[Break], outcome: tuple) -> dict:
     return {"fix_target": to_dict(ft), "remaining": [to_dict(b) for b in remaining],
             "verdicts": [list(verdicts[id(s)]) if verdicts.get(id(s)) is not None else None for s in sites],
             "final": None if final is None else {"checks": list(final.checks), "skipped": dict(final.skipped),
-                                                 "surfaced": [to_dict(x) for x in final.surfaced]}}
+                                                 "surfaced": [to_dict(x) for x in final.surfaced],
+                                                 "rounding": list(final.rounding)}}
 
 
 def _from_kept(kept: dict, sites: list[SiteRecord]) -> tuple[FixTarget, list[Break], tuple]:
@@ -487,7 +488,7 @@ def _from_kept(kept: dict, sites: list[SiteRecord]) -> tuple[FixTarget, list[Bre
     if kept["final"] is not None:
         f = kept["final"]
         final = Verdict(checks=list(f["checks"]), skipped=dict(f["skipped"]),
-                        surfaced=[from_dict(Surfaced, x) for x in f["surfaced"]])
+                        surfaced=[from_dict(Surfaced, x) for x in f["surfaced"]], rounding=list(f.get("rounding", [])))
     return (from_dict(FixTarget, kept["fix_target"]), [from_dict(Break, b) for b in kept["remaining"]],
             (sites, verdicts, final))
 
@@ -686,6 +687,9 @@ def _record(sites: list[SiteRecord], verdicts: dict, final) -> None:
                 if any(f == s.file and s.site.line <= line <= s.site.end_line for f, line in sf.hid) \
                         and sf.note() not in s.notes:
                     s.notes.append(sf.note())
+            for note in final.rounding:  # what the checks accepted as rounding, said with the fix
+                if note not in s.notes:
+                    s.notes.append(note)
 
 
 def _fix_records(cands: dict[str, FileCandidate], findings, before: list[TargetResult], options: FixOptions,

@@ -1,6 +1,7 @@
-"""The unsafe GM302 fix for split sizes read back with ``.tolist()`` (ScatterMoE-style experts):
-the exact rewrite, its refusals, and that the rewritten layer computes the same and compiles
-to one graph."""
+"""ScatterMoE's split sizes read back with ``.tolist()`` (jetmoe) and X-MOD's runs by id:
+the list stays in the graph as unbacked ints (safe, gm3_unbacked), the runs go dense (unsafe,
+gm5_segments); the exact rewrites, their refusals, and that each rewritten layer computes
+the same and compiles to one graph."""
 
 from __future__ import annotations
 
@@ -12,52 +13,71 @@ from rewrites.fixes import gm5_segments
 # the cases are transformers code: laid out at its ruff line-length
 HF = {"line_length": 119}
 
+BY_ID = next(c for c in gm5_segments.CASES if c.after is not None)
+BY_ID_REFUSED = [c for c in gm5_segments.CASES if c.after is None]
 
-# the family's cases: the split sizes (GM302) and X-MOD's runs by id (GM503, class LangAdapter)
-SPLIT, BY_ID = [c for c in gm5_segments.CASES if c.after is not None]
-SPLIT_REFUSED = [c for c in gm5_segments.CASES if c.after is None and "LangAdapter" not in c.before]
-BY_ID_REFUSED = [c for c in gm5_segments.CASES if c.after is None and "LangAdapter" in c.before]
-
-
-def test_segments_fix_text():
-    """The text, idempotence and the refusal without --unsafe-fixes are test_fix_cases.py's."""
-    safe = fix_source(SPLIT.before, **SPLIT.options(unsafe=False))
-    assert [r.line for r in safe.refused if "--unsafe-fixes" in r.advice] == sorted(SPLIT.lines)
-    r = fix_source(SPLIT.before, **SPLIT.options())
-    assert [(s.rule, s.line, s.strategy) for s in r.applied] == [("GM302", min(SPLIT.lines), "segments")]
+# JetMoE's experts (transformers 5.24, modeling_jetmoe.py): the router reads the per-expert
+# counts back and returns them; the experts split the sorted rows by them
+SPLIT = '''import torch
+import torch.nn.functional as F
 
 
-@pytest.mark.parametrize("case", SPLIT_REFUSED, ids=["across-rows", "chunks-escape", "other-name", "dim-1"])
-def test_segments_fix_refused_by_every_family(case):
-    assert not fix_source(case.before, **case.options()).changed
+class Experts(torch.nn.Module):
+    def forward(self, inputs, expert_size):
+        input_list = inputs.split(expert_size, dim=0)
+        output_list = []
+        for i in range(self.num_experts):
+            output_list.append(F.linear(input_list[i], self.weight[i]))
+        results = torch.cat(output_list, dim=0)
+        return results
 
 
-def test_segments_fix_only_at_a_break_line():
-    assert not fix_source(SPLIT.before, lines={1}, unsafe=True, **HF).changed
+class Gate(torch.nn.Module):
+    def forward(self, gates):
+        expert_size = gates.long().sum(0)
+        expert_size = expert_size.tolist()
+        order = gates.argmax(-1).sort(0)[1]
+        return order, expert_size
+'''
+
+
+def test_split_sizes_are_kept_a_list_of_unbacked_ints_safely():
+    r = fix_source(SPLIT, lines={18}, **HF)
+    assert [(s.rule, s.line, s.strategy) for s in r.applied] == [("GM302", 18, "unbacked")]
+    assert "        expert_size = _mend_module_forward_18_op(expert_size)\n" in r.new_source
+    assert "many=True" in r.new_source and "inputs.split(expert_size, dim=0)" in r.new_source
+    assert not fix_source(SPLIT, lines={1}, **HF).changed  # only where Dynamo broke
 
 
 @pytest.mark.parametrize("tokens,k,experts", [(5, 2, 4), (7, 1, 3), (3, 2, 6)])
-def test_segments_same_values_and_one_graph(tokens, k, experts):
+def test_split_sizes_same_values_and_one_graph(tokens, k, experts):
     """Sorted rows split by routed counts, some experts never chosen; an expert that
-    overflows on rows it was not given must not leak into the result."""
+    overflows does so in the original's rows only."""
     torch = pytest.importorskip("torch")
-    before, after = SPLIT.before, SPLIT.after
+    after = fix_source(SPLIT, lines={18}, module="jet", **HF).new_source
 
     def load(src):
         ns: dict = {}
         exec(compile(src, "<segments>", "exec"), ns)
         return ns
 
-    a, b = load(before), load(after)
+    a, b = load(SPLIT), load(after)
     g = torch.Generator().manual_seed(tokens * 10 + k)
     weight = torch.randn(experts, 3, 4, generator=g)
-    weight[-1] = float("inf")  # the last expert gives inf/nan: rows it was not given must not see them
+    weight[-1] = float("inf")
 
     def layer(ns):
         e, gate = ns["Experts"](), ns["Gate"]()
         e.num_experts, e.weight = experts, weight
         return e, gate
 
+    e, gate = layer(b)
+
+    def run(gates, rows):
+        return e.forward(rows, gate.forward(gates)[1])
+
+    torch._dynamo.reset()
+    compiled = torch.compile(run, fullgraph=True, backend="eager")
     for trial in range(4):
         logits = torch.randn(tokens, experts, generator=g)
         top = logits.topk(k, dim=1).indices
@@ -68,19 +88,12 @@ def test_segments_same_values_and_one_graph(tokens, k, experts):
         rows = torch.randn(int(gates.sum()), 4, generator=g)
         outs = []
         for ns in (a, b):
-            e, gate = layer(ns)
-            _, sizes = gate.forward(gates)
-            outs.append(e.forward(rows, sizes))
+            e2, gate2 = layer(ns)
+            _, sizes = gate2.forward(gates)
+            assert type(sizes) is list and all(type(n) is int for n in sizes)  # eager: the same Python ints
+            outs.append(e2.forward(rows, sizes))
         torch.testing.assert_close(outs[1], outs[0], equal_nan=True)
-
-    e, gate = layer(b)
-
-    def run(gates, rows):
-        return e.forward(rows, gate.forward(gates)[1])
-
-    torch._dynamo.reset()
-    compiled = torch.compile(run, fullgraph=True, backend="eager")
-    torch.testing.assert_close(compiled(gates, rows), run(gates, rows), equal_nan=True)
+        torch.testing.assert_close(compiled(gates, rows), outs[0], equal_nan=True)
 
 
 def test_runs_by_id_fix_text():

@@ -5,7 +5,7 @@
 * ``inputs``  -- the example inputs, ``Target.inputs`` and perturbed ones (sign, scale,
                  zeros, random, integer boundaries, masks, the conditions' constants), and
                  ``convert``: inputs and modules moved and cast (bf16 mode, the bench);
-* ``modes``   -- one call in one mode (eval, train with backward, autocast, bf16) as a
+* ``modes``   -- one call in one mode (eval, train with backward, autocast, float64, bf16) as a
                  record of what a user can observe, and the comparison of two records;
 * ``compare`` -- outputs (nested tuples/lists/dicts/dataclasses/ModelOutput of tensors)
                  compared with per-dtype tolerances, NaN/inf-aware: the one comparator (the

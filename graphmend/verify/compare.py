@@ -73,17 +73,20 @@ def to_plain(obj: Any) -> Any:
 
 def compare(a: Any, b: Any, path: str = "out", tolerance: Optional[dict] = None,
             defaults: dict[str, tuple[float, float]] = TOLERANCES, precision: Optional[str] = None,
-            sides: tuple[str, str] = ("original", "patched")) -> Optional[str]:
+            sides: tuple[str, str] = ("original", "patched"), scaled: bool = False) -> Optional[str]:
     """None when ``b`` equals ``a`` within tolerance, else where and how they differ (one line).
 
     ``tolerance``: the target's override (``tolerance_for``). ``precision``: the dtype the
     computation ran in (the bench's ``--dtype``): every floating tensor takes its tolerance,
     and two floating tensors of different dtypes are compared in float64. ``sides`` name
-    ``a`` and ``b`` where a NaN or inf shows on one side only."""
+    ``a`` and ``b`` where a NaN or inf shows on one side only. ``scaled``: every floating
+    tensor gets half precision's allowance for an element that cancels to near zero (its
+    atol at least rtol times the tensor's largest value); verification asks for it only to
+    tell float32 rounding from a change, and then only with a float64 run to back it."""
     import torch
 
     def again(x, y, where):
-        return compare(x, y, where, tolerance, defaults, precision, sides)
+        return compare(x, y, where, tolerance, defaults, precision, sides, scaled)
 
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
         if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
@@ -97,7 +100,7 @@ def compare(a: Any, b: Any, path: str = "out", tolerance: Optional[dict] = None,
         name = str(a.dtype).replace("torch.", "")
         if a.dtype.is_floating_point or a.is_complex():
             rtol, atol = tolerance_for(precision or name, tolerance, defaults)
-            if a.dtype in (torch.float16, torch.bfloat16) and a.numel():
+            if (scaled or a.dtype in (torch.float16, torch.bfloat16)) and a.numel():
                 # a half-precision sum in another order rounds differently, and an element
                 # that cancels to near zero carries the rounding of the whole tensor's scale
                 finite = a[torch.isfinite(a)]

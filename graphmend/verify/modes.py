@@ -14,6 +14,10 @@ Modes (``eval`` and ``train`` are the run modes of ``graphmend.core.modes``):
   tensor), then ``backward`` of the target's ``loss`` (else the sum of every floating
   output that requires grad);
 * ``autocast``: ``eval`` under ``torch.autocast`` (bfloat16 on CPU, float16 on CUDA);
+* ``float64``: ``train`` with the module and the floating inputs cast to float64 (after
+  the others, before ``bf16``: the cast is in place). It decides one question: a float32
+  train-mode difference within the rounding of the tensor's scale (a backward that sums
+  in another order) is rounding only if the same call agrees in float64;
 * ``bf16``: ``eval`` with the module and the floating inputs cast to bfloat16 (run last:
   the cast is in place).
 """
@@ -27,10 +31,11 @@ from graphmend.core.modes import EVAL, TRAIN, training_loss
 from graphmend.verify.compare import compare, to_plain
 from graphmend.verify.inputs import map_tensors, tensors
 
-AUTOCAST, BF16 = "autocast", "bf16"
+AUTOCAST, BF16, F64 = "autocast", "bf16", "float64"
 # the names reports give the checks (what was proven); "inputs", "exceptions" and "arms"
 # are compared in every mode that ran
-CHECK_NAMES = {EVAL: "eval", TRAIN: "train+grad", AUTOCAST: "autocast", BF16: "bf16"}
+CHECK_NAMES = {EVAL: "eval", TRAIN: "train+grad", AUTOCAST: "autocast", BF16: "bf16", F64: "train+grad float64"}
+GRAD_MODES = (TRAIN, F64)  # the module in train(), grad on, a backward after the call
 _MSG = 500  # characters of an exception message compared
 
 
@@ -87,8 +92,8 @@ def run_call(fn: Any, module, args: tuple, kwargs: dict, mode: str, seed: int, l
     flags = [(m, m.training) for m in module.modules()] if module is not None else []
     leaves: list = []
     if module is not None:
-        module.train(mode == TRAIN)
-    if mode == TRAIN:
+        module.train(mode in GRAD_MODES)
+    if mode in GRAD_MODES:
         if module is not None:
             module.zero_grad(set_to_none=True)
 
@@ -108,7 +113,7 @@ def run_call(fn: Any, module, args: tuple, kwargs: dict, mode: str, seed: int, l
         ctx = contextlib.ExitStack()
         ctx.enter_context(torch.no_grad())
         ctx.enter_context(torch.autocast(device_type=device, dtype=autocast_dtype(device)))
-    elif mode == TRAIN:
+    elif mode in GRAD_MODES:
         ctx = torch.enable_grad()
     else:
         ctx = torch.no_grad()
@@ -116,7 +121,7 @@ def run_call(fn: Any, module, args: tuple, kwargs: dict, mode: str, seed: int, l
     try:
         with ctx:
             out = fn(*args, **kwargs)
-            if mode == TRAIN:
+            if mode in GRAD_MODES:
                 scalar = training_loss(out, loss)
                 rec["differentiable"] = scalar is not None
                 if scalar is not None:
@@ -133,7 +138,7 @@ def run_call(fn: Any, module, args: tuple, kwargs: dict, mode: str, seed: int, l
     rec["rng"] = torch.get_rng_state()
     buffers, grads = _state(module)
     rec["buffers"] = buffers
-    if mode == TRAIN:
+    if mode in GRAD_MODES:
         rec["grads_in"] = [None if t.grad is None else t.grad.detach().clone().cpu() for t in leaves]
         rec["grads_param"] = grads
         if module is not None:
@@ -152,9 +157,9 @@ def train_unusable(rec: dict, module, has_leaves: bool) -> Optional[str]:
     return None
 
 
-def compare_outcome(want: dict, got: dict, tolerance: Optional[dict]) -> Optional[str]:
+def compare_outcome(want: dict, got: dict, tolerance: Optional[dict], scaled: bool = False) -> Optional[str]:
     """What the call returned or raised, and the gradients it produced: None when ``got``
-    shows what ``want`` showed, else the first difference."""
+    shows what ``want`` showed, else the first difference (``scaled``: as ``compare``)."""
     if want["status"] != got["status"]:
         w = f"raised {want['exc']}" if want["status"] == "raised" else "returned"
         g = f"raised {got['exc']}" if got["status"] == "raised" else "returned"
@@ -167,11 +172,11 @@ def compare_outcome(want: dict, got: dict, tolerance: Optional[dict]) -> Optiona
             return f"original raised {want['exc']}, patched raised {got['exc']}"
     else:
         why = (compare(map_tensors(want["out"], _kind), map_tensors(got["out"], _kind), "output", tolerance)
-               or compare(_at_precision(want), _at_precision(got), "output", tolerance))
+               or compare(_at_precision(want), _at_precision(got), "output", tolerance, scaled=scaled))
         if why:
             return why
     return _compare_named(want, got, (("grads_in", "the gradient of input"),
-                                      ("grads_param", "the gradient of parameter")), tolerance)
+                                      ("grads_param", "the gradient of parameter")), tolerance, scaled)
 
 
 def _kind(t) -> str:
@@ -191,7 +196,7 @@ def _at_precision(rec: dict) -> Any:
     return map_tensors(rec["out"], lambda t: t.to(dtype) if t.is_floating_point() else t)
 
 
-def _compare_named(want: dict, got: dict, keys, tolerance) -> Optional[str]:
+def _compare_named(want: dict, got: dict, keys, tolerance, scaled: bool = False) -> Optional[str]:
     for key, label in keys:
         if key not in want:
             continue
@@ -200,21 +205,24 @@ def _compare_named(want: dict, got: dict, keys, tolerance) -> Optional[str]:
         if isinstance(w, dict) and (not isinstance(g, dict) or set(w) != set(g)):
             return f"{label}s differ in name ({sorted(w)} vs {sorted(g or {})})"
         for n in names:
-            why = compare(w[n], g[n] if isinstance(g, dict) or n < len(g) else None, f"{label} {n}", tolerance)
+            why = compare(w[n], g[n] if isinstance(g, dict) or n < len(g) else None, f"{label} {n}", tolerance,
+                          scaled=scaled)
             if why:
                 return why
     return None
 
 
-def compare_records(want: dict, got: dict, where: str, tolerance: Optional[dict]) -> Optional[str]:
+def compare_records(want: dict, got: dict, where: str, tolerance: Optional[dict],
+                    scaled: bool = False) -> Optional[str]:
     """None when ``got`` (patched) shows what ``want`` (original) showed, else the first
-    difference, in one line that names the mode, the input and the value."""
+    difference, in one line that names the mode, the input and the value (``scaled``: as
+    ``compare``)."""
     import torch
 
-    why = (compare_outcome(want, got, tolerance)
-           or _prefixed(compare(want["inputs_after"], got["inputs_after"], "the caller's inputs", tolerance),
-                        " (after the call)")
-           or _compare_named(want, got, (("buffers", "buffer"),), tolerance))
+    why = (compare_outcome(want, got, tolerance, scaled)
+           or _prefixed(compare(want["inputs_after"], got["inputs_after"], "the caller's inputs", tolerance,
+                                scaled=scaled), " (after the call)")
+           or _compare_named(want, got, (("buffers", "buffer"),), tolerance, scaled))
     if why:
         return f"{where}: {why}"
     if not torch.equal(want["rng"], got["rng"]):

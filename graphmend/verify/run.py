@@ -55,6 +55,8 @@ class Verdict:
     arms: dict[str, list[bool]] = field(default_factory=dict)
     inputs: list[str] = field(default_factory=list)
     graphs_grew: Optional[str] = None
+    # train-mode differences accepted as float32 rounding (equal in float64), one line each
+    rounding: list[str] = field(default_factory=list)
     remaining_reasons: list[str] = field(default_factory=list)
     after: Optional[TargetResult] = None
     # the breaks left, in ORIGINAL coordinates (before-breaks still there) plus new ones
@@ -113,6 +115,7 @@ def verify_target(original: Original, patches: dict[str, str], before: TargetRes
         v.error = f"patched run: {pat.error or pat.result.get('error')}"
         return v
     v.mismatches = list(pat.result.get("mismatches", []))
+    v.rounding = list(pat.result.get("rounding", []))
     if probe_dtype and not res.get("probe") and pat.result.get("probe"):
         v.error = f"re-trace in {probe_dtype}: {pat.result['probe']}"
         return v

@@ -47,12 +47,13 @@ from rewrites.fixes.base import Analysis, Case, Context, Edit, FunctionFacts, He
 from rewrites.fixes.gm3_scalars import scalar_source
 from rewrites.fixes.gm5_opaque import Refuse, _in_mend_helper, _module_names, _wrapped, site_names
 
-RULES = ("GM301", "GM303")
+RULES = ("GM301", "GM302", "GM303")
 ORDER = 25  # before gm3_scalars (30), whose refusal ("reaches Python code") this rewrite answers
 
-RUNTIME = Helper('''def _mend_size_op(name, read):
-    # mend: `read` (a tensor's value read back as a Python int) as one custom op whose
-    # fake returns a new unbacked int, so torch.compile keeps the graph whole without
+RUNTIME = Helper('''def _mend_size_op(name, read, many=False):
+    # mend: `read` (a tensor's value read back as a Python int, or with `many` a 1-D
+    # tensor's values as a list of ints) as one custom op whose fake returns new
+    # unbacked ints, so torch.compile keeps the graph whole without
     # capture_scalar_outputs; the torch._check lines after each call bound the int.
     # Made once per process: a file imported twice (verification's overlay) finds its
     # op in sys.modules.
@@ -85,11 +86,17 @@ RUNTIME = Helper('''def _mend_size_op(name, read):
         # fullgraph=True); its bounds are the torch._check calls at the site
         ctx = torch.library.get_ctx()
         env = ctx._shape_env
-        return ctx.new_dynamic_size() if env is None else env.create_unbacked_symint()
+        new = ctx.new_dynamic_size if env is None else env.create_unbacked_symint
+        if not many:
+            return new()
+        if t.dim() != 1:
+            raise ValueError(
+                f"{name} reads a 1-D tensor's values, not a {t.dim()}-D one's"
+            )
+        return [new() for _ in range(t.shape[0])]
 
-    op = torch.library.custom_op(
-        name, forward, mutates_args=(), schema="(Tensor t) -> SymInt"
-    )
+    schema = "(Tensor t) -> SymInt[]" if many else "(Tensor t) -> SymInt"
+    op = torch.library.custom_op(name, forward, mutates_args=(), schema=schema)
     op.register_fake(fake)
     reg.ops[name] = (op, mine)
     return op
@@ -166,6 +173,52 @@ def _use(an: Analysis, u: cst.Name, var: str) -> tuple[str, str]:
     return "bad", f"it is used where an unbacked int would make Dynamo guard or specialise ({where})"
 
 
+_SPLIT_KEYWORDS = frozenset({"split_size_or_sections", "split_size", "split_sizes"})
+
+
+def _tolist(node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """``t.tolist()`` -> t."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "tolist" \
+            and not node.args:
+        return node.func.value
+    return None
+
+
+def _list_use(an: Analysis, u: cst.Name, var: str) -> tuple[str, str]:
+    """What a read of ``var`` (the list a ``.tolist()`` made) is: ("split" | "size" |
+    "returned", "") or ("bad", why). A returned list's uses are its callers': verification's
+    re-trace sees any guard they put on it (a new break, which rejects the fix)."""
+    p = an.parent(u)
+    if isinstance(p, cst.Return) or isinstance(p, cst.Element) and isinstance(an.parent(p), cst.Tuple) \
+            and isinstance(an.parent(an.parent(p)), cst.Return):
+        return "returned", ""
+    call = an.parent(p) if isinstance(p, cst.Arg) and not p.star else None
+    if isinstance(call, cst.Call):
+        name = full_name(call.func) or ""
+        positional = [a for a in call.args if a.keyword is None]
+        keyword = p.keyword.value if p.keyword is not None else None  # type: ignore[union-attr]
+        at = positional.index(p) if keyword is None else None
+        if name in ("torch.split", "torch.split_with_sizes"):
+            if keyword in _SPLIT_KEYWORDS or at == 1:
+                return "split", ""
+        elif isinstance(call.func, cst.Attribute) and call.func.attr.value in ("split", "split_with_sizes") \
+                and (keyword in _SPLIT_KEYWORDS or at == 0):
+            return "split", ""
+    kind, why = _use(an, u, var)
+    if kind == "slice":
+        return "bad", f"a list bounds no slice (line {an.span(u)[0]})"
+    return kind, why
+
+
+def _in_loop(an: Analysis, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:
+    n = an.parent(node)
+    while n is not None and n is not fn:
+        if isinstance(n, (cst.For, cst.While)):
+            return True
+        n = an.parent(n)
+    return False
+
+
 def plan(an: Analysis, ctx: Context) -> Plan:
     result = Plan()
     if ctx.lines is None:
@@ -190,7 +243,9 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         if not ctx.covers(start, end):
             continue
         f = facts.setdefault(id(fn), FunctionFacts(an, fn))
-        src = scalar_source(node.value, f.tensor_names(start))
+        listed = _tolist(node.value)
+        # a .tolist() at a line where Dynamo broke on it reads a tensor: the capture is the proof
+        src = ("GM302", listed) if listed is not None else scalar_source(node.value, f.tensor_names(start))
         if src is None or not ctx.wants(src[0]):
             continue
         if src[0] == "GM303" and full_name(node.value.func) != "int":  # type: ignore[attr-defined]
@@ -209,11 +264,14 @@ def plan(an: Analysis, ctx: Context) -> Plan:
                 return False
 
         fn.body.visit(U())
-        kinds = [_use(an, u, var) for u in uses]
-        if not any(k in ("size", "slice") for k, _ in kinds):
+        kinds = [(_list_use if listed is not None else _use)(an, u, var) for u in uses]
+        if not any(k in ("size", "slice", "split", "returned") for k, _ in kinds):
             continue  # feeds no size or slice: not this family's (GM3's scalars keep it a tensor)
         try:
-            if sum(1 for n, _, _ in f.bindings if n == var) != 1:
+            # bound here only, or earlier as well (`sizes = t.sum(0)`, then `sizes = sizes.tolist()`)
+            # outside a loop, where no earlier binding is read after this one
+            again = [line for n, line, _ in f.bindings if n == var and line != start]
+            if any(line > start for line in again) or again and _in_loop(an, stmt, fn):
                 raise Refuse(f"`{var}` is bound more than once in the function")
             bad = [why for k, why in kinds if k == "bad"]
             if bad:
@@ -226,17 +284,21 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             result.refusals.append(Refusal(rule, start, f"not kept as an unbacked int: {why}"))
             continue
         taken.update({read_name, op_var})
-        sized = any(k == "size" for k, _ in kinds)
-        read = "t.item()" if rule == "GM301" else "int(t)"
+        # a list's sizes are checked by the split that takes them (eager raises there too)
+        sized = listed is None and any(k == "size" for k, _ in kinds)
+        read = {"GM301": "t.item()", "GM302": "t.tolist()", "GM303": "int(t)"}[rule]
         shown = code(node.value)
-        shown = shown if len(shown) <= 30 else ("<...>.item()" if rule == "GM301" else "int(<...>)")
+        shown = shown if len(shown) <= 30 else read.replace("t", "<...>", 1)
+        what = ("split sizes,\n    # read by the custom op mend::{} as unbacked ints" if listed is not None else
+                "a size or slice\n    # bound, read by the custom op mend::{} as an unbacked int").format(stem)
         helper = Helper(
             f"def {read_name}(t):\n"
-            f"    # mend {rule}: {fn.name.value}'s `{shown}` (line {start}), a size or slice\n"
-            f"    # bound, read by the custom op mend::{stem} as an unbacked int\n"
+            f"    # mend {rule}: {fn.name.value}'s `{shown}` (line {start}), {what}\n"
             f"    return {read}\n\n\n"
-            + _wrapped(f"{op_var} = _mend_size_op(", [f'"mend::{stem}"', read_name], ")") + "\n")
-        site = Site(rule, start, end, f"`{var}` stays in the graph as an unbacked int (custom op mend::{stem}"
+            + _wrapped(f"{op_var} = _mend_size_op(", [f'"mend::{stem}"', read_name]
+                       + (["many=True"] if listed is not None else []), ")") + "\n")
+        kept = "a list of unbacked ints" if listed is not None else "an unbacked int"
+        site = Site(rule, start, end, f"`{var}` stays in the graph as {kept} (custom op mend::{stem}"
                     + (", torch._check(" + var + " >= 0)" if sized else "") + ")", strategy="unbacked")
 
         def build(updated: cst.SimpleStatementLine, var=var, op_var=op_var, tensor=tensor, sized=sized):
@@ -324,3 +386,45 @@ def spread(counts):
     ids = torch.repeat_interleave(torch.arange(len(counts)), counts, output_size=total)
     return ids
 ''', lines={5}))
+
+# .tolist() of split sizes (JetMoE's router, transformers 5): a list of unbacked ints. The
+# tensor it reads may be bound to the same name first; the list may be returned (its
+# callers' uses are checked by verification's re-trace) or split on here. No check line:
+# split_with_sizes checks its sizes itself, in eager and compiled alike.
+_ROUTER = '''import torch
+
+
+def route(x, gates):
+    sizes = gates.long().sum(0)
+    sizes = sizes.tolist()
+    return x.split(sizes, dim=0), sizes
+'''
+
+
+def _list_read(stem: str, shown: str, line: int) -> str:
+    return (f"def _mend_{stem}(t):\n"
+            f"    # mend GM302: route's `{shown}` (line {line}), split sizes,\n"
+            f"    # read by the custom op mend::{stem} as unbacked ints\n"
+            f"    return t.tolist()\n\n\n"
+            + _wrapped(f"_mend_{stem}_op = _mend_size_op(", [f'"mend::{stem}"', f"_mend_{stem}", "many=True"], ")")
+            + "\n")
+
+
+CASES.append(Case(_ROUTER, _ROUTER.replace("import torch\n", "import torch\n\n\n" + RUNTIME.source + "\n\n"
+                                           + _list_read("module_route_6", "sizes.tolist()", 6))
+                  .replace("    sizes = sizes.tolist()\n", "    sizes = _mend_module_route_6_op(sizes)\n"), lines={6}))
+# refused: a list whose values reach Python, and an earlier binding a loop reads again
+CASES += [Case(_ROUTER.replace("    return x.split", extra + "    return x.split"), lines={6}, reason=why)
+          for extra, why in [("    first = sizes[0]\n", "where an unbacked int would make Dynamo guard or specialise"),
+                             ('    print("sizes", sizes)\n', "it is printed (line 7)")]]
+CASES.append(Case('''import torch
+
+
+def route(x, gates):
+    out = []
+    for g in gates:
+        sizes = g.long().sum(0)
+        sizes = sizes.tolist()
+        out.append(x.split(sizes, dim=0))
+    return out
+''', lines={8}, reason="`sizes` is bound more than once"))

@@ -88,24 +88,23 @@ GM302 = Rule(
     fix="Keep the data in tensors; index or iterate the tensor instead, or move the conversion out of the region.",
     preconditions=("A `.tolist()` inside a data-dependent region with a static output shape (per-expert "
                    "counts walked by a loop that writes into a `torch.zeros_like` accumulator) goes with the "
-                   "region into one opaque custom op: GM501's SAFE fix, same algorithm and cost. Otherwise "
-                   "advice, except one UNSAFE fix (`mend fix --unsafe-fixes`): split sizes read back with "
-                   "`y = x.tolist()` where a function of the same file splits rows by a parameter `y` "
-                   "(`L = X.split(y, dim=0)`, a loop appending `f(L[i])`, `torch.cat(..., dim=0)`: "
-                   "ScatterMoE-style experts, jetmoe and granitemoe). The sizes stay a tensor, every chunk's "
-                   "`f` runs on every row and `torch.where` picks each row's chunk (`_mend_chunk_ids`, "
-                   "`_mend_cat_chunks`): the same outputs (verified) for `len(sizes)` times the FLOPs. "
-                   "Without the flag `mend fix` says the fix exists."),
-    limits=("Any zero-argument `.tolist()` call is reported. The unsafe fix needs `f` to map each row on its "
-            "own (verification's output comparison shows it) and refuses reductions across rows in `f`, "
-            "chunks or outputs used outside the loop, and splits along another dimension."),
+                   "region into one opaque custom op: GM501's SAFE fix, same algorithm and cost. A SAFE fix "
+                   "too for split sizes, `y = x.tolist()` at a line where Dynamo broke whose list is only "
+                   "split on (`X.split(y, dim=0)`, `torch.split(X, y)`), used as a size, or returned "
+                   "(ScatterMoE-style routers, jetmoe and granitemoe): the read becomes a custom op whose fake "
+                   "returns one unbacked int per element, so the split and the experts after it stay in the "
+                   "graph (`_mend_size_op(..., many=True)`, gm3_unbacked). A returned list's uses are its "
+                   "callers': verification's re-trace rejects the fix if one of them guards on a value."),
+    limits=("Any zero-argument `.tolist()` call is reported. The list fix refuses a list indexed, iterated, "
+            "printed or compared, a name bound again after it (or before it, inside a loop), and a 1-D "
+            "length Dynamo does not know (the fake makes one int per element)."),
     gb_ids=("GB0109",),
     gb_types=("Tensor.tolist() with non-integer tensor",),
     message_patterns=(r"tolist",),
     source_patterns=(r"\.tolist\(\)",),
-    advice=("keep tensors (no .tolist()); loop over tensor ops instead of Python lists; a list of sizes cannot "
-            "be captured for one region on torch 2.13 (see GM301: patch_dynamo_config still breaks); a single "
-            "size read back is GM301's `.item()`, which mend fix keeps an unbacked int"),
+    advice=("keep tensors (no .tolist()); loop over tensor ops instead of Python lists; split sizes read back "
+            "are kept a list of unbacked ints by mend fix (a custom op, not capture_scalar_outputs, which "
+            "cannot be scoped to one region on torch 2.13); a single size read back is GM301's `.item()`"),
     valid=("def f(x: list):\n    return list(x)\n",),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    sizes = x.tolist()\n    return sizes\n",),
 )
