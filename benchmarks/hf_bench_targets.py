@@ -1,8 +1,7 @@
 """Bench targets for transformers models that corpus/hf_models.py does not hold, built the way
 benchmarks/survey_hf.py builds them (tiny config, random weights, a right-padded batch):
 
-    MEND_BENCH_FLAGS=--unsafe-fixes MEND_TARGETS=benchmarks/hf_bench_targets.py::mend_target_hf_jetmoe \\
-        benchmarks/gpu_bench.sh hf both
+    MEND_TARGETS=benchmarks/hf_bench_targets.py::mend_target_hf_jetmoe benchmarks/gpu_bench.sh hf both
 """
 
 from __future__ import annotations
@@ -21,8 +20,24 @@ def _survey(model_type: str, **from_config):
 
 
 def mend_target_hf_jetmoe():
-    """ScatterMoE-style experts: `.tolist()` split sizes (GM302, unsafe fix)."""
+    """ScatterMoE-style experts: `.tolist()` split sizes (GM302: kept a list of unbacked ints)."""
     return _survey("jetmoe")
+
+
+def mend_target_hf_jetmoe_base():
+    """JetMoE at a real size, for the GPU: hidden 1024, 8 experts (2 per token) in the MLP and
+    the attention, 4 layers, one sequence of 2048 tokens (random weights, no downloads)."""
+    import torch
+    import transformers as T
+
+    cfg = T.JetMoeConfig(vocab_size=32000, hidden_size=1024, num_hidden_layers=4, num_key_value_heads=8,
+                         kv_channels=64, intermediate_size=2816, max_position_embeddings=4096,
+                         num_local_experts=8, num_experts_per_tok=2)
+    torch.manual_seed(0)
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # verified where it is timed: too big for a CPU
+    model = T.JetMoeModel(cfg).eval().to(device)
+    ids = torch.randint(1, cfg.vocab_size, (1, 2048), device=device)
+    return model, (), dict(input_ids=ids, attention_mask=torch.ones_like(ids))
 
 
 def mend_target_hf_mixtral():
