@@ -30,7 +30,7 @@ from graphmend.collect import CollectOptions, collect
 from graphmend.core.cache import Cache
 from graphmend.core.config import Config
 from graphmend.core.env import torch_version
-from graphmend.core.model import (ADVICE, REGRESSES, REJECTED, SLOWER, UNVERIFIED, VERIFIED, Break, CostCheck, Fix,
+from graphmend.core.model import (ADVICE, FAILS, REGRESSES, REJECTED, SLOWER, UNVERIFIED, VERIFIED, Break, CostCheck, Fix,
                                   FixTarget, Report, TargetResult, from_dict, new_report, to_dict)
 from graphmend.core.sources import SourceError, SourceText, report_root, split_lines
 
@@ -419,18 +419,22 @@ def _gate(cost: CostGate, done: list, specs: list, patches: dict[str, str], keys
     results = cost([(spec, patches, keys.get(ft.name)) for ft, spec, _ in gated])
     for (ft, spec, passed), checks in zip(gated, results):
         ft.costs = list(checks)
-        worse = [c for c in checks if c.verdict == SLOWER]
+        worse = [c for c in checks if c.verdict in (SLOWER, FAILS)]
         if not worse:
             continue
         why = "; ".join(_slower_reason(c) for c in worse)
+        how = "got slower" if all(c.verdict == SLOWER for c in worse) else "regresses"
         for s in passed:
             if s.status == VERIFIED:
-                s.status, s.reason = REGRESSES, f"verified, but the compiled program got slower: {why}"
+                s.status, s.reason = REGRESSES, f"verified, but the compiled program {how}: {why}"
             elif s.status == REGRESSES and why not in s.reason:
                 s.reason += f"; {why}"
 
 
 def _slower_reason(c: CostCheck) -> str:
+    if c.verdict == FAILS:
+        return (f"{c.target} fails in {c.mode} mode on {c.device}, where the original runs ({c.why}); "
+                "written only with --allow-slower")
     graphs = (f", {c.graphs_mended} graph(s) instead of {c.graphs_original}"
               if c.graphs_original is not None and c.graphs_mended is not None else "")
     return (f"{c.target} runs {c.ratio:.2f}x the original's time in {c.mode} mode on {c.device} "

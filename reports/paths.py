@@ -116,11 +116,13 @@ def issue_parts(i, root: str, issues: list, detail: bool = True) -> list[str]:
 
 def cost_text(c) -> str:
     """A cost gate check (``CostCheck``) in words: the mode, the two medians, the verdict."""
-    from graphmend.core.model import SLOWER, UNTOLD
+    from graphmend.core.model import FAILS, SLOWER, UNTOLD
 
     where = f"{c.mode} mode, {c.device}{', train step' if c.run_mode == 'train' else ''}"
     if c.verdict == UNTOLD:
         return f"{where}: could not tell ({c.why})"
+    if c.verdict == FAILS:
+        return f"{where}: the mended program FAILS where the original runs ({c.why})"
     graphs = (f", graphs {c.graphs_original} -> {c.graphs_mended}"
               if c.graphs_original is not None and c.graphs_mended is not None else "")
     return (f"{where}: mended {c.ratio:.2f}x the original (median {c.mended_ms:.3f} ms against "

@@ -18,7 +18,8 @@ import pytest
 from graphmend.bench.gate import judge
 from graphmend.bench.stage import BenchOptions, ratios_for, regressed
 from graphmend.bench.stats import slower
-from graphmend.core.model import NOT_SLOWER, SLOWER, UNTOLD, BenchRow, CostCheck, FixTarget, Report, summarize
+from reports.paths import cost_text
+from graphmend.core.model import FAILS, NOT_SLOWER, SLOWER, UNTOLD, BenchRow, CostCheck, FixTarget, Report, summarize
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "tests" / "fixtures" / "fix" / "slower"
@@ -55,8 +56,17 @@ def test_judge_names_the_numbers_or_why_it_could_not_tell():
     assert judge("t.py::f", [_row("original", 1.0, 0.01), _row("mended", 0.5, 0.01)], options).verdict == NOT_SLOWER
     shaky = judge("t.py::f", [_row("original", 1.0, 0.5), _row("mended", 1.1, 0.4)], options)
     assert shaky.verdict == UNTOLD and "unstable" in shaky.why and "original and mended" in shaky.why
-    broken = judge("t.py::f", [_row("original", 1.0, 0.01), _row("mended", None, None, error="it died")], options)
-    assert broken.verdict == UNTOLD and "mended arm failed: it died" in broken.why
+    # the mended program fails where the original runs (a compile error in this mode): worse than slower
+    broken = judge("t.py::f", [_row("original", 1.0, 0.01), _row("mended", None, None, error="AssertionError at "
+                                                                   "cudagraph_trees.py:1729")], options)
+    assert (broken.verdict, broken.why, broken.original_ms) == (FAILS, "AssertionError at cudagraph_trees.py:1729",
+                                                                1.0)
+    assert "FAILS where the original runs (AssertionError at cudagraph_trees.py:1729)" in cost_text(broken)
+    # an arm that died of its machine (a timeout, memory) or an original that failed tells nothing
+    for rows in ([_row("original", 1.0, 0.01), _row("mended", None, None, error="t: timed out after 9 s")],
+                 [_row("original", None, None, error="it died"), _row("mended", 1.0, 0.01)]):
+        c = judge("t.py::f", rows, options)
+        assert c.verdict == UNTOLD and "arm failed" in c.why
 
 
 def test_mend_bench_flags_a_slower_mended_arm():
@@ -125,3 +135,24 @@ def test_allow_slower_writes_it_and_a_second_run_reuses_the_timing(gated):
     assert "benchmarking" not in second.stderr
     after = (proj / "models.py").read_text()
     assert after != before.decode() and "torch.where(" in after and "x.mean() > 0," in after
+
+
+def test_a_mended_program_that_fails_in_a_mode_regresses_its_fixes():
+    """The gate's FAILS (the original compiles and runs in reduce-overhead, the mended program
+    does not) turns the target's verified fixes to regresses, named as a failure."""
+    from graphmend.fixing import PASS, SiteRecord, _gate
+    from graphmend.core.model import VERIFIED
+    from graphmend.verify.run import Verdict
+
+    site = SiteRecord(file="/p/m.py", site=None, trigger={3}, status=VERIFIED)
+    fails = CostCheck(target="m.py::f", mode="reduce-overhead", device="cuda", verdict=FAILS,
+                      why="AssertionError at cudagraph_trees.py:1729 in _allocate_and_copy_recording_inputs")
+    even = CostCheck(target="m.py::f", mode="default", device="cuda", verdict=NOT_SLOWER, ratio=0.4,
+                     original_ms=5.0, mended_ms=2.0)
+    ft = FixTarget(name="m.py::f", breaks_before=1, breaks_after=0)
+    _gate(lambda items: [[even, fails] for _ in items], [(ft, ([site], {id(site): (PASS, "")}, Verdict()))],
+          ["spec"], {"/p/m.py": "new"}, {})
+    assert site.status == "regresses" and ft.costs == [even, fails]
+    assert site.reason == ("verified, but the compiled program regresses: m.py::f fails in reduce-overhead mode on "
+                           "cuda, where the original runs (AssertionError at cudagraph_trees.py:1729 in "
+                           "_allocate_and_copy_recording_inputs); written only with --allow-slower")

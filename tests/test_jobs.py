@@ -17,6 +17,7 @@ def _worker(tmp_path):
         from graphmend.core.jobs import worker_main
         def handle(p):
             if p["do"] == "raise": raise ValueError("nope")
+            if p["do"] == "assert": assert p["do"] == "never"
             if p["do"] == "sleep": time.sleep(60)
             if p["do"] == "segv": os.kill(os.getpid(), signal.SIGSEGV)
             if p["do"] == "exit": os._exit(3)
@@ -30,12 +31,13 @@ def _worker(tmp_path):
 def test_outcomes(tmp_path, warm):
     env = _worker(tmp_path)
     jobs = [Job("tiny_worker", {"do": d}, label=f"T-{d}", timeout=4, env=env, warm=warm)
-            for d in ("ok", "raise", "sleep", "segv", "exit")]
+            for d in ("ok", "raise", "sleep", "segv", "exit", "assert")]
     seen = []
-    ok, raised, slept, segv, exited = run_jobs(jobs, parallel=2, on_done=lambda j, o: seen.append(j.label))
+    ok, raised, slept, segv, exited, asserted = run_jobs(jobs, parallel=2, on_done=lambda j, o: seen.append(j.label))
     assert sorted(seen) == sorted(j.label for j in jobs)
     assert ok.result == {"echo": "ok"} and ok.error is None
     assert raised.result["error"] == "ValueError: nope"
+    assert asserted.result["error"] == "AssertionError at tiny_worker.py:6 in handle"  # a bare assert: where it stands
     assert "T-sleep: timed out after 4 s" in slept.error
     assert "T-segv" in segv.error and "SIGSEGV" in segv.error
     assert "T-exit" in exited.error and "status 3" in exited.error

@@ -28,9 +28,10 @@ from graphmend.bench.arms import BenchItem
 from graphmend.bench.stage import BenchOptions, ProgressHook, bench_item
 from graphmend.bench.stats import ratio, slower
 from graphmend.core.cache import Cache
+from graphmend.core.jobs import TRANSIENT
 from graphmend.core.config import Config
 from graphmend.core.discovery import TargetSpec
-from graphmend.core.model import NOT_SLOWER, SLOWER, UNTOLD, BenchRow, CostCheck, from_dict, to_dict
+from graphmend.core.model import FAILS, NOT_SLOWER, SLOWER, UNTOLD, BenchRow, CostCheck, from_dict, to_dict
 
 ARMS = ("original", "mended")
 
@@ -141,6 +142,11 @@ def judge(target: str, rows: Sequence[BenchRow], options: BenchOptions) -> CostC
     o, m = by_arm.get("original"), by_arm.get("mended")
     check = CostCheck(target=target, mode=options.mode, device=options.device, run_mode=options.run_mode)
     failed = [r for r in (o, m) if r is None or r.error]
+    if failed == [m] and m is not None and not any(sign in m.error for sign in TRANSIENT):
+        # the original compiles and runs in this mode, the mended program does not
+        check.verdict, check.why = FAILS, m.error
+        check.original_ms, check.original_iqr_ms, check.graphs_original = o.median_ms, o.iqr_ms, o.graph_count
+        return check
     if failed:
         r = failed[0]
         check.why = f"the {r.arm} arm failed: {r.error}" if r is not None else "an arm did not run"

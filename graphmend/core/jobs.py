@@ -758,6 +758,12 @@ def worker_main(handler: Callable[[dict[str, Any]], dict[str, Any]],
         tb = traceback.format_exc(limit=-3)
         result = {"error": describe(exc) if out_of_memory(exc) else f"{type(exc).__name__}: {exc}".strip(),
                   "traceback": tb}
+        if not str(exc).strip():
+            # a bare ``assert`` in a library says nothing; where it stands does
+            where = traceback.extract_tb(exc.__traceback__)[-1:]
+            if where:
+                result["error"] = (f"{type(exc).__name__} at {os.path.basename(where[0].filename)}:"
+                                   f"{where[0].lineno} in {where[0].name}")
     tmp = result_path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
         json.dump(result, fh, default=str)

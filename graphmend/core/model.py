@@ -236,7 +236,9 @@ class FixTarget:
 # CostCheck.verdict
 SLOWER = "slower"  # the mended arm's median is above the original's beyond both spreads and the tolerance
 NOT_SLOWER = "not slower"
-UNTOLD = "untold"  # an arm failed or its timings were unstable: the gate could not tell
+# the mended arm failed where the original ran (a compile error in this mode): worse than slower
+FAILS = "fails"
+UNTOLD = "untold"  # an arm failed for a reason not its program's, or timings stayed unstable
 
 
 @dataclass
@@ -249,7 +251,7 @@ class CostCheck:
     mode: str  # torch.compile mode: default | reduce-overhead | max-autotune
     device: str
     run_mode: str = "eval"
-    verdict: str = UNTOLD  # SLOWER | NOT_SLOWER | UNTOLD
+    verdict: str = UNTOLD  # SLOWER | FAILS | NOT_SLOWER | UNTOLD
     ratio: Optional[float] = None  # mended median / original median
     original_ms: Optional[float] = None
     original_iqr_ms: Optional[float] = None
@@ -257,7 +259,7 @@ class CostCheck:
     mended_iqr_ms: Optional[float] = None
     graphs_original: Optional[int] = None
     graphs_mended: Optional[int] = None
-    why: str = ""  # UNTOLD: which arm failed or was unstable
+    why: str = ""  # UNTOLD: which arm failed or was unstable; FAILS: the mended arm's error
 
 
 @dataclass

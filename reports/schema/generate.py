@@ -80,7 +80,7 @@ DESC = {
  "BenchRatio.slower": "mended/original only: the mended arm is slower than the original beyond noise (a regression).",
  "FixTarget.costs": "mend fix --bench only: the cost gate's check of the target in each torch.compile mode timed.",
  "CostCheck": "The cost gate: one target compiled as it is and with its verified fixes, timed in the same run.",
- "CostCheck.verdict": "slower (beyond the IQRs and 5 %), not slower, or untold (an arm failed or stayed unstable).",
+ "CostCheck.verdict": "slower (beyond the IQRs and 5 %), fails (the mended arm failed where the original ran), not slower, or untold (an arm failed for another reason, or stayed unstable).",
  "CostCheck.ratio": "Mended median over original median.",
  "Summary.fixes_regresses": "Fixes verified but measured slower by mend fix --bench.",
  "BenchRatio.name": "original/eager, mended/original or mended/reference.",
@@ -102,7 +102,7 @@ DESC = {
 ENUMS = {"Finding.status": ["confirmed", "potential", "unreached"],
          "Issue.status": ["confirmed", "dynamic", "potential", "unreached"], "Fix.status": ["verified", "unverified", "rejected", "regresses", "advice"],
          "Break.kind": ["graph_break", "frame_skipped"], "Break.category": None,
-         "CostCheck.verdict": ["slower", "not slower", "untold"]}
+         "CostCheck.verdict": ["slower", "fails", "not slower", "untold"]}
 defs: dict = {}
 
 
