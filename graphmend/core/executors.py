@@ -89,6 +89,24 @@ class RayExecutor:
         self.address = address
         self._task = ray.remote(num_cpus=1, max_retries=0)(run_on_node)
         self._env = driver_environment()
+        self._quiet_raylet()
+
+    def _quiet_raylet(self) -> None:
+        """Ray's driver prints the cluster's error messages (a worker died, ...) to stdout, which is
+        mend's report (``--format json | jq``). Each is already the failed job's own error:
+        within this executor they are dropped. (A private hook; if it moves, nothing breaks but
+        the quiet.)"""
+        import ray._private.worker as rw
+
+        self._printer = original = getattr(rw, "print_to_stdstream", None)
+        if original is None:
+            return
+
+        def printer(data: dict, *args: Any, **kwargs: Any) -> None:
+            if data.get("pid") != "raylet":
+                original(data, *args, **kwargs)
+
+        rw.print_to_stdstream = printer
 
     def run(self, job: Job) -> JobOutcome:
         # the driver's folder, not the Ray worker's: relative paths in a job mean what they mean here
@@ -102,6 +120,10 @@ class RayExecutor:
             return JobOutcome(None, f"{job.label}: ray task failed: {_one_line(exc)}")
 
     def close(self) -> None:
+        if self._printer is not None:
+            import ray._private.worker as rw
+
+            rw.print_to_stdstream = self._printer
         if self.owned:
             self.ray.shutdown()
 
