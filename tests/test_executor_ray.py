@@ -100,13 +100,17 @@ def mend_target_fine():
 
 def test_killed_ray_worker_is_that_targets_error(ray_cluster, tmp_path, monkeypatch):
     mark = tmp_path / "killer.pid"
-    (tmp_path / "killer.py").write_text(f"MARK = {str(mark)!r}\n" + KILLER)
+    # the killer shares its file, and so its job, with a target that finishes first: that one's
+    # report dies with the Ray worker, and it is run again on its own
+    (tmp_path / "killer.py").write_text(f"MARK = {str(mark)!r}\n" + FINE.replace("mend_target_fine", "mend_target_a")
+                                        + KILLER)
     (tmp_path / "fine.py").write_text(FINE)
     monkeypatch.setenv("MEND_NO_CACHE", "1")
     run = _analyze(str(tmp_path), "--timeout", "100", "--executor", "ray")
     assert run.exit_code == 1, run.output  # a target that errored is a finding
     targets = {t["function"]: t for t in json.loads(run.stdout)["targets"]}
-    assert targets["mend_target_fine"]["error"] is None and targets["mend_target_fine"]["graph_count"] == 1
+    for fine in ("mend_target_fine", "mend_target_a"):
+        assert targets[fine]["error"] is None and targets[fine]["graph_count"] == 1, targets[fine]
     error = targets["mend_target_kills_its_ray_worker"]["error"]
     assert error and "ray task failed" in error and "\n" not in error
     # the job's worker noticed its Ray worker was gone and ended itself (nobody would time it out)
@@ -152,3 +156,21 @@ def test_help_and_static_check_never_import_ray():
         out = subprocess.run([sys.executable, "-c", WRAPPER, *args], cwd=ROOT, env=_env(), capture_output=True,
                              text=True, timeout=120)
         assert "RAY_LOADED=False" in out.stderr, (args, out.stderr)
+
+
+def test_config_and_environment_choose_the_executor(tmp_path, monkeypatch):
+    from graphmend.cli.common import Executor, executor_choice
+    from graphmend.core.config import ConfigError, load_config
+
+    (tmp_path / "pyproject.toml").write_text('[tool.mend]\nexecutor = "ray"\nray_address = "10.0.0.1:6379"\n')
+    config = load_config([tmp_path])
+    assert (config.executor, config.ray_address) == ("ray", "10.0.0.1:6379")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    assert executor_choice(config, None, None) == ("ray", "10.0.0.1:6379")
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.2:6379")  # the environment over the file, the flag over both
+    assert executor_choice(config, None, None) == ("ray", "10.0.0.2:6379")
+    assert executor_choice(config, None, "10.0.0.3:6379") == ("ray", "10.0.0.3:6379")
+    assert executor_choice(config, Executor.local, None) == ("local", None)
+    (tmp_path / "pyproject.toml").write_text('[tool.mend]\nexecutor = "dask"\n')
+    with pytest.raises(ConfigError, match=r"\[tool.mend\] executor"):
+        load_config([tmp_path])

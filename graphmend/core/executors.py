@@ -117,7 +117,7 @@ class RayExecutor:
         except self.ray.exceptions.RayError as exc:
             # RayTaskError, WorkerCrashedError, NodeDiedError, ObjectLostError...: one job's failure
             # ("ray task failed" is in jobs.TRANSIENT, so no cache keeps it)
-            return JobOutcome(None, f"{job.label}: ray task failed: {_one_line(exc)}")
+            return JobOutcome(None, f"{job.label}: ray task failed: {_one_line(exc)}", lost=True)
 
     def close(self) -> None:
         if self._printer is not None:

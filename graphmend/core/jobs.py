@@ -52,6 +52,8 @@ class JobOutcome:
     # job failed, unit len(units) is the one it failed in
     units: list[dict[str, Any]] = field(default_factory=list)
     timed_out: bool = False
+    # the worker's reports went with it (its Ray task failed): which units finished is unknown
+    lost: bool = False
 
 
 @dataclass
