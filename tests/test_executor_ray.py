@@ -174,3 +174,12 @@ def test_config_and_environment_choose_the_executor(tmp_path, monkeypatch):
     (tmp_path / "pyproject.toml").write_text('[tool.mend]\nexecutor = "dask"\n')
     with pytest.raises(ConfigError, match=r"\[tool.mend\] executor"):
         load_config([tmp_path])
+
+
+def test_unreachable_cluster_is_one_line_at_once():
+    # a subprocess: in this one, the module's Ray instance would be used whatever the address
+    out = subprocess.run([sys.executable, "-m", "graphmend", "analyze", "corpus/norms.py", "--dynamic-only", "-q",
+                          "--executor", "ray", "--ray-address", "127.0.0.1:1"], cwd=ROOT, env=_env(),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.strip() == "mend: error: cannot reach the Ray cluster at 127.0.0.1:1: Connection refused"

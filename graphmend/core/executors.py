@@ -56,6 +56,20 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0][:300]}" if lines else type(exc).__name__
 
 
+def _reachable(address: str, wait_s: float = 10.0) -> None:
+    """A ``host:port`` that nothing answers on fails here, at once: Ray itself retries for
+    minutes before it gives up. Other forms (``ray://...``, ``auto``) are left to Ray."""
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "/" in address or not host:
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=wait_s).close()
+    except OSError as exc:
+        raise ExecutorError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}") from None
+
+
 def import_ray() -> Any:
     try:
         import ray
@@ -74,8 +88,11 @@ class RayExecutor:
 
         ray = self.ray = import_ray()
         self.owned = False
-        if not ray.is_initialized():  # a caller (a test, a notebook) may have connected already
+        # a caller (a test, a notebook) may have connected already: that connection is used, address or not
+        if not ray.is_initialized():
             quiet: dict[str, Any] = dict(log_to_driver=False, logging_level=logging.ERROR, ignore_reinit_error=True)
+            if address:
+                _reachable(address)
             try:
                 if address:
                     ray.init(address=address, **quiet)
