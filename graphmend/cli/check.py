@@ -13,7 +13,8 @@ from typing import List, Optional
 import typer
 
 from graphmend.cli.common import (COMPILED_AUTOGRAD_HELP, EXECUTOR_HELP, EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP,
-                                  MODE_HELP, NESTED_HELP, RAY_ADDRESS_HELP, Executor, executor_choice, executor_scope, TRAIN_HELP, Format, fail, load_checked_config, memory_limit_flag,
+                                  MODE_HELP, NESTED_HELP, RAY_ADDRESS_HELP, TRAIN_HELP, Executor, Format, executor_choice,
+                                  executor_scope, fail, load_checked_config, memory_limit_flag,
                                   nested_flag, progress_hook, render_or_fail, require_nested_support,
                                   require_torch, run_modes_flag)
 
