@@ -183,3 +183,20 @@ def test_unreachable_cluster_is_one_line_at_once():
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.strip() == "mend: error: cannot reach the Ray cluster at 127.0.0.1:1: Connection refused"
+
+
+def test_the_executor_is_the_blocks_only():
+    from graphmend.core import jobs
+
+    seen = []
+
+    class Recorder:
+        def run(self, job):
+            seen.append(job.label)
+            return jobs.JobOutcome({"ok": True}, None)
+
+    job = jobs.Job("no.such.module", {}, "t")
+    with jobs.use_executor(Recorder()):
+        assert jobs.run_job(job).result == {"ok": True}
+    assert seen == ["t"] and jobs._executor is None  # restored: later runs are local again
+    assert "no.such.module" in jobs.run_job(jobs.Job("no.such.module", {}, "t", timeout=30)).error

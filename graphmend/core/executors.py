@@ -4,19 +4,18 @@ or ``ray`` (each job a Ray task on whatever node Ray picks).
 A Ray task does nothing but call ``run_job_local`` on its node, so the worker protocol, the
 timeout, the memory limit and the process-tree kill are the local pool's, and a result is the
 same JSON by construction. The task's own death (its Ray worker killed, its node lost) is
-that job's error, never the run's. Ray is imported only here, and only when chosen.
+that job's error, never the run's. Ray is imported only here, and only when chosen. The command picks the executor and
+sets it for its run with ``jobs.use_executor`` (graphmend.cli.common.executor_scope).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from contextlib import contextmanager
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
-from graphmend.core.jobs import ENV_WATCH, Job, JobOutcome, run_job_local, use_executor
+from graphmend.core.jobs import ENV_WATCH, Job, JobOutcome, run_job_local
 
-EXECUTORS = ("local", "ray")
 RAY_INSTALL_HINT = 'pip install "graphmend[ray]"  (or: pip install "ray>=2.9")'
 
 # What a job's worker sees of the driver's environment on the node. A Ray worker's own
@@ -143,20 +142,3 @@ class RayExecutor:
             rw.print_to_stdstream = self._printer
         if self.owned:
             self.ray.shutdown()
-
-
-@contextmanager
-def executor(name: str = "local", address: Optional[str] = None, jobs: int = 1) -> Iterator[Any]:
-    """Within the block, every ``run_job`` runs on executor ``name``; yields the executor
-    (None for local). A Ray instance this started is shut down at the end."""
-    if name == "local":
-        yield None
-        return
-    if name != "ray":
-        raise ExecutorError(f"--executor {name}: expected one of {', '.join(EXECUTORS)}")
-    ex = RayExecutor(address or os.environ.get("RAY_ADDRESS") or None, num_cpus=jobs)
-    try:
-        with use_executor(ex):
-            yield ex
-    finally:
-        ex.close()
