@@ -71,6 +71,13 @@ def _capture_file(group: Sequence[TargetSpec], timeout: float, modes: tuple, com
         pending = pending[finished:]
         if not pending:
             return
+        if outcome.lost and len(pending) > 1:
+            # the worker's unit reports are gone with it (a Ray task whose worker died): which
+            # target it died in is unknown, so each runs again in a worker of its own
+            for s in pending:
+                _capture_file([s], timeout, modes, compiled_autograd, memory_limit, nested_graph_breaks, done,
+                              ran_files)
+            return
         culprit = pending[0]
         why = outcome.error or f"{culprit.name}: worker failed: {(outcome.result or {}).get('error') or 'no result'}"
         if not outcome.timed_out and finished > 0 and retried is not culprit:

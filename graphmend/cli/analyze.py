@@ -7,10 +7,11 @@ from typing import List, Optional
 
 import typer
 
-from graphmend.cli.common import (COMPILED_AUTOGRAD_HELP, EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, MODE_HELP,
-                                  NESTED_HELP, TRAIN_HELP, VERBOSE_HELP, Format, check_paths, fail,
-                                  load_checked_config, memory_limit_flag, nested_flag, progress_hook,
-                                  render_or_fail, require_nested_support, require_torch, run_modes_flag, wrote)
+from graphmend.cli.common import (COMPILED_AUTOGRAD_HELP, EXECUTOR_HELP, EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP,
+                                  MODE_HELP, NESTED_HELP, RAY_ADDRESS_HELP, TRAIN_HELP, VERBOSE_HELP, Executor, Format,
+                                  check_paths, executor_choice, executor_scope, fail, load_checked_config,
+                                  memory_limit_flag, nested_flag, progress_hook, render_or_fail, require_nested_support,
+                                  require_torch, run_modes_flag, wrote)
 
 
 def analyze(
@@ -22,6 +23,8 @@ def analyze(
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Targets (and files) processed in parallel."),
     timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds per target (default 300, or [tool.mend] timeout)."),
     memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
+    executor: Optional[Executor] = typer.Option(None, "--executor", help=EXECUTOR_HELP),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_ADDRESS_HELP),
     select: Optional[List[str]] = typer.Option(None, "--select", help="Rule codes or prefixes to report (GM1,GM201)."),
     ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Rule codes or prefixes to drop."),
     all_functions: Optional[bool] = typer.Option(None, "--all-functions/--compiled-only",
@@ -55,9 +58,11 @@ def analyze(
                                  memory_limit=memory, nested_graph_breaks=nested)
     tv = None if static_only else require_torch(
         "analyze", otherwise=f"or scan the sources alone, running nothing: mend analyze {' '.join(str(p) for p in paths)} --static-only")
+    where, address = executor_choice(config, executor, ray_address, needs="a dynamic run (no --static-only)"
+                                     if static_only else "")
     if not static_only:
         require_nested_support(config)
-    with progress_hook(quiet) as progress:
+    with executor_scope(where, address, jobs), progress_hook(quiet) as progress:
         try:
             report = run_analyze(paths, config, AnalyzeOptions(static=not dynamic_only, dynamic=not static_only,
                                                                jobs=jobs, timeout=timeout),

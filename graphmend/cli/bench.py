@@ -9,7 +9,8 @@ from typing import List, Optional
 
 import typer
 
-from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, fail, load_checked_config,
+from graphmend.cli.common import (RAY_ADDRESS_HELP, Executor, executor_choice, executor_scope,
+                                  EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, fail, load_checked_config,
                                   memory_limit_flag, progress_hook, render_or_fail, require_torch, run_modes_flag)
 
 
@@ -58,6 +59,10 @@ def bench(
     timeout: Optional[float] = typer.Option(None, "--timeout", min=1,
                                             help="Seconds per arm (default 300, or [tool.mend] timeout)."),
     memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
+    executor: Optional[Executor] = typer.Option(None, "--executor", help="Where the arms run: local (worker "
+                                                "processes of this one) or ray (each arm a Ray task, one at a "
+                                                "time); default local, or [tool.mend] executor."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_ADDRESS_HELP.replace("-j CPUs", "1 CPU")),
     keep_cache: bool = typer.Option(False, "--keep-cache", help="Keep each arm's Inductor cache directory."),
     unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="The mended arm also takes mend fix's unsafe "
                                       "(cost-changing) fixes, e.g. GM501/GM502 dense expert dispatch."),
@@ -83,6 +88,7 @@ def bench(
     if len(config.modes) != 1:
         raise fail(f"mend bench times one run mode, not {','.join(config.modes)}: pass --train, or none for eval")
     tv = require_torch("bench")
+    where, address = executor_choice(config, executor, ray_address)
     if device is Device.cuda and not _cuda_available():
         raise fail("--device cuda: no CUDA device is available to this torch (torch.cuda.is_available() is False)")
 
@@ -91,7 +97,8 @@ def bench(
     options = BenchOptions(device=device.value, mode=mode.value, dtype=dtype.value, runs=runs, warmup=warmup,
                            timeout=timeout, arms=chosen, keep_cache=keep_cache, unsafe_fixes=unsafe_fixes,
                            run_mode=config.modes[0], optimizer=optimizer.value)
-    with progress_hook(quiet) as progress:
+    # the arms run one after another (timings must not share the machine): one task at a time
+    with executor_scope(where, address, 1), progress_hook(quiet) as progress:
         report = run_bench(targets, config, options, progress=progress, torch_version=tv)
     render_or_fail(report, format.value, output)
     if not report.bench and report.errors:

@@ -12,8 +12,9 @@ from typing import List, Optional
 
 import typer
 
-from graphmend.cli.common import (COMPILED_AUTOGRAD_HELP, EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, MODE_HELP,
-                                  NESTED_HELP, TRAIN_HELP, Format, fail, load_checked_config, memory_limit_flag,
+from graphmend.cli.common import (COMPILED_AUTOGRAD_HELP, EXECUTOR_HELP, EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP,
+                                  MODE_HELP, NESTED_HELP, RAY_ADDRESS_HELP, TRAIN_HELP, Executor, Format, executor_choice,
+                                  executor_scope, fail, load_checked_config, memory_limit_flag,
                                   nested_flag, progress_hook, render_or_fail, require_nested_support,
                                   require_torch, run_modes_flag)
 
@@ -35,6 +36,8 @@ def check(
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Targets run in parallel (--dynamic)."),
     timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds per target (--dynamic)."),
     memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP + " (--dynamic)"),
+    executor: Optional[Executor] = typer.Option(None, "--executor", help=EXECUTOR_HELP + " With --dynamic."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_ADDRESS_HELP + " With --dynamic."),
     select: Optional[List[str]] = typer.Option(None, "--select", help="Rule codes or prefixes to check (GM1,GM201)."),
     ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Rule codes or prefixes to drop."),
     all_functions: Optional[bool] = typer.Option(None, "--all-functions/--compiled-only",
@@ -67,10 +70,11 @@ def check(
     if baseline_path.is_dir():
         raise fail(f"--baseline {baseline_path} is a folder; give a file path")
     tv = require_torch("check --dynamic") if dynamic else None
+    where, address = executor_choice(config, executor, ray_address, needs="" if dynamic else "--dynamic")
     if dynamic:
         require_nested_support(config)
 
-    with progress_hook(quiet) as progress:
+    with executor_scope(where, address, jobs), progress_hook(quiet) as progress:
         try:
             outcome = run_check(files if files else None, config, baseline_path,
                                 CheckOptions(dynamic=dynamic, update=update_baseline, jobs=jobs, timeout=timeout),

@@ -89,6 +89,62 @@ def load_checked_config(paths: Sequence, **flags) -> "Config":
         raise fail(str(exc))
 
 
+class Executor(str, Enum):
+    local = "local"
+    ray = "ray"
+
+
+EXECUTOR_HELP = ("Where targets run: local (worker processes of this one) or ray (each target job a Ray task, "
+                 "-j of them in flight); default local, or [tool.mend] executor.")
+RAY_ADDRESS_HELP = ("The Ray cluster of --executor ray (default: RAY_ADDRESS, else [tool.mend] ray_address, "
+                    "else a local Ray instance of -j CPUs).")
+
+
+def executor_choice(config: "Config", executor: Optional[Executor], ray_address: Optional[str],
+                    needs: str = "") -> tuple[str, Optional[str]]:
+    """(executor, Ray address) of the run: the flags, else RAY_ADDRESS, else the config. ``needs``
+    names what the flags need when the command runs no targets (e.g. ``--dynamic``): either
+    flag is then a usage error. Ray is checked for, not imported."""
+    if needs and (executor is not None or ray_address is not None):
+        raise fail(f"--executor and --ray-address choose where targets run: they need {needs}")
+    if needs:
+        return "local", None
+    name = executor.value if executor is not None else config.executor
+    address = ray_address or os.environ.get("RAY_ADDRESS") or config.ray_address
+    if name != "ray":
+        if ray_address is not None:
+            raise fail("--ray-address names the cluster of --executor ray: give --executor ray too")
+        return "local", None
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        from graphmend.core.executors import RAY_INSTALL_HINT
+
+        raise fail(f"--executor ray needs Ray, which is not installed; install it with: {RAY_INSTALL_HINT}")
+    return name, address
+
+
+@contextmanager
+def executor_scope(name: str, address: Optional[str], jobs: int) -> Iterator[None]:
+    """The block's jobs run on executor ``name`` (graphmend.core.executors); a Ray instance
+    started here is shut down at the end, and one that cannot be reached is a usage error."""
+    if name == "local":
+        yield
+        return
+    from graphmend.core.executors import ExecutorError, RayExecutor
+    from graphmend.core.jobs import use_executor
+
+    try:
+        ex = RayExecutor(address, num_cpus=jobs)
+    except ExecutorError as exc:
+        raise fail(str(exc))
+    try:
+        with use_executor(ex):
+            yield
+    finally:
+        ex.close()
+
+
 def check_paths(paths: Sequence[Path]) -> None:
     for p in paths:
         if not p.exists():

@@ -10,7 +10,8 @@ from typing import List, Optional
 
 import typer
 
-from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, TRAIN_HELP, check_paths, emit, fail,
+from graphmend.cli.common import (EXECUTOR_HELP, RAY_ADDRESS_HELP, Executor, executor_choice, executor_scope,
+                                  EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, TRAIN_HELP, check_paths, emit, fail,
                                   load_checked_config, memory_limit_flag, progress_hook, require_torch,
                                   rule_codes_flag, run_modes_flag, wrote)
 
@@ -32,6 +33,8 @@ def fix(
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Targets captured and verified in parallel."),
     timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds per worker (default 300)."),
     memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
+    executor: Optional[Executor] = typer.Option(None, "--executor", help=EXECUTOR_HELP),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_ADDRESS_HELP),
     no_follow: bool = typer.Option(False, "--no-follow", help="Do not fix breaks in files outside PATH."),
     unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="Also offer fixes that keep the outputs but "
                                       "change the program's cost (GM501/GM502 dense expert dispatch); verified the same way."),
@@ -78,6 +81,7 @@ def fix(
         raise fail(f"mend fix captures and re-traces in one run mode, not {','.join(config.modes)}: "
                    "pass --train or --modes eval")
     gate_modes, device = _bench_flags(bench, bench_modes, bench_device, allow_slower)
+    where, address = executor_choice(config, executor, ray_address)
     require_torch("fix")
     if device == "auto":
         import torch  # require_torch imported it already
@@ -85,7 +89,7 @@ def fix(
         device = "cuda" if torch.cuda.is_available() else "cpu"
     elif device == "cuda" and not __import__("torch").cuda.is_available():
         raise fail("--bench-device cuda: no CUDA device is available to this torch")
-    with progress_hook(quiet) as progress:
+    with executor_scope(where, address, jobs), progress_hook(quiet) as progress:
         cost = None
         if bench:
             from graphmend.bench.gate import GateOptions, cost_gate

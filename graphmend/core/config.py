@@ -5,7 +5,8 @@ Keys: ``targets`` (["pkg.mod:fn", "path/file.py:fn"]), ``select``, ``ignore``,
 "512M"), ``baseline`` (path),
 ``all_functions`` (bool), ``train`` (bool: targets run in train mode) or ``modes``
 (["eval", "train"]: both), ``compiled_autograd`` (bool: train mode traces the backward too),
-``nested_graph_breaks`` (bool: Dynamo's option of that name; unset: torch's default).
+``nested_graph_breaks`` (bool: Dynamo's option of that name; unset: torch's default),
+``executor`` ("local" or "ray": where targets run) and ``ray_address`` (the cluster for "ray").
 ``line_length`` is not a mend key: it is the project's formatter's (``[tool.ruff] line-length``,
 else ``[tool.black] line-length``, else their default 88), the width ``mend fix`` lays its code out in.
 """
@@ -53,6 +54,8 @@ class Config:
     compiled_autograd: bool = False
     nested_graph_breaks: Optional[bool] = None  # Dynamo's option; None: the installed torch's default
     line_length: int = DEFAULT_LINE_LENGTH  # the formatter's, for the code fixes write
+    executor: str = "local"  # where targets run: graphmend.core.executors
+    ray_address: Optional[str] = None  # the Ray cluster of executor "ray"; None: RAY_ADDRESS or a local one
 
     def with_flags(self, **flags: Any) -> "Config":
         """Flags given on the command line (not None) win over the file."""
@@ -149,7 +152,7 @@ def load_config(paths: Sequence[str | os.PathLike[str]] = (), config_file: Optio
         raise ConfigError(f"{pyproject}: [tool.mend] must be a table")
     cfg = Config(root=pyproject.parent, pyproject=pyproject, line_length=_line_length(data, pyproject))
     known = {"targets", "select", "ignore", "exclude", "timeout", "memory_limit", "memory-limit", "baseline", "all_functions", "all-functions",
-             "train", "modes", "compiled_autograd", "nested_graph_breaks"}
+             "train", "modes", "compiled_autograd", "nested_graph_breaks", "executor", "ray_address"}
     unknown = sorted(set(section) - known)
     if unknown:
         raise ConfigError(f"{pyproject}: unknown key(s) in [tool.mend]: {', '.join(unknown)}")
@@ -173,6 +176,14 @@ def load_config(paths: Sequence[str | os.PathLike[str]] = (), config_file: Optio
     if af is not None:
         kwargs["all_functions"] = bool(af)
     kwargs.update(_modes(section, pyproject))
+    if "executor" in section:
+        if section["executor"] not in ("local", "ray"):
+            raise ConfigError(f"{pyproject}: [tool.mend] executor must be \"local\" or \"ray\"")
+        kwargs["executor"] = section["executor"]
+    if "ray_address" in section:
+        if not isinstance(section["ray_address"], str) or not section["ray_address"].strip():
+            raise ConfigError(f"{pyproject}: [tool.mend] ray_address must be an address (host:port, ray://...)")
+        kwargs["ray_address"] = section["ray_address"].strip()
     return replace(cfg, **kwargs)
 
 

@@ -16,9 +16,10 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 _TAIL = 2000
 # Added to each worker's limit before --timeout starts counting: importing torch takes
@@ -33,6 +34,9 @@ ENV_MEMORY = "MEND_WORKER_MEMORY_LIMIT"  # bytes
 ENV_UNITS = "MEND_WORKER_UNITS"  # a file the worker appends each finished unit's result to (JSON lines)
 # read by the parent: "spawn" starts every worker as a fresh interpreter, warm jobs included
 ENV_START = "MEND_WORKER_START"
+# a pid the worker watches: when that process is gone, nobody enforces the worker's timeout any
+# more, and the worker ends its tree and itself (the Ray executor sets it to its Ray worker's pid)
+ENV_WATCH = "MEND_WORKER_WATCH"
 
 
 @dataclass
@@ -48,6 +52,8 @@ class JobOutcome:
     # job failed, unit len(units) is the one it failed in
     units: list[dict[str, Any]] = field(default_factory=list)
     timed_out: bool = False
+    # the worker's reports went with it (its Ray task failed): which units finished is unknown
+    lost: bool = False
 
 
 @dataclass
@@ -74,7 +80,8 @@ class Job:
 
 # The words of run_job's errors for a worker that did not finish on its own (a timeout,
 # memory, a crash): such a failure says nothing of the work, and a cache must not keep it.
-TRANSIENT = ("timed out after", "out of memory", "worker killed by", "worker exited with status")
+TRANSIENT = ("timed out after", "out of memory", "worker killed by", "worker exited with status",
+             "ray task failed")
 
 
 def _signal_name(code: int) -> str:
@@ -91,8 +98,8 @@ def format_size(n: int) -> str:
     return f"{round(n / (1 << 20), 1):g} MiB"
 
 
-def _worker_env(extra: dict[str, str]) -> dict[str, str]:
-    env = dict(os.environ)
+def _worker_env(extra: dict[str, str], environ: Optional[dict[str, str]] = None) -> dict[str, str]:
+    env = dict(os.environ if environ is None else environ)
     # The worker must import graphmend/tracer/... from wherever this process did.
     here = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH", "")) if p)
@@ -101,7 +108,41 @@ def _worker_env(extra: dict[str, str]) -> dict[str, str]:
     return env
 
 
+# -- where jobs run ---------------------------------------------------------------------
+#
+# Every stage calls run_job; where the job runs is a property of the run, chosen once by the
+# command (graphmend.core.executors): in a worker subprocess of this process (the default),
+# or as a Ray task that runs the same run_job_local on a node. A module-level value, not a
+# context variable, because the stages call run_job from their own thread pools; set only
+# for the extent of a ``use_executor`` block.
+_executor: Optional[Any] = None  # an object with run(job) -> JobOutcome; None: local
+_executor_lock = threading.Lock()
+
+
+@contextmanager
+def use_executor(executor: Optional[Any]) -> Iterator[None]:
+    """Within the block, run_job hands every job to ``executor`` (None: runs them here)."""
+    global _executor
+    with _executor_lock:
+        before, _executor = _executor, executor
+    try:
+        yield
+    finally:
+        with _executor_lock:
+            _executor = before
+
+
 def run_job(job: Job) -> JobOutcome:
+    """Run ``job`` where the run's executor says: by default, ``run_job_local``."""
+    executor = _executor
+    if executor is None:
+        return run_job_local(job)
+    return executor.run(job)
+
+
+def run_job_local(job: Job, environ: Optional[dict[str, str]] = None) -> JobOutcome:
+    """Run ``job`` in a worker subprocess of this process; ``environ`` (default os.environ)
+    is the environment the worker's is made from."""
     with tempfile.TemporaryDirectory(prefix="mend-job-") as tmp:
         payload_path = Path(tmp) / "payload.json"
         result_path = Path(tmp) / "result.json"
@@ -109,7 +150,7 @@ def run_job(job: Job) -> JobOutcome:
         units_path = Path(tmp) / "units.jsonl"
         out_path, err_path = Path(tmp) / "stdout", Path(tmp) / "stderr"
         payload_path.write_text(json.dumps(job.payload), encoding="utf-8")
-        env = _worker_env(job.env)
+        env = _worker_env(job.env, environ)
         # what the environment is apart from this job's own files: a warm process is kept per value
         base_env = dict(env)
         env[ENV_STARTED] = str(started_path)
@@ -650,6 +691,35 @@ def _reap_children() -> None:
                 pass
 
 
+def _start_time(pid: int) -> Optional[int]:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read()
+        return int(data[data.rindex(b")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _watch_parent() -> None:
+    """In a worker given ENV_WATCH: end the worker's tree and the worker once the watched
+    process is gone. A Ray worker killed mid-task (the node's OOM killer, a lost node) would
+    otherwise leave its job running with no timeout over it."""
+    value = os.environ.pop(ENV_WATCH, "")
+    if not value.isdigit():
+        return
+    pid = int(value)
+    start = _start_time(pid)
+
+    def watch() -> None:
+        while True:
+            time.sleep(_POLL_S)
+            if not _alive(pid) or _start_time(pid) != start:  # gone, or its pid reused
+                _reap_children()
+                os._exit(1)
+
+    threading.Thread(target=watch, name="mend-watch", daemon=True).start()
+
+
 def _become_subreaper() -> None:
     if not sys.platform.startswith("linux"):
         return
@@ -747,6 +817,7 @@ def worker_main(handler: Callable[[dict[str, Any]], dict[str, Any]],
     _apply_memory_limit()
     _become_subreaper()
     _units_path = os.environ.pop(ENV_UNITS, None)  # the user's code and its children need not see it
+    _watch_parent()
     payload_path, result_path = sys.argv[1], sys.argv[2]
     try:
         payload = json.loads(Path(payload_path).read_text(encoding="utf-8"))
