@@ -41,6 +41,10 @@ GENERIC = [  # pairs, not a dict: LAYERS and 2 kv heads share a value
            "max_decoder_position_embeddings", "max_positions", "context_length"]),
     (16, ["head_dim", "d_kv", "d_head"]),
     (2, ["num_key_value_heads"]),
+    # multi-head latent attention (deepseek_v2/v3 and their kin): defaults in the hundreds
+    (8, ["qk_rope_head_dim", "qk_nope_head_dim"]),
+    (16, ["v_head_dim", "kv_lora_rank"]),
+    (32, ["q_lora_rank"]),
 ]
 MOE = dict(num_experts=4, num_local_experts=4, num_experts_per_tok=2, moe_intermediate_size=64,
            shared_expert_intermediate_size=64, n_routed_experts=4, n_shared_experts=1, n_group=1, topk_group=1)
@@ -164,15 +168,36 @@ def _one_line(exc: BaseException) -> str:
 
 
 def build(model_type: str) -> tuple[Any, dict]:
-    """The tiny model (eval) and its keyword inputs; ``NotBuilt`` with why not."""
+    """The tiny model (eval) and its keyword inputs; ``NotBuilt`` with why not.
+
+    Two generic second tries, each taken only when the first build fails: attention with as
+    many key/value heads as query heads (some architectures refuse grouped-query attention,
+    latent attention needs it), and ``use_cache=False`` (hybrid models whose cache has no
+    attention layer to count). The reason reported is the first failure's."""
     try:
-        import torch
-        import transformers as T
-        from transformers.models.auto.configuration_auto import CONFIG_MAPPING
-        from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+        import transformers  # noqa: F401
     except Exception as exc:
         raise NotBuilt(f"transformers does not import: {_one_line(exc)}") from None
     extra, opts = OVERRIDES.get(model_type, ({}, {}))
+    tries = [extra]
+    if "num_key_value_heads" not in extra:
+        tries.append({**extra, "num_key_value_heads": HEADS})
+    first: NotBuilt | None = None
+    for kwargs in tries:
+        try:
+            return _build(model_type, kwargs, opts)
+        except NotBuilt as exc:
+            first = first or exc
+    assert first is not None
+    raise first
+
+
+def _build(model_type: str, extra: dict, opts: dict) -> tuple[Any, dict]:
+    import torch
+    import transformers as T
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
     try:
         cfg_cls = CONFIG_MAPPING[model_type]
         cfg = cfg_cls(**_config_kwargs(cfg_cls, extra))
@@ -215,7 +240,14 @@ def build(model_type: str) -> tuple[Any, dict]:
         with torch.no_grad():
             model(**inputs)
     except Exception as exc:
-        raise NotBuilt(f"eager forward: {_one_line(exc)}") from None
+        if "use_cache" not in accepted:
+            raise NotBuilt(f"eager forward: {_one_line(exc)}") from None
+        try:
+            with torch.no_grad():
+                model(**inputs, use_cache=False)
+        except Exception:
+            raise NotBuilt(f"eager forward: {_one_line(exc)}") from None
+        inputs["use_cache"] = False
     return model, inputs
 
 
