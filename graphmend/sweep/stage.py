@@ -49,6 +49,9 @@ class SweepOptions:
     timeout: Optional[float] = None  # per architecture and mode (default: config.timeout)
     targets_dir: Optional[Path] = None  # where the generated targets are written and kept
     command: str = ""
+    # more CollectOptions fields, as analyze's flags set them (an executor, when collect has
+    # one): the capture is collect's, so whatever it can run on, a sweep runs on
+    collect: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -125,7 +128,8 @@ def write_targets(folder: Path, library: str, models: Sequence[str]) -> dict[str
     return files
 
 
-def capture(folder: Path, config: Config, jobs: int, timeout: Optional[float], progress=None) -> Report:
+def capture(folder: Path, config: Config, jobs: int, timeout: Optional[float], progress=None,
+            extra: Optional[dict] = None) -> Report:
     """The generated targets captured as ``mend analyze FOLDER --dynamic-only`` captures them,
     with the issues (one per cause and place, with fan-out and fixability) diagnosed."""
     from graphmend.collect import CollectOptions, collect
@@ -134,7 +138,8 @@ def capture(folder: Path, config: Config, jobs: int, timeout: Optional[float], p
 
     report = new_report("analyze", root=str(folder))
     report.run_modes = list(config.modes)
-    got = collect([folder], config, CollectOptions(static=False, dynamic=True, jobs=jobs, timeout=timeout), progress)
+    got = collect([folder], config, CollectOptions(static=False, dynamic=True, jobs=jobs, timeout=timeout,
+                                                        **(extra or {})), progress)
     report.targets, report.errors, report.nested_graph_breaks = got.targets, got.errors, got.nested_graph_breaks
     diagnose(report)
     return report
@@ -151,7 +156,7 @@ def run_sweep(options: SweepOptions, config: Config, progress=None, torch_versio
     folder = Path(keep) if keep else Path(tmp.name)  # type: ignore[union-attr]
     try:
         files = write_targets(folder, p.library, p.models)
-        report = capture(folder, config, options.jobs, options.timeout, progress) if files else Report()
+        report = capture(folder, config, options.jobs, options.timeout, progress, options.collect) if files else Report()
     finally:
         if tmp is not None:
             tmp.cleanup()
