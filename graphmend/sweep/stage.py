@@ -197,7 +197,8 @@ def _row(t: TargetResult, model: str) -> SweepRow:
         row.status, row.why = SWEEP_FAILED, (why.strip().splitlines() or [""])[0][:300]
     elif t.breaks or t.graph_break_count:
         row.status = SWEEP_BREAKS
-    row.where = list(dict.fromkeys(f"{_short(b.file)}:{b.line}" for b in t.breaks))[:_WHERE]
+    row.where = list(dict.fromkeys(f"{_short(b.file)}:{b.line}" if b.file else "(no source line)"
+                                   for b in t.breaks))[:_WHERE]
     return row
 
 
