@@ -74,7 +74,9 @@ def render_sweep_text(r: SweepReport) -> str:
     if r.causes:
         out += ["", "Top root causes (one line of code, however many models and copies hit it):"]
         for i, c in enumerate(r.causes[:TOP], 1):
-            out.append(f"{i:3}. {c.rule} {len(c.models)} models, {c.breaks} breaks, fan-out {c.fan_out}"
+            n, b = len(c.models), c.breaks
+            out.append(f"{i:3}. {c.rule} {n} model{'s' if n != 1 else ''}, {b} break{'s' if b != 1 else ''}, "
+                       f"fan-out {c.fan_out}"
                        f" [{FIX_WORDS.get(c.fix, c.fix)}]  {_sites(c)}")
             out.append(f"     {c.source or c.reason}")
     broken = [row for row in r.rows if row.status == SWEEP_BREAKS]
