@@ -84,7 +84,7 @@ def plan(options: SweepOptions) -> Plan:
     except ImportError as exc:
         raise SweepError(f"mend sweep {options.library}: the library is not installed ({exc}); "
                          f"pip install {options.library}") from None
-    selection = f"the text architectures of {options.library}'s auto mappings ({len(models)} of " \
+    selection = f"the text architectures in the auto mappings of {options.library} ({len(models)} of " \
                 f"{len(models) + len(skipped)} model types)"
     if options.only:
         known = set(models) | set(skipped)
