@@ -131,6 +131,8 @@ def _register() -> None:
     app.command("fix", cls=MendCommand)(fix.fix)
     from graphmend.cli import corpus
     app.command("corpus", cls=MendCommand)(corpus.corpus)
+    from graphmend.cli import sweep
+    app.command("sweep", cls=MendCommand)(sweep.sweep)
 
 
 _register()

@@ -458,6 +458,129 @@ class Report:
         return cls.from_dict(json.loads(text))
 
 
+# -- mend sweep ---------------------------------------------------------------------------
+
+# SweepRow.status
+SWEEP_CLEAN = "one graph"  # ran, no break (explain's count and the log's)
+SWEEP_BREAKS = "breaks"
+SWEEP_NOT_BUILT = "not built"  # the architecture did not build tiny from its config (why says why)
+SWEEP_FAILED = "failed"  # built, but the capture errored, hung or crashed
+
+
+@dataclass
+class SweepRow:
+    """One architecture in one run mode, with the counts ``mend analyze`` of its generated
+    target gives (they come from the same capture)."""
+
+    model: str  # the library's name for it ("bert", "gpt2")
+    run_mode: str
+    status: str  # SWEEP_*
+    target: str = ""  # the generated target's name (TargetResult.name)
+    graph_count: int = 0  # as torch._dynamo.explain counts
+    graph_break_count: int = 0
+    breaks: int = 0  # distinct breaks listed, counted by explain or not
+    frames_skipped: int = 0
+    why: str = ""  # not built / failed: one line
+    where: list[str] = field(default_factory=list)  # "file:line" of its first breaks
+    causes: list[int] = field(default_factory=list)  # indexes into SweepReport.causes
+    fixable: int = 0  # of its distinct breaks, those whose cause has a safe fix
+    fixable_unsafe: int = 0  # those only an --unsafe-fixes rewrite covers
+    duration_s: float = 0.0
+
+
+@dataclass
+class SweepCause:
+    """One root cause over the whole sweep: the same rule on the same source line with the same
+    Dynamo reason, however many files carry that line (transformers copies code between
+    models) and however many models hit it. Counted once, with its fan-out."""
+
+    rule: str
+    category: str
+    reason: str  # Dynamo's first line
+    source: str = ""  # the offending line, whitespace-normalised
+    gb_type: Optional[str] = None
+    sites: list[str] = field(default_factory=list)  # "file:line", library-relative
+    models: list[str] = field(default_factory=list)  # architectures that hit it (any mode)
+    modes: list[str] = field(default_factory=list)
+    breaks: int = 0  # (model, mode, break) records it accounts for
+    fan_out: int = 0  # dynamic occurrences (every layer, every recompile)
+    counted: bool = False  # explain counted it somewhere
+    frames_skipped: int = 0  # frames Dynamo skipped because of it
+    fix: str = "advice"  # "safe" (mend fix) | "unsafe" (--unsafe-fixes) | "advice" | "none" (no rule: GM9xx)
+
+
+@dataclass
+class SweepChange:
+    """One architecture and run mode against the baseline sweep."""
+
+    model: str
+    run_mode: str
+    kind: str  # "breaks" (was one graph) | "graphs" (more graphs) | "fails" (ran, now does not) | the improvements: "fixed" | "fewer graphs" | "runs"
+    before: str = ""  # "1 graph, 0 breaks" / "not built: ..." in words
+    after: str = ""
+
+
+@dataclass
+class SweepTotals:
+    enumerated: int = 0  # architectures the enumeration kept (and --only left)
+    skipped: int = 0  # architectures of the library that were not kept (not text, ...)
+    built: int = 0  # built in at least one mode
+    not_built: int = 0
+    runs: int = 0  # (architecture, mode) pairs run
+    by_mode: dict[str, dict[str, int]] = field(default_factory=dict)  # mode -> status -> architectures
+    causes: int = 0
+    causes_safe: int = 0
+    causes_unsafe: int = 0
+    breaks: int = 0  # distinct (model, mode, break) records
+    breaks_fixable: int = 0  # of them, under a cause with a safe fix
+    breaks_fixable_unsafe: int = 0
+    wall_s: float = 0.0
+    runs_per_hour: float = 0.0  # (architecture, mode) pairs per hour of this sweep's wall time
+    regressions: Optional[int] = None  # with a baseline
+    improvements: Optional[int] = None
+
+
+@dataclass
+class SweepReport:
+    """What ``mend sweep`` produced: every architecture and mode, the root causes, the changes
+    against a baseline. Renderers (reports.sweep) only show it."""
+
+    library: str
+    library_version: str = ""
+    schema_version: str = SCHEMA_VERSION
+    graphmend_version: str = ""
+    torch_version: Optional[str] = None
+    python_version: str = ""
+    platform: str = ""
+    cpus: int = 0
+    jobs: int = 1
+    run_modes: list[str] = field(default_factory=lambda: ["eval"])
+    selection: str = ""  # how architectures were chosen, in words
+    command: str = ""
+    targets_dir: str = ""  # where the generated targets are (kept with --targets-dir)
+    rows: list[SweepRow] = field(default_factory=list)  # model-major, modes in order
+    causes: list[SweepCause] = field(default_factory=list)  # most models first
+    skipped: dict[str, str] = field(default_factory=dict)  # model -> why the enumeration left it out
+    baseline: Optional[str] = None
+    regressions: list[SweepChange] = field(default_factory=list)
+    improvements: list[SweepChange] = field(default_factory=list)
+    totals: SweepTotals = field(default_factory=SweepTotals)
+    fix_note: str = ""  # what "fixable" means in this report
+
+    def to_json(self, indent: Optional[int] = 1) -> str:
+        return json.dumps(to_dict(self), indent=indent)
+
+    @classmethod
+    def from_json(cls, text: str) -> "SweepReport":
+        data = json.loads(text)
+        if not isinstance(data, dict) or "rows" not in data or "library" not in data:
+            raise ValueError("not a mend sweep report (no library and rows)")
+        version = str(data.get("schema_version", ""))
+        if version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
+            raise ValueError(f"unsupported schema_version {version!r} (this graphmend reads {SCHEMA_VERSION})")
+        return from_dict(cls, data)
+
+
 def new_report(command: str, root: str = "", torch_version: Optional[str] = None) -> Report:
     """A report stamped with the versions of this run (torch's only when already known)."""
     from graphmend.core import env

@@ -1,0 +1,89 @@
+"""``mend sweep LIBRARY``: every architecture of an installed library that builds from its
+config class, in eval and/or train mode, in one report (graphmend.sweep)."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, MODE_HELP, TRAIN_HELP, emit, fail,
+                                  memory_limit_flag, progress_hook, require_torch, run_modes_flag, wrote)
+
+
+class SweepFormat(str, Enum):
+    text = "text"
+    json = "json"
+    md = "md"
+    html = "html"
+
+
+def _names(values: Optional[List[str]]) -> list[str]:
+    return [v.strip() for value in values or () for v in value.split(",") if v.strip()]
+
+
+def sweep(
+    library: str = typer.Argument(..., help="The library whose architectures to run: transformers."),
+    only: Optional[List[str]] = typer.Option(None, "--only", help="Model types to run (bert,gpt2 or repeated); "
+                                             "a type the enumeration leaves out runs when named."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N architectures."),
+    format: SweepFormat = typer.Option(SweepFormat.text, "--format", "-f", help="Output format."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report here instead of stdout."),
+    md: Optional[Path] = typer.Option(None, "--md", help="Also write the Markdown dashboard here."),
+    html: Optional[Path] = typer.Option(None, "--html", help="Also write the HTML dashboard here."),
+    baseline: Optional[Path] = typer.Option(None, "--baseline", help="A previous sweep's JSON: exit 1 on regressions "
+                                            "(one graph before and breaks now, more graphs, or no longer runs)."),
+    targets_dir: Optional[Path] = typer.Option(None, "--targets-dir", help="Write the generated targets here and keep "
+                                               "them (mend analyze DIR/hf_bert.py gives that model's counts)."),
+    jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Architectures captured in parallel."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=1,
+                                            help="Seconds per architecture and mode (default 300)."),
+    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
+    train: bool = typer.Option(False, "--train", help=TRAIN_HELP),
+    mode: Optional[str] = typer.Option(None, "--modes", help=MODE_HELP),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
+) -> None:
+    """Build every text architecture of LIBRARY tiny from its config, capture each, report breaks and root causes."""
+    from graphmend.core.config import Config, ConfigError
+    from graphmend.core.model import SweepReport
+    from graphmend.sweep.stage import LIBRARIES, SweepError, SweepOptions, run_sweep
+
+    if library not in LIBRARIES:
+        raise fail(f"unknown library {library!r}: mend sweep knows {', '.join(sorted(LIBRARIES))}")
+    if targets_dir is not None and targets_dir.exists() and not targets_dir.is_dir():
+        raise fail(f"--targets-dir {targets_dir} is not a folder")
+    prior = None
+    if baseline is not None:
+        try:
+            prior = SweepReport.from_json(baseline.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise fail(f"cannot read --baseline {baseline}: {exc.strerror or exc}")
+        except (ValueError, TypeError) as exc:
+            raise fail(f"--baseline {baseline}: {exc}")
+    try:
+        config = Config().with_flags(modes=run_modes_flag(train, mode), memory_limit=memory_limit_flag(memory_limit))
+    except ConfigError as exc:
+        raise fail(str(exc))
+    tv = require_torch("sweep")
+    options = SweepOptions(library=library, only=_names(only), limit=limit, jobs=jobs, timeout=timeout,
+                           targets_dir=targets_dir.resolve() if targets_dir else None,
+                           command=" ".join(["mend"] + [shlex.quote(a) for a in sys.argv[1:]]))
+    with progress_hook(quiet) as progress:
+        try:
+            report = run_sweep(options, config, progress=progress, torch_version=tv, baseline=prior,
+                               baseline_name=str(baseline) if baseline else None)
+        except SweepError as exc:
+            raise fail(str(exc))
+    from reports.sweep import render_sweep
+
+    emit(render_sweep(report, format.value), output)
+    wrote(output, quiet)
+    for path, fmt in ((md, "md"), (html, "html")):
+        if path is not None:
+            emit(render_sweep(report, fmt), path)
+            wrote(path, quiet)
+    raise typer.Exit(EXIT_FINDINGS if report.regressions else EXIT_CLEAN)

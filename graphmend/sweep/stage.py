@@ -1,0 +1,326 @@
+"""The sweep stage: enumerate a library's architectures, write one generated target per
+architecture, capture them with ``graphmend.collect`` (the machinery ``mend analyze`` runs:
+worker subprocesses through graphmend.core.jobs, so a model that hangs or crashes costs
+only itself), and aggregate into a ``SweepReport``. Nothing here prints; progress goes
+through the hook analyze takes.
+
+The seam: ``write_targets`` makes an ordinary folder of target files and ``capture``
+hands it to ``collect`` as ``mend analyze DIR --dynamic-only`` would, so whatever runs
+analyze's targets (jobs, an executor) runs a sweep's too, and each architecture's counts
+are those of ``mend analyze`` of its file. ``aggregate`` and ``compare`` are pure: they
+take the model's objects and import no torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence
+
+from graphmend.core.config import Config
+from graphmend.core.model import (SWEEP_BREAKS, SWEEP_CLEAN, SWEEP_FAILED, SWEEP_NOT_BUILT, Report, SweepCause,
+                                  SweepChange, SweepReport, SweepRow, SweepTotals, TargetResult)
+
+# library name -> (module with enumerate_text/version, target file prefix)
+LIBRARIES = {"transformers": ("graphmend.sweep.hf", "hf")}
+NOT_BUILT_MARK = "raised NotBuilt: "
+FIX_NOTE = ("Static fixability of each root cause's rule, from the rule records: safe = a fix family mend fix "
+            "rewrites (applied only after verification), unsafe = only with --unsafe-fixes (may change cost), "
+            "advice = no automatic fix, none = no rule explains the break (GM9xx). Nothing was rewritten or "
+            "verified by the sweep: run mend fix on a model's target for that.")
+_WHERE = 3  # break sites a row lists
+
+
+class SweepError(ValueError):
+    """A bad library or --only name; the message says which and what is known."""
+
+
+@dataclass
+class SweepOptions:
+    library: str = "transformers"
+    only: Sequence[str] = ()  # model types to run (all the enumeration keeps when empty)
+    limit: Optional[int] = None  # the first N of the enumeration
+    jobs: int = 1
+    timeout: Optional[float] = None  # per architecture and mode (default: config.timeout)
+    targets_dir: Optional[Path] = None  # where the generated targets are written and kept
+    command: str = ""
+    # more CollectOptions fields, as analyze's flags set them (an executor, when collect has
+    # one): the capture is collect's, so whatever it can run on, a sweep runs on
+    collect: dict = field(default_factory=dict)
+
+
+@dataclass
+class Plan:
+    """What a sweep will run: the architectures, and the library's others with why not."""
+
+    library: str
+    version: str
+    models: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    selection: str = ""
+
+
+def _library(name: str):
+    if name not in LIBRARIES:
+        raise SweepError(f"unknown library {name!r}: mend sweep knows {', '.join(sorted(LIBRARIES))}")
+    module, prefix = LIBRARIES[name]
+    try:
+        return importlib.import_module(module), prefix
+    except ImportError as exc:
+        raise SweepError(f"mend sweep {name}: {exc}") from None
+
+
+def plan(options: SweepOptions) -> Plan:
+    """The architectures to run (imports the library's registry)."""
+    lib, _ = _library(options.library)
+    try:
+        version = lib.version()
+        models, skipped = lib.enumerate_text()
+    except ImportError as exc:
+        raise SweepError(f"mend sweep {options.library}: the library is not installed ({exc}); "
+                         f"pip install {options.library}") from None
+    selection = f"the text architectures in the auto mappings of {options.library} ({len(models)} of " \
+                f"{len(models) + len(skipped)} model types)"
+    if options.only:
+        known = set(models) | set(skipped)
+        unknown = [m for m in options.only if m not in known]
+        if unknown:
+            close = [k for k in sorted(known) if any(u.replace("_", "-") in k.replace("_", "-") for u in unknown)][:8]
+            raise SweepError(f"--only: no {options.library} model type {', '.join(map(repr, unknown))}"
+                             + (f" (close: {', '.join(close)})" if close else ""))
+        # named explicitly: run even one the enumeration would leave out
+        models = list(dict.fromkeys(options.only))
+        selection = f"--only {' '.join(models)}"
+    if options.limit is not None:
+        models = models[:options.limit]
+        selection += f", the first {len(models)}"
+    return Plan(library=options.library, version=version, models=models,
+                skipped={} if options.only else skipped, selection=selection)
+
+
+def _ident(model: str) -> str:
+    return re.sub(r"\W", "_", model)
+
+
+def write_targets(folder: Path, library: str, models: Sequence[str]) -> dict[str, str]:
+    """One file per architecture in ``folder`` (``hf_<type>.py`` with ``mend_target_<type>``,
+    which builds the model in the worker). Returns {file name: model type}."""
+    from graphmend.core.sources import write_atomic
+
+    module, prefix = LIBRARIES[library]
+    folder.mkdir(parents=True, exist_ok=True)
+    files: dict[str, str] = {}
+    for model in models:
+        name = _ident(model)
+        while f"{prefix}_{name}.py" in files:  # two types that differ only in punctuation
+            name += "_"
+        fname = f"{prefix}_{name}.py"
+        write_atomic(folder / fname,
+                     f'"""Generated by mend sweep: {library} {model!r}, built tiny from its config ({module})."""\n\n'
+                     f"from {module} import target as _target\n\n\n"
+                     f"def mend_target_{name}():\n    return _target({model!r})\n")
+        files[fname] = model
+    return files
+
+
+def capture(folder: Path, config: Config, jobs: int, timeout: Optional[float], progress=None,
+            extra: Optional[dict] = None) -> Report:
+    """The generated targets captured as ``mend analyze FOLDER --dynamic-only`` captures them,
+    with the issues (one per cause and place, with fan-out and fixability) diagnosed."""
+    from graphmend.collect import CollectOptions, collect
+    from graphmend.core.model import new_report
+    from graphmend.correlate import diagnose
+
+    report = new_report("analyze", root=str(folder))
+    report.run_modes = list(config.modes)
+    got = collect([folder], config, CollectOptions(static=False, dynamic=True, jobs=jobs, timeout=timeout,
+                                                        **(extra or {})), progress)
+    report.targets, report.errors, report.nested_graph_breaks = got.targets, got.errors, got.nested_graph_breaks
+    diagnose(report)
+    return report
+
+
+def run_sweep(options: SweepOptions, config: Config, progress=None, torch_version: Optional[str] = None,
+              baseline: Optional[SweepReport] = None, baseline_name: Optional[str] = None) -> SweepReport:
+    from graphmend.core import env
+
+    start = time.perf_counter()
+    p = plan(options)
+    keep = options.targets_dir
+    tmp = None if keep else tempfile.TemporaryDirectory(prefix="mend-sweep-")
+    folder = Path(keep) if keep else Path(tmp.name)  # type: ignore[union-attr]
+    try:
+        files = write_targets(folder, p.library, p.models)
+        report = capture(folder, config, options.jobs, options.timeout, progress, options.collect) if files else Report()
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    model_of = {}
+    for t in report.targets:
+        model_of[t.name] = files.get(Path(t.file).name, t.name)
+    out = SweepReport(library=p.library, library_version=p.version, graphmend_version=env.VERSION,
+                      torch_version=torch_version, python_version=env.python_version(), platform=env.platform_tag(),
+                      cpus=os.cpu_count() or 0, jobs=options.jobs, run_modes=list(config.modes),
+                      selection=p.selection, command=options.command, targets_dir=str(keep) if keep else "",
+                      skipped=p.skipped, fix_note=FIX_NOTE)
+    aggregate(out, report, model_of, p.models)
+    # a target discovery could not load (never expected of generated files) is a failed row
+    for e in report.errors:
+        out.rows.append(SweepRow(model=files.get(Path(e.file).name, e.file), run_mode=config.modes[0],
+                                 status=SWEEP_FAILED, why=e.message))
+    out.totals.wall_s = round(time.perf_counter() - start, 1)
+    if out.totals.wall_s > 0:
+        out.totals.runs_per_hour = round(len(out.rows) * 3600 / out.totals.wall_s, 1)
+    if baseline is not None:
+        compare(out, baseline, baseline_name or "")
+    return out
+
+
+def _short(path: Optional[str]) -> str:
+    p = (path or "?").replace(os.sep, "/")
+    return p.split("/site-packages/", 1)[-1]
+
+
+def _row(t: TargetResult, model: str) -> SweepRow:
+    row = SweepRow(model=model, run_mode=t.run_mode, status=SWEEP_CLEAN, target=t.name, graph_count=t.graph_count,
+                   graph_break_count=t.graph_break_count, breaks=len(t.breaks), frames_skipped=t.frames_skipped,
+                   duration_s=t.duration_s)
+    if t.error and NOT_BUILT_MARK in t.error:
+        row.status, row.why = SWEEP_NOT_BUILT, t.error.split(NOT_BUILT_MARK, 1)[1]
+    elif t.error:
+        why = t.error[len(t.name) + 2:] if t.error.startswith(t.name + ": ") else t.error
+        row.status, row.why = SWEEP_FAILED, (why.strip().splitlines() or [""])[0][:300]
+    elif t.breaks or t.graph_break_count:
+        row.status = SWEEP_BREAKS
+    row.where = list(dict.fromkeys(f"{_short(b.file)}:{b.line}" if b.file else "(no source line)"
+                                   for b in t.breaks))[:_WHERE]
+    return row
+
+
+def _cause_key(issue) -> tuple:
+    src = " ".join((issue.source_line or "").split())
+    return (issue.rule, src or issue.reason, issue.gb_type or "")
+
+
+_FIX_RANK = {"safe": 0, "unsafe": 1, "advice": 2, "none": 3}
+
+
+def aggregate(out: SweepReport, report: Report, model_of: dict[str, str], order: Sequence[str] = ()) -> None:
+    """Rows (architecture-major, in ``order``), root causes with their fan-out, and the
+    totals, from a capture report's targets and issues. Pure: no torch, no I/O."""
+    rank = {m: i for i, m in enumerate(order)}
+    targets = report.targets
+    rows = [_row(t, model_of.get(t.name, t.name)) for t in targets]
+    causes: dict[tuple, SweepCause] = {}
+    cause_of: dict[tuple[int, int], tuple] = {}
+    fixes: dict[tuple, list[str]] = {}
+    for issue in report.issues:
+        if not issue.breaks:
+            continue  # a static-only finding: a sweep runs no scan
+        key = _cause_key(issue)
+        c = causes.get(key)
+        if c is None:
+            c = causes[key] = SweepCause(rule=issue.rule, category=issue.category, reason=issue.reason,
+                                         source=key[1] if issue.source_line else "", gb_type=issue.gb_type)
+        site = f"{_short(issue.file)}:{issue.line}" if issue.file else "(no source line)"
+        if site not in c.sites:
+            c.sites.append(site)
+        for ti, bi in issue.breaks:
+            cause_of[(ti, bi)] = key
+            model, mode = rows[ti].model, targets[ti].run_mode
+            if model not in c.models:
+                c.models.append(model)
+            if mode not in c.modes:
+                c.modes.append(mode)
+        c.breaks += len(issue.breaks)
+        c.fan_out += issue.fan_out
+        c.counted = c.counted or issue.counted
+        c.frames_skipped += len(issue.skipped)
+        fixes.setdefault(key, []).append(issue.fix or ("none" if issue.rule.startswith("GM9") else "advice"))
+    for key, kinds in fixes.items():  # the best any of its sites has
+        c = causes[key]
+        c.fix = min(kinds, key=_FIX_RANK.__getitem__)
+        c.models.sort(key=lambda m: (rank.get(m, len(rank)), m))
+        c.sites.sort()
+    ranked = sorted(causes.values(), key=lambda c: (-len(c.models), -c.breaks, -c.fan_out, c.rule, c.reason))
+    index = {id(c): i for i, c in enumerate(ranked)}
+    by_key = {k: index[id(c)] for k, c in causes.items()}
+    for (ti, bi), key in cause_of.items():
+        row, ci = rows[ti], by_key[key]
+        if ci not in row.causes:
+            row.causes.append(ci)
+        fix = ranked[ci].fix
+        row.fixable += fix == "safe"
+        row.fixable_unsafe += fix == "unsafe"
+    for row in rows:
+        row.causes.sort()
+    rows.sort(key=lambda r: (rank.get(r.model, len(rank)), r.model))  # stable: modes stay in order
+    out.rows, out.causes = rows, ranked
+    out.totals = totals(out)
+
+
+def totals(out: SweepReport) -> SweepTotals:
+    t = SweepTotals(enumerated=len({r.model for r in out.rows}), skipped=len(out.skipped), runs=len(out.rows))
+    built = {r.model for r in out.rows if r.status != SWEEP_NOT_BUILT}
+    t.built = len(built)
+    t.not_built = len({r.model for r in out.rows} - built)
+    for r in out.rows:
+        mode = t.by_mode.setdefault(r.run_mode, {SWEEP_CLEAN: 0, SWEEP_BREAKS: 0, SWEEP_FAILED: 0, SWEEP_NOT_BUILT: 0})
+        mode[r.status] = mode.get(r.status, 0) + 1
+    t.causes = len(out.causes)
+    t.causes_safe = sum(1 for c in out.causes if c.fix == "safe")
+    t.causes_unsafe = sum(1 for c in out.causes if c.fix == "unsafe")
+    t.breaks = sum(c.breaks for c in out.causes)
+    t.breaks_fixable = sum(c.breaks for c in out.causes if c.fix == "safe")
+    t.breaks_fixable_unsafe = sum(c.breaks for c in out.causes if c.fix == "unsafe")
+    return t
+
+
+def _state(r: Optional[SweepRow]) -> str:
+    if r is None:
+        return "absent"
+    if r.status in (SWEEP_NOT_BUILT, SWEEP_FAILED):
+        return f"{r.status}: {r.why}"
+    g = f"{r.graph_count} graph{'s' if r.graph_count != 1 else ''}, {r.graph_break_count} counted " \
+        f"break{'s' if r.graph_break_count != 1 else ''}"
+    return g + (f", {r.breaks} listed" if r.breaks != r.graph_break_count else "")
+
+
+def _ran(r: SweepRow) -> bool:
+    return r.status in (SWEEP_CLEAN, SWEEP_BREAKS)
+
+
+def compare(out: SweepReport, baseline: SweepReport, name: str = "") -> None:
+    """Regressions and improvements against a previous sweep, per architecture and mode.
+    A regression: one graph before and breaks now, more graphs now, or it ran before and
+    does not now (not built, failed). Pairs only one side has are neither."""
+    before = {(r.model, r.run_mode): r for r in baseline.rows}
+    out.baseline = name or "baseline"
+    out.regressions, out.improvements = [], []
+    for r in out.rows:
+        b = before.get((r.model, r.run_mode))
+        if b is None:
+            continue
+        kind = None
+        if _ran(b) and _ran(r):
+            if b.status == SWEEP_CLEAN and r.status == SWEEP_BREAKS:
+                kind, bad = "breaks", True
+            elif r.graph_count > b.graph_count:
+                kind, bad = "graphs", True
+            elif b.status == SWEEP_BREAKS and r.status == SWEEP_CLEAN:
+                kind, bad = "fixed", False
+            elif r.graph_count < b.graph_count:
+                kind, bad = "fewer graphs", False
+        elif _ran(b):
+            kind, bad = "fails", True
+        elif _ran(r):
+            kind, bad = "runs", False
+        if kind is not None:
+            (out.regressions if bad else out.improvements).append(
+                SweepChange(model=r.model, run_mode=r.run_mode, kind=kind, before=_state(b), after=_state(r)))
+    out.totals.regressions, out.totals.improvements = len(out.regressions), len(out.improvements)

@@ -1,0 +1,213 @@
+"""``mend sweep``'s report: text, JSON, Markdown and a self-contained HTML dashboard, over a
+``SweepReport`` only. Every figure is the stage's (graphmend.sweep.stage); the renderers
+count nothing, they lay out what the report holds."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from graphmend.core.model import SWEEP_BREAKS, SWEEP_CLEAN, SWEEP_FAILED, SWEEP_NOT_BUILT, SweepReport
+from reports.html import CSS, _e, _table
+from reports.markdown import _cell, _code
+
+SWEEP_FORMATS = ("text", "json", "md", "html")
+STATUSES = (SWEEP_CLEAN, SWEEP_BREAKS, SWEEP_FAILED, SWEEP_NOT_BUILT)
+COLORS = {SWEEP_CLEAN: "#2f9e6e", SWEEP_BREAKS: "#d6452f", SWEEP_FAILED: "#c98a12", SWEEP_NOT_BUILT: "#8a94a6"}
+TOP = 10
+FIX_WORDS = {"safe": "mend fix", "unsafe": "--unsafe-fixes", "advice": "advice only", "none": "no rule"}
+
+
+def render_sweep(r: SweepReport, fmt: str) -> str:
+    if fmt == "json":
+        return r.to_json()
+    if fmt == "md":
+        return render_sweep_md(r)
+    if fmt == "html":
+        return render_sweep_html(r)
+    if fmt == "text":
+        return render_sweep_text(r)
+    raise ValueError(f"unknown --format {fmt!r}; choose one of {', '.join(SWEEP_FORMATS)}")
+
+
+def _title(r: SweepReport) -> str:
+    return f"mend sweep {r.library} {r.library_version}".rstrip()
+
+
+def _setting(r: SweepReport) -> str:
+    bits = [f"torch {r.torch_version}" if r.torch_version else "", f"Python {r.python_version}" if r.python_version else "",
+            r.platform, f"{r.cpus} CPUs, --jobs {r.jobs}" if r.cpus else "", f"modes {','.join(r.run_modes)}"]
+    return " · ".join(b for b in bits if b)
+
+
+def _mode_line(r: SweepReport, mode: str) -> str:
+    by = r.totals.by_mode.get(mode, {})
+    return ", ".join(f"{by.get(s, 0)} {s}" for s in STATUSES)
+
+
+def _headline(r: SweepReport) -> list[str]:
+    t = r.totals
+    lines = [f"{t.enumerated} architectures ({r.selection}); {t.built} built, {t.not_built} not built"
+             + (f"; {t.skipped} more model types left out (not text)" if t.skipped else "") + "."]
+    for mode in r.run_modes:
+        lines.append(f"{mode}: {_mode_line(r, mode)}.")
+    lines.append(f"{t.causes} root causes behind {t.breaks} breaks: {t.causes_safe} with a safe fix "
+                 f"({t.breaks_fixable} breaks), {t.causes_unsafe} with an --unsafe-fixes one "
+                 f"({t.breaks_fixable_unsafe} breaks).")
+    lines.append(f"{t.runs} runs (architecture x mode) in {t.wall_s:.0f} s: {t.runs_per_hour:g} per hour.")
+    if r.baseline is not None:
+        lines.append(f"Against {r.baseline}: {t.regressions} regressions, {t.improvements} improvements.")
+    return lines
+
+
+def _models(c) -> str:
+    shown = ", ".join(c.models[:8])
+    return shown + (f" and {len(c.models) - 8} more" if len(c.models) > 8 else "")
+
+
+def _sites(c) -> str:
+    shown = ", ".join(c.sites[:3])
+    return shown + (f" (+{len(c.sites) - 3} copies)" if len(c.sites) > 3 else "")
+
+
+def render_sweep_text(r: SweepReport) -> str:
+    out = [_title(r), _setting(r), ""] + _headline(r)
+    if r.causes:
+        out += ["", "Top root causes (one line of code, however many models and copies hit it):"]
+        for i, c in enumerate(r.causes[:TOP], 1):
+            n, b = len(c.models), c.breaks
+            out.append(f"{i:3}. {c.rule} {n} model{'s' if n != 1 else ''}, {b} break{'s' if b != 1 else ''}, "
+                       f"fan-out {c.fan_out}"
+                       f" [{FIX_WORDS.get(c.fix, c.fix)}]  {_sites(c)}")
+            out.append(f"     {c.source or c.reason}")
+    broken = [row for row in r.rows if row.status == SWEEP_BREAKS]
+    if broken:
+        out += ["", "Breaking:"]
+        for row in broken:
+            out.append(f"  {row.model} [{row.run_mode}]: {row.graph_count} graphs, {row.graph_break_count} counted, "
+                       f"{row.breaks} listed; {', '.join(row.where)}")
+    failed = [row for row in r.rows if row.status in (SWEEP_FAILED, SWEEP_NOT_BUILT)]
+    if failed:
+        out += ["", "Not run:"]
+        out += [f"  {row.model} [{row.run_mode}]: {row.status}: {row.why}" for row in failed]
+    for title, changes in (("Regressions", r.regressions), ("Improvements", r.improvements)):
+        if changes:
+            out += ["", f"{title}:"]
+            out += [f"  {c.model} [{c.run_mode}] {c.kind}: {c.before} -> {c.after}" for c in changes]
+    return "\n".join(out) + "\n"
+
+
+def render_sweep_md(r: SweepReport) -> str:
+    out = [f"# {_cell(_title(r))}", "", _cell(_setting(r)), ""]
+    out += [_cell(line) for line in _headline(r)]
+    out += ["", "## By mode", "", "| mode | " + " | ".join(STATUSES) + " |", "|---|" + "---:|" * len(STATUSES)]
+    for mode in r.run_modes:
+        by = r.totals.by_mode.get(mode, {})
+        out.append(f"| {mode} | " + " | ".join(str(by.get(s, 0)) for s in STATUSES) + " |")
+    if r.causes:
+        out += ["", "## Root causes", "", _cell(r.fix_note), "",
+                "| # | rule | models | breaks | fan-out | fix | line | sites | models hit |",
+                "|---:|---|---:|---:|---:|---|---|---|---|"]
+        for i, c in enumerate(r.causes, 1):
+            out.append(f"| {i} | {c.rule} | {len(c.models)} | {c.breaks} | {c.fan_out} | {FIX_WORDS.get(c.fix, c.fix)} | "
+                       f"{_code(c.source) if c.source else _cell(c.reason)} | {_cell(_sites(c))} | {_cell(_models(c))} |")
+    if r.regressions or r.improvements:
+        for title, changes in (("Regressions", r.regressions), ("Improvements", r.improvements)):
+            out += ["", f"## {title} against {_cell(r.baseline or '')}", ""]
+            if not changes:
+                out.append("None.")
+                continue
+            out += ["| model | mode | change | before | now |", "|---|---|---|---|---|"]
+            out += [f"| {_cell(c.model)} | {c.run_mode} | {c.kind} | {_cell(c.before)} | {_cell(c.after)} |"
+                    for c in changes]
+    out += ["", "## Architectures", "",
+            "| model | mode | status | graphs | counted breaks | listed breaks | skipped frames | causes | "
+            "safe fix | where / why |", "|---|---|---|---:|---:|---:|---:|---|---:|---|"]
+    for row in r.rows:
+        detail = row.why if row.status in (SWEEP_FAILED, SWEEP_NOT_BUILT) else ", ".join(row.where)
+        out.append(f"| {_cell(row.model)} | {row.run_mode} | {row.status} | {row.graph_count} | {row.graph_break_count} | "
+                   f"{row.breaks} | {row.frames_skipped} | {', '.join(str(i + 1) for i in row.causes)} | {row.fixable} | "
+                   f"{_cell(detail)} |")
+    if r.skipped:
+        out += ["", f"## Left out by the enumeration ({len(r.skipped)})", ""]
+        out += [f"- {_cell(m)}: {_cell(why)}" for m, why in r.skipped.items()]
+    if r.command:
+        out += ["", f"Command: {_code(r.command)}"]
+    return "\n".join(out) + "\n"
+
+
+def _mode_bar(r: SweepReport, mode: str) -> str:
+    """One stacked bar: the architectures of one mode by status (widths from the totals)."""
+    by = r.totals.by_mode.get(mode, {})
+    total = sum(by.get(s, 0) for s in STATUSES) or 1
+    width, x, parts = 900, 0.0, []
+    for s in STATUSES:
+        n = by.get(s, 0)
+        if not n:
+            continue
+        w = width * n / total
+        parts.append(f'<rect x="{x:.1f}" y="0" width="{w:.1f}" height="22" fill="{COLORS[s]}">'
+                     f"<title>{_e(s)}: {n}</title></rect>")
+        if w > 28:
+            parts.append(f'<text x="{x + 6:.1f}" y="15" fill="#fff" font-size="12" font-weight="700">{n}</text>')
+        x += w
+    return (f'<h3>{_e(mode)}</h3><svg viewBox="0 0 {width} 22" role="img" aria-label="{_e(mode)}: '
+            f'{_e(_mode_line(r, mode))}">' + "".join(parts) + "</svg>")
+
+
+def _legend() -> str:
+    return '<div class="legend">' + "".join(f'<span><i style="background:{COLORS[s]}"></i>{_e(s)}</span>'
+                                            for s in STATUSES) + "</div>"
+
+
+def _badge(status: str) -> str:
+    cls = {SWEEP_CLEAN: "ok", SWEEP_BREAKS: "error", SWEEP_FAILED: "advice", SWEEP_NOT_BUILT: ""}[status]
+    return f'<span class="badge {cls}">{_e(status)}</span>'
+
+
+def render_sweep_html(r: SweepReport) -> str:
+    t = r.totals
+    stats = [(t.enumerated, "architectures", ""), (t.built, "built", ""),
+             (sum(m.get(SWEEP_BREAKS, 0) for m in t.by_mode.values()), "model x mode runs that break",
+              "bad" if any(m.get(SWEEP_BREAKS) for m in t.by_mode.values()) else "good"),
+             (t.causes, f"root causes ({t.breaks} breaks)", "bad" if t.causes else "good"),
+             (t.causes_safe, f"with a safe fix ({t.breaks_fixable} breaks)", "good" if t.causes_safe else ""),
+             (f"{t.runs_per_hour:g}", "runs per hour", "")]
+    if r.baseline is not None:
+        stats.append((t.regressions, "regressions", "bad" if t.regressions else "good"))
+    parts = [f"<header><h1>{_e(_title(r))}</h1><div class=\"meta\">{_e(_setting(r))}</div>",
+             '<div class="cards">' + "".join(f'<div class="stat {cls}"><b>{_e(v)}</b><span>{_e(k)}</span></div>'
+                                             for v, k, cls in stats) + "</div></header>",
+             "<h2>Summary</h2>" + "".join(f"<p>{_e(line)}</p>" for line in _headline(r)),
+             "<h2>By mode</h2>" + _legend() + "".join(_mode_bar(r, m) for m in r.run_modes)]
+    for title, changes in (("Regressions", r.regressions), ("Improvements", r.improvements)):
+        if changes:
+            parts.append(f"<h2>{title} against <code>{_e(r.baseline)}</code></h2>" + _table(
+                [("model", False), ("mode", False), ("change", False), ("before", False), ("now", False)],
+                [[f"<code>{_e(c.model)}</code>", _e(c.run_mode), _e(c.kind), _e(c.before), _e(c.after)]
+                 for c in changes]))
+    if r.causes:
+        parts.append(f"<h2>Root causes</h2><p class=\"small\">{_e(r.fix_note)}</p>" + _table(
+            [("#", True), ("rule", False), ("models", True), ("breaks", True), ("fan-out", True), ("fix", False),
+             ("line", False), ("sites", False), ("models hit", False)],
+            [[str(i), f'<span class="rule">{_e(c.rule)}</span>', str(len(c.models)), str(c.breaks), str(c.fan_out),
+              _e(FIX_WORDS.get(c.fix, c.fix)),
+              f"<code>{_e(c.source)}</code>" if c.source else _e(c.reason), _e(_sites(c)), _e(_models(c))]
+             for i, c in enumerate(r.causes, 1)]))
+    parts.append("<h2>Architectures</h2>" + _table(
+        [("model", False), ("mode", False), ("status", False), ("graphs", True), ("counted", True), ("listed", True),
+         ("skipped frames", True), ("causes", False), ("safe fix", True), ("where / why", False)],
+        [[f"<code>{_e(row.model)}</code>", _e(row.run_mode), _badge(row.status), str(row.graph_count),
+          str(row.graph_break_count), str(row.breaks), str(row.frames_skipped),
+          _e(", ".join(str(i + 1) for i in row.causes)), str(row.fixable),
+          _e(row.why if row.status in (SWEEP_FAILED, SWEEP_NOT_BUILT) else ", ".join(row.where))]
+         for row in r.rows]))
+    if r.skipped:
+        parts.append(f"<h2>Left out by the enumeration ({len(r.skipped)})</h2><p class=\"small\">"
+                     + _e("; ".join(f"{m}: {why}" for m, why in r.skipped.items())) + "</p>")
+    footer: Optional[str] = f"<code>{_e(r.command)}</code> · " if r.command else ""
+    parts.append(f"<footer>{footer}schema {_e(r.schema_version)} · generated by graphmend "
+                 f"{_e(r.graphmend_version)}</footer>")
+    return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{_e(_title(r))}</title><style>{CSS}</style></head>"
+            f"<body><main>{''.join(parts)}</main></body></html>\n")
