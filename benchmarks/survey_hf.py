@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import inspect
 import json
 import os
 import re
@@ -31,142 +30,39 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from graphmend.core.sources import write_atomic  # noqa: E402  (temp file + rename, mode kept)
 
-VOCAB, HIDDEN, HEADS, FFN, LAYERS = 1000, 64, 4, 128, 2
+# the tiny sizes, the config parameters they go to and what each architecture needs: mend sweep's
+from graphmend.sweep.hf import OVERRIDES, VOCAB, config_kwargs  # noqa: E402,F401
 
-# Config __init__ parameter names that mean the same thing across architectures; only the
-# ones a config's signature names are passed (setting others after __init__ would miss
-# values the config derives in __init__, e.g. head_dim).
-GENERIC = [  # pairs, not a dict: LAYERS and 2 kv heads share a value
-    (VOCAB, ["vocab_size", "src_vocab_size", "tgt_vocab_size"]),
-    (HIDDEN, ["hidden_size", "d_model", "n_embd", "emb_dim", "dim", "embed_dim", "n_embed", "d_embed"]),
-    (LAYERS, ["num_hidden_layers", "n_layer", "num_layers", "n_layers", "encoder_layers", "decoder_layers",
-              "num_decoder_layers", "num_encoder_layers"]),
-    (HEADS, ["num_attention_heads", "n_head", "n_heads", "num_heads", "encoder_attention_heads",
-             "decoder_attention_heads", "num_encoder_attention_heads", "num_decoder_attention_heads"]),
-    (FFN, ["intermediate_size", "d_ff", "encoder_ffn_dim", "decoder_ffn_dim", "ffn_dim", "n_inner", "d_inner",
-           "dff", "hidden_dim"]),
-    (128, ["max_position_embeddings", "n_positions", "n_ctx", "max_seq_len", "max_encoder_position_embeddings",
-           "max_decoder_position_embeddings", "max_positions", "context_length"]),
-    (16, ["head_dim", "d_kv", "d_head"]),
-    (2, ["num_key_value_heads"]),
-]
-MOE = dict(num_experts=4, num_local_experts=4, num_experts_per_tok=2, moe_intermediate_size=64,
-           shared_expert_intermediate_size=64)
-
-# model_type -> (extra config kwargs, options). options: seq, pad_from, extra (input builder name)
-SPECS: dict[str, tuple[dict, dict]] = {
+# the architectures surveyed (transformers 4.46 and 5.x), each built as mend sweep builds it,
+# with sweep's per-architecture overrides (graphmend/sweep/hf.py: OVERRIDES)
+SURVEYED = [
     # encoders
-    "bert": ({}, {}), "roberta": ({}, {}), "xlm-roberta": ({}, {}), "camembert": ({}, {}),
-    "roberta-prelayernorm": ({}, {}), "electra": ({"embedding_size": 64}, {}),
-    "albert": ({"embedding_size": 32}, {}), "distilbert": ({}, {}), "deberta": ({}, {}),
-    "deberta-v2": ({}, {}), "megatron-bert": ({}, {}), "ernie": ({}, {}), "nezha": ({}, {}),
-    "convbert": ({"embedding_size": 64}, {}), "data2vec-text": ({}, {}), "mpnet": ({}, {}),
-    "ibert": ({"quant_mode": False}, {}), "layoutlm": ({}, {}), "roformer": ({"embedding_size": 64}, {}),
-    "rembert": ({"input_embedding_size": 32, "output_embedding_size": 32}, {}),
-    "squeezebert": ({"embedding_size": 64}, {}),
-    "mobilebert": ({"embedding_size": 32, "intra_bottleneck_size": 32, "true_hidden_size": 32,
-                    "num_feedforward_networks": 1}, {}),
-    "funnel": ({"block_sizes": [1, 1], "n_head": HEADS, "d_head": 16}, {}),
-    "esm": ({"pad_token_id": 1, "mask_token_id": 4}, {}),
-    "luke": ({"entity_vocab_size": 100, "entity_emb_size": 32}, {}),
-    "xmod": ({"default_language": "en_XX"}, {}),
-    "canine": ({"downsampling_rate": 4, "local_transformer_stride": 4}, {}),
-    "fnet": ({}, {}), "nystromformer": ({"num_landmarks": 4, "segment_means_seq_len": 16}, {}),
-    "yoso": ({}, {}), "mra": ({}, {"seq": 64, "pad_from": 56}),
-    "mega": ({"ema_projection_size": 4, "shared_representation_size": 32}, {}),
-    "longformer": ({"attention_window": 8}, {"extra": "global_attention"}),
-    "big_bird": ({"block_size": 4, "num_random_blocks": 2, "attention_type": "block_sparse"},
-                 {"seq": 64, "pad_from": 56}),
-    "reformer": ({"num_attention_heads": 2, "attention_head_size": 32, "feed_forward_size": FFN,
-                  "attn_layers": ["local", "lsh"], "axial_pos_embds": False, "max_position_embeddings": 64,
-                  "local_attn_chunk_length": 8, "lsh_attn_chunk_length": 8, "num_buckets": 4,
-                  "is_decoder": False}, {}),
-    "xlm": ({}, {}), "flaubert": ({}, {}), "xlnet": ({}, {}),
-    "splinter": ({}, {}), "tapas": ({}, {}), "bert-generation": ({}, {}),
+    "bert", "roberta", "xlm-roberta", "camembert", "roberta-prelayernorm", "electra", "albert", "distilbert",
+    "deberta", "deberta-v2", "megatron-bert", "ernie", "nezha", "convbert", "data2vec-text", "mpnet", "ibert",
+    "layoutlm", "roformer", "rembert", "squeezebert", "mobilebert", "funnel", "esm", "luke", "xmod", "canine",
+    "fnet", "nystromformer", "yoso", "mra", "mega", "longformer", "big_bird", "reformer", "xlm", "flaubert",
+    "xlnet", "splinter", "tapas", "bert-generation",
     # decoders
-    "gpt2": ({}, {}), "openai-gpt": ({}, {}), "gpt_bigcode": ({}, {}), "gpt_neo": ({"attention_types": [[["global", "local"], 1]], "window_size": 8}, {}),
-    "gptj": ({"rotary_dim": 8}, {}), "codegen": ({"rotary_dim": 8}, {}), "gpt_neox": ({}, {}),
-    "gpt_neox_japanese": ({}, {}), "opt": ({"word_embed_proj_dim": HIDDEN}, {}), "bloom": ({}, {}),
-    "ctrl": ({}, {}), "biogpt": ({}, {}), "xglm": ({}, {}), "falcon": ({}, {}),
-    "mpt": ({"expansion_ratio": 2}, {}), "llama": ({}, {}), "mistral": ({}, {}), "mixtral": (MOE, {}),
-    "qwen2": ({}, {}), "qwen2_moe": (MOE, {}), "phi": ({}, {}), "phi3": ({}, {}), "phimoe": (MOE, {}),
-    "gemma": ({}, {}), "gemma2": ({}, {}), "olmo": ({}, {}), "olmoe": (MOE, {}), "stablelm": ({}, {}),
-    "persimmon": ({}, {}), "starcoder2": ({}, {}), "cohere": ({}, {}), "granite": ({}, {}),
-    "granitemoe": (MOE, {}), "jetmoe": ({"num_local_experts": 4, "num_experts_per_tok": 2, "kv_channels": 16}, {}),
-    "nemotron": ({}, {}), "glm": ({}, {}),
-    "dbrx": ({"attn_config": {"kv_n_heads": 2}, "ffn_config": {"ffn_hidden_size": FFN, "moe_num_experts": 4,
-                                                               "moe_top_k": 2}}, {}),
-    "jamba": ({"num_experts": 4, "expert_layer_period": 2, "expert_layer_offset": 1, "attn_layer_period": 2,
-               "attn_layer_offset": 1, "use_mamba_kernels": False, "mamba_d_state": 8}, {}),
-    "recurrent_gemma": ({"lru_width": HIDDEN, "attention_window_size": 16, "num_key_value_heads": 1,
-                         "block_types": ["recurrent", "attention"]}, {}),
-    "mamba": ({"state_size": 8}, {}), "rwkv": ({"attention_hidden_size": HIDDEN}, {}),
-    "transfo-xl": ({"cutoffs": [200, 500], "div_val": 1, "mem_len": 16}, {}),
+    "gpt2", "openai-gpt", "gpt_bigcode", "gpt_neo", "gptj", "codegen", "gpt_neox", "gpt_neox_japanese", "opt",
+    "bloom", "ctrl", "biogpt", "xglm", "falcon", "mpt", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe",
+    "phi", "phi3", "phimoe", "gemma", "gemma2", "olmo", "olmoe", "stablelm", "persimmon", "starcoder2",
+    "cohere", "granite", "granitemoe", "jetmoe", "nemotron", "glm", "dbrx", "jamba", "recurrent_gemma",
+    "mamba", "rwkv", "transfo-xl",
     # encoder-decoders
-    "t5": ({}, {}), "mt5": ({}, {}), "umt5": ({}, {}), "longt5": ({}, {}),
-    "bart": ({}, {}), "mbart": ({}, {}), "plbart": ({}, {}), "mvp": ({}, {}), "pegasus": ({}, {}),
-    "pegasus_x": ({"block_size": 8, "num_global_tokens": 4}, {}), "marian": ({"decoder_vocab_size": VOCAB}, {}),
-    "blenderbot": ({}, {}), "blenderbot-small": ({}, {}), "m2m_100": ({}, {}),
-    "led": ({"attention_window": 8}, {}),
-    "bigbird_pegasus": ({"block_size": 4, "num_random_blocks": 2, "attention_type": "block_sparse"},
-                        {"seq": 64, "pad_from": 56}),
-    "prophetnet": ({"ngram": 2, "num_buckets": 32}, {}), "xlm-prophetnet": ({"ngram": 2, "num_buckets": 32}, {}),
-    "fsmt": ({"langs": ["en", "de"]}, {}),
-    "switch_transformers": ({"num_layers": 1, "num_decoder_layers": 1, "num_experts": 2, "expert_capacity": 8,
-                             "num_sparse_encoder_layers": 1, "num_sparse_decoder_layers": 1}, {}),
-    "nllb-moe": ({"num_experts": 2, "encoder_sparse_step": 2, "decoder_sparse_step": 2, "expert_capacity": 8}, {}),
-}
-
-
-def config_kwargs(cls, extra: dict) -> dict:
-    try:
-        params = set(inspect.signature(cls.__init__).parameters)
-    except (TypeError, ValueError):
-        params = set()
-    kw = {name: value for value, names in GENERIC for name in names if name in params}
-    kw.update({k: v for k, v in MOE.items() if k in params and k not in extra})
-    kw.update(extra)
-    return kw
+    "t5", "mt5", "umt5", "longt5", "bart", "mbart", "plbart", "mvp", "pegasus", "pegasus_x", "marian",
+    "blenderbot", "blenderbot-small", "m2m_100", "led", "bigbird_pegasus", "prophetnet", "xlm-prophetnet",
+    "fsmt", "switch_transformers", "nllb-moe",
+]
+SPECS: dict[str, tuple[dict, dict]] = {t: OVERRIDES.get(t, ({}, {})) for t in SURVEYED}
 
 
 def build(model_type: str, **from_config):
     """The model (eval) and its inputs, or raise with why it cannot be built. ``from_config``:
-    what AutoModel.from_config takes besides the config (``experts_implementation="eager"``)."""
-    import torch
-    import transformers as T
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    what AutoModel.from_config takes besides the config (``experts_implementation="eager"``).
+    mend sweep's build, with this survey's table of what each model needs."""
+    from graphmend.sweep.hf import build as sweep_build
 
-    extra, opts = SPECS[model_type]
-    cfg_cls = CONFIG_MAPPING[model_type]
-    cfg = cfg_cls(**config_kwargs(cfg_cls, extra))
-    # special token ids beyond the tiny vocabulary would index out of the embedding
-    for attr in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id", "sep_token_id"):
-        val = getattr(cfg, attr, None)
-        if isinstance(val, int) and val >= VOCAB:
-            setattr(cfg, attr, 2)
-    torch.manual_seed(0)
-    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
-
-    names = MODEL_MAPPING_NAMES.get(model_type)
-    if isinstance(names, (tuple, list)):  # e.g. funnel: AutoModel would need config.architectures
-        model = getattr(T, names[0])(cfg).eval()
-    else:
-        model = T.AutoModel.from_config(cfg, **from_config).eval()
-    seq, pad_from = opts.get("seq", 16), opts.get("pad_from", 10)
-    ids = torch.randint(5, VOCAB, (2, seq))
-    mask = torch.ones(2, seq, dtype=torch.long)
-    mask[1, pad_from:] = 0  # the second sequence is right-padded
-    inputs = {"input_ids": ids, "attention_mask": mask}
-    if getattr(cfg, "is_encoder_decoder", False):
-        inputs["decoder_input_ids"] = ids[:, :8]
-    if opts.get("extra") == "global_attention":
-        glob = torch.zeros_like(mask)
-        glob[:, 0] = 1
-        inputs["global_attention_mask"] = glob
-    accepted = inspect.signature(model.forward).parameters
-    if not any(p.kind == p.VAR_KEYWORD for p in accepted.values()):
-        inputs = {k: v for k, v in inputs.items() if k in accepted}
-    return model, inputs
+    return sweep_build(model_type, from_config, SPECS[model_type])
 
 
 def write_targets(folder, model_types) -> list:

@@ -200,3 +200,19 @@ def test_the_executor_is_the_blocks_only():
         assert jobs.run_job(job).result == {"ok": True}
     assert seen == ["t"] and jobs._executor is None  # restored: later runs are local again
     assert "no.such.module" in jobs.run_job(jobs.Job("no.such.module", {}, "t", timeout=30)).error
+
+
+def test_a_sweep_on_ray_counts_what_a_local_sweep_counts(ray_cluster, monkeypatch):
+    """mend sweep runs its generated targets through the same jobs: on Ray, the same rows."""
+    pytest.importorskip("transformers")
+    monkeypatch.setenv("MEND_NO_CACHE", "1")
+
+    def rows(*extra: str) -> list[dict]:
+        res = CliRunner().invoke(app, ["sweep", "transformers", "--only", "xlm", "-j", "2", "-f", "json", "-q",
+                                       *extra])
+        assert res.exit_code == 0, res.output
+        return [{k: v for k, v in r.items() if k not in ("duration_s", "target")}
+                for r in json.loads(res.stdout)["rows"]]
+
+    local, on_ray = rows(), rows("--executor", "ray")
+    assert local == on_ray and local[0]["breaks"] > 0  # xlm breaks (GM401), on both

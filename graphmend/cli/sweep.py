@@ -11,8 +11,9 @@ from typing import List, Optional
 
 import typer
 
-from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, MODE_HELP, TRAIN_HELP, emit, fail,
-                                  memory_limit_flag, progress_hook, require_torch, run_modes_flag, wrote)
+from graphmend.cli.common import (EXECUTOR_HELP, EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, MODE_HELP,
+                                  RAY_ADDRESS_HELP, TRAIN_HELP, Executor, emit, executor_choice, executor_scope,
+                                  fail, memory_limit_flag, progress_hook, require_torch, run_modes_flag, wrote)
 
 
 class SweepFormat(str, Enum):
@@ -43,6 +44,8 @@ def sweep(
     timeout: Optional[float] = typer.Option(None, "--timeout", min=1,
                                             help="Seconds per architecture and mode (default 300)."),
     memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
+    executor: Optional[Executor] = typer.Option(None, "--executor", help=EXECUTOR_HELP),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_ADDRESS_HELP),
     train: bool = typer.Option(False, "--train", help=TRAIN_HELP),
     mode: Optional[str] = typer.Option(None, "--modes", help=MODE_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
@@ -69,10 +72,11 @@ def sweep(
     except ConfigError as exc:
         raise fail(str(exc))
     tv = require_torch("sweep")
+    where, address = executor_choice(config, executor, ray_address)
     options = SweepOptions(library=library, only=_names(only), limit=limit, jobs=jobs, timeout=timeout,
                            targets_dir=targets_dir.resolve() if targets_dir else None,
                            command=" ".join(["mend"] + [shlex.quote(a) for a in sys.argv[1:]]))
-    with progress_hook(quiet) as progress:
+    with executor_scope(where, address, jobs), progress_hook(quiet) as progress:
         try:
             report = run_sweep(options, config, progress=progress, torch_version=tv, baseline=prior,
                                baseline_name=str(baseline) if baseline else None)

@@ -829,7 +829,7 @@ def worker_main(handler: Callable[[dict[str, Any]], dict[str, Any]],
         tb = traceback.format_exc(limit=-3)
         result = {"error": describe(exc) if out_of_memory(exc) else f"{type(exc).__name__}: {exc}".strip(),
                   "traceback": tb}
-        if not str(exc).strip():
+        if not str(exc).strip() and not out_of_memory(exc):
             # a bare ``assert`` in a library says nothing; where it stands does
             where = traceback.extract_tb(exc.__traceback__)[-1:]
             if where:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import Any
+from typing import Any, Optional
 
 VOCAB, HIDDEN, HEADS, FFN, LAYERS = 1000, 64, 4, 128, 2
 
@@ -53,6 +53,7 @@ MOE = dict(num_experts=4, num_local_experts=4, num_experts_per_tok=2, moe_interm
 # builder's name). What the generic build gets wrong for these architectures.
 OVERRIDES: dict[str, tuple[dict, dict]] = {
     "electra": ({"embedding_size": 64}, {}), "albert": ({"embedding_size": 32}, {}),
+    "mega": ({"ema_projection_size": 4, "shared_representation_size": 32}, {}),  # transformers 4.x
     "ibert": ({"quant_mode": False}, {}), "convbert": ({"embedding_size": 64}, {}),
     "roformer": ({"embedding_size": 64}, {}), "squeezebert": ({"embedding_size": 64}, {}),
     "rembert": ({"input_embedding_size": 32, "output_embedding_size": 32}, {}),
@@ -151,7 +152,7 @@ def enumerate_text() -> tuple[list[str], dict[str, str]]:
     return keep, skipped
 
 
-def _config_kwargs(cls, extra: dict) -> dict:
+def config_kwargs(cls, extra: dict) -> dict:
     try:
         params = set(inspect.signature(cls.__init__).parameters)
     except (TypeError, ValueError):
@@ -167,8 +168,12 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def build(model_type: str) -> tuple[Any, dict]:
+def build(model_type: str, from_config: Optional[dict] = None,
+          override: Optional[tuple[dict, dict]] = None) -> tuple[Any, dict]:
     """The tiny model (eval) and its keyword inputs; ``NotBuilt`` with why not.
+    ``from_config``: what ``AutoModel.from_config`` takes besides the config
+    (``experts_implementation="eager"``); ``override``: (config kwargs, options) in place of
+    ``OVERRIDES``' (benchmarks/survey_hf.py keeps its own table, for older transformers too).
 
     Two generic second tries, each taken only when the first build fails: attention with as
     many key/value heads as query heads (some architectures refuse grouped-query attention,
@@ -178,21 +183,21 @@ def build(model_type: str) -> tuple[Any, dict]:
         import transformers  # noqa: F401
     except Exception as exc:
         raise NotBuilt(f"transformers does not import: {_one_line(exc)}") from None
-    extra, opts = OVERRIDES.get(model_type, ({}, {}))
+    extra, opts = override if override is not None else OVERRIDES.get(model_type, ({}, {}))
     tries = [extra]
     if "num_key_value_heads" not in extra:
         tries.append({**extra, "num_key_value_heads": HEADS})
     first: NotBuilt | None = None
     for kwargs in tries:
         try:
-            return _build(model_type, kwargs, opts)
+            return _build(model_type, kwargs, opts, from_config or {})
         except NotBuilt as exc:
             first = first or exc
     assert first is not None
     raise first
 
 
-def _build(model_type: str, extra: dict, opts: dict) -> tuple[Any, dict]:
+def _build(model_type: str, extra: dict, opts: dict, from_config: dict) -> tuple[Any, dict]:
     import torch
     import transformers as T
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
@@ -200,7 +205,7 @@ def _build(model_type: str, extra: dict, opts: dict) -> tuple[Any, dict]:
 
     try:
         cfg_cls = CONFIG_MAPPING[model_type]
-        cfg = cfg_cls(**_config_kwargs(cfg_cls, extra))
+        cfg = cfg_cls(**config_kwargs(cfg_cls, extra))
     except Exception as exc:
         raise NotBuilt(f"config: {_one_line(exc)}") from None
     # special token ids beyond the tiny vocabulary would index out of the embedding
@@ -214,7 +219,7 @@ def _build(model_type: str, extra: dict, opts: dict) -> tuple[Any, dict]:
         if isinstance(names, (tuple, list)):  # e.g. funnel: AutoModel would need config.architectures
             model = getattr(T, names[0])(cfg)
         else:
-            model = T.AutoModel.from_config(cfg)
+            model = T.AutoModel.from_config(cfg, **from_config)
         model.eval()
     except Exception as exc:
         raise NotBuilt(f"model: {_one_line(exc)}") from None

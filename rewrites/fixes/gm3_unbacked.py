@@ -26,6 +26,17 @@ the end, and torch 2.13 lowers the unbacked slice with the same semantics). ``to
 a value past the end raise where the slice clamped. (``torch._check_is_size`` is deprecated
 on torch 2.13 in favour of ``torch._check(n >= 0)``.)
 
+``sizes = t.tolist()`` (GM302, 1-D ``t``) is kept the same way, as a list of unbacked ints
+(``_mend_size_op(..., many=True)``: the fake makes one per element), where every use of the
+list is a split's sizes (``x.split(sizes, dim)``, ``torch.split(x, sizes)``), a size, or a
+``return`` (ScatterMoE's router hands the list to the experts that split on it: its callers'
+uses are checked by verification's re-trace, where a guard on a value is a new break). No
+check line is added: ``split_with_sizes`` checks its sizes itself, eagerly and compiled.
+Measured on the H200 (torch 2.11, docs/benchmarks.md): one graph for JetMoE, 0.39x the
+original's time tiny and 0.97x at 2048 tokens in default mode; under ``reduce-overhead``
+Inductor's CUDA-graph trees fail on the list (the partition after the op is handed it
+whole), which ``mend fix --bench --bench-modes reduce-overhead`` reports as ``fails``.
+
 Planned only at a line where Dynamo broke. Refused, with the reason: a value that also reaches
 Python control flow (``if n > 0:``, a comparison), arithmetic producing a float (``n / 2``), a
 print or a format string, ``range`` (a Python loop needs the count), or any other use where an

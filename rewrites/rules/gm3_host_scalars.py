@@ -96,8 +96,10 @@ GM302 = Rule(
                    "graph (`_mend_size_op(..., many=True)`, gm3_unbacked). A returned list's uses are its "
                    "callers': verification's re-trace rejects the fix if one of them guards on a value."),
     limits=("Any zero-argument `.tolist()` call is reported. The list fix refuses a list indexed, iterated, "
-            "printed or compared, a name bound again after it (or before it, inside a loop), and a 1-D "
-            "length Dynamo does not know (the fake makes one int per element)."),
+            "printed or compared, and a name bound again after it (or before it, inside a loop). On torch "
+            "2.11 with CUDA, `mode=\"reduce-overhead\"` fails to compile the list (Inductor's CUDA-graph "
+            "trees are handed it whole): `mend fix --bench --bench-modes reduce-overhead` reports it as "
+            "`fails` and does not write the fix."),
     gb_ids=("GB0109",),
     gb_types=("Tensor.tolist() with non-integer tensor",),
     message_patterns=(r"tolist",),
