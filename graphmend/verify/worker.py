@@ -12,7 +12,7 @@ model's dtype on the other traces in float32 and fails in half precision).
 
 The original side runs the target's example, its own ``Target.inputs`` / ``perturb`` and
 perturbed variants, each in every mode of ``graphmend.verify.modes`` (eval, train with
-backward, autocast; bf16 for every input at the end), until every rewritten condition has
+backward, autocast; train in float64, then bf16, for every input at the end), until every rewritten condition has
 gone both ways (at least ``MIN_VARIANTS`` inputs). The patched side loads the same weights,
 runs exactly that sequence and compares record by record.
 """
