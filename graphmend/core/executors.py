@@ -14,7 +14,7 @@ import dataclasses
 import os
 from typing import Any, Optional
 
-from graphmend.core.jobs import ENV_WATCH, Job, JobOutcome, run_job_local
+from graphmend.core.jobs import ENV_WATCH, Job, JobOutcome, describe, run_job_local
 
 RAY_INSTALL_HINT = 'pip install "graphmend[ray]"  (or: pip install "ray>=2.9")'
 
@@ -48,11 +48,6 @@ def run_on_node(job: Job, carried: dict[str, str], unset: list[str]) -> JobOutco
     # the job's worker ends itself should this Ray worker die (nobody would time it out)
     job = dataclasses.replace(job, env={**job.env, ENV_WATCH: str(os.getpid())})
     return run_job_local(job, environ=environ)
-
-
-def _one_line(exc: BaseException) -> str:
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    return f"{type(exc).__name__}: {lines[0][:300]}" if lines else type(exc).__name__
 
 
 def _reachable(address: str, wait_s: float = 10.0) -> None:
@@ -100,7 +95,7 @@ class RayExecutor:
                     ray.init(address="local", num_cpus=max(1, num_cpus), include_dashboard=False, **quiet)
             except Exception as exc:  # ConnectionError, ValueError, RuntimeError: whatever Ray raises
                 where = f"the Ray cluster at {address}" if address else "a local Ray instance"
-                raise ExecutorError(f"cannot start or reach {where}: {_one_line(exc)}") from None
+                raise ExecutorError(f"cannot start or reach {where}: {describe(exc)}") from None
             self.owned = True
         self.address = address
         self._task = ray.remote(num_cpus=1, max_retries=0)(run_on_node)
@@ -133,7 +128,7 @@ class RayExecutor:
         except self.ray.exceptions.RayError as exc:
             # RayTaskError, WorkerCrashedError, NodeDiedError, ObjectLostError...: one job's failure
             # ("ray task failed" is in jobs.TRANSIENT, so no cache keeps it)
-            return JobOutcome(None, f"{job.label}: ray task failed: {_one_line(exc)}", lost=True)
+            return JobOutcome(None, f"{job.label}: ray task failed: {describe(exc)}", lost=True)
 
     def close(self) -> None:
         if self._printer is not None:

@@ -23,6 +23,8 @@ import inspect
 import re
 from typing import Any, Optional
 
+from graphmend.core.jobs import describe  # an exception in one line, as every worker says it
+
 VOCAB, HIDDEN, HEADS, FFN, LAYERS = 1000, 64, 4, 128, 2
 
 # Config __init__ parameter names that mean the same thing across architectures; only the
@@ -163,11 +165,6 @@ def config_kwargs(cls, extra: dict) -> dict:
     return kw
 
 
-def _one_line(exc: BaseException) -> str:
-    text = (str(exc).strip().splitlines() or [""])[0][:240]
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
 def build(model_type: str, from_config: Optional[dict] = None,
           override: Optional[tuple[dict, dict]] = None) -> tuple[Any, dict]:
     """The tiny model (eval) and its keyword inputs; ``NotBuilt`` with why not.
@@ -182,7 +179,7 @@ def build(model_type: str, from_config: Optional[dict] = None,
     try:
         import transformers  # noqa: F401
     except Exception as exc:
-        raise NotBuilt(f"transformers does not import: {_one_line(exc)}") from None
+        raise NotBuilt(f"transformers does not import: {describe(exc)}") from None
     extra, opts = override if override is not None else OVERRIDES.get(model_type, ({}, {}))
     tries = [extra]
     if "num_key_value_heads" not in extra:
@@ -207,7 +204,7 @@ def _build(model_type: str, extra: dict, opts: dict, from_config: dict) -> tuple
         cfg_cls = CONFIG_MAPPING[model_type]
         cfg = cfg_cls(**config_kwargs(cfg_cls, extra))
     except Exception as exc:
-        raise NotBuilt(f"config: {_one_line(exc)}") from None
+        raise NotBuilt(f"config: {describe(exc)}") from None
     # special token ids beyond the tiny vocabulary would index out of the embedding
     for attr in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id", "sep_token_id"):
         val = getattr(cfg, attr, None)
@@ -222,7 +219,7 @@ def _build(model_type: str, extra: dict, opts: dict, from_config: dict) -> tuple
             model = T.AutoModel.from_config(cfg, **from_config)
         model.eval()
     except Exception as exc:
-        raise NotBuilt(f"model: {_one_line(exc)}") from None
+        raise NotBuilt(f"model: {describe(exc)}") from None
     seq, pad_from = opts.get("seq", 16), opts.get("pad_from", 10)
     ids = torch.randint(5, VOCAB, (2, seq))
     mask = torch.ones(2, seq, dtype=torch.long)
@@ -246,12 +243,12 @@ def _build(model_type: str, extra: dict, opts: dict, from_config: dict) -> tuple
             model(**inputs)
     except Exception as exc:
         if "use_cache" not in accepted:
-            raise NotBuilt(f"eager forward: {_one_line(exc)}") from None
+            raise NotBuilt(f"eager forward: {describe(exc)}") from None
         try:
             with torch.no_grad():
                 model(**inputs, use_cache=False)
         except Exception:
-            raise NotBuilt(f"eager forward: {_one_line(exc)}") from None
+            raise NotBuilt(f"eager forward: {describe(exc)}") from None
         inputs["use_cache"] = False
     return model, inputs
 
