@@ -95,22 +95,38 @@ def mend_target_layoutlmv3():
     return T.LayoutLMv3Model(cfg).eval(), (), dict(input_ids=ids, attention_mask=mask, bbox=bbox)
 
 
-
-
-def _phi3():
+def _longformer(hidden=H, heads=4, layers=L, ffn=128, vocab=V, window=8, seq=13, batch=2, device="cpu"):
     import transformers as T
     torch.manual_seed(0)
-    hidden, heads = 64, 4
+    cfg = T.LongformerConfig(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+                             intermediate_size=ffn, attention_window=window, max_position_embeddings=seq + window + 2)
+    torch.manual_seed(1)
+    ids = torch.randint(5, vocab, (batch, seq))
+    mask = torch.ones(batch, seq, dtype=torch.long)
+    mask[-1, seq * 3 // 4:] = 0  # the last sequence is right-padded
+    model = T.LongformerModel(cfg).eval().to(device)
+    return model, (), dict(input_ids=ids.to(device), attention_mask=mask.to(device))
+
+
+def mend_target_longformer():
+    """GraphMend's Longformer row (5 -> 3 breaks there): a plain call, no global attention,
+    13 tokens, so the input is padded to the attention window (a logger warning)."""
+    return _longformer()
+
+
+def _phi3(hidden=64, heads=4, layers=2, ffn=128, vocab=1000, original=16, longest=64):
+    import transformers as T
+    torch.manual_seed(0)
     half = hidden // heads // 2
-    kw = dict(vocab_size=1000, hidden_size=hidden, intermediate_size=128, num_hidden_layers=2,
-              num_attention_heads=heads, num_key_value_heads=heads, max_position_embeddings=64,
-              original_max_position_embeddings=16, pad_token_id=0)
+    kw = dict(vocab_size=vocab, hidden_size=hidden, intermediate_size=ffn, num_hidden_layers=layers,
+              num_attention_heads=heads, num_key_value_heads=heads, max_position_embeddings=longest,
+              original_max_position_embeddings=original, pad_token_id=0)
     scaling = {"type": "longrope", "short_factor": [1.0 + 0.1 * i for i in range(half)],
                "long_factor": [2.0 + 0.2 * i for i in range(half)]}
     if T.__version__.startswith("4."):
         cfg = T.Phi3Config(rope_scaling=scaling, **kw)
     else:
-        scaling = dict(scaling, rope_type="longrope", original_max_position_embeddings=16, rope_theta=10000.0)
+        scaling = dict(scaling, rope_type="longrope", original_max_position_embeddings=original, rope_theta=10000.0)
         scaling.pop("type")
         cfg = T.Phi3Config(rope_parameters=scaling, **kw)
     return T.Phi3Model(cfg).eval()

@@ -35,16 +35,29 @@ any other statement, two arms that touch the same attribute, a hoisted statement
 writes what the condition or the other arm's value reads, or one that touches the buffer
 itself is refused with the reason.
 
-Why the buffer is re-registered with the selected value and not written in place
+Why the buffer takes a new tensor and is not written in place
 (``self.inv_freq.copy_(torch.where(...))``, which transformers 5.x does): in 4.52 the
 buffer IS ``self.original_inv_freq`` (``self.original_inv_freq = self.inv_freq`` in
 ``__init__``), so an in-place write of the long table would overwrite the short one for
 every later call; and a module cast to bfloat16 keeps a bfloat16 buffer where eager code
-re-registers the float32 table. Re-registering a fresh ``torch.where`` keeps both as eager
-code has them, and on torch 2.13 it costs no recompile of its own: the one recompile on the
-second call is the lazy cache's ``hasattr`` guard (the attribute now exists), which the
-original code and transformers 5.x's rewrite both have too; the calls after it reuse the
-graph in eval, train and inference mode.
+re-registers the float32 table.
+
+Two details keep the second call from recompiling (measured on Phi-3 with transformers
+4.52.4, ``benchmarks/phi3_recompiles.py``: compiles per call 1 0 1 0 0 0 0 0 over
+short/short/long/long/short/short/long/short, the original 5 0 5 0 1 0 0 0, the third
+compile being the new sequence length):
+
+* a lazy cache's test becomes ``torch.compiler.is_compiling() or <test>``: compiled, the
+  table is made on every call (in the graph, a few ops), since Dynamo would guard on the
+  ``hasattr`` and the first call fills the attribute; eager code fills it once, as written;
+* the buffer is stored as ``self._buffers["b"] = torch.where(...)``, then
+  ``self._non_persistent_buffers_set.add("b")`` (``discard`` for a persistent one): what
+  ``register_buffer`` does for a name that is already a buffer, without its checks, which
+  read the old buffer and made Dynamo guard on ``self.original_inv_freq is
+  self._buffers['inv_freq']`` (true until the first call). A ``persistent=`` that is not a
+  literal keeps ``register_buffer`` (and its recompile). What the form gives up: the
+  checks themselves (a name that is an attribute but not yet a buffer raises there) and
+  global buffer-registration hooks, which no model code installs.
 """
 
 from __future__ import annotations
@@ -250,17 +263,59 @@ def decide(node: cst.If) -> Decision:
     return Decision(n0, parts)
 
 
+_CACHE_NOTE = ("# mend: filled on every compiled call: a check for the cache makes Dynamo guard\n"
+               "# on the attribute, and the call after it would recompile\n")
+_BUFFER_NOTE = ("# mend: stored in the module's buffers directly: register_buffer's checks read\n"
+                "# the old buffer, and Dynamo would guard on it (a recompile on the next call)\n")
+
+
+def _persistent(c: cst.Call) -> Optional[bool]:
+    """``register_buffer(name, value[, persistent])``'s flag when it is written as a literal
+    (absent: True); None for anything else."""
+    rest = c.args[2:]
+    if not rest:
+        return True
+    if len(rest) != 1 or rest[0].keyword is not None and rest[0].keyword.value != "persistent":
+        return None
+    v = strip_parens(rest[0].value)
+    return {"True": True, "False": False}.get(v.value) if isinstance(v, cst.Name) else None
+
+
+def _note(stmt: cst.CSTNode, text: str, indent: str = "") -> cst.CSTNode:
+    lines = [cst.EmptyLine(indent=True, comment=cst.Comment(line)) for line in text.splitlines()]
+    return stmt.with_changes(leading_lines=[*stmt.leading_lines, *lines])
+
+
+def _uncached(stmt: cst.CSTNode) -> cst.CSTNode:
+    """A lazy cache's ``if`` filled on every compiled call: ``if torch.compiler.is_compiling()
+    or <test>:`` (eager code still fills it once)."""
+    if not isinstance(stmt, cst.If):
+        return stmt
+    test = cst.BooleanOperation(cst.parse_expression("torch.compiler.is_compiling()"), cst.Or(), stmt.test)
+    return _note(stmt.with_changes(test=test), _CACHE_NOTE)
+
+
 def build(updated: cst.If, d: Decision, tnames: frozenset[str], forced: bool):
     test = convert_condition(updated.test, tnames, forced)
     arms = [_block_stmts(updated.body), _block_stmts(updated.orelse.body)]
-    hoisted: list[cst.CSTNode] = [s for stmts in arms for s in stmts[:-1]]
+    hoisted: list[cst.CSTNode] = [_uncached(s) for stmts in arms for s in stmts[:-1]]
     regs = [stmts[-1] for stmts in arms]
     c0 = regs[0].body[0].value
     v0, v1 = c0.args[1].value, regs[1].body[0].value.args[1].value
-    selected = c0.with_changes(args=[c0.args[0], c0.args[1].with_changes(value=call("torch.where", test, v0, v1)),
-                                     *c0.args[2:]])
-    reg = regs[0].with_changes(body=[regs[0].body[0].with_changes(value=selected)])
-    out = [*hoisted, reg]
+    value = call("torch.where", test, v0, v1)
+    persistent = _persistent(c0)
+    if persistent is None:
+        # a flag mend cannot read: register_buffer keeps it (one recompile on the next call)
+        selected = c0.with_changes(args=[c0.args[0], c0.args[1].with_changes(value=value), *c0.args[2:]])
+        regs_out = [regs[0].with_changes(body=[regs[0].body[0].with_changes(value=selected)])]
+    else:
+        # what register_buffer does for a name already a buffer, without its checks
+        name = code(c0.args[0].value)
+        store = cst.parse_statement(f"self._buffers[{name}] = 0\n")
+        store = store.with_changes(body=[store.body[0].with_changes(value=value)], leading_lines=regs[0].leading_lines)
+        flag = cst.parse_statement(f"self._non_persistent_buffers_set.{'discard' if persistent else 'add'}({name})\n")
+        regs_out = [_note(store, _BUFFER_NOTE), flag]
+    out = [*hoisted, *regs_out]
     # the ``if`` line's comments go with the first statement; each arm's own comments stay on theirs
     first = out[0]
     out[0] = first.with_changes(leading_lines=[*updated.leading_lines, *first.leading_lines])
@@ -309,8 +364,10 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             continue
         moved = sorted(set().union(*(p.writes for p in d.parts)))
         what = f"; hoisted: {', '.join('self.' + m for m in moved)}" if moved else ""
+        stored = " (stored in `self._buffers`)" if _persistent(_register(_block_stmts(node.body)[-1])[1]) \
+            is not None else ""
         site = Site("GM101", start, end, f"`if` on a tensor re-registering `{d.buffer}` -> the buffer's value "
-                    f"selected by torch.where{what}", [an.rng(node.test)], "where")
+                    f"selected by torch.where{stored}{what}", [an.rng(node.test)], "where")
         result.edits.append(Edit(node, lambda u, d=d, tnames=tnames, forced=forced: build(u, d, tnames, forced), site))
     return result
 
@@ -356,19 +413,20 @@ _ROPE_AFTER = _ROPE.replace('''        if seq_len > self.original_max:
             # follows the module to its device
             self.original_inv_freq = self.original_inv_freq.to(device)
             self.register_buffer("inv_freq", self.original_inv_freq, persistent=False)
-''', '''        if not hasattr(self, "long_inv_freq"):
+''', '''        # mend: filled on every compiled call: a check for the cache makes Dynamo guard
+        # on the attribute, and the call after it would recompile
+        if torch.compiler.is_compiling() or not hasattr(self, "long_inv_freq"):
             self.long_inv_freq, _ = self.long_table(device)
         # follows the module to its device
         self.original_inv_freq = self.original_inv_freq.to(device)
-        self.register_buffer(
-            "inv_freq",
-            torch.where(
-                seq_len > self.original_max,
-                self.long_inv_freq,
-                self.original_inv_freq,
-            ),
-            persistent=False,
+        # mend: stored in the module's buffers directly: register_buffer's checks read
+        # the old buffer, and Dynamo would guard on it (a recompile on the next call)
+        self._buffers["inv_freq"] = torch.where(
+            seq_len > self.original_max,
+            self.long_inv_freq,
+            self.original_inv_freq,
         )
+        self._non_persistent_buffers_set.add("inv_freq")
 ''')
 
 CASES = [
@@ -377,9 +435,32 @@ CASES = [
     Case(_ROPE.replace('if not hasattr(self, "long_inv_freq"):', 'if getattr(self, "long_inv_freq", None) is None:')
          .replace("            # follows the module to its device\n"
                   "            self.original_inv_freq = self.original_inv_freq.to(device)\n", ""),
-         _ROPE_AFTER.replace('if not hasattr(self, "long_inv_freq"):', 'if getattr(self, "long_inv_freq", None) is None:')
+         _ROPE_AFTER.replace('if torch.compiler.is_compiling() or not hasattr(self, "long_inv_freq"):\n',
+                             'if (\n            torch.compiler.is_compiling()\n'
+                             '            or getattr(self, "long_inv_freq", None) is None\n        ):\n')
          .replace("        # follows the module to its device\n"
                   "        self.original_inv_freq = self.original_inv_freq.to(device)\n", "")),
+    # a flag that is not a literal: register_buffer keeps it (and its one recompile)
+    Case(_ROPE.replace("persistent=False", "persistent=self.keep"),
+         _ROPE_AFTER.replace("persistent=False", "persistent=self.keep").replace(
+             '''        # mend: stored in the module's buffers directly: register_buffer's checks read
+        # the old buffer, and Dynamo would guard on it (a recompile on the next call)
+        self._buffers["inv_freq"] = torch.where(
+            seq_len > self.original_max,
+            self.long_inv_freq,
+            self.original_inv_freq,
+        )
+        self._non_persistent_buffers_set.add("inv_freq")
+''', '''        self.register_buffer(
+            "inv_freq",
+            torch.where(
+                seq_len > self.original_max,
+                self.long_inv_freq,
+                self.original_inv_freq,
+            ),
+            persistent=self.keep,
+        )
+''')),
 ]
 # left alone, the reason named
 CASES += [

@@ -655,7 +655,33 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             if not isinstance(loop, cst.For):
                 continue
             _plan_loop(an, ctx, fn, body, k, taken, refs, dense, result)
+        _escaping(an, ctx, fn, body, result)
     return result
+
+
+def _escaping(an: Analysis, ctx: Context, fn: cst.FunctionDef, body: list, result: Plan) -> None:
+    """A statement of the function's body, at a line where Dynamo broke, binding a
+    data-dependent op's result that the function reads later or returns (Longformer's
+    ``is_index_global_attn.nonzero(as_tuple=True)``): refused with that reason, which is the
+    whole of it; the family's other planners have nothing to say about such a line."""
+    facts: Optional[FunctionFacts] = None
+    for stmt in body:
+        s = single(stmt)
+        if not (isinstance(s, cst.Assign) and len(s.targets) == 1 and isinstance(s.targets[0].target, cst.Name)):
+            continue
+        line = an.span(stmt)[0]
+        if ctx.lines is not None and line not in ctx.lines:
+            continue
+        dd = _data_dependent(s.value)
+        if dd is None or not ctx.wants(dd[1]):
+            continue
+        facts = facts or FunctionFacts(an, fn)
+        name = s.targets[0].target.value
+        if facts.used_after(name, an.span(stmt)[1]):
+            result.refusals.append(Refusal(dd[1], line, f"opaque region not made: `{name}` is `{dd[0]}`'s result, "
+                                           "whose shape depends on data, and it is read after this line: an op "
+                                           "hiding it would hand back a length no input's shape gives "
+                                           "(docs/real-models.md, \"Longformer's global attention\")"))
 
 
 def _in_mend_helper(an: Analysis, fn: Optional[cst.CSTNode]) -> bool:
@@ -858,4 +884,7 @@ CASES += [
          "        for e in range(4):\n            idx = torch.nonzero(expert == e).squeeze(-1)\n"
          "            out[idx] = x[idx] * w[e]\n        return out\n\n    return f\n",
          lines={8}, reason="nested in another"),  # a closure: `w` is not visible at module level
+    # no loop: a nonzero's index lists handed on (Longformer's global attention)
+    Case("import torch\n\n\ndef global_indices(is_global):\n    idx = is_global.nonzero(as_tuple=True)\n"
+         "    return idx\n", lines={5}, reason="`idx` is `nonzero`'s result, whose shape depends on data"),
 ]
