@@ -124,6 +124,12 @@ class FileAnalysis:
         self.local_roots: set[str] = set()  # func keys compiled in this file (tensor-name heuristic)
         self.flag_wrappers: set[str] = set()  # functions that only return is_compiling() (rewrites.guards)
         self.returns: dict[str, int] = {}  # module-level function -> TENSOR / BOOL from its `-> Tensor`
+        # inferred from the file itself (``_infer_signatures``): what a function or method of this
+        # file returns, a tuple's kinds element by element, and the kinds of its parameters where
+        # every call of it in the file passes a tensor (func key -> ...)
+        self.inferred_returns: dict[str, int] = {}
+        self.tuple_returns: dict[str, tuple[int, ...]] = {}
+        self.param_kinds: dict[str, dict[str, int]] = {}
 
     # -- resolution ---------------------------------------------------------------------------
     def resolve(self, node: ast.AST) -> Optional[str]:
@@ -213,6 +219,7 @@ class FileAnalysis:
                             ctx.note_compile(n)
                     if type(s) is ast.Assign and type(s.value) is ast.Call:  # model = Net(); torch.compile(model.step)
                         ctx.bind_assign(s.targets, s.value)
+        self._infer_signatures(funcs)
         for s, info in funcs:
             key = f"{info.name}.{s.name}" if info else s.name
             if key in self.index.disabled:
@@ -222,6 +229,62 @@ class FileAnalysis:
             heuristic = (info is not None and info.module_like) or key in self.local_roots or s.name == "forward"
             ctx = FunctionContext(self, info, key, key, {}, heuristic)
             ctx.run_function(s)
+
+    def _infer_signatures(self, funcs: list) -> None:
+        """What this file's functions return and take, read from the file: a silent walk of
+        every function (no detector runs) records the kind of each ``return`` and, at each call
+        of a function or ``self.<method>`` of the file, the kinds of its arguments. Twice, so
+        that a value returned by one helper and handed to another is seen (Longformer's
+        ``max_num_global_attn_indices``: ``num.max()`` returned by ``_get_global_attn_indices``,
+        then a parameter of ``_compute_attn_output_with_global_indices``). A return kind needs
+        every ``return`` of the function to agree; a parameter kind, every call in the file."""
+        by_key = {(f"{info.name}.{s.name}" if info else s.name): (s, info) for s, info in funcs}
+        hooks, self.hooks = self.hooks, {}
+        try:
+            for _ in range(2):
+                rets: dict[str, list] = {}
+                calls: dict[str, list[dict[str, int]]] = {}
+                numpy: set[str] = set()  # functions with a path that returns a NumPy value
+
+                def on_return(node: ast.Return, ctx: "FunctionContext") -> None:
+                    if ctx.qualname == ctx.func_key:
+                        rets.setdefault(ctx.func_key, []).append(ctx.value_kinds(node.value))
+                        if ctx.numpy_valued(node.value):
+                            numpy.add(ctx.func_key)
+
+                def on_call(node: ast.Call, ctx: "FunctionContext") -> None:
+                    callee = ctx.local_callee(node)
+                    if callee in by_key:
+                        calls.setdefault(callee, []).append(
+                            _argument_kinds(by_key[callee][0], node, ctx, by_key[callee][1] is not None))
+
+                self.hooks = {ast.Return: (on_return,), ast.Call: (on_call,)}
+                for key, (fn, info) in by_key.items():
+                    heuristic = (info is not None and info.module_like) or key in self.local_roots \
+                        or fn.name == "forward"
+                    ctx = FunctionContext(self, info, key, key, {}, heuristic)
+                    ctx.eager = True  # nothing is reported, no region edge is drawn
+                    ctx.run_function(fn)
+                self.inferred_returns, self.tuple_returns = {}, {}
+                for key, kinds in rets.items():
+                    if key in numpy:
+                        # Reformer's chunk length: a config int on one path, `np.lcm(...)` on another
+                        # (the one its default config takes); a NumPy value is a tensor to Dynamo
+                        self.inferred_returns[key] = TENSOR
+                    elif all(type(k) is int for k in kinds) and all(k in TENSORISH for k in kinds):
+                        self.inferred_returns[key] = BOOL if all(k == BOOL for k in kinds) else TENSOR
+                    elif all(type(k) is tuple for k in kinds) and len({len(k) for k in kinds}) == 1:
+                        self.tuple_returns[key] = tuple(
+                            (BOOL if all(k[i] == BOOL for k in kinds) else TENSOR)
+                            if all(k[i] in TENSORISH for k in kinds) else OTHER for i in range(len(kinds[0])))
+                self.param_kinds = {}
+                for key, sites in calls.items():
+                    names = set().union(*sites)
+                    tensor = {n: TENSOR for n in names if all(site.get(n) in TENSORISH for site in sites)}
+                    if tensor:
+                        self.param_kinds[key] = tensor
+        finally:
+            self.hooks = hooks
 
     def _target_roots(self, fn: ast.AST) -> None:
         """What a ``mend_target*`` function returns is what mend compiles: the callable of its
@@ -327,6 +390,41 @@ class FileAnalysis:
         return OTHER
 
 
+def _argument_kinds(fn: ast.AST, call: ast.Call, ctx: "FunctionContext", method: bool) -> dict[str, int]:
+    """The kind of each argument of ``call`` by the parameter of ``fn`` it binds (``self`` of a
+    method left out; a ``*args`` / ``**kwargs`` call binds nothing it can name)."""
+    a = fn.args
+    params = [p.arg for p in (*a.posonlyargs, *a.args)]
+    static = any((_dotted(d) or [""])[-1] == "staticmethod" for d in fn.decorator_list)
+    if method and params and not static:
+        params = params[1:]
+    out: dict[str, int] = {}
+    for i, arg in enumerate(call.args):
+        if type(arg) is ast.Starred:
+            break
+        if i < len(params):
+            out[params[i]] = ctx.kind(arg)
+    named = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+    for kw in call.keywords:
+        if kw.arg is not None and kw.arg in named:
+            out[kw.arg] = ctx.kind(kw.value)
+    return out
+
+
+# NumPy calls whose result is no array (types, limits, contexts, the RNG's seeding)
+_NUMPY_NON_ARRAY = frozenset({"dtype", "finfo", "iinfo", "errstate", "printoptions", "set_printoptions",
+                              "seterr", "geterr", "result_type", "promote_types", "can_cast", "issubdtype",
+                              "isscalar", "ndim", "shape", "size", "get_include", "info", "seed"})
+
+
+def numpy_call_kind(qn: str) -> int:
+    """A NumPy function's result in compiled code: Dynamo traces NumPy as tensors
+    (``torch._numpy``), so a branch on ``np.lcm(a, b)`` or ``np.sqrt(16)`` is a data-dependent
+    branch (``generic_jump NumpyNdarrayVariable``, measured on torch 2.13) even on Python numbers."""
+    last = qn.rsplit(".", 1)[-1]
+    return OTHER if last in _NUMPY_NON_ARRAY or last[:1].isupper() or last.startswith("_") else TENSOR
+
+
 def torch_call_kind(qn: str) -> int:
     parts = qn.split(".")
     if len(parts) < 2:
@@ -401,6 +499,50 @@ class FunctionContext:
         finally:
             self.eager = outer
 
+    def value_kinds(self, value: Optional[ast.AST]):
+        """A returned value's kind, or a tuple display's kinds element by element."""
+        if value is None:
+            return OTHER
+        if type(value) is ast.Tuple and not any(type(e) is ast.Starred for e in value.elts):
+            return tuple(self.kind(e) for e in value.elts)
+        return self.kind(value)
+
+    def numpy_valued(self, value: Optional[ast.AST]) -> bool:
+        """``np.<f>(...)`` whose result is an array or NumPy scalar."""
+        if type(value) is not ast.Call:
+            return False
+        qn = self.fa.resolve(value.func) or ""
+        return qn.startswith("numpy.") and numpy_call_kind(qn) == TENSOR
+
+    def local_callee(self, call: ast.Call) -> Optional[str]:
+        """The func key of this file's function or method that ``call`` calls, if it is one:
+        ``helper(...)``, ``self.method(...)``, ``Cls.method(...)``."""
+        f = call.func
+        if type(f) is ast.Name:
+            return f.id if f.id in self.fa.index.functions and f.id not in self.env else None
+        if type(f) is ast.Attribute and type(f.value) is ast.Name:
+            owner = f.value.id
+            if owner == "self" and self.cls is not None:
+                for cls in self._class_chain():
+                    if f.attr in cls.methods:
+                        return f"{cls.name}.{f.attr}"
+                return None
+            cls = self.fa.index.classes.get(owner)
+            if cls is not None and f.attr in cls.methods and owner not in self.env:
+                return f"{owner}.{f.attr}"
+        return None
+
+    def _class_chain(self) -> list:
+        """This class and its bases defined in the file, nearest first."""
+        out, todo = [], [self.cls]
+        while todo:
+            c = todo.pop(0)
+            if c is None or c in out:
+                continue
+            out.append(c)
+            todo.extend(self.fa.index.classes.get(b) for b in c.bases)
+        return out
+
     def is_data_dependent(self, node: ast.AST) -> bool:
         return self.kind(node) in DATA_DEPENDENT
 
@@ -428,6 +570,11 @@ class FunctionContext:
             for op in e.ops:
                 if type(op) in (ast.Is, ast.IsNot, ast.In, ast.NotIn):
                     return OTHER
+            if any(type(c) in (ast.List, ast.Tuple) and any(self.kind(x) in TENSORISH for x in c.elts)
+                   for c in (e.left, *e.comparators)):
+                # `list(t.size()) == [b, n, s]` with a tensor `n`: the element comparison is a
+                # tensor, and the list's == reads it into Python (Dynamo: list_richcompare_nonconst)
+                return HOST
             best = self.kind(e.left)
             for c in e.comparators:
                 k = self.kind(c)
@@ -489,13 +636,20 @@ class FunctionContext:
                 root = self.fa.imports.get(recv.id)
                 if root is not None:  # a module function: torch.x(...), F.x(...), np.x(...)
                     qn = root + "." + m
+                    if qn.startswith("numpy."):
+                        return numpy_call_kind(qn)
                     return self._torch_kind(qn, e) if qn.startswith("torch.") else OTHER
                 if recv.id == "self":
                     k = self.cls.attr_kinds.get(m, OTHER) if self.cls is not None else OTHER
-                    return TENSOR if k == MODULE else OTHER
+                    if k == MODULE:
+                        return TENSOR
+                    callee = self.local_callee(e)
+                    return self.fa.inferred_returns.get(callee, OTHER) if callee else OTHER
             elif type(recv) is ast.Attribute:
                 qn = self.fa.resolve(f)
                 if qn is not None:
+                    if qn.startswith("numpy."):
+                        return numpy_call_kind(qn)
                     return torch_call_kind(qn) if qn.startswith("torch.") else OTHER
             rk = self.kind(recv)
             if rk in TENSORISH:
@@ -520,9 +674,13 @@ class FunctionContext:
                 return TENSOR
             root = self.fa.imports.get(n)
             if root is not None:
+                if root.startswith("numpy."):
+                    return numpy_call_kind(root)
                 return self._torch_kind(root, e) if root.startswith("torch.") else OTHER
             if k is None and n in self.fa.returns:  # def box_iou(...) -> Tensor
                 return self.fa.returns[n]
+            if k is None and n in self.fa.inferred_returns:  # every `return` of it is a tensor
+                return self.fa.inferred_returns[n]
             if n in SCALAR_CONVERSIONS:
                 if e.args:
                     ak = self.kind(e.args[0])
@@ -596,6 +754,12 @@ class FunctionContext:
             for tg, v in zip(targets[0].elts, value.elts):
                 self.bind(tg, self.kind(v))
             return
+        if type(value) is ast.Call and len(targets) == 1 and type(targets[0]) in (ast.Tuple, ast.List):
+            kinds = self.fa.tuple_returns.get(self.local_callee(value) or "")
+            if kinds is not None and len(kinds) == len(targets[0].elts):  # a, b = self.helper(x)
+                for tg, k in zip(targets[0].elts, kinds):
+                    self.bind(tg, k)
+                return
         k = self.kind(value)
         for tg in targets:
             self.bind(tg, k)
@@ -733,6 +897,7 @@ class FunctionContext:
         args = fn.args
         env = self.env
         heuristic = self.heuristic
+        inferred = self.fa.param_kinds.get(self.func_key, {}) if self.qualname == self.func_key else {}
         for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
             if a is None:
                 continue
@@ -744,7 +909,8 @@ class FunctionContext:
             elif heuristic and a.arg in TENSOR_PARAM_NAMES:
                 env[a.arg] = TENSOR
             else:
-                env[a.arg] = OTHER
+                # every call of it in this file passes a tensor there (_infer_signatures)
+                env[a.arg] = inferred.get(a.arg, OTHER)
         if args.vararg is not None and env.get(args.vararg.arg) in TENSORISH:
             env[args.vararg.arg] = OTHER  # *args: a tuple of tensors, not a tensor
         if self.cls is not None and (args.posonlyargs or args.args):

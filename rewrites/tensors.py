@@ -13,7 +13,8 @@ Kinds an expression can have, inferred within one function, statement by stateme
   arithmetic on tensors, and names assigned from any of these.
 * ``BOOL``: a boolean tensor (comparisons on tensors, ``torch.isnan``..., ``~mask``).
 * ``HOST``: a Python value read from tensor data (``.item()``, ``.tolist()``,
-  ``torch.equal``, ``int(t)``): branching on it is data-dependent too.
+  ``torch.equal``, ``int(t)``, a list compared with ``==`` holding a tensor): branching on
+  it is data-dependent too.
 * ``META``: shape / metadata (``.shape``, ``.size()``, ``.dim()``, ``.ndim``, ``.dtype``,
   ``.device``, ``.numel()``, ``.requires_grad``, ``len()``): Dynamo guards on these, no break.
 * ``MODULE``: an ``nn.Module`` (``self.proj`` assigned ``nn.Linear(...)``).
@@ -28,11 +29,15 @@ TENSORISH = frozenset({TENSOR, BOOL})
 DATA_DEPENDENT = frozenset({TENSOR, BOOL, HOST})
 
 LIMITS = (
-    "The tensor-ness inference is local to one function and flow-ordered: a name is a tensor "
-    "from the statement that assigns it a tensor value; values that only become tensors through "
-    "a helper's return value, a container (dict/list element), an unannotated attribute, or a "
-    "loop-carried assignment later in the loop body are not seen. Unknown values count as "
-    "non-tensors, so the rule prefers missing a break to reporting a false one."
+    "The tensor-ness inference is flow-ordered within a function: a name is a tensor from the "
+    "statement that assigns it a tensor value. Across functions it reads the same file only: a "
+    "function or method of the file whose every `return` is a tensor (element by element for a "
+    "tuple), or that returns a NumPy value on some path (Dynamo traces NumPy as tensors), gives "
+    "tensors where it is called; a parameter is a tensor when every call of its function in the "
+    "file passes one. Values that become tensors through another file's helper, a container "
+    "(dict/list element), an unannotated attribute, or a loop-carried assignment later in the "
+    "loop body are not seen. Unknown values count as non-tensors, so the rule prefers missing a "
+    "break to reporting a false one."
 )
 
 # Unannotated parameters with these names are tensors in nn.Module methods, `forward`s and

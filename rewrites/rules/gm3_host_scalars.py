@@ -113,7 +113,8 @@ GM302 = Rule(
 
 GM303 = Rule(
     code="GM303", name="python-scalar-conversion", category="host-scalar",
-    summary="`int(t)`, `float(t)`, `bool(t)` on a tensor value, or a 0-d tensor picked from data used as an index.",
+    summary=("`int(t)`, `float(t)`, `bool(t)` on a tensor value, a 0-d tensor picked from data used as an index, "
+             "or a tensor passed as `narrow`'s start."),
     why=("Converting a tensor to a Python scalar reads its data, like `.item()`; the graph breaks. Indexing "
          "with a 0-d integer tensor (`i = order[0]; boxes[i]`, `boxes[scores.argmax()]`) converts it the same "
          "way (`__index__`: `Data dependent operator`, `aten._local_scalar_dense`)."),
@@ -135,7 +136,9 @@ GM303 = Rule(
            "    i = idx[0]\n    i = 2\n    return x[t], x[idx], x[i], x[x.argmax(-1)]\n"),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    n = int(x.sum())\n    return n\n",
              "import torch\n\ndef f(boxes: torch.Tensor, order: torch.Tensor):\n    i = order[0]\n    return boxes[i]\n",
-             "import torch\n\ndef f(boxes: torch.Tensor, scores: torch.Tensor):\n    return boxes[scores.argmax()]\n"),
+             "import torch\n\ndef f(boxes: torch.Tensor, scores: torch.Tensor):\n    return boxes[scores.argmax()]\n",
+             "import torch\n\ndef f(x: torch.Tensor, counts: torch.Tensor):\n    n = counts.max()\n"
+             "    return x.narrow(-1, n, x.size(-1) - n)\n"),
 )
 
 GM304 = Rule(
@@ -193,6 +196,13 @@ def _check_call(node: ast.Call, ctx) -> None:
             if not node.args and ctx.resolve(f) is None and not getattr(node, NUMPY_ARG, False):
                 ctx.report("GM304", node, f"`{snippet(f.value, 40)}.numpy()` leaves torch",
                            "stay in torch or move out of the region")
+        elif m == "narrow" and len(node.args) == 3 and ctx.is_tensor(f.value) and ctx.is_tensor(node.args[1]):
+            # t.narrow(dim, start, length) with a tensor start: Dynamo reads it back (`Data dependent
+            # operator`), as at Longformer's narrow past its global tokens; a tensor length alone
+            # traces there (torch 2.13, the same function's `narrow(-1, 0, n)` does not break)
+            ctx.report("GM303", node, f"`narrow` takes the tensor `{snippet(node.args[1], 30)}` as its start: "
+                       "its value is read into Python", "keep the bound a tensor (index_select / a mask), "
+                       "or an int known from shapes")
         elif (ctx.resolve(f) or "").startswith("numpy."):
             mark_numpy_args(node)
     elif tf is ast.Name and f.id in SCALAR_CONVERSIONS and len(node.args) == 1 and f.id not in ctx.fa.imports:
