@@ -123,6 +123,8 @@ def cost_text(c) -> str:
         return f"{where}: could not tell ({c.why})"
     if c.verdict == FAILS:
         return f"{where}: the mended program FAILS where the original runs ({c.why})"
+    if c.original_ms is None and c.mended_ms is not None:  # the original failed, the mended ran
+        return f"{where}: the mended program runs (median {c.mended_ms:.3f} ms) where the original fails ({c.why})"
     graphs = (f", graphs {c.graphs_original} -> {c.graphs_mended}"
               if c.graphs_original is not None and c.graphs_mended is not None else "")
     return (f"{where}: mended {c.ratio:.2f}x the original (median {c.mended_ms:.3f} ms against "

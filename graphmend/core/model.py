@@ -259,7 +259,9 @@ class CostCheck:
     mended_iqr_ms: Optional[float] = None
     graphs_original: Optional[int] = None
     graphs_mended: Optional[int] = None
-    why: str = ""  # UNTOLD: which arm failed or was unstable; FAILS: the mended arm's error
+    # UNTOLD: which arm failed or was unstable; FAILS: the mended arm's error; NOT_SLOWER with no
+    # original_ms: the original's error (the mended program runs where it fails)
+    why: str = ""
 
 
 @dataclass
