@@ -85,6 +85,26 @@ def test_rewritten_moe_same_values_and_gradients_in_one_graph():
         assert torch.allclose(p.grad, q.grad, atol=1e-6)
 
 
+def test_a_float32_accumulator_keeps_its_dtype_in_the_fake_and_the_graph():
+    """gpt-oss's experts accumulate a bfloat16 model's outputs in float32 (`zeros_like(x,
+    dtype=torch.float32, device=x.device)`): the op's fake must say float32, or the graph after
+    it, which casts back (`.to(x.dtype)`, as gpt-oss does), is traced as a no-op."""
+    torch = pytest.importorskip("torch")
+    case = next(c for c in gm5_opaque.CASES if c.after and "dtype=torch.float32" in c.after)
+    before, after = _module(case.before, "f32_before"), _module(case.after, "f32_after")
+    torch.manual_seed(0)
+    ref = before["Moe"]().to(torch.bfloat16)
+    torch.manual_seed(0)
+    new = after["Moe"]().to(torch.bfloat16)
+    x, expert = _batch(torch)
+    x = x.to(torch.bfloat16)
+    torch._dynamo.reset()
+    compiled = torch.compile(new, backend="aot_eager", fullgraph=True)
+    want, got = ref(x, expert), compiled(x, expert)
+    assert want.dtype == got.dtype == torch.bfloat16
+    assert torch.equal(want, got)
+
+
 # experts that draw random numbers in training: a dropout module in each (switch_transformers'
 # and nllb-moe's experts), or a dropout the region itself calls
 DROPOUT_EXPERTS = gm5_opaque._MOE.replace(

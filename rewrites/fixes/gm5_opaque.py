@@ -24,7 +24,8 @@ after the site (``_mend_<module>_<function>_<line>``), registers it once as the 
         routing_weights, hidden_dim,
     )
 
-* fake (meta) implementation: ``torch.empty_like(<the zeros_like argument>)``;
+* fake (meta) implementation: ``torch.empty_like(<the zeros_like argument>)``, of the
+  accumulator's dtype when ``zeros_like`` names one (gpt-oss's experts accumulate in float32);
 * the module: ``self`` reaches the op as a reference-typed opaque object
   (``torch._library.opaque_object``), made once in ``__init__`` (``self._mend_opaque``: torch.compile
   refuses one created mid-forward); its parameters and buffers are passed as tensors, and the
@@ -54,7 +55,8 @@ torch 2.13: ``InductorError: AssertionError``). A custom op compiles under every
 Preconditions (otherwise a refusal with the reason): the region is statements of a function
 body at a line where Dynamo broke; it holds a data-dependent op (``nonzero``, ``argwhere``,
 one-argument ``where``, ``tolist``); the loop writes its result into
-one accumulator created by ``A = torch.zeros_like(X)`` (X an input of the region, not re-bound in
+one accumulator created by ``A = torch.zeros_like(X)`` (a ``dtype=torch.<type>`` and a
+``device=X.device`` may follow; X an input of the region, not re-bound in
 it); nothing else bound in the region is read after it (a ``nonzero`` result that escapes has a
 data-dependent shape no fake implementation can give); it returns, yields, assigns attributes
 or writes into its inputs nowhere; every input it reads is a tensor or a number of a known
@@ -113,12 +115,12 @@ def _mend_module_ref(module):
     return _mend_opaque_runtime().ModuleRef(module)
 
 
-def _mend_opaque_op(name, region, kinds, like):
+def _mend_opaque_op(name, region, kinds, like, dtype=None):
     # mend: `region` (a data-dependent region hoisted out of a forward) as one custom
     # op, so torch.compile keeps one graph and the region its sparse algorithm. kinds:
     # each argument's type ("module": the module's handle, then its parameters and
     # buffers as a list; "tensor", "int", "float", "bool"); the output is shaped like
-    # argument `like`. The backward recomputes the region eagerly and differentiates
+    # argument `like` (of `dtype`, when given). The backward recomputes the region eagerly and differentiates
     # it (checkpoint-style: one more forward of the region), drawing the random
     # numbers the forward drew (dropout in the experts).
     import contextlib
@@ -211,7 +213,7 @@ def _mend_opaque_op(name, region, kinds, like):
 
     def fake(*args):
         *args, keep = args
-        out = torch.empty_like(args[skip + like])
+        out = torch.empty_like(args[skip + like], dtype=dtype)
         if not keep:
             return out, *nothing()
         kind, ids = accelerators(args)
@@ -366,16 +368,27 @@ def _data_dependent(node: cst.CSTNode) -> Optional[tuple[str, str]]:
     return found[0] if found else None
 
 
-def _zeros_like(stmt: cst.CSTNode) -> Optional[tuple[str, str]]:
-    """``A = torch.zeros_like(X)`` -> (A, X)."""
+def _zeros_like(stmt: cst.CSTNode) -> Optional[tuple[str, str, Optional[str]]]:
+    """``A = torch.zeros_like(X)`` -> (A, X, None); ``torch.zeros_like(X, dtype=torch.float32,
+    device=X.device)`` (gpt-oss's experts accumulate in float32) -> (A, X, "torch.float32"):
+    a dtype written as a torch constant, a device that is X's own."""
     s = single(stmt)
     if not (isinstance(s, cst.Assign) and len(s.targets) == 1 and isinstance(s.targets[0].target, cst.Name)):
         return None
     v = s.value
-    if (isinstance(v, cst.Call) and full_name(v.func) == "torch.zeros_like" and len(v.args) == 1
+    if not (isinstance(v, cst.Call) and full_name(v.func) == "torch.zeros_like" and v.args
             and v.args[0].keyword is None and isinstance(v.args[0].value, cst.Name)):
-        return s.targets[0].target.value, v.args[0].value.value
-    return None
+        return None
+    like, dtype = v.args[0].value.value, None
+    for a in v.args[1:]:
+        kw = a.keyword.value if a.keyword is not None else None
+        if kw == "dtype" and code(a.value) == f"{like}.dtype" or kw == "device" and code(a.value) == f"{like}.device":
+            continue  # X's own (gpt-oss, DBRX)
+        if kw == "dtype" and (full_name(a.value) or "").startswith("torch."):
+            dtype = full_name(a.value)
+        else:
+            return None
+    return s.targets[0].target.value, like, dtype
 
 
 def _writes(loop: cst.For) -> set[str]:
@@ -728,7 +741,7 @@ def _plan_loop(an: Analysis, ctx: Context, fn: cst.FunctionDef, body: list, k: i
         if j is None:
             raise Refuse("the loop writes into no accumulator made by `torch.zeros_like(<input>)` before it: the "
                          "region's output shape is not derivable from its inputs' shapes")
-        acc, like = _zeros_like(body[j])  # type: ignore[misc]
+        acc, like, dtype = _zeros_like(body[j])  # type: ignore[misc]
         facts = FunctionFacts(an, fn)
         bound = _bound(region)
         read = set().union(*(names_in(s) for s in region))
@@ -784,7 +797,8 @@ def _plan_loop(an: Analysis, ctx: Context, fn: cst.FunctionDef, body: list, k: i
         f"{indented}"
         f"    return {acc}\n\n\n"
         + _wrapped(f"{op_var} = _mend_opaque_op(",
-                   [f'"mend::{stem}"', helper_name, f'"{kinds_text}"', str(args.index(like))], ")") + "\n")
+                   [f'"mend::{stem}"', helper_name, f'"{kinds_text}"', str(args.index(like))]
+                   + ([f"dtype={dtype}"] if dtype else []), ")") + "\n")
     call_args = ([f"self.{REF}", "[*self.parameters(), *self.buffers()]"] if uses_self else []) + args
     site = Site(rule, start, end, f"data-dependent region ({dd[0]}) -> one opaque custom op mend::{stem} (same "
                 "algorithm, same cost; backward recomputes the region)", strategy="opaque")
@@ -866,6 +880,17 @@ _before, _after = _MOE, CASES[0].after
 for _old, _new in _COUNTS:
     _before, _after = _before.replace(_old, _new), _after.replace(_old, _new)
 CASES.append(Case(_before, _after, lines={12}))
+# a float32 accumulator on the input's device (gpt-oss-style experts): the fake has its dtype
+_F32 = (("out = torch.zeros_like(x)\n", "out = torch.zeros_like(x, dtype=torch.float32, device=x.device)\n"),
+        ("self.experts[e](x[idx]).to(x.dtype)\n", "self.experts[e](x[idx]).float()\n"),
+        ("        return out\n", "        return out.to(x.dtype)\n"),
+        ('    "mend::module_forward_11", _mend_module_forward_11, "module tensor tensor", 0\n',
+         '    "mend::module_forward_11",\n    _mend_module_forward_11,\n    "module tensor tensor",\n    0,\n'
+         '    dtype=torch.float32,\n'))
+_before, _after = _MOE, CASES[0].after
+for _old, _new in _F32:
+    _before, _after = _before.replace(_old, _new), _after.replace(_old, _new)
+CASES.append(Case(_before, _after, lines={13}))
 
 # refused, with the reason
 CASES += [
@@ -880,6 +905,8 @@ CASES += [
          .replace("            out[idx] = self.experts[e](x[idx]).to(x.dtype)\n", "            out.append(self.experts[e](x[idx]))\n")
          .replace("        return out\n", "        return torch.cat(out)\n"),
          lines={13}, reason="output shape is not derivable"),  # no accumulator of a known shape
+    Case(_MOE.replace("out = torch.zeros_like(x)\n", "out = torch.zeros_like(x, dtype=self.acc_dtype)\n"),
+         lines={13}, reason="no accumulator made by"),  # a dtype known only when it runs
     Case("import torch\n\n\ndef outer(w):\n    def f(x, expert):\n        out = torch.zeros_like(x)\n"
          "        for e in range(4):\n            idx = torch.nonzero(expert == e).squeeze(-1)\n"
          "            out[idx] = x[idx] * w[e]\n        return out\n\n    return f\n",
