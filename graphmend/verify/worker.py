@@ -6,7 +6,7 @@ PAYLOAD: ``spec`` (TargetSpec dict), ``mode`` ("original" | "patched"), ``patche
 conditions compare against: inputs filled with them are tried), ``state`` (a file: the
 original side writes weights, the inputs it ran and its records there with torch.save; the
 patched side reads it), ``seed``, ``retrace`` (patched side: capture breaks under Dynamo
-afterwards), ``probe_dtype`` (both sides, last: trace once more with the model and inputs
+afterwards, on the target loaded afresh), ``probe_dtype`` (both sides, last: trace once more with the model and inputs
 cast to that dtype; a ``torch.cond`` whose branches return float32 on one side and the
 model's dtype on the other traces in float32 and fails in half precision).
 
@@ -217,8 +217,6 @@ def _run_patched(loaded, module, state, seed: int, tolerance, result: dict, spec
         m, name = want["mode"], want["input"]
         a, k = want["args"], want["kwargs"]
         if m in casts:
-            if "capture" not in result and retrace:
-                result["capture"] = _retrace(spec, loaded, module, run_mode)  # before the cast: the program as it compiles
             device = device_of(module, loaded.args, loaded.kwargs)
             fn = prepare_callable(loaded.fn, device, casts[m])
             a, k = convert(a, device, casts[m]), convert(k, device, casts[m])
@@ -238,8 +236,8 @@ def _run_patched(loaded, module, state, seed: int, tolerance, result: dict, spec
             failed.add((m, name))
             if why not in mismatches:
                 mismatches.append(why)
-    if "capture" not in result and retrace:
-        result["capture"] = _retrace(spec, loaded, module, run_mode)
+    if retrace:
+        result["capture"] = _retrace(spec, seed, run_mode)
     ran64 = {name for m, name in state["plan"] if m == F64}
     accepted = {name: why for name, why in rounding.items() if name in ran64 and (F64, name) not in failed}
     if accepted:  # one line for the target: the first such difference, and how many inputs showed one
@@ -288,19 +286,26 @@ def _probe_dtype(loaded, dtype_name: str):
     return None
 
 
-def _retrace(spec: dict, loaded, module, run_mode: str) -> dict:
-    """Breaks of the patched program in ``run_mode``, as the tracer records them; the
-    module's state (and its gradients: a train step leaves them) is put back afterwards
-    (the calls compared after it must start where the original's did)."""
+def _retrace(spec: dict, seed: int, run_mode: str) -> dict:
+    """Breaks of the patched program in ``run_mode``, as the tracer records them, on the
+    target loaded afresh (seeded as the compared side was), as a user's first compiled call
+    meets it. Not on the module the compared calls ran on: they leave state its state_dict
+    does not hold (torchvision's ``MultiScaleRoIAlign`` keeps the scales its first call
+    worked out in a plain attribute, so a module called once never runs the code a fix there
+    rewrote, and its breaks seemed gone)."""
+    import torch
+
     from graphmend.core.model import to_dict
+    from graphmend.core.targets import TargetError, load_target
     from tracer.worker import capture_loaded
 
-    snap = _snapshot(module)
+    torch.manual_seed(seed)
+    try:
+        fresh = load_target(spec)
+    except TargetError as exc:
+        return {"error": f"loading the target again: {exc}"}
     res = capture_loaded(spec["name"], spec.get("file") or spec.get("module") or "", spec["function"],
-                         loaded.fn, loaded.args, loaded.kwargs, mode=run_mode, loss=_loss(loaded))
-    _restore(module, snap)
-    if module is not None:
-        module.zero_grad(set_to_none=True)
+                         fresh.fn, fresh.args, fresh.kwargs, mode=run_mode, loss=_loss(fresh))
     return to_dict(res)
 
 

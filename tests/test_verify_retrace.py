@@ -1,0 +1,52 @@
+"""Verification's re-trace of the patched program sees what a user's first compiled call sees
+(graphmend/verify/worker.py, ``_retrace``): it runs on the target loaded afresh, not on the
+module the compared calls ran on. A module that caches something in a plain attribute on its
+first call (torchvision's ``MultiScaleRoIAlign`` and its scales) skips, once called, the code
+a fix there rewrote; re-traced on that module, a break the fix did not remove looked gone."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+
+from graphmend.core.discovery import TargetSpec  # noqa: E402
+from graphmend.core.model import TargetResult  # noqa: E402
+from graphmend.verify.run import run_original, verify_target  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+SRC = '''import torch
+from torch import nn
+
+
+class LazyScale(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+        self.scale = None
+
+    def forward(self, x):
+        if self.scale is None:  # filled by the first call: not in the state_dict
+            self.scale = float(x.abs().amax().round()){comment}
+        return self.lin(x) * self.scale
+
+
+def mend_target():
+    torch.manual_seed(0)
+    return LazyScale().eval(), (torch.randn(2, 8) * 4,)
+'''
+
+
+def test_the_retrace_runs_on_a_fresh_target(tmp_path):
+    path = tmp_path / "lazy.py"
+    path.write_text(SRC.format(comment=""), encoding="utf-8")
+    spec = TargetSpec(name="lazy.py::mend_target", function="mend_target", file=str(path))
+    original = run_original(spec, {}, str(tmp_path), timeout=120)
+    assert original.error is None, original.error
+    before = TargetResult(name=spec.name, file=str(path), function="mend_target", graph_count=2, graph_break_count=1)
+    # a "fix" that changes nothing: the break at the float() must still be there
+    v = verify_target(original, {str(path): SRC.format(comment="  # patched")}, before, {}, timeout=120)
+    assert v.error is None, v.error
+    assert v.after is not None
+    assert (v.after.graph_count, v.after.graph_break_count) == (2, 1), v.after
