@@ -19,6 +19,14 @@ def _survey(model_type: str, **from_config):
     return model, (), inputs
 
 
+def _sweep(model_type: str, **from_config):
+    """Built as `mend sweep transformers` builds it (architectures survey_hf does not list)."""
+    from graphmend.sweep.hf import build
+
+    model, inputs = build(model_type, from_config=from_config)
+    return model, (), inputs
+
+
 def mend_target_hf_jetmoe():
     """ScatterMoE-style experts: `.tolist()` split sizes (GM302: kept a list of unbacked ints)."""
     return _survey("jetmoe")
@@ -56,6 +64,18 @@ def mend_target_hf_qwen2_moe():
 def mend_target_hf_olmoe():
     """transformers 5.x OLMoE, eager experts: Mixtral's expert loop (GM501)."""
     return _survey("olmoe", experts_implementation="eager")
+
+
+def mend_target_hf_gpt_oss():
+    """transformers 5.x gpt-oss, eager experts: the expert loop over `nonzero()` hits, with a
+    float32 accumulator on the input's device and bias-carrying expert weights (GM501)."""
+    return _sweep("gpt_oss", experts_implementation="eager")
+
+
+def mend_target_hf_openai_privacy_filter():
+    """transformers 5.x OpenAI privacy filter: gpt-oss's expert loop, accumulating in float32
+    (`torch.zeros_like(hidden_states, dtype=torch.float32, device=...)`, GM501)."""
+    return _sweep("openai_privacy_filter")
 
 
 def mend_target_hf_ctrl():

@@ -255,8 +255,9 @@ class FileAnalysis:
                 def on_call(node: ast.Call, ctx: "FunctionContext") -> None:
                     callee = ctx.local_callee(node)
                     if callee in by_key:
-                        calls.setdefault(callee, []).append(
-                            _argument_kinds(by_key[callee][0], node, ctx, by_key[callee][1] is not None))
+                        # `self.m(x)` binds self; `Cls.m(obj, x)` passes it (a static method takes none)
+                        bound = type(node.func) is ast.Attribute and node.func.value.id == "self"
+                        calls.setdefault(callee, []).append(_argument_kinds(by_key[callee][0], node, ctx, bound))
 
                 self.hooks = {ast.Return: (on_return,), ast.Call: (on_call,)}
                 for key, (fn, info) in by_key.items():
@@ -390,13 +391,13 @@ class FileAnalysis:
         return OTHER
 
 
-def _argument_kinds(fn: ast.AST, call: ast.Call, ctx: "FunctionContext", method: bool) -> dict[str, int]:
-    """The kind of each argument of ``call`` by the parameter of ``fn`` it binds (``self`` of a
-    method left out; a ``*args`` / ``**kwargs`` call binds nothing it can name)."""
+def _argument_kinds(fn: ast.AST, call: ast.Call, ctx: "FunctionContext", bound: bool) -> dict[str, int]:
+    """The kind of each argument of ``call`` by the parameter of ``fn`` it binds (``self`` /
+    ``cls`` left out of a call through ``self``; a ``*args`` call binds nothing after it)."""
     a = fn.args
     params = [p.arg for p in (*a.posonlyargs, *a.args)]
-    static = any((_dotted(d) or [""])[-1] == "staticmethod" for d in fn.decorator_list)
-    if method and params and not static:
+    decorators = {(_dotted(d) or [""])[-1] for d in fn.decorator_list}
+    if params and (bound and "staticmethod" not in decorators or "classmethod" in decorators):
         params = params[1:]
     out: dict[str, int] = {}
     for i, arg in enumerate(call.args):
