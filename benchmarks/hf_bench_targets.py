@@ -56,6 +56,22 @@ def mend_target_hf_mixtral():
     return _survey("mixtral", experts_implementation="eager")
 
 
+def mend_target_hf_mixtral_base():
+    """Mixtral at a real size, for the GPU: hidden 1024, 8 experts (2 per token), 4 layers, one
+    sequence of 2048 tokens, eager experts (the loop the opaque op takes; random weights)."""
+    import torch
+    import transformers as T
+
+    cfg = T.MixtralConfig(vocab_size=32000, hidden_size=1024, intermediate_size=3584, num_hidden_layers=4,
+                          num_attention_heads=16, num_key_value_heads=8, max_position_embeddings=4096,
+                          num_local_experts=8, num_experts_per_tok=2)
+    torch.manual_seed(0)
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # verified where it is timed: too big for a CPU
+    model = T.AutoModel.from_config(cfg, experts_implementation="eager").eval().to(device)
+    ids = torch.randint(1, cfg.vocab_size, (1, 2048), device=device)
+    return model, (), dict(input_ids=ids, attention_mask=torch.ones_like(ids))
+
+
 def mend_target_hf_qwen2_moe():
     """transformers 5.x Qwen2-MoE, eager experts: Mixtral's expert loop plus a shared expert (GM501)."""
     return _survey("qwen2_moe", experts_implementation="eager")

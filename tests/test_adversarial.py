@@ -29,7 +29,6 @@ proves it does not fail for nothing (original against a copy of itself).
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import importlib.util
 import io

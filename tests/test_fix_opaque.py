@@ -39,7 +39,9 @@ def test_old_torch_refused_without_importing_it(monkeypatch):
     monkeypatch.setattr(env, "torch_version", lambda: "2.3.1")
     r = fix_source(REWRITE.before, **REWRITE.options())
     assert not r.changed
-    assert any("torch 2.3.1 is older than 2.13" in x.reason for x in r.refused), r.refused
+    assert any("torch 2.3.1 is older than 2.4" in x.reason for x in r.refused), r.refused
+    monkeypatch.setattr(env, "torch_version", lambda: "2.11.0")  # no opaque objects: the op takes the id
+    assert fix_source(REWRITE.before, **REWRITE.options()).changed
 
 
 def _batch(torch, seed=0):
@@ -231,10 +233,12 @@ def test_mend_fix_write_twice(tmp_path):
     model = tmp_path / "moe_model.py"
     model.write_text(MODEL, encoding="utf-8")
 
+    path = os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")])  # keep what the caller's path adds
+
     def mend():
         return subprocess.run([sys.executable, "-m", "graphmend", "fix", "--format", "json", "--quiet", "--write",
                                str(tmp_path)], capture_output=True, text=True, timeout=900, cwd=tmp_path,
-                              env={**os.environ, "PYTHONPATH": str(repo), "MEND_NO_CACHE": "1"})
+                              env={**os.environ, "PYTHONPATH": path, "MEND_NO_CACHE": "1"})
 
     first = mend()
     report = json.loads(first.stdout)
@@ -275,6 +279,67 @@ def test_module_copies_keep_their_own_handle():
             assert torch.allclose(twin(x, expert), m(x, expert))
     finally:
         del sys.modules[mod.__name__]
+
+
+# what a torch without reference-typed opaque objects (before 2.13) runs: the op takes the
+# module's id; each instance (a copy, an unpickled one) must reach the region as itself
+_WITHOUT_OPAQUE = r"""
+import copy, gc, io, sys, types
+import torch
+import torch._dynamo, torch._functorch.aot_autograd
+
+def absent(*args, **kwargs):
+    raise ImportError("no opaque objects")
+
+try:
+    import torch._library.opaque_object as oo
+except ImportError:
+    pass  # a torch before them
+else:
+    oo.register_opaque_type = absent  # torch itself registered its own already
+mod = types.ModuleType("opaque_by_id")
+sys.modules[mod.__name__] = mod
+exec(compile(sys.stdin.read(), "opaque_by_id.py", "exec"), mod.__dict__)
+assert sys.modules["_mend_opaque_runtime"].opaque is False
+g = torch.Generator().manual_seed(0)
+x, expert = torch.randn(9, 8, generator=g), torch.tensor([0, 2, 2, 1, 0, 2, 3, 3, 0])
+torch.manual_seed(0)
+a = mod.Moe(scale=1.0)
+assert torch._dynamo.explain(a)(x, expert).graph_count == 1
+buf = io.BytesIO()
+torch.save(a, buf)
+buf.seek(0)
+twins = [copy.deepcopy(a), torch.load(buf, weights_only=False)]
+for i, t in enumerate(twins):
+    t.scale = 2.0 + i  # read only inside the region: Dynamo does not guard it
+want = [m(x, expert) for m in [a, *twins]]
+del a
+gc.collect()  # the copies outlive the module they were made from
+for m, w in zip(twins, want[1:]):
+    xg = x.clone().requires_grad_()
+    y = torch.compile(m, backend="aot_eager", fullgraph=True)(xg, expert)
+    assert torch.allclose(y, w, atol=1e-6), "the region ran with another module"
+    y.sum().backward()
+    assert xg.grad is not None and all(p.grad is not None for p in m.experts[0].parameters())
+print("ok")
+"""
+
+
+def test_without_opaque_objects_the_op_takes_the_module_by_id():
+    """torch 2.9-2.12 have `custom_op` but no reference-typed opaque objects: the module's id,
+    guarded by Dynamo, reaches the op, which finds copies and unpickled modules as themselves."""
+    pytest.importorskip("torch")
+    import subprocess
+
+    scaled = gm5_opaque._MOE.replace("def __init__(self, dim=8, n=4):\n        super().__init__()\n",
+                                     "def __init__(self, dim=8, n=4, scale=1.0):\n        super().__init__()\n"
+                                     "        self.scale = scale\n")
+    scaled = scaled.replace("self.experts[e](x[idx]).to(x.dtype)", "(self.experts[e](x[idx]) * self.scale).to(x.dtype)")
+    r = fix_source(scaled, **{**REWRITE.options(), "lines": {14}})  # the nonzero, one line down
+    assert "_mend_module_ref(self)" in r.new_source, r.refused
+    run = subprocess.run([sys.executable, "-c", _WITHOUT_OPAQUE], input=r.new_source, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0 and run.stdout.strip().endswith("ok"), run.stderr[-3000:]
 
 
 def test_unsafe_dense_dispatch_still_offered_and_taken_with_the_flag():

@@ -26,9 +26,13 @@ after the site (``_mend_<module>_<function>_<line>``), registers it once as the 
 
 * fake (meta) implementation: ``torch.empty_like(<the zeros_like argument>)``, of the
   accumulator's dtype when ``zeros_like`` names one (gpt-oss's experts accumulate in float32);
-* the module: ``self`` reaches the op as a reference-typed opaque object
-  (``torch._library.opaque_object``), made once in ``__init__`` (``self._mend_opaque``: torch.compile
-  refuses one created mid-forward); its parameters and buffers are passed as tensors, and the
+* the module: ``self`` reaches the op through its handle, made once in ``__init__``
+  (``self._mend_opaque``: torch.compile refuses an opaque object created mid-forward). Where
+  torch has reference-typed opaque objects (``torch._library.opaque_object``, 2.13) the handle
+  is one and the op takes it; before that the op takes the module's ``id``, which Dynamo
+  guards (ID_MATCH: a second model instance compiles anew), and finds the module, which is
+  alive for the call, in a weak table the handles fill (a copy's handle is its own, so a
+  deepcopy or an unpickled module finds itself). Its parameters and buffers are passed as tensors, and the
   region runs with them in place (``torch.nn.utils.stateless._reparametrize_module``, what
   ``torch.func.functional_call`` does), so gradients reach them;
 * backward: a second op, ``mend::<...>_backward``, recomputes the region eagerly with grad
@@ -89,22 +93,37 @@ RUNTIME = Helper('''def _mend_opaque_runtime():
 
     rt = sys.modules.get("_mend_opaque_runtime")
     if rt is None:
-        from torch._library.opaque_object import register_opaque_type
-        from torch._opaque_base import OpaqueBase
+        import weakref
 
         rt = types.ModuleType("_mend_opaque_runtime")
+        rt.ops, rt.modules = {}, weakref.WeakValueDictionary()
 
-        class ModuleRef(OpaqueBase):
-            # an nn.Module handed to a custom op as it is (a reference-typed opaque)
-            def __init__(self, module):
-                self.module = module
+        def handle_class(base):
+            class ModuleRef(base):
+                # an nn.Module's handle for its opaque regions; a copy of the module
+                # (deepcopy, pickle) gets a handle of its own
+                def __init__(self, module):
+                    self.module = module
+                    rt.modules[id(module)] = module
 
-            def __reduce__(self):
-                return rt.ModuleRef, (self.module,)
+                def __reduce__(self):
+                    return rt.ModuleRef, (self.module,)
 
-        ModuleRef.__module__, ModuleRef.__qualname__ = rt.__name__, "ModuleRef"
-        register_opaque_type(ModuleRef, typ="reference")
-        rt.ModuleRef, rt.ops = ModuleRef, {}
+            ModuleRef.__module__, ModuleRef.__qualname__ = rt.__name__, "ModuleRef"
+            return ModuleRef
+
+        try:
+            from torch._library.opaque_object import register_opaque_type
+            from torch._opaque_base import OpaqueBase
+
+            rt.ModuleRef = handle_class(OpaqueBase)
+            # the op takes the handle itself (a reference-typed opaque object)
+            register_opaque_type(rt.ModuleRef, typ="reference")
+            rt.opaque = True
+        except (ImportError, TypeError):
+            # a torch without them (before 2.13): the op takes the module's id, which
+            # torch.compile guards, and finds the module, alive for the call, by it
+            rt.ModuleRef, rt.opaque = handle_class(object), False
         sys.modules[rt.__name__] = rt
     return rt
 
@@ -153,8 +172,9 @@ def _mend_opaque_op(name, region, kinds, like, dtype=None):
     kinds = kinds[1:] if module else kinds
     skip = 2 if module else 0  # the handle and the parameter list come first
     of = {"tensor": torch.Tensor, "int": int, "float": float, "bool": bool}
+    opaque = rt.opaque
     head = (
-        [("mend_module", rt.ModuleRef), ("mend_params", list[torch.Tensor])]
+        [("mend_module", rt.ModuleRef if opaque else int), ("mend_params", list[torch.Tensor])]
         if module
         else []
     )
@@ -175,7 +195,11 @@ def _mend_opaque_op(name, region, kinds, like, dtype=None):
     def run(args):
         if not module:
             return region(*args)
-        m = args[0].module
+        m = args[0].module if opaque else rt.modules.get(args[0])
+        if m is None:
+            raise RuntimeError(
+                f"{name}: the module of this region is gone (a handle outlived it)"
+            )
         keys = [k for k, _ in m.named_parameters()] + [k for k, _ in m.named_buffers()]
         with stateless._reparametrize_module(m, dict(zip(keys, args[1]))):
             return region(m, *args[2:])
@@ -288,7 +312,7 @@ def _mend_opaque_op(name, region, kinds, like, dtype=None):
         name,
         signed(forward, [("keep_rng", bool)], states),
         mutates_args=(),
-        tags=unsafe,
+        tags=(unsafe,),
     )
     op.register_fake(fake)
     extra = [
@@ -301,7 +325,7 @@ def _mend_opaque_op(name, region, kinds, like, dtype=None):
         name + "_backward",
         signed(backward_impl, extra, list[torch.Tensor]),
         mutates_args=(),
-        tags=unsafe,
+        tags=(unsafe,),
     )
     back.register_fake(backward_fake)
 
@@ -333,6 +357,8 @@ def _mend_opaque_op(name, region, kinds, like, dtype=None):
     def call(*args):
         # the RNG states are stashed only where a backward may follow (grad mode on,
         # which torch.compile guards): inference and eval under no_grad read none
+        if module and not opaque:
+            args = (id(args[0].module), *args[1:])
         return op(*args, grad_enabled())[0]
 
     rt.ops[name] = (call, mine)
@@ -640,16 +666,14 @@ def torch_lacks() -> Optional[str]:
     if torch is not None:
         if not hasattr(getattr(torch, "library", None), "custom_op"):
             return "this torch has no `torch.library.custom_op` (the opaque region is one)"
-        if "torch._library.opaque_object" not in sys.modules and not hasattr(torch._library, "opaque_object"):
-            return "this torch has no opaque objects (`torch._library.opaque_object`) to hand the module to the op"
         return None
     from graphmend.core.env import torch_version
 
     v = torch_version()
     nums = [int(x) for x in re.findall(r"\d+", v or "")[:2]]
-    if len(nums) < 2 or tuple(nums) < (2, 13):
-        return (f"torch {v or '(not installed)'} is older than 2.13, where `torch.library.custom_op` with "
-                "reference-typed opaque objects is what the opaque region is made of")
+    if len(nums) < 2 or tuple(nums) < (2, 4):
+        return (f"torch {v or '(not installed)'} is older than 2.4, where `torch.library.custom_op`, what the "
+                "opaque region is made of, came")
     return None
 
 
