@@ -1,6 +1,6 @@
 """The per-model table of ``docs/real-models.md`` from one ``mend fix -f json`` report:
 break sites and Dynamo's break count before → after per target, whether outputs stayed
-equal, the verified fixes in the model's file and the sites that remain.
+equal, the verified fixes in the model's directory and the sites that remain.
 
     python benchmarks/cost_sweep.py corpus/hf_models.py --split corpus/hf_models.py \\
         benchmarks/hf_bench_targets.py --survey bigbird_pegasus xmod --out build/real --write-units
@@ -19,11 +19,12 @@ import sys
 
 
 def table(report: dict, skip: set[str]) -> str:
-    verified: dict[str, list[str]] = {}
+    verified: dict[str, list[str]] = {}  # the model's directory -> its files' verified fixes
     for f in report["fixes"]:
         if f["status"] == "verified":
             name = os.path.basename(f["file"])
-            verified.setdefault(name, []).append(f"{name}:{f['line']} {f['rule']}")
+            folder = os.path.basename(os.path.dirname(f["file"]))
+            verified.setdefault(folder, []).append(f"{name}:{f['line']} {f['rule']}")
     lines = ["| model | break sites before → after | Dynamo breaks before → after | outputs equal | verified fixes | "
              "remaining sites |", "| --- | ---: | ---: | :---: | --- | --- |"]
     sites = [0, 0]
@@ -32,8 +33,9 @@ def table(report: dict, skip: set[str]) -> str:
         model = t["name"].split("::")[-1].removeprefix("mend_target_").removeprefix("hf_")
         if model in skip:
             continue
-        # the model's own file, as transformers names it (big_bird's directory is spelt apart)
-        own = {"bigbird": "modeling_big_bird.py"}.get(model, f"modeling_{model}.py")
+        # the model's own directory, as transformers names it (big_bird's is spelt apart): its
+        # modeling file and helpers beside it (I-BERT's quant_modules.py)
+        own = {"bigbird": "big_bird"}.get(model, model)
         left = collections.Counter(re.sub(r": .*", "", r) for r in t["remaining"])
         lines.append(f"| {model} | {t['breaks_before']} → {t['breaks_after']} | {t['graph_breaks_before']} → "
                      f"{t['graph_breaks_after']} | {'yes' if t['outputs_equal'] else 'NO'} | "

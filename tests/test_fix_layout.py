@@ -45,3 +45,14 @@ def test_a_long_comprehension_is_split_as_the_formatters_split_it():
     out = cst.Module(body=[lay_out(stmt, base=8, width=88)]).code
     assert out == ("y = [\n    linecache.getline(frames[-1].filename, frames[-1].lineno + i).rstrip()\n"
                    "    for i in (1, 2, 3)\n    if i\n]\n"), out
+
+
+def test_a_long_ternary_is_split_before_if_and_else():
+    """A Python elif chain folded into a torch.where arm (I-BERT's calibration) is a ternary: too
+    long for its line, it goes one part per line inside its parentheses, as black and ruff put it."""
+    stmt = cst.parse_statement("y = torch.where(c, a, (torch.min(self.x_min, x_min) if self.act_range_momentum == -1 "
+                               "else self.x_min * self.act_range_momentum + x_min))\n")
+    out = cst.Module(body=[lay_out(stmt, base=8, width=88)]).code
+    assert out == ("y = torch.where(\n    c,\n    a,\n    (\n        torch.min(self.x_min, x_min)\n"
+                   "        if self.act_range_momentum == -1\n"
+                   "        else self.x_min * self.act_range_momentum + x_min\n    ),\n)\n"), out

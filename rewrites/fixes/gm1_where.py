@@ -215,6 +215,9 @@ class _Subst(cst.CSTTransformer):
         return True
 
     def leave_Attribute(self, original_node, updated_node):
+        v = self.env.get(_attr_key(original_node) or "")
+        if v is not None:  # an attribute an earlier statement of the arm re-bound
+            return paren(v)
         # only the object side is a variable; keep ``.attr`` as written
         return updated_node.with_changes(attr=original_node.attr)
 
@@ -222,8 +225,35 @@ class _Subst(cst.CSTTransformer):
         return updated_node.with_changes(keyword=original_node.keyword)
 
 
+def _attr_key(node: cst.CSTNode) -> Optional[str]:
+    """``self.x_min`` -> "self.x_min": an attribute of a plain name, which an arm may re-bind
+    like a variable (held in the arm's env under this key)."""
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+        return f"{node.value.value}.{node.attr.value}"
+    return None
+
+
+def _ref(key: str) -> cst.BaseExpression:
+    """The expression reading an env key: a name, or ``obj.attr``."""
+    return cst.parse_expression(key) if "." in key else cst.Name(key)
+
+
+def refs_in(node: cst.CSTNode) -> set[str]:
+    """The names ``node`` reads, and the ``obj.attr`` keys it reads."""
+    out = set(names_in(node))
+
+    class V(cst.CSTVisitor):
+        def visit_Attribute(self, n: cst.Attribute) -> None:
+            key = _attr_key(n)
+            if key:
+                out.add(key)
+
+    node.visit(V())
+    return out
+
+
 def subst(node: cst.BaseExpression, env: dict[str, cst.BaseExpression]) -> cst.BaseExpression:
-    if not env or not (names_in(node) & set(env)):
+    if not env or not (refs_in(node) & set(env)):
         return node
     return node.visit(_Subst(env))  # type: ignore[return-value]
 
@@ -269,13 +299,14 @@ def read_arm(stmts) -> Arm:
             if isinstance(s, cst.Pass):
                 continue
             if isinstance(s, cst.Assign):
-                if len(s.targets) != 1 or not isinstance(s.targets[0].target, cst.Name):
-                    t = s.targets[0].target
+                t = s.targets[0].target
+                if len(s.targets) != 1 or not (isinstance(t, cst.Name) or _attr_key(t)):
                     what = "a subscript (in-place mutation)" if isinstance(t, cst.Subscript) else (
                         "an attribute (state mutation)" if isinstance(t, cst.Attribute) else "several targets")
                     raise Refuse(f"an arm assigns to {what}: `{code(s).strip()}`")
                 _check_value(s.value, arm)
-                name = s.targets[0].target.value
+                # ``self.x_min = ...`` (I-BERT's calibration): the attribute re-bound, as a name is
+                name = t.value if isinstance(t, cst.Name) else _attr_key(t)
                 arm.env[name] = subst(s.value, arm.env)
                 if name not in arm.order:
                     arm.order.append(name)
@@ -427,6 +458,10 @@ def decide_if(node: cst.If, an: Analysis, facts: FunctionFacts, tnames: frozense
         everywhere = sum(n in a.env for a in all_arms) == n_paths
         if everywhere:
             keep.append(n)
+        elif "." in n:
+            # a torch.where would re-bind it on the paths that leave it alone (a new
+            # object where eager code kept the old one)
+            raise Refuse(f"`{n}` is re-bound on some paths only")
         elif facts.defined_before(n, start):
             keep.append(n)
             fallback.add(n)
@@ -440,7 +475,7 @@ def decide_if(node: cst.If, an: Analysis, facts: FunctionFacts, tnames: frozense
             if n in a.env and _is_constant(a.env[n]):
                 raise Refuse(f"`{n}` is the Python constant `{code(a.env[n])}` on one path; torch.where would make it a tensor")
     for n in keep:
-        _same_slices(f"`{n}`", [a.env.get(n, cst.Name(n)) for a in all_arms] + ([cst.Name(n)] if n in fallback else []))
+        _same_slices(f"`{n}`", [a.env.get(n, _ref(n)) for a in all_arms] + ([_ref(n)] if n in fallback else []))
     use_cond = any(a.outside_calls for a in all_arms)
     if not use_cond:
         for a in all_arms:
@@ -518,9 +553,9 @@ def build_if(updated: cst.If, d: IfDecision, tnames: frozenset[str], forced: boo
         value = _select(tests, [a.ret for a in [*arms, final_arm]], d.use_cond, tnames, d.pure)
         return _stmt(None, value, updated.leading_lines)
     final_arm = else_arm if else_arm is not None else read_arm(final) if final is not None else Arm()
-    values = [_select(tests, [a.env.get(n, cst.Name(n)) for a in [*arms, final_arm]], d.use_cond, tnames, d.pure)
+    values = [_select(tests, [a.env.get(n, _ref(n)) for a in [*arms, final_arm]], d.use_cond, tnames, d.pure)
               for n in d.keep]
-    if any(names_in(v) & set(d.keep[:i]) for i, v in enumerate(values)):
+    if any(refs_in(v) & set(d.keep[:i]) for i, v in enumerate(values)):
         # a later value (or the condition) reads a name an earlier line would already have
         # rebound: one tuple assignment evaluates every value before binding any
         return _stmt(", ".join(d.keep), cst.Tuple(elements=[cst.Element(v) for v in values]), updated.leading_lines)
@@ -635,18 +670,38 @@ def python_chain_arm(orelse, tnames: frozenset[str], bound_before=lambda name: T
         if not all(n in a.env for a in paths) and not bound_before(n):
             out.order.remove(n)  # no value on every path: only usable as a temporary (decide_if)
             continue
-        value = final.env.get(n, cst.Name(n))
+        value = final.env.get(n, _ref(n))
         for test, a in reversed(branches):
-            value = cst.IfExp(test=test, body=a.env.get(n, cst.Name(n)), orelse=value,
+            value = cst.IfExp(test=test, body=a.env.get(n, _ref(n)), orelse=value,
                               lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         out.env[n] = value
     return out
 
 
+def _python_elifs(node: cst.If, tnames: frozenset[str], forced: bool):
+    """``if T: A elif Q: B else: C`` with T a tensor condition and every ``elif`` test Q a
+    Python value (I-BERT's ``elif self.act_range_momentum == -1``): ([], T's operands), the
+    split with no Python part, so the elif chain becomes the fall-through value (a Python
+    ternary over Q, which Dynamo resolves while tracing). None otherwise."""
+    if not isinstance(node.orelse, cst.If):
+        return None
+    try:
+        convert_condition(node.test, tnames, forced)
+    except Refuse:
+        return None
+    orelse = node.orelse
+    while isinstance(orelse, cst.If):
+        if not _python_operand(orelse.test, tnames):
+            return None
+        orelse = orelse.orelse
+    return [], _and_operands(node.test)
+
+
 def _plan_split(an: Analysis, node: cst.If, facts: FunctionFacts, tnames, forced, split, rule, result: Plan) -> None:
     """``if P and T: A [elif Q: B] [else: C]`` -> ``if P:`` around ``x = torch.where(T, A, …)``,
     the else/elif kept as it was: when P is false the same arm runs as before, and when P
-    holds the fall-through value is the elif chain's (a Python ternary over Q)."""
+    holds the fall-through value is the elif chain's (a Python ternary over Q). With no P
+    (``_python_elifs``) the ``torch.where`` replaces the whole chain."""
     start, end = an.span(node)
     py, tn = split
     inner = cst.If(test=_and_of(tn), body=node.body)
@@ -659,19 +714,30 @@ def _plan_split(an: Analysis, node: cst.If, facts: FunctionFacts, tnames, forced
         if d.returns:
             raise Refuse("an arm returns: the Python part of the condition cannot stay an `if` around it")
     except Refuse as exc:
-        result.refusals.append(Refusal(rule, start, f"after splitting the Python part off: {exc}"))
+        how = "after splitting the Python part off" if py else "with the Python elif chain as the other arm"
+        result.refusals.append(Refusal(rule, start, f"{how}: {exc}"))
         return
-    site = Site(rule, start, end, f"`if <python> and <tensor>` -> `if <python>:` + torch.{'cond' if d.use_cond else 'where'} "
-                f"({', '.join(d.keep)})", [an.rng(o) for o in tn], "cond" if d.use_cond else "where")
+    strategy = "cond" if d.use_cond else "where"
+    what = (f"`if <tensor>` with Python `elif`s -> torch.{strategy} over their ternary" if not py else
+            f"`if <python> and <tensor>` -> `if <python>:` + torch.{strategy}")
+    # the instrumented conditions are the tensor ones (with no Python part, the `if`'s whole
+    # test: each arm runs when it goes one way): a Python elif test keeps the original's
+    # choice in the ternary, and Dynamo specialises on it as it did on the elif
+    conds = [an.rng(o) for o in tn] if py else [an.rng(node.test)]
+    site = Site(rule, start, end, f"{what} ({', '.join(d.keep)})", conds, strategy)
 
     def build(updated: cst.If, d=d):
-        got = split_and(updated.test, tnames, forced, facts.python_params)
+        got = split_and(updated.test, tnames, forced, facts.python_params) if py else \
+            _python_elifs(updated, tnames, forced)
         if got is None:  # an inner edit changed the test: keep the statement as it was
             return updated
         upy, utn = got
         new = build_if(cst.If(test=_and_of(utn), body=updated.body), d, tnames, forced, None,
                        python_chain_arm(updated.orelse, tnames, bound_before))
         stmts = list(new.nodes) if isinstance(new, cst.FlattenSentinel) else [new]
+        if not upy:  # the whole chain replaced: its comments lead the first statement
+            stmts[0] = stmts[0].with_changes(leading_lines=updated.leading_lines)
+            return cst.FlattenSentinel(stmts) if len(stmts) > 1 else stmts[0]
         return cst.If(test=_and_of(upy), body=cst.IndentedBlock(body=stmts), orelse=updated.orelse,
                       leading_lines=updated.leading_lines)
 
@@ -807,7 +873,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             for t, _ in branches:
                 convert_condition(t, tnames, forced)
         except Refuse as exc:
-            split = split_and(node.test, tnames, forced, facts.python_params)
+            split = split_and(node.test, tnames, forced, facts.python_params) or _python_elifs(node, tnames, forced)
             if split is not None:
                 _plan_split(an, node, facts, tnames, forced, split, rule, result)
             elif ctx.lines is not None:
@@ -1019,6 +1085,20 @@ CASES += [
     ),
 ]
 
+CASES += [
+    Case(  # a tensor ``if`` whose ``elif`` tests a Python value: the chain is the where's other arm
+        "import torch\ndef f(x):\n    if x.sum() > 0:\n        y = x * 2\n    elif x.shape[0] == 4:\n        y = -x\n"
+        "    else:\n        y = x - 1\n    return y\n",
+        "import torch\ndef f(x):\n    y = torch.where(x.sum() > 0, x * 2, (-x if x.shape[0] == 4 else x - 1))\n"
+        "    return y\n",
+    ),
+    Case(  # an attribute every path re-binds (I-BERT's x_min / x_max): selected like a name
+        "import torch\ndef f(self, x):\n    if x.sum() > 0:\n        self.acc = x * 2\n    else:\n"
+        "        self.acc = x - 1\n    return self.acc + 1\n",
+        "import torch\ndef f(self, x):\n    self.acc = torch.where(x.sum() > 0, x * 2, x - 1)\n    return self.acc + 1\n",
+    ),
+]
+
 # the ``if`` sits in a method of class ``R``: tests/test_fix_cases.py runs ``R().f``
 CASES += [
     Case(  # a pure, total method of the same class is arithmetic, not a reason for torch.cond
@@ -1133,7 +1213,8 @@ CASES += [
     Case("def f(x):\n    if x.sum() > 0:\n        raise ValueError('bad')\n    return x\n", reason="raises"),
     Case("def f(x, n):\n    if n > 0:\n        y = x * 2\n    else:\n        y = x\n    return y\n"),
     Case("def f(x):\n    if x.sum() > 0:\n        y = 1.0\n    else:\n        y = x\n    return y\n", reason="constant"),
-    Case("def f(self, x):\n    if x.sum() > 0:\n        self.count = x\n    return x\n", reason="attribute"),
+    # an attribute only some paths re-bind: a torch.where would give the others a new object
+    Case("def f(self, x):\n    if x.sum() > 0:\n        self.count = x\n    return x\n", reason="re-bound on some paths only"),
     # ``if <python> and <tensor>`` whose ``elif`` is a tensor, or binds a name no other path had
     Case("def f(x, m):\n    if m is not None and x.sum() > 0:\n        x = x * 2\n    elif x.max() > 1:\n"
          "        x = x - 1\n    return x\n", reason="not a plain Python value"),

@@ -8,8 +8,8 @@ fit is split the way the formatters split it:
 * a call: one argument per line with a trailing comma (the "magic trailing comma", which both
   formatters keep as it is at any line length);
 * a lambda: a call body split as a call, any other body in parentheses;
-* an operator chain: split before its operators inside parentheses (added where the
-  formatters add them), or, in a statement whose last operand ends in a call with arguments,
+* an operator chain or a ternary: split before its operators (``if`` and ``else``) inside
+  parentheses (added where the formatters add them), or, in a statement whose last operand ends in a call with arguments,
   its first call split instead (the formatters' "right-hand split").
 
 A statement a fix only moved (the call under a new guard) or changed in part (``.item()`` ->
@@ -139,7 +139,7 @@ class _Layout:
             return node.with_changes(body=self.parenthesized(body, extra))
         if isinstance(node, cst.ConcatenatedString) and not node.lpar:
             return self.parenthesized(node, extra) if statement else self.operators(node, extra)
-        if isinstance(node, (cst.BinaryOperation, cst.BooleanOperation, cst.Comparison)):
+        if isinstance(node, (cst.BinaryOperation, cst.BooleanOperation, cst.Comparison, cst.IfExp)):
             if node.lpar:
                 return self.parenthesized(node.with_changes(lpar=[], rpar=[]), extra)
             if statement and _ends_in_arguments(node):
@@ -232,6 +232,13 @@ class _Layout:
                 comparisons.append(target.with_changes(operator=op,
                                                        comparator=self.operand(target.comparator, extra, col + width)))
             return node.with_changes(left=self.operand(node.left, extra, col), comparisons=comparisons)
+        if isinstance(node, cst.IfExp) and not node.lpar:  # `a if c else b`: before `if` and `else`
+            space = cst.SimpleWhitespace(" ")
+            return node.with_changes(body=self.operand(node.body, extra, col),
+                                     whitespace_before_if=_newline(extra), whitespace_after_if=space,
+                                     test=self.operand(node.test, extra, col + 3),
+                                     whitespace_before_else=_newline(extra), whitespace_after_else=space,
+                                     orelse=self.operand(node.orelse, extra, col + 5))
         if isinstance(node, cst.ConcatenatedString) and not node.lpar:  # one string per line
             right = node.right
             right = self.operators(right, extra) if isinstance(right, cst.ConcatenatedString) and not right.lpar \
