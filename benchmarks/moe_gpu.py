@@ -1,8 +1,9 @@
 """The MoE models GM501's opaque op touches, for one GPU cost-gate run (docs/benchmarks.md,
-"The opaque MoE op on the GPU"): transformers' eager experts, tiny and at a real size::
+"The opaque MoE op on the GPU"): transformers' eager experts, tiny and at a real size, one
+unit per target so that a run cut short resumes::
 
-    python -m graphmend fix benchmarks/moe_gpu.py --jobs 3 --bench \\
-        --bench-modes default,reduce-overhead --bench-device cuda
+    python3 benchmarks/cost_sweep.py benchmarks/moe_gpu.py --split benchmarks/moe_gpu.py \\
+        --modes default,reduce-overhead --device cuda --parallel 3 --jobs 2 --out build/sweep-moe
 """
 
 import sys

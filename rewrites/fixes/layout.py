@@ -8,9 +8,10 @@ fit is split the way the formatters split it:
 * a call: one argument per line with a trailing comma (the "magic trailing comma", which both
   formatters keep as it is at any line length);
 * a lambda: a call body split as a call, any other body in parentheses;
-* an operator chain or a ternary: split before its operators (``if`` and ``else``) inside
-  parentheses (added where the formatters add them), or, in a statement whose last operand ends in a call with arguments,
-  its first call split instead (the formatters' "right-hand split").
+* an operator chain or a ternary: split before its operators (a ternary's ``if`` and
+  ``else``) inside parentheses (added where the formatters add them), or, in a statement whose
+  last operand ends in a call with arguments, its first call split instead (the formatters'
+  "right-hand split").
 
 A statement a fix only moved (the call under a new guard) or changed in part (``.item()`` ->
 ``.detach()``) keeps its layout unless a line of it no longer fits. Expressions holding a
