@@ -25,6 +25,14 @@ For --hf, precision is over the functions Dynamo broke in (a modeling file holds
 paths a tiny config never takes), as benchmarks/accuracy.py measures the corpus; the negatives
 are `clean_models`: the findings in the modeling file of each model that compiles without a
 break (candidates only: the file holds paths the tiny config does not take).
+
+A finding in an arm the tiny config never runs (LayerDrop in eval mode, a seed left unset) is
+neither confirmed nor refuted by that run. `--hf-reach MODEL:key=value,...` runs MODEL again with
+those config values, in eval and train mode, so that Dynamo traces those arms; its breaks join
+the ground truth in `reached` (the figures without them stay as they were):
+
+    python benchmarks/scan_recall.py --hf flaubert led reformer \
+        --hf-reach flaubert:layerdrop=0.5 led:encoder_layerdrop=0.5,decoder_layerdrop=0.5 reformer:hash_seed=0
 """
 
 from __future__ import annotations
@@ -156,33 +164,72 @@ sys.path.insert(0, {bench!r})
 from survey_hf import build
 
 
-def _target(model_type):
-    model, inputs = build(model_type)
+def _target(model_type, **config):
+    if config:  # the survey's config with these values on top (--hf-reach)
+        from survey_hf import SPECS
+        from graphmend.sweep.hf import build as sweep_build
+
+        extra, opts = SPECS[model_type]
+        model, inputs = sweep_build(model_type, None, ({{**extra, **config}}, opts))
+    else:
+        model, inputs = build(model_type)
     return model, (), inputs
 '''
 
 
-def hf(models: list[str], jobs: str, report_path: str | None = None, save: str | None = None) -> dict:
+def reach_spec(text: str) -> tuple[str, dict]:
+    """``MODEL:key=value,...`` -> (model, {key: value}); values are Python literals."""
+    model, _, rest = text.partition(":")
+    config = {}
+    for item in filter(None, rest.split(",")):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise SystemExit(f"scan_recall: --hf-reach {text!r}: {item!r} is not key=value")
+        config[key.strip()] = ast.literal_eval(value.strip())
+    if not model or not config:
+        raise SystemExit(f"scan_recall: --hf-reach {text!r}: expected MODEL:key=value,...")
+    return model, config
+
+
+def _hf_report(specs: list[tuple[str, dict]], jobs: str, *modes: str) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        src = HF_TARGETS.format(bench=str(ROOT / "benchmarks"))
+        for i, (m, config) in enumerate(specs):
+            name = m.replace("-", "_") + (f"__reach{i}" if config else "")
+            src += f"\n\ndef mend_target_{name}():\n    return _target({m!r}, **{config!r})\n"
+        (Path(tmp) / "hf_targets.py").write_text(src)
+        return _mend(tmp, "--jobs", jobs, *modes)
+
+
+def hf(models: list[str], jobs: str, report_path: str | None = None, save: str | None = None,
+       reach: list[str] = (), reach_report: str | None = None) -> dict:
     """transformers models from configs (random weights, benchmarks/survey_hf.py's builder):
     their breaks land in the installed modeling files, which are then scanned."""
     if report_path:
         report = json.loads(Path(report_path).read_text())
     else:
-        with tempfile.TemporaryDirectory() as tmp:
-            src = HF_TARGETS.format(bench=str(ROOT / "benchmarks"))
-            for m in models:
-                src += f"\n\ndef mend_target_{m.replace('-', '_')}():\n    return _target({m!r})\n"
-            (Path(tmp) / "hf_targets.py").write_text(src)
-            report = _mend(tmp, "--jobs", jobs)
+        report = _hf_report([(m, {}) for m in models], jobs)
         _save(report, save, "hf.json")
+    reached = None
+    if reach_report:
+        reached = json.loads(Path(reach_report).read_text())
+    elif reach:
+        reached = _hf_report([reach_spec(r) for r in reach], jobs, "--modes", "eval,train")
+        _save(reached, save, "hf-reach.json")
     breaks = [b for b in breaks_of(report) if "/transformers/" in b["file"]]
-    files = sorted({b["file"] for b in breaks})
+    more = [b for b in breaks_of(reached) if "/transformers/" in b["file"]] if reached else []
+    files = sorted({b["file"] for b in breaks + more})
     per_model = {t["name"].split("mend_target_")[-1]: {"error": t.get("error"), "graph_breaks": t["graph_break_count"],
                                                       "break_lines": len({(b["file"], b["line"]) for b in t["breaks"]})}
                  for t in report["targets"]}
     findings = _mend(*files, "--static-only")["findings"] if files else []
     out = measure(findings, breaks, executed_only=True)
     out["models"] = per_model
+    if reached:
+        # the same findings against the breaks of both runs: the arms the tiny configs skip, traced
+        out["reached"] = {**measure(findings, breaks + more, executed_only=True),
+                          "runs": [t["name"].split("mend_target_")[-1] for t in reached["targets"]],
+                          "errors": [f"{t['name']}: {t['error']}" for t in reached["targets"] if t.get("error")]}
     # the negatives: a model that compiles without a break, and the findings in its modeling file
     # (a file of many code paths, so a finding there is only a candidate false positive)
     import transformers
@@ -205,6 +252,10 @@ def main(argv=None) -> int:
     ap.add_argument("--hf", nargs="*", default=None, metavar="MODEL_TYPE",
                     help="also transformers model types (survey_hf names: xlm ctrl longformer ...)")
     ap.add_argument("--hf-report", help="an existing report of the --hf targets (from --save-reports)")
+    ap.add_argument("--hf-reach", nargs="*", default=[], metavar="MODEL:KEY=VALUE,...",
+                    help="run MODEL again with these config values, eval and train, to trace the arms "
+                         "the tiny config skips")
+    ap.add_argument("--hf-reach-report", help="an existing report of the --hf-reach runs (hf-reach.json)")
     ap.add_argument("--save-reports", metavar="DIR", help="keep the dynamic reports (programs.json, hf.json)")
     ap.add_argument("--no-programs", action="store_true", help="only the --hf models")
     ap.add_argument("--jobs", default="2")
@@ -214,7 +265,8 @@ def main(argv=None) -> int:
     if not args.no_programs:
         result["programs"] = programs(args.report, args.jobs, args.save_reports)
     if args.hf or args.hf_report:
-        result["transformers"] = hf(args.hf or [], args.jobs, args.hf_report, args.save_reports)
+        result["transformers"] = hf(args.hf or [], args.jobs, args.hf_report, args.save_reports,
+                                    args.hf_reach, args.hf_reach_report)
     text = json.dumps(result, indent=2)
     print(text)
     if args.json:

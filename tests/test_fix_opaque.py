@@ -186,6 +186,47 @@ def test_rng_states_read_only_where_a_backward_may_follow(monkeypatch):
     y.sum().backward()
 
 
+def test_forward_reads_the_modules_own_tensors_in_place_and_backward_swaps_its_leaves(monkeypatch):
+    """Handed the module's own parameters (eager or compiled), the forward runs the region on
+    them without a reparametrization per call; the backward's recomputation still swaps its
+    detached leaves in, so the gradients are the original program's; and parameters given
+    in place of the module's (functional_call-style) are the ones the region reads."""
+    torch = pytest.importorskip("torch")
+    import torch.nn.utils.stateless as stateless
+
+    before, after = _module(REWRITE.before, "own_before"), _module(REWRITE.after, "own_after")
+    torch.manual_seed(0)
+    ref = before["Moe"]()
+    torch.manual_seed(0)
+    new = after["Moe"]()
+    x, expert = _batch(torch, 5)
+    swaps = []
+    real = stateless._reparametrize_module
+    # the region's swaps only (AOTAutograd swaps a graph module of its own while tracing)
+    spy = (lambda mod, *a, **k: (swaps.append(1) if mod is new else None) or real(mod, *a, **k))
+    monkeypatch.setattr(stateless, "_reparametrize_module", spy)
+    compiled = torch.compile(new, backend="aot_eager", fullgraph=True)
+    with torch.no_grad():
+        for fn in (new, compiled):
+            assert torch.allclose(fn(x, expert), ref(x, expert), atol=1e-6)
+    assert swaps == []
+    for fn in (new, compiled):
+        ref.zero_grad()
+        new.zero_grad()
+        ref(x, expert).pow(2).sum().backward()
+        fn(x, expert).pow(2).sum().backward()
+        for (name, p), q in zip(ref.named_parameters(), new.parameters()):
+            assert torch.allclose(p.grad, q.grad, atol=1e-6), name
+    assert swaps, "the backward differentiates with respect to leaves it swaps in"
+    # other tensors than the module's own: the region must read those, not the module's
+    doubled = {n: p.detach() * 2 for n, p in new.named_parameters()}
+    with torch.no_grad():
+        want = torch.func.functional_call(ref, {n: p.detach() * 2 for n, p in ref.named_parameters()}, (x, expert))
+        got = torch.func.functional_call(new, doubled, (x, expert))
+    assert torch.allclose(want, got, atol=1e-5)
+    assert not torch.allclose(got, new(x, expert).detach(), atol=1e-3)
+
+
 def test_ops_kept_out_of_cuda_graphs():
     """The region syncs and the stash reads the generator's host-side state: both ops say they
     cannot be captured, so reduce-overhead partitions around them."""

@@ -1,0 +1,123 @@
+"""Where does a compiled arm's time go? The original and the mended program of one target
+(mend fix's verified patches, served by mend's import overlay as the bench does), each in a
+process of its own: compiled in one mode, warmed up, timed, then ``torch.profiler`` over
+steady-state calls. Written to find why a mended program the cost gate calls slower is
+slower (docs/benchmarks.md, "The opaque MoE op on the GPU")::
+
+    python benchmarks/arm_profile.py benchmarks/moe_gpu.py::mend_target_hf_qwen2_moe \\
+        --device cuda --mode reduce-overhead --out build/profile.json
+
+Each arm's record: the median call (ms, a call as the bench times it: grad mode on, eval),
+graphs compiled, and the profiler's rows with the most self CPU time and the most device
+time. Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _arm(payload: dict) -> dict:
+    if payload["patches"]:
+        from graphmend.core.overlay import install_overlay
+
+        install_overlay(payload["patches"])
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from graphmend.bench import measure
+    from graphmend.bench.stats import median
+    from graphmend.core.targets import load_target
+    from graphmend.verify.inputs import convert, prepare_callable
+
+    device, mode = payload["device"], payload["mode"]
+    torch.manual_seed(0)
+    loaded = load_target(payload["spec"])
+    fn = prepare_callable(loaded.fn, device, None)
+    args, kwargs = convert(loaded.args, device, None), convert(loaded.kwargs, device, None)
+    torch._dynamo.reset()
+    backend, graphs = measure.counting_inductor(mode)
+    compiled = torch.compile(fn, backend=backend) if not isinstance(backend, str) else \
+        torch.compile(fn, mode=None if mode == "default" else mode)
+    for _ in range(payload["warmup"]):
+        compiled(*args, **kwargs)
+    measure.synchronize(device)
+    times = []
+    for _ in range(payload["runs"]):
+        t0 = time.perf_counter()
+        compiled(*args, **kwargs)
+        measure.synchronize(device)
+        times.append((time.perf_counter() - t0) * 1000.0)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    with profile(activities=activities) as prof:
+        for _ in range(10):
+            compiled(*args, **kwargs)
+        measure.synchronize(device)
+    rows = prof.key_averages()
+
+    def top(key: str) -> list[dict]:
+        ranked = sorted(rows, key=lambda r: getattr(r, key, 0) or 0, reverse=True)[:15]
+        return [{"name": r.key, "calls": r.count // 10, "self_cpu_us": round(r.self_cpu_time_total / 10, 1),
+                 "device_us": round((getattr(r, "self_device_time_total", None)
+                                     or getattr(r, "self_cuda_time_total", 0) or 0) / 10, 1)} for r in ranked]
+
+    return {"median_ms": round(median(times), 4), "graphs": len(graphs) if not isinstance(backend, str) else measure.unique_graphs(), "top_cpu": top("self_cpu_time_total"),
+            "top_device": top("self_device_time_total") if device == "cuda" else []}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("target", help="FILE::mend_target_x")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--mode", default="default")
+    ap.add_argument("--runs", type=int, default=50)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--out")
+    ap.add_argument("--_arm", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args._arm:
+        payload = json.loads(Path(args._arm).read_text())
+        Path(args._arm).write_text(json.dumps(_arm(payload)))
+        return 0
+    sys.path.insert(0, str(ROOT))
+    from graphmend.fixing import verified_patches
+
+    file, _, function = args.target.partition("::")
+    file = str(Path(file).resolve())
+    with tempfile.TemporaryDirectory() as tmp:
+        # mend fix's verdicts for this one target: a file holding only it
+        unit = Path(tmp) / "unit.py"
+        unit.write_text(f"import sys\nsys.path.insert(0, {str(Path(file).parent)!r})\n"
+                        f"sys.path.insert(0, {str(ROOT)!r})\nfrom {Path(file).stem} import {function} as _t\n\n\n"
+                        f"def {function}():\n    return _t()\n", encoding="utf-8")
+        patches = verified_patches([str(unit)])
+        result = {"target": args.target, "device": args.device, "mode": args.mode, "patched": sorted(patches)}
+        for arm, given in (("original", {}), ("mended", patches)):
+            job = Path(tmp) / f"{arm}.json"
+            spec = {"name": f"{unit}::{function}", "function": function, "file": str(unit)}
+            job.write_text(json.dumps({"patches": given, "spec": spec, "device": args.device, "mode": args.mode,
+                                       "runs": args.runs, "warmup": args.warmup}))
+            run = subprocess.run([sys.executable, __file__, args.target, "--_arm", str(job)], cwd=ROOT,
+                                 env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [
+                                     str(ROOT), os.environ.get("PYTHONPATH")]))},
+                                 capture_output=True, text=True)
+            result[arm] = json.loads(job.read_text()) if run.returncode == 0 else {"error": run.stderr[-3000:]}
+    text = json.dumps(result, indent=2)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
