@@ -32,9 +32,11 @@ after the site (``_mend_<module>_<function>_<line>``), registers it once as the 
   is one and the op takes it; before that the op takes the module's ``id``, which Dynamo
   guards (ID_MATCH: a second model instance compiles anew), and finds the module, which is
   alive for the call, in a weak table the handles fill (a copy's handle is its own, so a
-  deepcopy or an unpickled module finds itself). Its parameters and buffers are passed as tensors, and the
-  region runs with them in place (``torch.nn.utils.stateless._reparametrize_module``, what
-  ``torch.func.functional_call`` does), so gradients reach them;
+  deepcopy or an unpickled module finds itself). Its parameters and buffers are passed as tensors.
+  The backward runs the region with its own leaves in their place
+  (``torch.nn.utils.stateless._reparametrize_module``, what ``torch.func.functional_call``
+  does), so gradients reach them; the forward, handed the module's own tensors, reads them
+  where they are (no swap per call) and swaps only tensors that are not the module's;
 * backward: a second op, ``mend::<...>_backward``, recomputes the region eagerly with grad
   enabled and differentiates it (``torch.autograd.grad``): checkpointing's cost class, one more
   forward of the region in training; the region's own algorithm is unchanged;
