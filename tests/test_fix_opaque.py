@@ -395,3 +395,28 @@ def test_unsafe_dense_dispatch_still_offered_and_taken_with_the_flag():
     unsafe = fix_source(MIXTRAL_LIKE, lines={22}, module="moe", unsafe=True)
     assert {s.strategy for s in unsafe.applied} == {"dense_dispatch"}
     assert "_mend_opaque_op" not in unsafe.new_source
+
+
+def test_before_torch_2_13_the_handle_is_not_an_opaque_object():
+    """torch 2.11 accepts reference-typed opaque objects, but its Inductor fails to hash a
+    handle into the FX-graph cache key: before 2.13 the op takes the module's id."""
+    pytest.importorskip("torch")
+    import subprocess
+
+    script = ("import sys, torch\nfrom torch.torch_version import TorchVersion\n"
+              "torch.__version__ = TorchVersion(sys.argv[1])\n"
+              "ns = {}\nexec(sys.stdin.read(), ns)\nprint(ns['_mend_opaque_runtime']().opaque)\n")
+    seen = {}
+    for version in ("2.11.0+cu130", "2.13.0"):
+        out = subprocess.run([sys.executable, "-c", script, version], input="import torch\n" + gm5_opaque.RUNTIME.source,
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr[-2000:]
+        seen[version] = out.stdout.strip()
+    assert seen["2.11.0+cu130"] == "False"
+    have = True
+    try:
+        from torch._library.opaque_object import register_opaque_type  # noqa: F401
+        from torch._opaque_base import OpaqueBase  # noqa: F401
+    except ImportError:
+        have = False
+    assert seen["2.13.0"] == str(have)

@@ -115,6 +115,10 @@ RUNTIME = Helper('''def _mend_opaque_runtime():
             return ModuleRef
 
         try:
+            if torch.__version__ < (2, 13):
+                # 2.11 registers reference types too, but its Inductor cannot hash a
+                # handle into its FX-graph cache key (the pickler recurses through it)
+                raise ImportError("reference-typed opaque objects: torch 2.13")
             from torch._library.opaque_object import register_opaque_type
             from torch._opaque_base import OpaqueBase
 
@@ -123,7 +127,7 @@ RUNTIME = Helper('''def _mend_opaque_runtime():
             register_opaque_type(rt.ModuleRef, typ="reference")
             rt.opaque = True
         except (ImportError, TypeError):
-            # a torch without them (before 2.13): the op takes the module's id, which
+            # a torch without them, or before 2.13: the op takes the module's id, which
             # torch.compile guards, and finds the module, alive for the call, by it
             rt.ModuleRef, rt.opaque = handle_class(object), False
         sys.modules[rt.__name__] = rt
