@@ -207,7 +207,7 @@ def _mend_opaque_op(name, region, kinds, like, dtype=None):
         except RuntimeError:  # a tensor without storage (a functorch wrapper)
             return False
 
-    def run(args, swap=True):
+    def run(args, values_only=False):
         if not module:
             return region(*args)
         m = args[0].module if opaque else rt.modules.get(args[0])
@@ -215,12 +215,13 @@ def _mend_opaque_op(name, region, kinds, like, dtype=None):
             raise RuntimeError(
                 f"{name}: the module of this region is gone (a handle outlived it)"
             )
-        own = [*m.parameters(), *m.buffers()]
-        if not swap and len(own) == len(args[1]) and all(map(same, own, args[1])):
+        named = [*m.named_parameters(), *m.named_buffers()]
+        own = [t for _, t in named]
+        if values_only and len(own) == len(args[1]) and all(map(same, own, args[1])):
             # the forward, handed the module's own tensors (an eager or compiled call):
             # the region reads the same memory in place, without a swap on every call
             return region(m, *args[2:])
-        keys = [k for k, _ in m.named_parameters()] + [k for k, _ in m.named_buffers()]
+        keys = [k for k, _ in named]
         with stateless._reparametrize_module(m, dict(zip(keys, args[1]))):
             return region(m, *args[2:])
 
@@ -255,7 +256,7 @@ def _mend_opaque_op(name, region, kinds, like, dtype=None):
         states = stashed(args) if keep else nothing()
         # below autograd the values are all the region reads; the backward swaps its
         # own leaves in, to differentiate with respect to them
-        return run(args, swap=False), *states
+        return run(args, values_only=True), *states
 
     def fake(*args):
         *args, keep = args
