@@ -7,14 +7,23 @@ slower (docs/benchmarks.md, "The opaque MoE op on the GPU")::
     python benchmarks/arm_profile.py benchmarks/moe_gpu.py::mend_target_hf_qwen2_moe \\
         --device cuda --mode reduce-overhead --out build/profile.json
 
-Each arm's record: the median call (ms, a call as the bench times it: grad mode on, eval),
-graphs compiled, and the profiler's rows with the most self CPU time and the most device
+``--verify-on`` takes the patches from a tiny config of the same model and times a real-size
+one with them (the patches rewrite the model's source, whatever its size)::
+
+    python benchmarks/arm_profile.py benchmarks/moe_gpu.py::mend_target_hf_mixtral_base \\
+        --verify-on benchmarks/moe_gpu.py::mend_target_hf_mixtral --device cuda \\
+        --mode default,reduce-overhead --out build/mixtral-base.json
+
+Each arm's record: the median call (ms, a call as the cost gate times it: the modules in
+``.eval()`` under ``torch.no_grad()``; ``--grad`` keeps grad mode on, as a caller that forgets
+``no_grad`` runs), graphs compiled, and the profiler's rows with the most self CPU time and the most device
 time. Nothing is asserted.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -36,6 +45,7 @@ def _arm(payload: dict) -> dict:
 
     from graphmend.bench import measure
     from graphmend.bench.stats import median
+    from graphmend.core.modes import EVAL, run_mode
     from graphmend.core.targets import load_target
     from graphmend.verify.inputs import convert, prepare_callable
 
@@ -44,29 +54,30 @@ def _arm(payload: dict) -> dict:
     loaded = load_target(payload["spec"])
     fn = prepare_callable(loaded.fn, device, None)
     args, kwargs = convert(loaded.args, device, None), convert(loaded.kwargs, device, None)
-    torch._dynamo.reset()
-    backend, graphs = measure.counting_inductor(mode)
-    compiled = torch.compile(fn, backend=backend) if not isinstance(backend, str) else \
-        torch.compile(fn, mode=None if mode == "default" else mode)
-    for _ in range(payload["warmup"]):
-        compiled(*args, **kwargs)
-    measure.synchronize(device)
-    times = []
-    for _ in range(payload["runs"]):
-        t0 = time.perf_counter()
-        compiled(*args, **kwargs)
-        measure.synchronize(device)
-        times.append((time.perf_counter() - t0) * 1000.0)
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
-    with profile(activities=activities) as prof:
-        for _ in range(10):
+    with run_mode(fn, EVAL), (torch.enable_grad() if payload["grad"] else contextlib.nullcontext()):
+        torch._dynamo.reset()
+        backend, graphs = measure.counting_inductor(mode)
+        compiled = torch.compile(fn, backend=backend) if not isinstance(backend, str) else \
+            torch.compile(fn, mode=None if mode == "default" else mode)
+        for _ in range(payload["warmup"]):
             compiled(*args, **kwargs)
         measure.synchronize(device)
+        times = []
+        for _ in range(payload["runs"]):
+            t0 = time.perf_counter()
+            compiled(*args, **kwargs)
+            measure.synchronize(device)
+            times.append((time.perf_counter() - t0) * 1000.0)
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+        with profile(activities=activities) as prof:
+            for _ in range(10):
+                compiled(*args, **kwargs)
+            measure.synchronize(device)
     rows = prof.key_averages()
 
     def top(key: str) -> list[dict]:
         ranked = sorted(rows, key=lambda r: getattr(r, key, 0) or 0, reverse=True)[:15]
-        return [{"name": r.key, "calls": r.count // 10, "self_cpu_us": round(r.self_cpu_time_total / 10, 1),
+        return [{"name": r.key, "calls": round(r.count / 10, 1), "self_cpu_us": round(r.self_cpu_time_total / 10, 1),
                  "device_us": round((getattr(r, "self_device_time_total", None)
                                      or getattr(r, "self_cuda_time_total", 0) or 0) / 10, 1)} for r in ranked]
 
@@ -78,9 +89,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("target", help="FILE::mend_target_x")
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--mode", default="default")
+    ap.add_argument("--mode", default="default", help="torch.compile modes, comma-separated")
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--grad", action="store_true", help="time with grad mode on (the gate: no_grad)")
+    ap.add_argument("--verify-on", metavar="FILE::mend_target_y",
+                    help="take the patches mend fix verifies on this target (a tiny config of the same model) "
+                         "and time TARGET with them: a real-size config whose own verification would take long")
     ap.add_argument("--out")
     ap.add_argument("--_arm", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -91,31 +106,40 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(ROOT))
     from graphmend.fixing import verified_patches
 
-    file, _, function = args.target.partition("::")
-    file = str(Path(file).resolve())
-    with tempfile.TemporaryDirectory() as tmp:
-        # mend fix's verdicts for this one target: a file holding only it
-        unit = Path(tmp) / "unit.py"
+    def unit_of(target: str, unit: Path) -> str:
+        # a file holding only this target: mend fix's verdicts for it alone
+        file, _, function = target.partition("::")
+        file = str(Path(file).resolve())
         unit.write_text(f"import sys\nsys.path.insert(0, {str(Path(file).parent)!r})\n"
                         f"sys.path.insert(0, {str(ROOT)!r})\nfrom {Path(file).stem} import {function} as _t\n\n\n"
                         f"def {function}():\n    return _t()\n", encoding="utf-8")
-        patches = verified_patches([str(unit)])
-        result = {"target": args.target, "device": args.device, "mode": args.mode, "patched": sorted(patches)}
-        for arm, given in (("original", {}), ("mended", patches)):
-            job = Path(tmp) / f"{arm}.json"
-            spec = {"name": f"{unit}::{function}", "function": function, "file": str(unit)}
-            job.write_text(json.dumps({"patches": given, "spec": spec, "device": args.device, "mode": args.mode,
-                                       "runs": args.runs, "warmup": args.warmup}))
-            run = subprocess.run([sys.executable, __file__, args.target, "--_arm", str(job)], cwd=ROOT,
-                                 env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [
-                                     str(ROOT), os.environ.get("PYTHONPATH")]))},
-                                 capture_output=True, text=True)
-            result[arm] = json.loads(job.read_text()) if run.returncode == 0 else {"error": run.stderr[-3000:]}
-    text = json.dumps(result, indent=2)
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text + "\n")
-    print(text)
+        return function
+
+    with tempfile.TemporaryDirectory() as tmp:
+        unit = verify = Path(tmp) / "unit.py"
+        function = unit_of(args.target, unit)
+        if args.verify_on:
+            verify = Path(tmp) / "verify.py"
+            unit_of(args.verify_on, verify)
+        patches = verified_patches([str(verify)])
+        result = {"target": args.target, "verified_on": args.verify_on or args.target, "device": args.device,
+                  "grad": args.grad, "patched": sorted(patches), "modes": {}}
+        for mode in args.mode.split(","):
+            arms = result["modes"][mode] = {}
+            for arm, given in (("original", {}), ("mended", patches)):
+                job = Path(tmp) / f"{arm}.json"
+                spec = {"name": f"{unit}::{function}", "function": function, "file": str(unit)}
+                job.write_text(json.dumps({"patches": given, "spec": spec, "device": args.device, "mode": mode,
+                                           "runs": args.runs, "warmup": args.warmup, "grad": args.grad}))
+                run = subprocess.run([sys.executable, __file__, args.target, "--_arm", str(job)], cwd=ROOT,
+                                     env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [
+                                         str(ROOT), os.environ.get("PYTHONPATH")]))},
+                                     capture_output=True, text=True)
+                arms[arm] = json.loads(job.read_text()) if run.returncode == 0 else {"error": run.stderr[-3000:]}
+            if args.out:  # after each mode: a run cut short keeps what it measured
+                Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+                Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
     return 0
 
 
