@@ -14,10 +14,10 @@ one with them (the patches rewrite the model's source, whatever its size)::
         --verify-on benchmarks/moe_gpu.py::mend_target_hf_mixtral --device cuda \\
         --mode default,reduce-overhead --out build/mixtral-base.json
 
-Each arm's record: the median call (ms, a call as the cost gate times it: the modules in
-``.eval()`` under ``torch.no_grad()``; ``--grad`` keeps grad mode on, as a caller that forgets
-``no_grad`` runs), graphs compiled, and the profiler's rows with the most self CPU time and the most device
-time. Nothing is asserted.
+Each arm's record, per mode: the median call (ms, a call as the cost gate times it: the
+modules in ``.eval()`` under ``torch.no_grad()``; ``--grad`` keeps grad mode on, as a caller
+that forgets ``no_grad`` runs), graphs compiled, and the profiler's rows with the most self CPU
+time and the most device time. Nothing is asserted.
 """
 
 from __future__ import annotations

@@ -2,9 +2,10 @@
 its FX-graph cache on, as a user compiles), per runtime path of the op: ``chosen``, the path
 the runtime takes on this torch (the module's ``id`` before 2.13, the module handle from
 2.13; ``opaque_object`` says which), and ``handle``, the handle (a reference-typed opaque
-object) forced on any torch that registers one, also with the FX-graph cache off. Each case runs in a process of its own, on every device there
-is, with grad off (a call) and on (a call and a backward); a line per case says whether the
-compiled output equals eager, or the error::
+object) forced on any torch that registers one, also with the FX-graph cache off. Each case
+runs in a process of its own, on every device there is, with grad off (a call) and on (a call
+and a backward); a line per case says whether the compiled output (and the input's gradient)
+equals eager, or the error::
 
     python benchmarks/opaque_paths.py [OUT.json]
 
@@ -27,8 +28,11 @@ from rewrites.fixes import gm5_opaque
 
 path, device, grad, cache = sys.argv[1], sys.argv[2], sys.argv[3] == "1", sys.argv[4] == "1"
 src = gm5_opaque.CASES[0].after
+THRESHOLD = "torch.__version__ < (2, 13)"  # the runtime's version check
 if path == "handle":
-    src = src.replace("torch.__version__ < (2, 13)", "torch.__version__ < (2, 0)")
+    if THRESHOLD not in src:
+        raise SystemExit(f"the runtime no longer reads {THRESHOLD!r}: the handle cannot be forced")
+    src = src.replace(THRESHOLD, "torch.__version__ < (2, 0)")
 torch._inductor.config.fx_graph_cache = cache
 mod = types.ModuleType("opaque_paths_after")
 sys.modules[mod.__name__] = mod
@@ -70,12 +74,16 @@ def main(argv=None) -> int:
         for device in devices:
             for grad in ("0", "1"):
                 for cache in (("1", "0") if path == "handle" else ("1",)):
-                    run = subprocess.run([sys.executable, "-c", CHILD, path, device, grad, cache], cwd=ROOT,
-                                         capture_output=True, text=True, timeout=300)
-                    line = [x for x in run.stdout.splitlines() if x.startswith("RESULT ")]
-                    rows.append(json.loads(line[-1][7:]) if line else
-                                {"path": path, "device": device, "grad": grad == "1", "fx_graph_cache": cache == "1",
-                                 "ok": False, "error": run.stderr[-2000:]})
+                    case = {"path": path, "device": device, "grad": grad == "1", "fx_graph_cache": cache == "1"}
+                    try:
+                        run = subprocess.run([sys.executable, "-c", CHILD, path, device, grad, cache], cwd=ROOT,
+                                             capture_output=True, text=True, timeout=300)
+                    except subprocess.TimeoutExpired:  # one case hung: the others still run
+                        rows.append({**case, "ok": False, "error": "timed out after 300 s"})
+                    else:
+                        line = [x for x in run.stdout.splitlines() if x.startswith("RESULT ")]
+                        rows.append(json.loads(line[-1][7:]) if line else
+                                    {**case, "ok": False, "error": run.stderr[-2000:]})
                     print(json.dumps({k: v for k, v in rows[-1].items() if k != "frames"}), flush=True)
     if argv:
         Path(argv[0]).write_text(json.dumps(rows, indent=1) + "\n")
