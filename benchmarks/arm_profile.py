@@ -81,8 +81,16 @@ def _arm(payload: dict) -> dict:
                  "device_us": round((getattr(r, "self_device_time_total", None)
                                      or getattr(r, "self_cuda_time_total", 0) or 0) / 10, 1)} for r in ranked]
 
-    return {"median_ms": round(median(times), 4), "graphs": len(graphs) if not isinstance(backend, str) else measure.unique_graphs(), "top_cpu": top("self_cpu_time_total"),
-            "top_device": top("self_device_time_total") if device == "cuda" else []}
+    from torch._dynamo.utils import counters
+
+    # whether reduce-overhead captured anything: Inductor's own skip count, and graph replays
+    # per call (a top-15 listing can leave cudaGraphLaunch out)
+    launches = sum(r.count for r in rows if r.key == "cudaGraphLaunch") / 10
+    return {"median_ms": round(median(times), 4),
+            "graphs": len(graphs) if not isinstance(backend, str) else measure.unique_graphs(),
+            "cudagraph_skips": dict(counters["inductor"]).get("cudagraph_skips", 0),
+            "cuda_graph_launches_per_call": launches,
+            "top_cpu": top("self_cpu_time_total"), "top_device": top("self_device_time_total") if device == "cuda" else []}
 
 
 def main(argv=None) -> int:
@@ -136,6 +144,10 @@ def main(argv=None) -> int:
                                          str(ROOT), os.environ.get("PYTHONPATH")]))},
                                      capture_output=True, text=True)
                 arms[arm] = json.loads(job.read_text()) if run.returncode == 0 else {"error": run.stderr[-3000:]}
+                # Inductor says why it ran a graph without CUDA graphs (with TORCH_LOGS=perf_hints)
+                skips = sorted({ln.strip() for ln in run.stderr.splitlines() if "skipping cudagraphs" in ln})
+                if skips:
+                    arms[arm]["cudagraph_skip_reasons"] = skips[:10]
             if args.out:  # after each mode: a run cut short keeps what it measured
                 Path(args.out).parent.mkdir(parents=True, exist_ok=True)
                 Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
