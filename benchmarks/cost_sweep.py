@@ -10,7 +10,10 @@ FILE a file of its own, ``--survey TYPE`` a model survey_hf.py builds). Each uni
 ``python -m graphmend fix UNIT --bench ...`` whose JSON report lands in ``--out``; a unit
 whose report is there already is not run again, so a sweep cut short by ``--deadline`` (no
 unit starts after that many seconds) goes on where it stopped. ``--parallel`` units run at
-once: each times its arms one after another, so at most that many arms share the machine.
+once: each times its arms one after another, so at most that many arms share the machine,
+and a unit's two arms may meet different loads (session 17 on the H200: the privacy filter's
+default mode, 2.28x slower beside another lane, 0.73x when arm_profile.py timed it alone);
+take verdicts from --parallel 1.
 Then every report's cost checks are tabulated (``OUT/summary.md``, ``OUT/summary.json``).
 Nothing here is a test: no number is asserted.
 """
