@@ -127,7 +127,7 @@ def main(argv=None) -> int:
     ap.add_argument("--write-units", action="store_true",
                     help="only write the unit files under OUT/units (for a plain `mend fix` over them)")
     ap.add_argument("--only", nargs="+", default=[], metavar="TEXT",
-                    help="run only the units whose name holds one of these (e.g. qwen2_moe)")
+                    help="run only the units whose name ends with one of these (e.g. qwen2_moe)")
     ap.add_argument("--train", action="store_const", const=["--train"], default=[],
                     help="mend fix --train: the breaks a training step hits, each timed call a training step")
     a = ap.parse_args(argv)
@@ -136,7 +136,7 @@ def main(argv=None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
     env.setdefault("MEND_CACHE_DIR", str(out / "cache"))
-    todo = [u for u in units(a.paths, a.split, a.survey, work) if not a.only or any(o in u.stem for o in a.only)]
+    todo = [u for u in units(a.paths, a.split, a.survey, work) if not a.only or u.stem.endswith(tuple(a.only))]
     if a.write_units:
         print("\n".join(str(u) for u in todo))
         return 0
