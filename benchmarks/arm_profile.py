@@ -88,7 +88,7 @@ def _arm(payload: dict) -> dict:
     launches = sum(r.count for r in rows if r.key == "cudaGraphLaunch") / 10
     return {"median_ms": round(median(times), 4),
             "graphs": len(graphs) if not isinstance(backend, str) else measure.unique_graphs(),
-            "cudagraph_skips": dict(counters["inductor"]).get("cudagraph_skips", 0),
+            "cudagraph_skips": counters["inductor"]["cudagraph_skips"],
             "cuda_graph_launches_per_call": launches,
             "top_cpu": top("self_cpu_time_total"), "top_device": top("self_device_time_total") if device == "cuda" else []}
 
