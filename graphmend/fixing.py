@@ -7,7 +7,9 @@
 3. per target: the original side (instrumented to record arms) and the patched side
    (through ``graphmend.core.overlay``) in fresh workers -- outputs compared, breaks re-traced;
    when the set of rewrites fails, each rewrite is verified alone and the passing ones
-   are verified together again;
+   are verified together again; a break the re-trace exposed (Dynamo now gets further into
+   a function it stopped in) is planned and the target verified again with it, for up to
+   ``FOLLOW_ROUNDS`` more rounds;
 4. a ``Report`` with ``fixes[]`` (verified | rejected | advice) and ``fix_targets[]``.
 
 ``verified_patches(paths)`` returns {abs path: patched source} of every verified fix, for
@@ -38,6 +40,9 @@ CONTROL_RULES = ("GM101", "GM102", "GM103", "GM401", "GM402")
 _NUMPY_CALL = re.compile(r"\b(np|numpy)\.\w+\(")
 PROBE_DTYPE = "bfloat16"  # the half precision every CPU build traces
 MAX_ISOLATED = 12  # rewrites verified one by one when their set fails, per target
+# further rounds per target for the breaks a round's re-trace exposed (a fix lets Dynamo go
+# on to the next break of a function it stopped in before)
+FOLLOW_ROUNDS = 2
 
 
 @dataclass
@@ -74,6 +79,24 @@ class SiteRecord:
     def condition_keys(self) -> list[str]:
         """How the verify worker's arm recorder names this site's conditions."""
         return [f"{_real(self.file)}:{c[0]}:{c[1]}" for c in self.site.conditions]
+
+
+@dataclass
+class Outcome:
+    """One target's verification: the sites it rewrote, each one's (status, reason) by id
+    (absent: the target never ran it), the Verdict of the set that passed together (None:
+    none did), and the breaks its re-trace exposed at lines of the files on disk."""
+
+    sites: list[SiteRecord]
+    verdicts: dict
+    final: object = None  # graphmend.verify.run.Verdict
+    exposed: list[Break] = field(default_factory=list)
+
+    def passed(self) -> int:
+        """How many of its sites the passing set holds: what a further round must beat."""
+        if self.final is None:
+            return 0
+        return sum(1 for s in self.sites if (self.verdicts.get(id(s)) or ("",))[0] == PASS)
 
 
 @dataclass
@@ -296,7 +319,6 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
     # 3. verify, per target
     fix_targets: list[FixTarget] = []
     remaining: dict[str, list[Break]] = {t.name: list(t.breaks) for t in before}
-    advance = progress("verifying", len(before)) if progress and before else None
     texts = {p: c.original for p, c in cands.items()}
     # which target hit which lines: a target verifies the rewrites its own breaks asked for,
     # plus the static-only ones in files it runs through
@@ -311,43 +333,103 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
     reused: list[str] = []
     keys: dict[str, Optional[str]] = {}  # target -> its verdict's cache key (None: not kept)
 
-    def verify_one(t: TargetResult, spec) -> tuple[FixTarget, Optional[tuple]]:
-        files = _break_files(t) & {p for p, c in cands.items() if c.sites}
+    def verify_one(t: TargetResult, spec, sites: Optional[list[SiteRecord]], advance) -> tuple:
+        """(FixTarget, the breaks left, Outcome or None, the verdict's cache key) of one
+        target, with ``sites`` rewritten (None: the sites its breaks and files select)."""
         ft = FixTarget(name=t.name, breaks_before=len(t.breaks), breaks_after=len(t.breaks),
                        graph_breaks_before=t.graph_break_count, graph_breaks_after=t.graph_break_count)
-        outcome = None
+        outcome, left, key = None, list(t.breaks), None
         if t.error and not t.breaks:
             ft.error = t.error
         else:
-            sites = [s for p in sorted(files) for s in cands[p].sites
-                     if s.trigger & hit.get((t.name, p), set()) or not any(s.trigger & v for v in hit_any.get(p, []))]
+            if sites is None:
+                files = _break_files(t) & {p for p, c in cands.items() if c.sites}
+                sites = [s for p in sorted(files) for s in cands[p].sites if s.trigger & hit.get((t.name, p), set())
+                         or not any(s.trigger & v for v in hit_any.get(p, []))]
             key = _verdict_key(cache, t, sites, options, config) if sites else None
-            keys[t.name] = key
             kept = cache.get("verify", key) if key else None
             if kept is not None:
-                ft, remaining[t.name], outcome = _from_kept(kept, sites)
+                ft, left, outcome = _from_kept(kept, sites)
                 reused.append(t.name)
             elif sites:
-                remaining[t.name], outcome = _verify_sites(spec, t, sites, cands, dict(texts), options, config, ft)
+                left, outcome = _verify_sites(spec, t, sites, cands, dict(texts), options, config, ft)
                 if key and _keepable(ft, outcome):
-                    cache.put("verify", key, _kept(ft, remaining[t.name], outcome))
+                    cache.put("verify", key, _kept(ft, left, outcome))
             else:
                 ft.outputs_equal = True  # nothing rewritten: the program is the original
                 ft.remaining = [f"{b.rule} {os.path.basename(b.file or '')}:{b.line}: {b.reason}" for b in t.breaks]
         if advance:
             advance(t.name, ft)
-        return ft, outcome
+        return ft, left, outcome, key
+
+    # sites the follow-up rounds planned, shared by the targets that exposed the same break
+    followed: dict[tuple, SiteRecord] = {}
+
+    def follow(o: Outcome, hints: list[tuple[FileCandidate, set[int], int]]) -> list[SiteRecord]:
+        """Sites for the breaks ``o``'s re-trace exposed, at lines none of its sites covers;
+        the hints about them added to their files go in ``hints`` (to take back if unused)."""
+        extra: list[SiteRecord] = []
+        for b in o.exposed:
+            if not (b.file and b.line and _selected(b.rule, options.rules) and config.rule_enabled(b.rule)):
+                continue
+            c = cand(_real(b.file))
+            if c is None or any(s.file == c.path and s.site.line <= b.line <= s.site.end_line
+                                for s in o.sites + extra):
+                continue
+            texts.setdefault(c.path, c.original)
+            for kind, wanted in ((c.tensor_lines, b.rule in CONTROL_RULES), (c.shape_lines, b.rule.startswith("GM50"))):
+                if wanted and b.line not in kind:
+                    kind.add(b.line)
+                    hints.append((c, kind, b.line))
+            lines = set().union(*(s.trigger for s in o.sites + extra if s.file == c.path)) | {b.line}
+            r = c.fix(lines, options.rules)
+            if r.error or (r.changed and _unwritable(c, r.new_source)):
+                continue
+            site = next((x for x in r.applied if x.line <= b.line <= x.end_line), None)
+            if site is None:  # refused: its advice goes with the break, which stays
+                c.refusals += [x for x in r.refused if x.line == b.line and x not in c.refusals]
+                continue
+            span = (c.path, site.line, site.end_line, site.rule)
+            known = next((s for s in c.sites if (s.file, s.site.line, s.site.end_line, s.site.rule) == span), None)
+            extra.append(known or followed.setdefault(span, SiteRecord(c.path, site, {b.line})))
+        return extra
 
     # targets verify in parallel (--jobs), each in its own workers; their verdicts are added
     # to the shared site records afterwards, in target order
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
-        done = list(pool.map(verify_one, before, got.specs))
-    for ft, outcome in done:
+        tick = progress("verifying", len(before)) if progress and before else None
+        done = list(pool.map(lambda t, spec: verify_one(t, spec, None, tick), before, got.specs))
+        # a round that exposed breaks mend can rewrite goes again with them added; the
+        # larger set stands only where more of its sites pass together
+        settled: set[int] = set()
+        for _ in range(FOLLOW_ROUNDS):
+            hints: list[tuple[FileCandidate, set[int], int]] = []
+            todo = [(i, extra) for i, (_, _, o, _) in enumerate(done)
+                    if o is not None and i not in settled and (extra := follow(o, hints))]
+            if not todo:
+                break
+            tick = progress("verifying follow-ups", len(todo)) if progress else None
+            again = list(pool.map(lambda job: verify_one(before[job[0]], got.specs[job[0]],
+                                                         done[job[0]][2].sites + job[1], tick), todo))
+            for (i, extra), res in zip(todo, again):
+                if res[2] is None or res[2].passed() <= done[i][2].passed():
+                    settled.add(i)
+                    continue
+                done[i] = res
+                for s in extra:
+                    if s not in cands[s.file].sites:
+                        cands[s.file].sites.append(s)
+            # a hint no adopted site stands on goes: the patches written are planned as verified
+            for c, kind, line in hints:
+                if not any(line in s.trigger for s in c.sites):
+                    kind.discard(line)
+    for t, (ft, left, outcome, key) in zip(before, done):
         fix_targets.append(ft)
+        remaining[t.name], keys[t.name] = left, key
         if outcome is not None:
-            _record(*outcome)
+            _record(outcome)
 
     # 4. settle: a site is verified when every target that ran it agreed, none rejected it
     # and none left one of its arms unexercised
@@ -363,7 +445,7 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
                 s.reason = "no mend_target runs the rewritten code, so the rewrite could not be verified"
     # 5. cost (--bench): a target whose program the verified fixes make slower turns them to regresses
     if cost is not None:
-        _gate(cost, done, got.specs, _settled(cands, options, report, {VERIFIED}), keys)
+        _gate(cost, [(ft, o) for ft, _, o, _ in done], got.specs, _settled(cands, options, report, {VERIFIED}), keys)
     patches = _settled(cands, options, report, {VERIFIED, REGRESSES} if options.allow_slower else {VERIFIED})
     report.fix_targets = fix_targets
     # the fix report's targets[] carry the outcome too (the shape `mend fix --format json`
@@ -410,9 +492,8 @@ def _gate(cost: CostGate, done: list, specs: list, patches: dict[str, str], keys
     for spec, (ft, outcome) in zip(specs, done):
         if outcome is None:
             continue
-        sites, verdicts, final = outcome
-        passed = [s for s in sites if s.status == VERIFIED and (verdicts.get(id(s)) or ("",))[0] == PASS]
-        if final is not None and passed and any(s.file in patches for s in passed):
+        passed = [s for s in outcome.sites if s.status == VERIFIED and (outcome.verdicts.get(id(s)) or ("",))[0] == PASS]
+        if outcome.final is not None and passed and any(s.file in patches for s in passed):
             gated.append((ft, spec, passed))
     if not gated:
         return
@@ -464,27 +545,28 @@ def _verdict_key(cache: Cache, t: TargetResult, sites: list[SiteRecord], options
                      config.memory_limit)
 
 
-def _keepable(ft: FixTarget, outcome: tuple) -> bool:
+def _keepable(ft: FixTarget, outcome: Outcome) -> bool:
     """A verdict is kept unless a worker failed in a way that may not happen again (a
     timeout, memory, a crash): that says nothing about the fix. What the program itself did,
     an exception included, is kept."""
-    _, verdicts, _ = outcome
-    texts = [ft.error or ""] + [v[1] for v in verdicts.values() if v is not None]
+    texts = [ft.error or ""] + [v[1] for v in outcome.verdicts.values() if v is not None]
     from graphmend.core.jobs import TRANSIENT
 
     return not any(sign in t for t in texts for sign in TRANSIENT)
 
 
-def _kept(ft: FixTarget, remaining: list[Break], outcome: tuple) -> dict:
-    sites, verdicts, final = outcome
+def _kept(ft: FixTarget, remaining: list[Break], outcome: Outcome) -> dict:
+    final = outcome.final
     return {"fix_target": to_dict(ft), "remaining": [to_dict(b) for b in remaining],
-            "verdicts": [list(verdicts[id(s)]) if verdicts.get(id(s)) is not None else None for s in sites],
+            "verdicts": [list(outcome.verdicts[id(s)]) if outcome.verdicts.get(id(s)) is not None else None
+                         for s in outcome.sites],
             "final": None if final is None else {"checks": list(final.checks), "skipped": dict(final.skipped),
                                                  "surfaced": [to_dict(x) for x in final.surfaced],
-                                                 "rounding": list(final.rounding)}}
+                                                 "rounding": list(final.rounding)},
+            "exposed": [to_dict(b) for b in outcome.exposed]}
 
 
-def _from_kept(kept: dict, sites: list[SiteRecord]) -> tuple[FixTarget, list[Break], tuple]:
+def _from_kept(kept: dict, sites: list[SiteRecord]) -> tuple[FixTarget, list[Break], Outcome]:
     from graphmend.verify.run import Surfaced, Verdict
 
     verdicts = {id(s): tuple(v) for s, v in zip(sites, kept["verdicts"]) if v is not None}
@@ -494,7 +576,7 @@ def _from_kept(kept: dict, sites: list[SiteRecord]) -> tuple[FixTarget, list[Bre
         final = Verdict(checks=list(f["checks"]), skipped=dict(f["skipped"]),
                         surfaced=[from_dict(Surfaced, x) for x in f["surfaced"]], rounding=list(f.get("rounding", [])))
     return (from_dict(FixTarget, kept["fix_target"]), [from_dict(Break, b) for b in kept["remaining"]],
-            (sites, verdicts, final))
+            Outcome(sites, verdicts, final, [from_dict(Break, b) for b in kept.get("exposed", [])]))
 
 
 def _with_outcome(t: TargetResult, ft: Optional[FixTarget]) -> TargetResult:
@@ -558,7 +640,7 @@ def constants_of(text: str, conditions) -> list[float]:
 
 
 def _verify_sites(spec, before: TargetResult, sites: list[SiteRecord], cands, texts, options: FixOptions,
-                  config: Config, ft: FixTarget) -> tuple[list[Break], tuple]:
+                  config: Config, ft: FixTarget) -> tuple[list[Break], Outcome]:
     """Verify ``sites`` for one target; fills ``ft``; returns the breaks left and the
     outcome ``_record`` adds to the sites."""
     import tempfile
@@ -568,7 +650,7 @@ def _verify_sites(spec, before: TargetResult, sites: list[SiteRecord], cands, te
 
 
 def _verify_sites_in(tmp: str, spec, before: TargetResult, sites: list[SiteRecord], cands, texts,
-                     options: FixOptions, config: Config, ft: FixTarget) -> tuple[list[Break], tuple]:
+                     options: FixOptions, config: Config, ft: FixTarget) -> tuple[list[Break], Outcome]:
     from graphmend.verify.run import run_original, verify_target
 
     timeout = options.timeout or config.timeout
@@ -657,7 +739,11 @@ def _verify_sites_in(tmp: str, spec, before: TargetResult, sites: list[SiteRecor
             verdicts.update(j2)
             if not any(o is not None and o[0] != PASS for o in j2.values()):
                 final = v2
-    outcome = (sites, verdicts, final)
+    # what a further round may rewrite: the breaks the passing set surfaced, or, where the
+    # whole set failed only on new breaks, those
+    exposed = final.exposed if final is not None else \
+        (v.exposed if v.new_breaks and not (v.error or v.mismatches or v.graphs_grew) else [])
+    outcome = Outcome(sites, verdicts, final, list(exposed))
     if final is not None:
         ft.breaks_after = final.breaks_after
         if final.after is not None:
@@ -674,11 +760,12 @@ def _verify_sites_in(tmp: str, spec, before: TargetResult, sites: list[SiteRecor
     return list(before.breaks), outcome
 
 
-def _record(sites: list[SiteRecord], verdicts: dict, final) -> None:
+def _record(outcome: Outcome) -> None:
     """Add one target's verdicts to its sites (in target order: a site's first rejection
     is the one its record names)."""
-    for s in sites:
-        o = verdicts.get(id(s))
+    final = outcome.final
+    for s in outcome.sites:
+        o = outcome.verdicts.get(id(s))
         if o is None:
             continue  # this target never ran it: its verdict is the other targets'
         s.outcomes.append(o)

@@ -159,12 +159,13 @@ def test_a_broken_cache_is_a_miss_not_an_error(tmp_path):
 
 def test_transient_failures_are_not_kept():
     from graphmend.core.model import FixTarget
-    from graphmend.fixing import _keepable
+    from graphmend.fixing import Outcome, _keepable
 
     ft = FixTarget(name="t", breaks_before=1, breaks_after=1)
     s = object()
-    assert _keepable(ft, ([s], {id(s): ("rejected", "behaviour changed: eval: output differs")}, None))
-    assert _keepable(ft, ([s], {id(s): ("rejected", "verification failed: patched run: t: raised ValueError: x")}, None))
-    assert not _keepable(ft, ([s], {id(s): ("rejected", "verification failed: patched run: t: timed out after 5 s "
-                                                        "(raise it with --timeout)")}, None))
-    assert not _keepable(FixTarget(name="t", breaks_before=1, breaks_after=1, error="t: worker killed by SIGKILL (out of memory?)"), ([], {}, None))
+    assert _keepable(ft, Outcome([s], {id(s): ("rejected", "behaviour changed: eval: output differs")}))
+    assert _keepable(ft, Outcome([s], {id(s): ("rejected", "verification failed: patched run: t: raised ValueError: x")}))
+    assert not _keepable(ft, Outcome([s], {id(s): ("rejected", "verification failed: patched run: t: timed out after 5 s "
+                                                               "(raise it with --timeout)")}))
+    assert not _keepable(FixTarget(name="t", breaks_before=1, breaks_after=1,
+                                   error="t: worker killed by SIGKILL (out of memory?)"), Outcome([], {}))

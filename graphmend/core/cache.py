@@ -24,7 +24,7 @@ from typing import Any, Iterable, Optional
 ENV_DIR = "MEND_CACHE_DIR"
 ENV_OFF = "MEND_NO_CACHE"  # "1": as --no-cache
 # bump when the shape of an entry changes; old entries are then simply not found
-SCHEMA = 1
+SCHEMA = 2  # 2: a verdict keeps the breaks its re-trace exposed (the follow-up rounds)
 _PROJECT = Path(__file__).resolve().parents[2]  # the folder holding graphmend/
 _PACKAGES = ("graphmend", "tracer", "rewrites")
 _code_digest: Optional[str] = None

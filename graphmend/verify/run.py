@@ -61,6 +61,9 @@ class Verdict:
     after: Optional[TargetResult] = None
     # the breaks left, in ORIGINAL coordinates (before-breaks still there) plus new ones
     remaining_breaks: list = field(default_factory=list)
+    # the breaks the original's capture did not log (new or surfaced) at a line of the file
+    # on disk: what a further round of rewrites may fix
+    exposed: list = field(default_factory=list)
 
 
 @dataclass
@@ -197,6 +200,8 @@ def compare_breaks(v: Verdict, before: TargetResult, after: TargetResult, patche
                    for k, b in before_keys.items() if b.kind == "frame_skipped" and b.skipped_frame is not None
                    and k not in after_keys}
     for k, b in moved.items():
+        if b.line is not None:
+            v.exposed.append(b)
         line = b.line if b.line is not None else f"{after_keys[k].line} (a line the rewrite wrote)"
         where = f"{b.rule} at {os.path.basename(b.file or '?')}:{line}: {b.reason}"
         hid = gone_splits.get(split_key(after_keys[k], after_texts))
