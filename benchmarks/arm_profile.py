@@ -105,6 +105,8 @@ def main(argv=None) -> int:
                     help="take the patches mend fix verifies on this target (a tiny config of the same model) "
                          "and time TARGET with them: a real-size config whose own verification would take long")
     ap.add_argument("--out")
+    ap.add_argument("--log-dir", help="keep each arm's stderr here as MODE-ARM.log (with TORCH_LOGS set: why a "
+                                      "graph ran without CUDA graphs, how it was partitioned)")
     ap.add_argument("--_arm", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args._arm:
@@ -144,6 +146,9 @@ def main(argv=None) -> int:
                                          str(ROOT), os.environ.get("PYTHONPATH")]))},
                                      capture_output=True, text=True)
                 arms[arm] = json.loads(job.read_text()) if run.returncode == 0 else {"error": run.stderr[-3000:]}
+                if args.log_dir:
+                    Path(args.log_dir).mkdir(parents=True, exist_ok=True)
+                    (Path(args.log_dir) / f"{mode}-{arm}.log").write_text(run.stderr, encoding="utf-8")
                 # Inductor says why it ran a graph without CUDA graphs (with TORCH_LOGS=perf_hints)
                 skips = sorted({ln.strip() for ln in run.stderr.splitlines() if "skipping cudagraphs" in ln})
                 if skips:

@@ -51,9 +51,9 @@ after the site (``_mend_<module>_<function>_<line>``), registers it once as the 
   state outputs are empty;
 * CUDA graphs: both ops are tagged ``torch.Tag.cudagraph_unsafe`` (the region syncs to read its
   sizes back, and the stash reads the generator's host-side state, neither of which a captured
-  graph replays), so under ``reduce-overhead`` Inductor's graph partition can run them between
-  captured partitions (on torch 2.11 one mended model's graph ran without CUDA graphs at all:
-  docs/benchmarks.md, "Session 17 on the GPU").
+  graph replays), so under ``reduce-overhead`` Inductor's graph partition runs them between
+  captured partitions (torch 2.11, the OpenAI privacy filter: five partitions, the two op calls
+  eager and three graphs replayed a call; docs/benchmarks.md, "Session 18 on the GPU").
 
 Chosen over ``torch._dynamo.nonstrict_trace`` (AOT autograd traces into it: with a ``nonzero``
 inside, torch 2.13 fails with ``PendingUnbackedSymbolNotFound``) and
