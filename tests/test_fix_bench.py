@@ -149,7 +149,7 @@ def test_allow_slower_writes_it_and_a_second_run_reuses_the_timing(gated):
 def test_a_mended_program_that_fails_in_a_mode_regresses_its_fixes():
     """The gate's FAILS (the original compiles and runs in reduce-overhead, the mended program
     does not) turns the target's verified fixes to regresses, named as a failure."""
-    from graphmend.fixing import PASS, SiteRecord, _gate
+    from graphmend.fixing import PASS, Outcome, SiteRecord, _gate
     from graphmend.core.model import VERIFIED
     from graphmend.verify.run import Verdict
 
@@ -159,7 +159,7 @@ def test_a_mended_program_that_fails_in_a_mode_regresses_its_fixes():
     even = CostCheck(target="m.py::f", mode="default", device="cuda", verdict=NOT_SLOWER, ratio=0.4,
                      original_ms=5.0, mended_ms=2.0)
     ft = FixTarget(name="m.py::f", breaks_before=1, breaks_after=0)
-    _gate(lambda items: [[even, fails] for _ in items], [(ft, ([site], {id(site): (PASS, "")}, Verdict()))],
+    _gate(lambda items: [[even, fails] for _ in items], [(ft, Outcome([site], {id(site): (PASS, "")}, Verdict()))],
           ["spec"], {"/p/m.py": "new"}, {})
     assert site.status == "regresses" and ft.costs == [even, fails]
     assert site.reason == ("verified, but the compiled program regresses: m.py::f fails in reduce-overhead mode on "
