@@ -92,11 +92,12 @@ class Outcome:
     final: object = None  # graphmend.verify.run.Verdict
     exposed: list[Break] = field(default_factory=list)
 
+    def passes(self, s: SiteRecord) -> bool:
+        return (self.verdicts.get(id(s)) or ("",))[0] == PASS
+
     def passed(self) -> int:
         """How many of its sites the passing set holds: what a further round must beat."""
-        if self.final is None:
-            return 0
-        return sum(1 for s in self.sites if (self.verdicts.get(id(s)) or ("",))[0] == PASS)
+        return 0 if self.final is None else sum(map(self.passes, self.sites))
 
 
 @dataclass
@@ -421,9 +422,9 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
                 for s in extra:
                     if s not in cands[s.file].sites:
                         cands[s.file].sites.append(s)
-            # a hint no adopted site stands on goes: the patches written are planned as verified
+            # a hint no adopted site covers goes: the patches written are planned as verified
             for c, kind, line in hints:
-                if not any(line in s.trigger for s in c.sites):
+                if not any(s.site.line <= line <= s.site.end_line for s in c.sites):
                     kind.discard(line)
     for t, (ft, left, outcome, key) in zip(before, done):
         fix_targets.append(ft)
@@ -492,7 +493,7 @@ def _gate(cost: CostGate, done: list, specs: list, patches: dict[str, str], keys
     for spec, (ft, outcome) in zip(specs, done):
         if outcome is None:
             continue
-        passed = [s for s in outcome.sites if s.status == VERIFIED and (outcome.verdicts.get(id(s)) or ("",))[0] == PASS]
+        passed = [s for s in outcome.sites if s.status == VERIFIED and outcome.passes(s)]
         if outcome.final is not None and passed and any(s.file in patches for s in passed):
             gated.append((ft, spec, passed))
     if not gated:
