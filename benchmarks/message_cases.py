@@ -113,6 +113,26 @@ def np_interp(x):
     return torch.as_tensor(calibrated)
 
 
+class _Router(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.classifier = torch.nn.Linear(8, 4)
+
+
+_router = _Router()
+
+
+def param_ctor(x):
+    w = torch.nn.Parameter(x.clone())
+    return w * 2
+
+
+def module_to(x):
+    y = x.to(torch.float32) * 2
+    _router.classifier = _router.classifier.to(torch.float32)
+    return _router.classifier(y)
+
+
 # name: (function, rule, frame_skipped); DYNAMIC: cases compiled with dynamic=True
 DYNAMIC = {"check-msg"}
 CASES = {
@@ -133,4 +153,6 @@ CASES = {
     "mask-index": (mask_index, "GM502", False),
     "masked-select": (masked_select, "GM505", False),
     "np-interp": (np_interp, "GM604", False),
+    "param-ctor": (param_ctor, "GM607", False),
+    "module-to": (module_to, "GM607", False),  # torch 2.11 breaks here; 2.13 traces it
 }

@@ -139,5 +139,5 @@ def test_fix_kind_comes_from_the_fix_families():
 
     assert fix_kind("GM101") == "safe" and fix_kind("GM201") == "safe" and fix_kind("GM604") == "safe"
     # GM501: the opaque in-graph op is safe; the dense dispatch beside it is --unsafe-fixes
-    assert fix_kind("GM501") == "safe" and fix_kind("GM503") == "unsafe" and fix_kind("GM606") == "unsafe"
+    assert fix_kind("GM501") == "safe" and fix_kind("GM503") == "unsafe" and fix_kind("GM606") == "safe" and fix_kind("GM607") == "safe"
     assert fix_kind("GM601") is None and fix_kind("GM900") is None

@@ -56,3 +56,14 @@ def test_a_long_ternary_is_split_before_if_and_else():
     assert out == ("y = torch.where(\n    c,\n    a,\n    (\n        torch.min(self.x_min, x_min)\n"
                    "        if self.act_range_momentum == -1\n"
                    "        else self.x_min * self.act_range_momentum + x_min\n    ),\n)\n"), out
+
+
+def test_a_generator_argument_is_split_as_a_comprehension_without_a_comma():
+    """``any(x for x in xs,)`` is a syntax error: a sole generator argument splits like black's
+    (element, then its ``for`` clause, each on a line), with no trailing comma."""
+    stmt = cst.parse_statement("if any(t.dtype != self.dtype for t in (*self.classifier.parameters(), "
+                               "*self.classifier.buffers())):\n    pass\n")
+    out = cst.Module(body=[lay_out(stmt, base=8, width=88)]).code
+    cst.parse_module(out)
+    assert out == ("if any(\n    t.dtype != self.dtype\n"
+                   "    for t in (*self.classifier.parameters(), *self.classifier.buffers())\n):\n    pass\n")

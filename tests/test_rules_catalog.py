@@ -96,7 +96,7 @@ def test_mend_rules_json_says_which_rules_are_fixable():
     assert out.exit_code == 0
     data = {d["code"]: d for d in json.loads(out.stdout)}
     assert data["GM101"]["fixable"] is True and data["GM101"]["fix_kind"] == "safe"
-    assert data["GM606"]["fixable"] is True and data["GM606"]["fix_kind"] == "unsafe"
+    assert data["GM606"]["fixable"] is True and data["GM606"]["fix_kind"] == "safe"
     assert data["GM601"]["fixable"] is False and data["GM601"]["fix_kind"] is None
     assert data["GM101"]["fix"] == RULES_BY_CODE["GM101"].fix  # the strategy text, beside the kind
     assert {c for c, d in data.items() if d["fixable"]} == {r.code for r in RULES if r.fixes}

@@ -176,6 +176,14 @@ class _Layout:
         """``[elt for x in xs if c]`` as the formatters split it: the element, then each
         ``for`` and ``if`` clause on a line of its own, one level in."""
         inner = extra + 4
+        brackets = ("lbracket", "rbracket") if isinstance(node, cst.ListComp) else ("lbrace", "rbrace")
+        opening, closing = getattr(node, brackets[0]), getattr(node, brackets[1])
+        return self._clauses(node, inner).with_changes(**{
+            brackets[0]: opening.with_changes(whitespace_after=_newline(inner)),
+            brackets[1]: closing.with_changes(whitespace_before=_newline(extra))})
+
+    def _clauses(self, node, inner: int):
+        """A comprehension's element and its ``for`` / ``if`` clauses each on a line at ``inner``."""
         elt = self.expr(node.elt, inner, self.base + inner, 0)
 
         def clauses(comp: cst.CompFor) -> cst.CompFor:
@@ -183,14 +191,16 @@ class _Layout:
             nested = clauses(comp.inner_for_in) if comp.inner_for_in is not None else None
             return comp.with_changes(whitespace_before=_newline(inner), ifs=ifs, inner_for_in=nested)
 
-        brackets = ("lbracket", "rbracket") if isinstance(node, cst.ListComp) else ("lbrace", "rbrace")
-        opening, closing = getattr(node, brackets[0]), getattr(node, brackets[1])
-        return node.with_changes(elt=elt, for_in=clauses(node.for_in), **{
-            brackets[0]: opening.with_changes(whitespace_after=_newline(inner)),
-            brackets[1]: closing.with_changes(whitespace_before=_newline(extra))})
+        return node.with_changes(elt=elt, for_in=clauses(node.for_in))
 
     def call(self, node: cst.Call, extra: int) -> cst.Call:
         inner = extra + 4
+        only = node.args[0] if len(node.args) == 1 else None
+        if only is not None and isinstance(only.value, cst.GeneratorExp) and not only.value.lpar:
+            # ``any(x for x in xs)``: split as a comprehension; a comma after it is a syntax error
+            return node.with_changes(whitespace_before_args=_newline(inner), args=[only.with_changes(
+                value=self._clauses(only.value, inner), comma=cst.MaybeSentinel.DEFAULT,
+                whitespace_after_arg=_newline(extra))])
         args = []
         for i, a in enumerate(node.args):
             lead = len(code(a.with_changes(value=cst.Name("x"), comma=cst.MaybeSentinel.DEFAULT))) - 1

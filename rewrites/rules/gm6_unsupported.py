@@ -145,20 +145,31 @@ GM606 = Rule(
     why=("Assigning a tensor to a buffer goes through `nn.Module.__setattr__`, whose "
          "`isinstance(value, nn.Buffer)` check Dynamo cannot trace for a module that registered the buffer "
          "as `nn.Buffer` (`Unsupported python_type() call`); other attribute writes are replayed after the "
-         "graph. The frame around it may be skipped too."),
-    fix=("Convert the module once, outside the compiled region (`model.to(device, dtype)`), and drop the "
-         "assignment; or keep the converted value in a local: `buf = self.buf.to(...)`, then read `buf`."),
-    preconditions=("`mend fix --unsafe-fixes` makes the local. Unsafe: the buffer is no longer re-bound, "
-                   "so where the conversion changes the tensor it runs on every call instead of once, and "
-                   "code outside the function keeps seeing the old buffer. Only `to`/`type`/`float`/`half`/"
-                   "`bfloat16`/`double`/`cpu`/`cuda`/`contiguous`/`detach` conversions of the attribute "
-                   "itself, as a statement of the function body (not in a loop, branch, `with` or `try`); "
+         "graph. The frame around it may be skipped too. Only while the buffer keeps `nn.Buffer`'s mark: "
+         "`Module._apply` (`model.to(\"cuda\")`, `model.half()`) replaces it by a plain tensor, after "
+         "which the assignment does not break."),
+    fix=("`mend fix` runs the conversion only when it changes the buffer: "
+         "`if self.buf.device != device or self.buf.dtype != x.dtype:` above the assignment. When "
+         "nothing differs, `.to` returns the buffer itself and the assignment re-binds what was there, so "
+         "skipping it changes nothing; Dynamo reads the condition from the tensor's metadata (a guard) and "
+         "the graph goes on. Or convert the module once, outside the compiled region "
+         "(`model.to(device, dtype)`), and drop the assignment."),
+    preconditions=("The guard: `to` with dtype/device arguments that are names or attributes (whose names "
+                   "end in `dtype` / `device`, or `dtype=` / `device=` keywords), or `float`/`half`/"
+                   "`bfloat16`/`double`/`cpu` without arguments, of the attribute itself. Anything else (a "
+                   "chain such as `.float().contiguous()`, `.to(other_tensor)`, `.detach()`): "
+                   "`mend fix --unsafe-fixes` keeps the converted value in a local instead. Unsafe: the "
+                   "buffer is no longer re-bound, so where the conversion changes the tensor it runs on "
+                   "every call instead of once, and code outside the function keeps seeing the old buffer; "
+                   "only as a statement of the function body (not in a loop, branch, `with` or `try`), and "
                    "refused when the attribute is written or deleted again in the function, or read after "
                    "it by a nested function, by a method of the class called on `self`, or by code `self` "
                    "is passed to."),
     limits=("The buffer must be created as `self.x = nn.Buffer(...)` in an `__init__`-like method of the "
             "class or of a base class in the same file; a buffer registered elsewhere is found from "
-            "Dynamo's break at that line."),
+            "Dynamo's break at that line (the guard needs the class to say it is a tensor: "
+            "`nn.Buffer` or `register_buffer`). A device given as a string (`\"cuda\"`) never compares "
+            "equal to a tensor's device, so the guarded conversion still runs (and breaks) there."),
     gb_ids=("GB4841",),
     advice=("convert the module once, outside the compiled region (model.to(device, dtype)), and drop the "
             "assignment; or keep the converted value in a local: `buf = self.buf.to(...)`"),
@@ -170,7 +181,47 @@ GM606 = Rule(
              "    def forward(self, x):\n        self.pe = self.pe.to(x.dtype)\n        return x + self.pe\n",),
 )
 
-RULES = (GM601, GM602, GM603, GM604, GM605, GM606)
+GM607 = Rule(
+    code="GM607", name="parameter-constructed", category="unsupported-python",
+    summary=("An `nn.Parameter` is made inside a compiled region: `nn.Parameter(...)` itself, or a submodule "
+             "converted in `forward` (`self.classifier = self.classifier.to(self.dtype)`)."),
+    why=("Dynamo does not trace the `nn.Parameter` constructor (`graph_break_on_nn_param_ctor`). "
+         "`Module.to()` / `.half()` / `.float()` make one for each parameter they convert "
+         "(`Module._apply`); torch 2.11 does so under Dynamo even when nothing changes (Switch "
+         "Transformers' and NLLB-MoE's routers: a break on every call), torch 2.13 and 2.15 only when the dtype or "
+         "device really changes."),
+    fix=("Create parameters in `__init__`. For a conversion, `mend fix` runs it only when it changes "
+         "something: `if any(t.dtype != self.dtype for t in (*self.classifier.parameters(), "
+         "*self.classifier.buffers())):` above it. When every parameter and buffer already has the target "
+         "dtype and device, `Module.to` returns the module as it was, so skipping it changes nothing; "
+         "Dynamo reads the condition from the tensors' metadata and the graph goes on. Or convert the model "
+         "once, outside the compiled region."),
+    preconditions=("The guard: a conversion of `self.<attr>` (assigned back or a bare statement) where the "
+                   "class, or a base in the same file, creates the attribute as a `torch.nn` module "
+                   "(`nn.Linear(...)`: torch's own `to`), with dtype/device arguments that are names or "
+                   "attributes (names ending in `dtype` / `device`, `dtype=` / `device=`, a torch dtype), "
+                   "or `float`/`half`/`bfloat16`/`double`/`cpu` without arguments; planned at the line "
+                   "Dynamo broke at (whether it breaks depends on the torch version)."),
+    limits=("The conversion is found from Dynamo's break at its line, never from the source alone. A "
+            "module holding an integer buffer (BatchNorm's counter) reads as \"changes\" under a dtype "
+            "conversion, so the guarded conversion still runs there. A direct `nn.Parameter(...)` gets "
+            "advice only."),
+    gb_ids=("GB0264",),
+    gb_types=("Attempted to use `torch.nn.Parameter()` constructor with Dynamo",),
+    message_patterns=(r"torch\.nn\.Parameter\(\)` constructor",),
+    advice=("create the parameter in __init__, or convert the module once, outside the compiled region "
+            "(model.to(dtype)); a conversion in forward can run only when something differs: "
+            "`if any(t.dtype != dtype for t in module.parameters()): module.to(dtype)`"),
+    valid=("import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def __init__(self):\n"
+           "        super().__init__()\n        self.w = nn.Parameter(torch.zeros(4))\n"
+           "        self.lin = nn.Linear(4, 4)\n\n"
+           "    def forward(self, x):\n        self.lin = self.lin.to(x.dtype)\n        return self.lin(x) + self.w\n",),
+    invalid=("import torch\nfrom torch import nn\n\nclass M(nn.Module):\n"
+             "    def forward(self, x):\n        self.w = nn.Parameter(torch.zeros(4))\n        return x + self.w\n",
+             "import torch\n\ndef f(x):\n    w = torch.nn.Parameter(x.clone())\n    return w * 2\n"),
+)
+
+RULES = (GM601, GM602, GM603, GM604, GM605, GM606, GM607)
 
 _GEN_OK = frozenset({"tuple", "list", "set", "frozenset", "dict", "sum", "any", "all", "max", "min", "sorted",
                      "enumerate", "zip", "map", "filter", "reversed", "iter", "next", "join", "extend", "update",
@@ -284,7 +335,10 @@ def _check_call(node: ast.Call, ctx) -> None:
         if tf is ast.Call and ctx.resolve(f.func) in DISABLE_NAMES:
             ctx.report("GM605", node, "calling a `disable`d function skips tracing", "drop disable or move the call out")
         return
-    if name == "requires_grad_" and tf is ast.Attribute:
+    if name == "Parameter" and ctx.resolve(f) in _PARAMETER_CTORS and not _init_like(ctx.qualname):
+        ctx.report("GM607", node, "`nn.Parameter(...)` is not traceable: the graph breaks here",
+                   "create the parameter in __init__")
+    elif name == "requires_grad_" and tf is ast.Attribute:
         ctx.report("GM603", node, f"`{snippet(f.value, 30)}.requires_grad_()` mutates autograd state",
                    "set requires_grad before the compiled call")
     elif name == "deepcopy":
@@ -329,6 +383,7 @@ def _check_call(node: ast.Call, ctx) -> None:
                 break
 
 
+_PARAMETER_CTORS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 _NUMPY_FACTORIES = frozenset({"zeros", "ones", "empty", "full", "arange", "eye", "identity"})
 
 
