@@ -466,6 +466,7 @@ class FunctionContext:
         self.stmt: Optional[ast.stmt] = None
         self.in_test = False  # the node is (inside) the condition of if/while/assert/ternary
         self.eager = False  # the node is in code torch.compile never traces (rewrites.guards): no finding
+        self.if_tests: list[ast.expr] = []  # the conditions of the ``if`` bodies the statement is in
         self.function_node: Optional[ast.AST] = None
         self.edges = fa.index.edges.setdefault(func_key, set()) if func_key != "<module>" else set()
 
@@ -947,7 +948,9 @@ class FunctionContext:
                     visit(s.value)
             elif t is ast.If:
                 visit(s.test, True)
+                self.if_tests.append(s.test)
                 (self.run_eager if decided is False else self.run_block)(s.body)
+                self.if_tests.pop()
                 (self.run_eager if decided is True else self.run_block)(s.orelse)
                 if decided is not None and terminates(s.body if decided else s.orelse):
                     # `if torch.compiler.is_compiling(): return y`: compiled code leaves here

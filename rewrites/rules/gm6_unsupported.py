@@ -403,9 +403,19 @@ def _check_assign(node: ast.Assign, ctx) -> None:
             ctx.report("GM603", t, f"assigning `{snippet(t, 40)}` mutates autograd state",
                        "set requires_grad before the compiled call")
         elif type(t) is ast.Attribute and type(t.value) is ast.Name and t.value.id == "self" \
-                and ctx.cls is not None and t.attr in ctx.cls.buffers and not _init_like(ctx.qualname):
+                and ctx.cls is not None and t.attr in ctx.cls.buffers and not _init_like(ctx.qualname) \
+                and not any(_reads_metadata(test, t.attr) for test in ctx.if_tests):
             ctx.report("GM606", t, f"`self.{t.attr}` is an nn.Buffer: assigning it calls Module.__setattr__",
                        f"convert the module once outside, or keep a local `{t.attr} = ...`")
+
+
+def _reads_metadata(test: ast.expr, attr: str) -> bool:
+    """``test`` reads ``self.<attr>.dtype`` / ``.device``: the re-bind runs only when the conversion
+    changes the buffer (the guard mend fix writes), and a converted tensor carries no
+    ``nn.Buffer`` mark, so the assignment does not break."""
+    return any(type(n) is ast.Attribute and n.attr in ("dtype", "device") and type(n.value) is ast.Attribute
+               and n.value.attr == attr and type(n.value.value) is ast.Name and n.value.value.id == "self"
+               for n in ast.walk(test))
 
 
 def _init_like(qualname: str) -> bool:
