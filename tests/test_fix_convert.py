@@ -61,10 +61,10 @@ def test_static_scan_reports_the_assignment_but_not_under_the_guard():
     assert not [f for f, *_ in scan_source(CTRL_GUARDED, "ctrl.py").findings if f.rule == "GM606"]
 
 
-def _load(src):
+def _load(src, name="Model"):
     ns: dict = {}
-    exec(compile(src, "<ctrl>", "exec"), ns)
-    return ns["Model"]
+    exec(compile(src, f"<{name}>", "exec"), ns)
+    return ns[name]
 
 
 def test_guarded_buffer_computes_rebinds_and_compiles_as_the_original():
@@ -88,16 +88,10 @@ def test_guarded_buffer_computes_rebinds_and_compiles_as_the_original():
     assert before.pos_encoding.dtype == after.pos_encoding.dtype == torch.float64
 
 
-def _router(src):
-    ns: dict = {}
-    exec(compile(src, "<router>", "exec"), ns)
-    return ns["Router"]
-
-
 def test_guarded_router_converts_only_when_something_differs():
     torch = pytest.importorskip("torch")
     torch.manual_seed(0)
-    before, after = _router(ROUTER)(8, 4), _router(ROUTER_GUARDED)(8, 4)
+    before, after = _load(ROUTER, "Router")(8, 4), _load(ROUTER_GUARDED, "Router")(8, 4)
     after.load_state_dict(before.state_dict())
     x = torch.randn(3, 8)
     weight = after.classifier.weight
