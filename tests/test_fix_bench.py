@@ -3,6 +3,9 @@ verified fixes; a fix whose program is slower beyond noise is ``regresses``, nam
 numbers and written only with ``--allow-slower``. The end-to-end case is a fix that is
 slower by two orders of magnitude (torch.where computing an arm of two float64 matrix
 products that the original never ran), so the verdict does not hang on the machine's noise.
+Its arms run on one thread: with two xdist workers on two cores, OpenMP's barriers in the
+original's small kernels wait on a descheduled thread (0.08 ms became 20 ms, IQR 8 ms, with
+a second process busy), which makes this fixture's verdict the load's, not the code's.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ FIXTURE = REPO / "tests" / "fixtures" / "fix" / "slower"
 
 
 def _mend(*args, cwd):
-    env = {**os.environ, "PYTHONPATH": str(REPO), "TORCHINDUCTOR_COMPILE_THREADS": "1"}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TORCHINDUCTOR_COMPILE_THREADS": "1", "OMP_NUM_THREADS": "1"}
     return subprocess.run([sys.executable, "-m", "graphmend", *args], capture_output=True, text=True,
                           cwd=cwd, timeout=1200, env=env)
 
