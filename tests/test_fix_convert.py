@@ -24,7 +24,8 @@ CTRL, CTRL_GUARDED = SAFE[0].before, SAFE[0].after
 ROUTER, ROUTER_GUARDED = gm6_convert._ROUTER, SAFE[2].after
 
 
-@pytest.mark.parametrize("case", SAFE, ids=["ctrl", "registered-half", "router", "bare-in-helper", "device-dtype"])
+@pytest.mark.parametrize("case", SAFE, ids=["ctrl", "registered-half", "router", "bare-in-helper", "device-dtype",
+                                          "own-module-class"])
 def test_guard_is_safe(case):
     """The text and idempotence are test_fix_cases.py's; here: no flag needed, one site each."""
     r = fix_source(case.before, **case.options(unsafe=False))
@@ -42,7 +43,7 @@ def test_buffer_local_is_unsafe(case):
 
 @pytest.mark.parametrize("case", [c for c in gm6_convert.CASES if c.after is None],
                          ids=["router-no-break", "router-tensor-target", "router-copy", "router-call-arg",
-                              "reassigned", "method-reads", "in-with", "self-passed", "lambda-after",
+                              "own-conversion", "reassigned", "method-reads", "in-with", "self-passed", "lambda-after",
                               "lambda-before", "not-a-buffer", "not-a-conversion"])
 def test_left_alone_by_every_family(case):
     assert not fix_source(case.before, **case.options()).changed
@@ -140,13 +141,17 @@ def test_mend_fix_on_the_router_follows_the_installed_torch(tmp_path):
     """torch 2.11 breaks at the router's conversion on every call and the guard is verified;
     2.13 traces it (nothing to fix, nothing planned)."""
     torch = pytest.importorskip("torch")
-    (tmp_path / "router.py").write_text(ROUTER + "\n\ndef mend_target_router():\n    torch.manual_seed(0)\n"
-                                        "    return Router(8, 4).eval(), (torch.randn(3, 8),)\n", encoding="utf-8")
+    # torch.nn's Linear, and a module class of the file's own (whose `to` is torch's too)
+    for name, src in (("router.py", ROUTER), ("own_router.py", gm6_convert._OWN_ROUTER)):
+        (tmp_path / name).write_text(src + "\n\ndef mend_target_router():\n    torch.manual_seed(0)\n"
+                                     "    return Router(8, 4).eval(), (torch.randn(3, 8),)\n", encoding="utf-8")
     report, err = _mend_fix(tmp_path)
-    fixes = [(f["rule"], f["line"], f["status"]) for f in report["fixes"]]
-    (target,) = report["fix_targets"]
+    fixes = sorted((Path(f["file"]).name, f["rule"], f["line"], f["status"]) for f in report["fixes"])
+    targets = report["fix_targets"]
+    assert len(targets) == 2, (report, err)
     if tuple(int(v) for v in torch.__version__.split(".")[:2]) < (2, 13):
-        assert fixes == [("GM607", 13, "verified")], (report["fixes"], err)
-        assert target["breaks_before"] >= 1 and target["breaks_after"] == 0, target
+        assert fixes == [("own_router.py", "GM607", 26, "verified"), ("router.py", "GM607", 13, "verified")], \
+            (report["fixes"], err)
+        assert all(t["breaks_before"] >= 1 and t["breaks_after"] == 0 for t in targets), targets
     else:
-        assert fixes == [] and target["breaks_before"] == 0, (report, err)
+        assert fixes == [] and all(t["breaks_before"] == 0 for t in targets), (report, err)

@@ -29,7 +29,9 @@ the original statement runs as before. Applies to ``to`` with dtype/device argum
 are names or attributes (``.to(self.dtype)``, ``.to(device=d, dtype=x.dtype)``),
 ``float``/``half``/``bfloat16``/``double``/``cpu`` without arguments, on ``self.<attr>``
 that the class (or a base in the file) creates as ``nn.Buffer`` / ``register_buffer`` (a
-tensor) or as a ``torch.nn`` module, whose ``to`` is torch's own.
+tensor) or as a ``torch.nn`` module, whose ``to`` is torch's own; a module class of the file
+counts when it and its bases of the file override nothing the conversion or the guard runs
+(``to``, ``_apply``, ``parameters``, ...) and its other bases are ``torch.nn`` classes.
 
 Unsafe fix (GM606, ``--unsafe-fixes``), for a buffer conversion the guard cannot state (a
 chain, ``.detach()``): the converted table only feeds the lines below it, so it can live
@@ -87,33 +89,76 @@ def _converts(value: cst.BaseExpression, attr: str) -> bool:
     return False
 
 
-BUFFER, TENSOR, MODULE = "nn.Buffer", "tensor", "module"
+BUFFER, TENSOR, MODULE, OWN_MODULE = "nn.Buffer", "tensor", "module", "own module"
 # torch.nn names that are not modules (a tensor, or a function returning one)
 _NOT_MODULES = frozenset({"Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"})
 
 
-def _kind_of_init(value: cst.BaseExpression) -> Optional[str]:
+def _kind_of_init(value: cst.BaseExpression, classes: dict[str, str]) -> Optional[str]:
     """What ``self.x = <value>`` in an init-like method makes ``x``: an ``nn.Buffer``, a
-    ``torch.nn`` module (torch's own ``to``), or neither (None)."""
+    module whose ``to`` is torch's own (``torch.nn``'s, or a class of this file's that
+    overrides none of it), a module of this file's with its own conversions, or neither."""
     if not isinstance(value, cst.Call):
         return None
     name = full_name(value.func) or ""
     last = name.rsplit(".", 1)[-1]
     if last == "Buffer":
         return BUFFER
-    if name.startswith(("nn.", "torch.nn.")) and name.count(".") == (1 if name.startswith("nn.") else 2) \
-            and last[:1].isupper() and last not in _NOT_MODULES:
+    if _torch_module(name):
         return MODULE  # nn.Linear(...), torch.nn.LayerNorm(...); not nn.init.* / nn.utils.*
-    return None
+    return classes.get(name)
+
+
+def _torch_module(name: str) -> bool:
+    last = name.rsplit(".", 1)[-1]
+    return (name.startswith(("nn.", "torch.nn.")) and name.count(".") == (1 if name.startswith("nn.") else 2)
+            and last[:1].isupper() and last not in _NOT_MODULES)
+
+
+# what a module's conversion and the guard's `parameters()` / `buffers()` run through
+_MODULE_HOOKS = frozenset({"to", "_apply", "type", "float", "half", "bfloat16", "double", "cpu", "cuda",
+                           "parameters", "buffers", "named_parameters", "named_buffers", "__setattr__",
+                           "__getattr__"})
+
+
+def _module_classes(module: cst.Module) -> dict[str, str]:
+    """{class name: MODULE | OWN_MODULE} for this file's ``nn.Module`` subclasses (through
+    ``torch.nn`` classes and this file's own): OWN_MODULE when the class or a base of this
+    file defines a method the conversion goes through. A base from elsewhere says nothing."""
+    defs = {c.name.value: c for c in module.body if isinstance(c, cst.ClassDef)}
+    out: dict[str, Optional[str]] = {}
+
+    def kind(name: str, seen: frozenset = frozenset()) -> Optional[str]:
+        if name in out or name in seen:
+            return out.get(name)
+        cls = defs[name]
+        own = any(isinstance(f, cst.FunctionDef) and f.name.value in _MODULE_HOOKS for f in cls.body.body)
+        found = None
+        for b in cls.bases:
+            base = full_name(b.value) or ""
+            k = MODULE if _torch_module(base) else kind(base, seen | {name}) if base in defs else None
+            if k is None:
+                return None  # a base from elsewhere: its `to` is not known
+            found = OWN_MODULE if OWN_MODULE in (found, k) else k
+        if found is not None and own:
+            found = OWN_MODULE
+        out[name] = found
+        return found
+
+    for name in defs:
+        kind(name)
+    return {n: k for n, k in out.items() if k is not None}
 
 
 def _attr_kinds(module: cst.Module) -> dict[str, dict[str, str]]:
-    """{class name: {attribute: BUFFER | TENSOR | MODULE}} from what its init-like methods
-    (and those of its bases in the same file) create: ``self.x = nn.Buffer(...)``,
-    ``self.register_buffer("x", ...)``, ``self.x = nn.Linear(...)``. An attribute made two
+    """{class name: {attribute: BUFFER | TENSOR | MODULE | OWN_MODULE}} from what its
+    init-like methods (and those of its bases in the same file) create: ``self.x =
+    nn.Buffer(...)``, ``self.register_buffer("x", ...)``, ``self.x = nn.Linear(...)``, ``self.x =
+    Block(...)`` for a module class of this file (:func:`_module_classes`). An attribute made two
     ways is left out: nothing can be said of it."""
     own: dict[str, dict[str, str]] = {}
     bases: dict[str, list[str]] = {}
+    classes = _module_classes(module)
     for cls in (s for s in module.body if isinstance(s, cst.ClassDef)):
         bases[cls.name.value] = [full_name(b.value) or "" for b in cls.bases]
         found = own.setdefault(cls.name.value, {})
@@ -124,7 +169,7 @@ def _attr_kinds(module: cst.Module) -> dict[str, dict[str, str]]:
             for a in m.findall(fn, m.Assign()):
                 for t in a.targets:
                     if (n := _self_attr(t.target)) is not None:
-                        made.setdefault(n, set()).add(_kind_of_init(a.value))
+                        made.setdefault(n, set()).add(_kind_of_init(a.value, classes))
             for c in m.findall(fn, m.Call(func=m.Attribute(value=m.Name("self"), attr=m.Name("register_buffer")))):
                 if c.args and isinstance(c.args[0].value, cst.SimpleString):
                     made.setdefault(c.args[0].value.evaluated_value, set()).add(TENSOR)
@@ -343,10 +388,17 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         kind = kinds.get(cls.name.value, {}).get(attr) if isinstance(cls, cst.ClassDef) else None
         if ctx.lines is None and kind != BUFFER:
             continue  # with no break to go by, only an nn.Buffer's re-binding is known to break
-        if not assigns and kind != MODULE:
+        if not assigns and kind not in (MODULE, OWN_MODULE):
             continue  # a tensor's bare conversion converts nothing
-        rule = "GM607" if kind == MODULE else "GM606"
+        rule = "GM607" if kind in (MODULE, OWN_MODULE) else "GM606"
         if not ctx.wants(rule):
+            continue
+        if kind == OWN_MODULE:
+            # a local would not help either: Module.to converts in place, and the break is inside it
+            result.refusals.append(Refusal("GM607", start, f"module conversion not guarded: `self.{attr}`'s class "
+                                           "(or a base in this file) overrides a method the conversion or the "
+                                           "guard runs (`to`, `_apply`, `parameters`, ...), so neither is torch's "
+                                           "own"))
             continue
         test = guard_test(an, stmt, attr, kind) if kind is not None else None
         if test is not None and _guarded(an, stmt, test):
@@ -478,6 +530,14 @@ CASES = [
                          "            self.classifier = self.classifier.to(hidden_states.device, torch.bfloat16)\n"),
          lines={13}),
 ]
+# a module class of the file's own, through a base of the file: torch's `to` still
+_MY_LIN = ("class Base(nn.Module):\n    pass\n\n\nclass MyLin(Base):\n    def __init__(self, a, b):\n"
+           "        super().__init__()\n        self.weight = nn.Parameter(torch.randn(b, a))\n\n"
+           "    def forward(self, x):\n        return x @ self.weight.t()\n\n\n")
+_OWN_ROUTER = _ROUTER.replace("class Router", _MY_LIN + "class Router").replace("nn.Linear(hidden, experts, bias=False)",
+                                                                               "MyLin(hidden, experts)")
+CASES += [Case(_OWN_ROUTER, _OWN_ROUTER.replace("        self.classifier = self.classifier.to(self.dtype)\n",
+                                                _ROUTER_GUARD), lines={26})]
 # with no break to go by, a module's conversion is left alone (it breaks on some torch versions only)
 CASES += [Case(_ROUTER)]
 CASES += [
@@ -488,6 +548,11 @@ CASES += [
          reason="module conversion not guarded"),
     Case(_ROUTER.replace(".to(self.dtype)\n        return", ".to(self.get_dtype())\n        return"), lines={13},
          reason="module conversion not guarded"),
+    # the file's module class (or its base) has its own conversion: neither a guard nor a local, even unsafe
+    Case(_OWN_ROUTER.replace("class Base(nn.Module):\n    pass\n",
+                             "class Base(nn.Module):\n    def _apply(self, fn, recurse=True):\n"
+                             "        return super()._apply(fn, recurse)\n"), lines={27},
+         reason="overrides a method the conversion", unsafe=True),
 ]
 
 # unsafe (--unsafe-fixes): a buffer conversion the guard cannot state becomes a local
