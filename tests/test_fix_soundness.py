@@ -179,6 +179,24 @@ def test_ternary_division_by_the_scalar_keeps_finite_gradients():
         torch.testing.assert_close(got[1][0], want[1][0])
 
 
+def test_python_number_divisor_divides_exactly_in_float64_and_zero_stays_finite():
+    """``x / self.penalty`` (a float of ``__init__``) in a branch: the divisor keeps its
+    double value in float64 (as a float32 tensor 1.3 was 1.2999999523, and gradients differed
+    by 8e-9), and a penalty of 0 on the path eager code skips gives no NaN gradient."""
+    src = ("import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n"
+           "    def __init__(self, penalty: float = 1.3):\n        super().__init__()\n"
+           "        self.penalty = penalty\n\n    def forward(self, x):\n"
+           "        if x.max() > 0:\n            x = x / self.penalty\n        return x * 2\n")
+    r = fix_source(src, lines={11})
+    assert [s.rule for s in r.applied] == ["GM101"] and "self.penalty or torch.where(" in r.new_source
+    before, after = _load(src, "M"), _load(r.new_source, "M")
+    for penalty in (1.3, 0.0):
+        for x in (torch.randn(5, dtype=torch.float64).abs(), -torch.rand(5, dtype=torch.float64) - 0.1):
+            want, got = _grads(before(penalty), x), _grads(after(penalty), x)
+            assert torch.equal(got[0], want[0]) and torch.equal(got[1][0], want[1][0]), (penalty, x)
+    assert _no_break(after(1.3), torch.randn(5)).shape == (5,)
+
+
 # -- GM2: a message eager code emits on a tensor condition is not silently dropped ---------
 
 def test_conditional_warning_dropped_under_compile_is_only_an_unsafe_fix():

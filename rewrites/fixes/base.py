@@ -692,6 +692,61 @@ def module_attrs(an: "Analysis", node: cst.CSTNode) -> dict[str, str]:
     return out
 
 
+def number_attrs(an: "Analysis", node: cst.CSTNode) -> frozenset[str]:
+    """``self.x`` for the attributes of the class enclosing ``node`` that hold a Python number:
+    bound once in the class, in ``__init__``, to a number built from literals, ``__init__``'s
+    number parameters (``penalty: float = 1.3``), ``int()`` / ``float()`` / ``math.*`` calls
+    and arithmetic on those (``self.scale = head_dim ** -0.5``)."""
+    p = an.parent(node)
+    while p is not None and not isinstance(p, cst.ClassDef):
+        p = an.parent(p)
+    if p is None:
+        return frozenset()
+    init = next((f for f in p.body.body if isinstance(f, cst.FunctionDef) and f.name.value == "__init__"), None)
+    if init is None:
+        return frozenset()
+    params = FunctionFacts(an, init).number_params
+
+    def number(e: cst.BaseExpression) -> bool:
+        e = strip_parens(e)
+        if is_number_literal(e) or isinstance(e, cst.Name) and e.value in params:
+            return True
+        if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, (cst.Minus, cst.Plus)):
+            return number(e.expression)
+        if isinstance(e, cst.BinaryOperation) and not isinstance(e.operator, cst.MatrixMultiply):
+            return number(e.left) and number(e.right)
+        if isinstance(e, cst.Call):
+            fn = full_name(e.func) or ""
+            return fn in ("int", "float") or fn.startswith("math.") and all(number(a.value) for a in e.args)
+        return False
+
+    bound: dict[str, list[Optional[cst.BaseExpression]]] = {}
+
+    class V(cst.CSTVisitor):
+        def __init__(self, in_init: bool) -> None:
+            self.in_init = in_init
+
+        def _bind(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression]) -> None:
+            for t in [target, *(e.value for e in getattr(target, "elements", []))]:
+                if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
+                    bound.setdefault(t.attr.value, []).append(value if self.in_init and t is target else None)
+
+        def visit_Assign(self, n: cst.Assign) -> None:
+            for t in n.targets:
+                self._bind(t.target, n.value)
+
+        def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
+            self._bind(n.target, n.value)
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            self._bind(n.target, None)
+
+    for f in p.body.body:
+        if isinstance(f, cst.FunctionDef):
+            f.visit(V(f is init))
+    return frozenset(f"self.{a}" for a, vs in bound.items() if len(vs) == 1 and vs[0] is not None and number(vs[0]))
+
+
 def stateful_module_call(node: cst.CSTNode, modules: dict[str, str]) -> Optional[str]:
     """Why a call in ``node`` to a module attribute of self changes state or draws random
     numbers (``self.norm(h)`` with ``self.norm = nn.BatchNorm1d(...)``), else None."""
@@ -855,6 +910,9 @@ class FunctionFacts:
         # parameters annotated, or defaulted to, a Python number / string / bool (``min_len: int
         # = 2``, ``beta=0.5``): a condition reading only them and ``self`` is a Python value
         self.python_params: set[str] = set()
+        # of those, the numbers (``int`` / ``float``, or a number default): a divisor among them
+        # is a Python number, the same on both paths of a torch.where
+        self.number_params: set[str] = set()
         # names bound only by ``for layer in self.layers`` (or ``enumerate(self.layers)``):
         # submodules, whose calls give tensors (``module_call``)
         self.module_names: frozenset[str] = frozenset()
@@ -871,6 +929,8 @@ class FunctionFacts:
                     is_number_literal(p.default) or isinstance(p.default, cst.SimpleString)
                     or isinstance(p.default, cst.Name) and p.default.value in ("True", "False")):
                 self.python_params.add(p.name.value)
+                if ann in ("int", "float") or not ann and p.default is not None and is_number_literal(p.default):
+                    self.number_params.add(p.name.value)
         for p in (fn.params.star_arg, fn.params.star_kwarg):
             if isinstance(p, cst.Param):
                 self.params.add(p.name.value)
@@ -909,6 +969,7 @@ class FunctionFacts:
         fn.body.visit(V())
         bound = [n for n, _, _ in self.bindings]
         self.python_params -= set(bound)  # rebound in the body: it may hold anything later
+        self.number_params -= set(bound)
         self.module_names = frozenset(n for n in loop_modules if bound.count(n) == loop_modules.count(n))
 
     def defined_before(self, name: str, line: int) -> bool:

@@ -81,7 +81,7 @@ from libcst import matchers
 from rewrites.fixes import total
 from rewrites.fixes.base import (Analysis, Case, Context, Edit, FunctionFacts, Plan, Refusal, Site, call,
                                  calls_outside_torch, code, full_name, impurity, is_number_literal, module_attrs, names_in, paren,
-                                 pure_self_methods, stateful_module_call, strip_item, strip_parens, tensorish)
+                                 number_attrs, pure_self_methods, stateful_module_call, strip_item, strip_parens, tensorish)
 
 RULES = ("GM101", "GM102", "GM103")
 ORDER = 80
@@ -364,7 +364,8 @@ def selected_when(tests: list[cst.BaseExpression]) -> list[cst.BaseExpression]:
 
 
 def _select(tests: list[cst.BaseExpression], values: list[cst.BaseExpression], use_cond: bool,
-            tnames: frozenset[str] = frozenset(), pure: frozenset[str] = frozenset()) -> cst.BaseExpression:
+            tnames: frozenset[str] = frozenset(), pure: frozenset[str] = frozenset(),
+            numbers: frozenset[str] = frozenset()) -> cst.BaseExpression:
     """Nested where/cond: values has len(tests) + 1 entries (the last is the fallthrough).
     With torch.where each arm's non-total operations get the double-where form (total.py):
     they compute on a safe value where eager code would not have run them."""
@@ -372,11 +373,12 @@ def _select(tests: list[cst.BaseExpression], values: list[cst.BaseExpression], u
         ns = {len(strip_parens(v).elements) for v in values}
         if len(ns) == 1 and not use_cond and min(ns) > 0:
             n = ns.pop()
-            parts = [_select(tests, [strip_parens(v).elements[i].value for v in values], use_cond, tnames, pure)
+            parts = [_select(tests, [strip_parens(v).elements[i].value for v in values], use_cond, tnames, pure,
+                             numbers)
                      for i in range(n)]
             return cst.Tuple(elements=[cst.Element(p) for p in parts])
     if not use_cond:
-        values = [total.guard(v, c, tnames, pure) for v, c in zip(values, selected_when(tests))]
+        values = [total.guard(v, c, tnames, pure, numbers) for v, c in zip(values, selected_when(tests))]
     if use_cond:
         # torch.cond refuses a branch that returns one of its inputs unchanged (aliasing)
         values = [cst.Call(func=cst.Attribute(value=v, attr=cst.Name("clone")), args=[])
@@ -407,6 +409,7 @@ class IfDecision:
     use_cond: bool
     absorb_next: Optional[list]  # the statements after the ``if`` up to ``return B``, folded in
     pure: frozenset[str] = frozenset()  # ``self.m`` methods torch.where may call (pure and total)
+    numbers: frozenset[str] = frozenset()  # names and ``self.x`` holding Python numbers (total.guard)
 
 
 def decide_if(node: cst.If, an: Analysis, facts: FunctionFacts, tnames: frozenset[str], forced: bool,
@@ -443,7 +446,7 @@ def decide_if(node: cst.If, an: Analysis, facts: FunctionFacts, tnames: frozense
         if not use_cond:
             for a in [*arms, final_arm]:
                 _total(a.ret, tnames, pure)
-        return IfDecision([], set(), True, use_cond, absorb, pure)
+        return IfDecision([], set(), True, use_cond, absorb, pure, _numbers(an, node, facts))
     all_arms = [*arms, *([final_arm] if final_arm else [])]
     names: list[str] = []
     for a in all_arms:
@@ -482,7 +485,11 @@ def decide_if(node: cst.If, an: Analysis, facts: FunctionFacts, tnames: frozense
             for n in keep:
                 if n in a.env:
                     _total(a.env[n], tnames, pure)
-    return IfDecision(keep, fallback, False, use_cond, None, pure)
+    return IfDecision(keep, fallback, False, use_cond, None, pure, _numbers(an, node, facts))
+
+
+def _numbers(an: Analysis, node: cst.CSTNode, facts: FunctionFacts) -> frozenset[str]:
+    return frozenset(facts.number_params) | number_attrs(an, node)
 
 
 def _slices(e: cst.BaseExpression) -> set[str]:
@@ -550,10 +557,11 @@ def build_if(updated: cst.If, d: IfDecision, tnames: frozenset[str], forced: boo
     arms = [read_arm(stmts) for _, stmts in branches]
     if d.returns:
         final_arm = read_arm(final if final is not None else list(absorbed or []))
-        value = _select(tests, [a.ret for a in [*arms, final_arm]], d.use_cond, tnames, d.pure)
+        value = _select(tests, [a.ret for a in [*arms, final_arm]], d.use_cond, tnames, d.pure, d.numbers)
         return _stmt(None, value, updated.leading_lines)
     final_arm = else_arm if else_arm is not None else read_arm(final) if final is not None else Arm()
-    values = [_select(tests, [a.env.get(n, _ref(n)) for a in [*arms, final_arm]], d.use_cond, tnames, d.pure)
+    values = [_select(tests, [a.env.get(n, _ref(n)) for a in [*arms, final_arm]], d.use_cond, tnames, d.pure,
+                      d.numbers)
               for n in d.keep]
     if any(refs_in(v) & set(d.keep[:i]) for i, v in enumerate(values)):
         # a later value (or the condition) reads a name an earlier line would already have
@@ -995,9 +1003,10 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         site = Site("GM102", start, end, f"ternary on a tensor -> torch.{'cond' if use_cond else 'where'}",
                     [an.rng(node.test)], "cond" if use_cond else "where")
 
-        def build_exp(updated, tnames=tnames, forced=forced, use_cond=use_cond, pure=pure):
+        def build_exp(updated, tnames=tnames, forced=forced, use_cond=use_cond, pure=pure,
+                      numbers=_numbers(an, node, facts)):
             test = convert_condition(updated.test, tnames, forced)
-            return _select([test], [updated.body, updated.orelse], use_cond, tnames, pure)
+            return _select([test], [updated.body, updated.orelse], use_cond, tnames, pure, numbers)
 
         result.edits.append(Edit(node, build_exp, site))
     return result
@@ -1144,6 +1153,27 @@ CASES += [
         "import torch\ndef f(s, m):\n    if (m > 0).any():\n        y = s / (m > 0).sum()\n    else:\n        y = s\n    return y\n",
         "import torch\ndef f(s, m):\n    y = torch.where((m > 0).any(), s / torch.where((m > 0).any(), (m > 0).sum(), 1), s)\n"
         "    return y\n",
+    ),
+    Case(  # a divisor holding a Python number (a float of __init__, a number parameter) is fed 1 only when
+        # it is zero: a nonzero number divides as written, in the tensor's dtype (not as a float32 tensor)
+        "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n    def __init__(self, t: float = 1.3):\n"
+        "        super().__init__()\n        self.t = t\n\n    def forward(self, x, k: int):\n"
+        "        if x.max() > 0:\n            x = x / self.t + x / k\n        return x\n",
+        "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n    def __init__(self, t: float = 1.3):\n"
+        "        super().__init__()\n        self.t = t\n\n    def forward(self, x, k: int):\n"
+        "        x = torch.where(\n            x.max() > 0,\n"
+        "            (\n                x / (self.t or torch.where(x.max() > 0, self.t, 1))\n"
+        "                + x / (k or torch.where(x.max() > 0, k, 1))\n            ),\n            x,\n        )\n"
+        "        return x\n",
+    ),
+    Case(  # re-bound outside __init__: what it holds is not known, the divisor is fed as a tensor
+        "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n    def __init__(self, t: float = 1.3):\n"
+        "        super().__init__()\n        self.t = t\n\n    def set(self, t):\n        self.t = t\n\n"
+        "    def forward(self, x):\n        if x.max() > 0:\n            x = x / self.t\n        return x\n",
+        "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n    def __init__(self, t: float = 1.3):\n"
+        "        super().__init__()\n        self.t = t\n\n    def set(self, t):\n        self.t = t\n\n"
+        "    def forward(self, x):\n        x = torch.where(x.max() > 0, x / torch.where(x.max() > 0, self.t, 1), x)\n"
+        "        return x\n",
     ),
     Case(  # the else arm is fed under logical_not(c); exp overflows, so it is guarded too
         "import torch\ndef f(h):\n    if h.max() > 80:\n        return h\n    return h.exp()\n",

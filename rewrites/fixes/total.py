@@ -24,6 +24,13 @@ zero gradient stays zero. The safe values:
   unless the index is a literal, ``len(...)``, a slice or a mask (a comparison, ``~m``,
   ``.any()``...); index 0 exists whenever the indexed dimension is not empty
 
+A divisor that holds a Python number (``numbers``: ``self.penalty`` bound to ``__init__``'s
+``penalty: float``) is fed the safe value only when it is zero,
+``x / (self.penalty or torch.where(cond, self.penalty, 1))``: Dynamo folds the ``or`` at
+trace time, and a nonzero number divides as written, in ``x``'s own dtype, where
+``torch.where`` would have made it a float32 tensor (a float64 ``x`` then divides by
+1.2999999523 for 1.3).
+
 A Python-number divisor (``x / 2``, ``x / math.sqrt(d)``), slices and literal subscripts
 (``x[:, 0]``: a shape property, the same on both paths) are total. An operation not known
 either way raises ``Partial`` naming it: the caller refuses the rewrite. ``std`` (its derivative at zero spread is not
@@ -117,15 +124,20 @@ def _python_index(node: cst.BaseExpression) -> bool:
 
 
 class _Guard(cst.CSTTransformer):
-    def __init__(self, cond: cst.BaseExpression, tnames: frozenset[str], pure_self: frozenset[str]):
+    def __init__(self, cond: cst.BaseExpression, tnames: frozenset[str], pure_self: frozenset[str],
+                 numbers: frozenset[str] = frozenset()):
         super().__init__()
         self.cond = cond
         self.tnames = tnames
         self.pure_self = pure_self
+        self.numbers = numbers
 
     def _wrap(self, node: cst.BaseExpression, value: str) -> cst.BaseExpression:
         if _is_number(node) or (isinstance(node, cst.Call) and (full_name(node.func) or "").startswith("math.")):
             return node  # a Python number: the same on both paths
+        if value == "1" and code(node) in self.numbers:
+            return cst.BooleanOperation(left=node, operator=cst.Or(), right=_safe(self.cond, node, value),
+                                        lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         return _safe(self.cond, node, value)
 
     def leave_BinaryOperation(self, original_node, updated):
@@ -204,10 +216,11 @@ class _Guard(cst.CSTTransformer):
 
 
 def guard(expr: cst.BaseExpression, cond: cst.BaseExpression, tnames: frozenset[str] = frozenset(),
-          pure_self: frozenset[str] = frozenset()) -> cst.BaseExpression:
+          pure_self: frozenset[str] = frozenset(), numbers: frozenset[str] = frozenset()) -> cst.BaseExpression:
     """``expr`` with the dangerous operand of each non-total operation fed a safe value where
-    ``cond`` is false (module docstring); raises ``Partial`` for an unknown operation."""
-    return expr.visit(_Guard(cond, tnames, pure_self))  # type: ignore[return-value]
+    ``cond`` is false (module docstring); raises ``Partial`` for an unknown operation.
+    ``numbers``: expressions (as source) that hold Python numbers."""
+    return expr.visit(_Guard(cond, tnames, pure_self, numbers))  # type: ignore[return-value]
 
 
 _PLACEHOLDER = cst.Name("_mend_selected")
