@@ -120,14 +120,16 @@ GM103 = Rule(
     code="GM103", name="tensor-bool-operator", category="control-flow",
     summary="`and` / `or` / `not` applied to tensors outside a condition.",
     why=("`a and b` and `not a` call `bool()` on their tensor operands to decide what to return, the "
-         "same data-dependent branch as an `if`."),
+         "same data-dependent branch as an `if`. The last operand of `and` / `or` is returned as it is: "
+         "a tensor there (`p or torch.where(...)`) is not a branch."),
     fix="Use element-wise logic: `torch.logical_and(a, b)`, `a & b`, `~a` / `torch.logical_not(a)`.",
     preconditions="Operands are boolean (or 0/1) tensors of broadcastable shapes.",
     limits=("Inside an `if`/`while`/`assert`/ternary condition the statement's own rule reports it. " + LIMITS),
     gb_ids=("GB0170",),
     advice="torch.logical_and(c1, c2) / torch.logical_or / torch.logical_not instead of and/or/not on tensors",
     valid=("import torch\n\ndef f(a: torch.Tensor, b: torch.Tensor):\n    return a & b, ~a\n",
-           "def f(a, b):\n    return a and not b\n"),
+           "def f(a, b):\n    return a and not b\n",
+           "import torch\n\ndef f(x: torch.Tensor, p: float):\n    return x / (p or torch.where(x > 0, p, 1))\n"),
     invalid=("import torch\n\ndef f(a: torch.Tensor, b: torch.Tensor):\n    return a and b\n",
              "import torch\n\ndef f(a: torch.Tensor):\n    ok = not (a > 0).all()\n    return ok\n"),
 )
@@ -171,7 +173,7 @@ def _check_ifexp(node: ast.IfExp, ctx) -> None:
 def _check_boolop(node: ast.BoolOp, ctx) -> None:
     if ctx.in_test:
         return
-    for v in node.values:
+    for v in node.values[:-1]:  # the last operand is returned, never bool()'d
         if ctx.kind(v) in TENSORISH:
             op = "and" if type(node.op) is ast.And else "or"
             ctx.report("GM103", node, f"`{op}` on a tensor `{snippet(v)}` calls bool() on it",
