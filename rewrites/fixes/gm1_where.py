@@ -37,8 +37,11 @@ Refused (with the reason): an arm with side effects (print, logging, I/O, ``x.ad
 ``x[...] =``, ``obj.attr =``, ``+=``), an arm that raises or holds a nested block (gm1_hoist.py
 takes the arms that are a lazy cache and a device move around one ``register_buffer``), a name
 bound on one path only and read later, an arm that is a Python constant (``torch.where``
-would turn it into a tensor), an early return whose following code is not pure assignments ending in ``return``, a
-condition that is not a tensor expression or mixes Python values into ``and``/``or``.
+would turn it into a tensor), an arm that is ``continue`` / ``break`` (LayerDrop, a random draw
+deciding it, gets its own reason: torch.cond's backward re-runs the layer and draws its dropout
+again, see ``benchmarks/layerdrop_cond.py``), an early return whose following code is not
+pure assignments ending in ``return``, a condition that is not a tensor expression or mixes
+Python values into ``and``/``or``.
 
 Purity is resolved, not spelled: ``self.norm(h)`` is a module call (torch.cond), never the
 tensor method ``norm``, and so is a method call on a module attribute of self
@@ -81,7 +84,8 @@ from libcst import matchers
 from rewrites.fixes import total
 from rewrites.fixes.base import (Analysis, Case, Context, Edit, FunctionFacts, Plan, Refusal, Site, call,
                                  calls_outside_torch, code, full_name, impurity, is_number_literal, module_attrs, names_in, paren,
-                                 number_attrs, pure_self_methods, stateful_module_call, strip_item, strip_parens, tensorish)
+                                 number_attrs, pure_self_methods, rng_call, stateful_module_call, strip_item, strip_parens,
+                                 tensorish)
 
 RULES = ("GM101", "GM102", "GM103")
 ORDER = 80
@@ -89,6 +93,51 @@ ORDER = 80
 
 class Refuse(Exception):
     pass
+
+
+# LayerDrop (M2M-100, wav2vec2, BART: ``if torch.rand([]) < p: continue``), measured by
+# benchmarks/layerdrop_cond.py: as a torch.cond per layer the forward matches, but the
+# backward re-runs the layer and draws its dropout again
+_LAYERDROP = ("LayerDrop: the condition is a random draw (`{draw}`) and the arm skips the rest of the loop body "
+              "(`continue`, or a flag such as `to_drop = True` that the loop reads). "
+              "torch.where would run the skipped layer on every step (another algorithm, with its dropout "
+              "draws); torch.cond re-runs its branch in backward and draws the layer's dropout again, so "
+              "gradients and the RNG state after the step differ from eager code (M2M-100, "
+              "benchmarks/layerdrop_cond.py). No safe rewrite; the break is in training only")
+
+_LAYERDROP_ADVICE = ("keep the `if` (one break per layer, in training only); where the step must be one graph, "
+                     "turn LayerDrop off for it (`layerdrop = 0.0`), a change to training you choose")
+
+
+def _skips_on_draw(node: cst.If, an: Analysis) -> Optional[str]:
+    """LayerDrop's shape: an ``if`` without ``else`` in a loop, on a random draw, whose arm
+    is ``continue`` / ``break`` or sets a flag (``to_drop = True``, M2M-100's encoder) that
+    later skips the layer. The draw's text, else None."""
+    p = an.parent(node)
+    while p is not None and not isinstance(p, (cst.For, cst.While, cst.FunctionDef)):
+        p = an.parent(p)
+    if node.orelse is not None or not isinstance(p, (cst.For, cst.While)):
+        return None
+    stmts = [sm for line in _block_stmts(node.body) if isinstance(line, cst.SimpleStatementLine) for sm in line.body]
+    skip = len(stmts) == 1 and (isinstance(stmts[0], (cst.Continue, cst.Break)) or isinstance(stmts[0], cst.Assign)
+                                and isinstance(stmts[0].value, cst.Name) and stmts[0].value.value in ("True", "False"))
+    return _random_draw(node.test, an.enclosing_function(node)) if skip else None
+
+
+def _random_draw(test: cst.BaseExpression, fn: Optional[cst.CSTNode]) -> Optional[str]:
+    """The random call ``test`` reads, directly or through a name the function assigns from
+    one (``p = torch.rand([])``; ``if p < self.layerdrop``), else None."""
+    names: set[str] = set()
+    for n in matchers.findall(test, matchers.Call() | matchers.Name()):
+        if isinstance(n, cst.Call) and rng_call(n):
+            return code(n).strip()
+        if isinstance(n, cst.Name):
+            names.add(n.value)
+    for a in matchers.findall(fn, matchers.Assign()) if fn is not None and names else ():
+        if any(isinstance(t.target, cst.Name) and t.target.value in names for t in a.targets) \
+                and isinstance(a.value, cst.Call) and rng_call(a.value):
+            return code(a.value).strip()
+    return None
 
 
 # -- conditions --------------------------------------------------------------------------
@@ -330,6 +379,9 @@ def read_arm(stmts) -> Arm:
                 raise Refuse("an arm raises (see GM402 for guards)")
             if isinstance(s, cst.Expr):
                 raise Refuse(f"an arm has a statement with side effects: `{code(s).strip()}`")
+            if isinstance(s, (cst.Continue, cst.Break)):
+                raise Refuse(f"an arm is loop control (`{code(s).strip()}`): torch.where and torch.cond "
+                             "select values, they cannot skip the rest of the loop")
             raise Refuse(f"an arm holds a `{type(s).__name__}` statement")
     return arm
 
@@ -890,7 +942,9 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         try:
             d = decide_if(node, an, facts, tnames, forced, _siblings_after(an, node))
         except Refuse as exc:
-            result.refusals.append(Refusal(rule, start, str(exc)))
+            draw = _skips_on_draw(node, an)
+            result.refusals.append(Refusal(rule, start, _LAYERDROP.format(draw=draw), _LAYERDROP_ADVICE) if draw
+                                   else Refusal(rule, start, str(exc)))
             continue
         if d.absorb_next:
             if any(id(x) in absorbed_ids for x in d.absorb_next):
@@ -1243,6 +1297,15 @@ CASES += [
     Case("def f(x):\n    if x.sum() > 0:\n        raise ValueError('bad')\n    return x\n", reason="raises"),
     Case("def f(x, n):\n    if n > 0:\n        y = x * 2\n    else:\n        y = x\n    return y\n"),
     Case("def f(x):\n    if x.sum() > 0:\n        y = 1.0\n    else:\n        y = x\n    return y\n", reason="constant"),
+    # loop control: nothing to select; LayerDrop (a draw decides) says why neither form is safe
+    Case("def f(x, layers):\n    for layer in layers:\n        if x.sum() > 0:\n            continue\n"
+         "        x = layer(x)\n    return x\n", reason="loop control (`continue`)"),
+    Case("import torch\ndef f(self, x):\n    for layer in self.layers:\n        p = torch.rand([])\n"
+         "        if p < self.layerdrop:\n            continue\n        x = layer(x)\n    return x\n",
+         reason="LayerDrop: the condition is a random draw (`torch.rand([])`)"),
+    Case("import torch\ndef f(self, x):\n    for layer in self.layers:\n        to_drop = False\n"
+         "        if torch.rand([]) < self.layerdrop:\n            to_drop = True\n        if not to_drop:\n"
+         "            x = layer(x)\n    return x\n", lines={5}, reason="gradients and the RNG state"),
     # an attribute only some paths re-bind: a torch.where would give the others a new object
     Case("def f(self, x):\n    if x.sum() > 0:\n        self.count = x\n    return x\n", reason="re-bound on some paths only"),
     # ``if <python> and <tensor>`` whose ``elif`` is a tensor, or binds a name no other path had

@@ -64,7 +64,12 @@ _WHERE_PRE = ("Both arms free of side effects and in-place mutation (`x.add_()`,
               "body is total, otherwise the arm becomes `torch.cond`. Hoisting the Python part of "
               "the arms needs an `if`/`else` whose arms end in the same `register_buffer` call with a pure "
               "value, hold nothing but lazy caches and device moves before it, and touch disjoint "
-              "attributes (none the condition, the buffer or the other arm's value reads).")
+              "attributes (none the condition, the buffer or the other arm's value reads). An arm that is loop "
+              "control (`continue` / `break`) is refused: neither form can skip the rest of a loop. LayerDrop "
+              "(`if torch.rand([]) < self.layerdrop: continue`, or a `to_drop = True` flag, as in M2M-100) "
+              "is refused with its own reason: as a `torch.cond` per layer its forward matches eager code, "
+              "but the backward re-runs the layer and draws its dropout again, so gradients and the RNG "
+              "state after the step differ (`benchmarks/layerdrop_cond.py`).")
 _NOT_BREAKS = ("Not reported: conditions on shape and metadata (`x.shape[0] > 1`, `x.dim() == 3`, "
                "`x.dtype == torch.float16`, `len(layers) > 2`), identity tests (`mask is None`), "
                "attributes (`self.training`, `self.config.flag`), `isinstance`, and "
