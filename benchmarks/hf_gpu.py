@@ -60,6 +60,11 @@ def mend_target_hf_nllb_moe():
     return mend_target_hf_nllb_moe()
 
 
+def mend_target_hf_xmod_two_languages():
+    """X-MOD's language adapters, a batch mixing two languages (GM502's opaque region, session 22)."""
+    return H.mend_target_hf_xmod_two_languages()
+
+
 def _on_device(model, ids, **extra):
     import torch
 
@@ -91,3 +96,17 @@ def mend_target_hf_switch_base():
                                      num_sparse_encoder_layers=6, num_sparse_decoder_layers=6)
     ids = torch.randint(1, cfg.vocab_size, (1, 1024))
     return _on_device(T.SwitchTransformersModel(cfg), ids, decoder_input_ids=ids[:, :256])
+
+
+def mend_target_hf_xmod_base():
+    """X-MOD at xmod-base's size (hidden 768, 12 layers, 12 heads, one adapter per language in
+    every layer), two languages, 4 sequences of 512 tokens, rows alternating en_XX / de_DE."""
+    import torch
+    import transformers as T
+
+    torch.manual_seed(0)
+    cfg = T.XmodConfig(vocab_size=32000, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                       intermediate_size=3072, max_position_embeddings=514, languages=["en_XX", "de_DE"],
+                       default_language="en_XX")
+    ids = torch.randint(5, cfg.vocab_size, (4, 512))
+    return _on_device(T.XmodModel(cfg), ids, lang_ids=torch.tensor([0, 1, 0, 1]))

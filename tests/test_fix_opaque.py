@@ -107,6 +107,38 @@ def test_a_float32_accumulator_keeps_its_dtype_in_the_fake_and_the_graph():
     assert torch.equal(want, got)
 
 
+def test_the_callers_autocast_reaches_the_region_compiled_and_in_backward():
+    """Under autocast the experts' matmuls run in bfloat16 in the original program. A compiled
+    graph runs the op without autocast's state, and autograd runs the backward's recomputation
+    without it: both must re-enter the caller's autocast, or the mended program computes the
+    region in float32 (other outputs), and its gradients from a float32 recomputation."""
+    torch = pytest.importorskip("torch")
+    before, after = _module(REWRITE.before, "amp_before"), _module(REWRITE.after, "amp_after")
+    torch.manual_seed(0)
+    ref = before["Moe"]()
+    torch.manual_seed(0)
+    new = after["Moe"]()
+    x, expert = _batch(torch)
+
+    def step(module, fn):
+        module.zero_grad(set_to_none=True)
+        xi = x.clone().requires_grad_()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            y = fn(xi, expert)
+        (y.float() * torch.arange(8.0)).sum().backward()  # outside autocast, as AMP training does
+        return y.detach(), xi.grad, [p.grad for p in module.parameters()]
+
+    want = step(ref, ref)
+    with torch.no_grad():
+        assert not torch.allclose(want[0], ref(x, expert), atol=1e-4)  # autocast did change the values
+    torch._dynamo.reset()
+    for fn in (new, torch.compile(new, backend="aot_eager", fullgraph=True)):
+        y, gx, gp = step(new, fn)
+        assert torch.equal(y, want[0])
+        assert torch.allclose(gx, want[1], atol=1e-6)
+        assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(gp, want[2]))
+
+
 # experts that draw random numbers in training: a dropout module in each (switch_transformers'
 # and nllb-moe's experts), or a dropout the region itself calls
 DROPOUT_EXPERTS = gm5_opaque._MOE.replace(

@@ -1,4 +1,4 @@
-"""GM501 / GM302: a data-dependent region with a static output shape
+"""GM501 / GM302 / GM502: a data-dependent region with a static output shape
 becomes one opaque in-graph call (a ``torch.library.custom_op``), a SAFE fix: the sparse
 algorithm and its cost stay, the graph no longer breaks.
 
@@ -49,6 +49,11 @@ after the site (``_mend_<module>_<function>_<line>``), registers it once as the 
   is where the original program leaves it. The op is called with ``torch.is_grad_enabled()``
   (a flag torch.compile guards): under ``no_grad`` (inference, eval) nothing is read and the
   state outputs are empty;
+* autocast: the caller's autocast (the device types it is on for, and their dtypes, which
+  torch.compile guards) is an argument of the op, re-entered around the region in the
+  forward and in the backward's recomputation. A compiled graph runs the op without
+  autocast's state, and autograd runs the backward without it, so without this the region
+  would compute in float32 where the original's experts ran in bfloat16 or float16;
 * CUDA graphs: both ops are tagged ``torch.Tag.cudagraph_unsafe`` (the region syncs to read its
   sizes back, and the stash reads the generator's host-side state, neither of which a captured
   graph replays), so under ``reduce-overhead`` Inductor's graph partition runs them between
@@ -62,7 +67,9 @@ torch 2.13: ``InductorError: AssertionError``). A custom op compiles under every
 
 Preconditions (otherwise a refusal with the reason): the region is statements of a function
 body at a line where Dynamo broke; it holds a data-dependent op (``nonzero``, ``argwhere``,
-one-argument ``where``, ``tolist``); the loop writes its result into
+one-argument ``where``, ``tolist``, or a read through a boolean mask, ``h[m]`` with ``m`` a
+comparison or a name bound to one: X-MOD's language adapters, ``out[m] = adapter(h[m])``,
+GM502; a write through a mask alone has a fixed shape); the loop writes its result into
 one accumulator created by ``A = torch.zeros_like(X)`` (a ``dtype=torch.<type>`` and a
 ``device=X.device`` may follow; X an input of the region, not re-bound in
 it); nothing else bound in the region is read after it (a ``nonzero`` result that escapes has a
@@ -82,9 +89,10 @@ import libcst as cst
 
 from rewrites.fixes.base import (Analysis, Case, Context, Edit, FunctionFacts, Helper, Plan, Refusal, Site, code,
                                  full_name, names_in, single)
+from rewrites.fixes.gm5_masks import maskish
 from rewrites.guards import MEND_HELPER_PREFIX
 
-RULES = ("GM501", "GM302")
+RULES = ("GM501", "GM302", "GM502")
 ORDER = 5  # first: the region is replaced whole, so no family rewrites inside it (fixes/__init__.py)
 
 REF = "_mend_opaque"  # the attribute __init__ gives the module: its opaque handle
@@ -149,7 +157,8 @@ def _mend_opaque_op(name, region, kinds, like, dtype=None):
     # buffers as a list; "tensor", "int", "float", "bool"); the output is shaped like
     # argument `like` (of `dtype`, when given). The backward recomputes the region eagerly and differentiates
     # it (checkpoint-style: one more forward of the region), drawing the random
-    # numbers the forward drew (dropout in the experts).
+    # numbers the forward drew (dropout in the experts), under the autocast the
+    # forward ran in.
     import contextlib
     import inspect
 
@@ -254,14 +263,15 @@ def _mend_opaque_op(name, region, kinds, like, dtype=None):
         return torch.empty(0, dtype=torch.uint8), torch.empty(0, 0, dtype=torch.uint8)
 
     def forward(*args):
-        *args, keep = args
+        *args, amp, keep = args
         states = stashed(args) if keep else nothing()
         # below autograd the values are all the region reads; the backward swaps its
         # own leaves in, to differentiate with respect to them
-        return run(args, values_only=True), *states
+        with autocasting(amp):
+            return run(args, values_only=True), *states
 
     def fake(*args):
-        *args, keep = args
+        *args, amp, keep = args
         out = torch.empty_like(args[skip + like], dtype=dtype)
         if not keep:
             return out, *nothing()
@@ -269,6 +279,16 @@ def _mend_opaque_op(name, region, kinds, like, dtype=None):
         width = getattr(torch, kind).get_rng_state(ids[0]).numel() if ids else 0
         cpu = torch.empty(torch.get_rng_state().numel(), dtype=torch.uint8)
         return out, cpu, torch.empty(len(ids), width, dtype=torch.uint8)
+
+    def autocasting(amp):
+        # the caller's autocast, handed over as "cuda:bfloat16,cpu:bfloat16": a compiled
+        # graph runs the op without autocast's state, and autograd runs the backward
+        # without it, where the original's ops ran under it
+        stack = contextlib.ExitStack()
+        for item in filter(None, amp.split(",")):
+            device_type, dtype_name = item.split(":")
+            stack.enter_context(torch.autocast(device_type, dtype=getattr(torch, dtype_name)))
+        return stack
 
     @contextlib.contextmanager
     def replayed(args, cpu, device):
@@ -286,7 +306,7 @@ def _mend_opaque_op(name, region, kinds, like, dtype=None):
             yield
 
     def backward_impl(*args):
-        *args, cpu, device, grad, needs = args
+        *args, amp, cpu, device, grad, needs = args
         # the op's kernel runs below autograd: lift that for the recomputation only
         exclude = torch._C._dispatch_tls_local_exclude_set()
         for key in torch._C.DispatchKey.__members__.values():
@@ -297,6 +317,7 @@ def _mend_opaque_op(name, region, kinds, like, dtype=None):
             torch._C._ForceDispatchKeyGuard(include, exclude),
             torch.enable_grad(),
             replayed(args, cpu, device),
+            autocasting(amp),
         ):
             flags = iter(needs)
             if module:
@@ -323,7 +344,7 @@ def _mend_opaque_op(name, region, kinds, like, dtype=None):
         return res
 
     def backward_fake(*args):
-        *args, cpu, device, grad, needs = args
+        *args, amp, cpu, device, grad, needs = args
         return [
             torch.empty_like(t) if n else t.new_empty(0)
             for t, n in zip(tensors(args), needs)
@@ -335,12 +356,13 @@ def _mend_opaque_op(name, region, kinds, like, dtype=None):
     states = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
     op = torch.library.custom_op(
         name,
-        signed(forward, [("keep_rng", bool)], states),
+        signed(forward, [("amp", str), ("keep_rng", bool)], states),
         mutates_args=(),
         tags=(unsafe,),
     )
     op.register_fake(fake)
     extra = [
+        ("amp", str),
         ("cpu_rng", torch.Tensor),
         ("device_rng", torch.Tensor),
         ("grad", torch.Tensor),
@@ -355,14 +377,14 @@ def _mend_opaque_op(name, region, kinds, like, dtype=None):
     back.register_fake(backward_fake)
 
     def setup_context(ctx, inputs, output):
-        ctx.inputs, ctx.rng = inputs[:-1], output[1:]
+        ctx.inputs, ctx.amp, ctx.rng = inputs[:-2], inputs[-2], output[1:]
 
     def backward(ctx, grad, *_):
         args, need = ctx.inputs, ctx.needs_input_grad
         needs = [bool(n) for n in need[1]] if module else []
         needs += [bool(need[skip + i]) for i, k in enumerate(kinds) if k == "tensor"]
-        got = iter(back(*args, *ctx.rng, grad, needs))
-        out = [None] * (len(args) + 1)
+        got = iter(back(*args, ctx.amp, *ctx.rng, grad, needs))
+        out = [None] * (len(args) + 2)
         if module:
             out[1] = [
                 g if n else None for g, n in zip([next(got) for _ in args[1]], needs)
@@ -375,16 +397,23 @@ def _mend_opaque_op(name, region, kinds, like, dtype=None):
 
     op.register_autograd(backward, setup_context=setup_context)
 
-    # a closure, not the global `torch`: torch.compile finds a global through the module of
+    # closures, not the global `torch`: torch.compile finds a global through the module of
     # the file that made the op, which another import of it may have replaced
     grad_enabled = torch.is_grad_enabled
+    amp_enabled, amp_dtype = torch.is_autocast_enabled, torch.get_autocast_dtype
 
     def call(*args):
         # the RNG states are stashed only where a backward may follow (grad mode on,
-        # which torch.compile guards): inference and eval under no_grad read none
+        # which torch.compile guards): inference and eval under no_grad read none;
+        # the autocast state (guarded too) is the caller's
         if module and not opaque:
             args = (id(args[0].module), *args[1:])
-        return op(*args, grad_enabled())[0]
+        amp = ",".join(
+            f"{d}:{str(amp_dtype(d)).split('.')[-1]}"
+            for d in ("cpu", "cuda")
+            if amp_enabled(d)
+        )
+        return op(*args, amp, grad_enabled())[0]
 
     rt.ops[name] = (call, mine)
     return call
@@ -401,11 +430,23 @@ class Refuse(Exception):
     pass
 
 
-def _data_dependent(node: cst.CSTNode) -> Optional[tuple[str, str]]:
-    """The first data-dependent call under ``node``: (its name, the rule it breaks as)."""
+def _data_dependent(node: cst.CSTNode, bindings=None) -> Optional[tuple[str, str]]:
+    """The first data-dependent op under ``node``: (its name, the rule it breaks as). With
+    the function's ``bindings``, a read through a boolean mask (``h[lang_mask]``, the mask a
+    comparison or a name bound to one: X-MOD's language adapters) counts as well."""
     found: list[tuple[str, str]] = []
 
+    written: set[int] = set()  # ``out[m] = v`` writes through the mask: a fixed shape
+
     class V(cst.CSTVisitor):
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            written.add(id(n.target))
+
+        def visit_Subscript(self, n: cst.Subscript) -> None:
+            if bindings is not None and id(n) not in written and any(
+                    isinstance(e.slice, cst.Index) and maskish(e.slice.value, bindings) for e in n.slice):
+                found.append((code(n), "GM502"))
+
         def visit_Call(self, n: cst.Call) -> None:
             f = n.func
             name = f.attr.value if isinstance(f, cst.Attribute) else f.value if isinstance(f, cst.Name) else ""
@@ -774,9 +815,10 @@ def _plan_loop(an: Analysis, ctx: Context, fn: cst.FunctionDef, body: list, k: i
     start, end = an.span(region[0])[0], an.span(loop)[1]
     if not ctx.covers(start, end):
         return
+    facts = FunctionFacts(an, fn)
     dd = None
     for s in region:
-        dd = dd or _data_dependent(s)
+        dd = dd or _data_dependent(s, facts.bindings)
     if dd is None:
         return  # nothing data-dependent here: another family's break
     rule = dd[1]
@@ -791,7 +833,6 @@ def _plan_loop(an: Analysis, ctx: Context, fn: cst.FunctionDef, body: list, k: i
             raise Refuse("the loop writes into no accumulator made by `torch.zeros_like(<input>)` before it: the "
                          "region's output shape is not derivable from its inputs' shapes")
         acc, like, dtype = _zeros_like(body[j])  # type: ignore[misc]
-        facts = FunctionFacts(an, fn)
         bound = _bound(region)
         read = set().union(*(names_in(s) for s in region))
         text = "".join(code(s) for s in region)
@@ -806,9 +847,9 @@ def _plan_loop(an: Analysis, ctx: Context, fn: cst.FunctionDef, body: list, k: i
         _check_body(region, set(inputs), acc)
         for n in sorted(bound - {acc}):
             if facts.used_after(n, end):
-                escaped = [s for s in region if n in _bound([s]) and _data_dependent(s)]
+                escaped = [s for s in region if n in _bound([s]) and _data_dependent(s, facts.bindings)]
                 if escaped:
-                    op = _data_dependent(escaped[0])[0]  # type: ignore[index]
+                    op = _data_dependent(escaped[0], facts.bindings)[0]  # type: ignore[index]
                     raise Refuse(f"`{n}` leaves the region and its shape depends on data (`{op}`): no fake "
                                  "implementation can give it, so the region cannot be one opaque op")
                 raise Refuse(f"`{n}`, bound in the region, is read after it: an opaque region hands back only its "
@@ -941,6 +982,37 @@ for _old, _new in _F32:
     _before, _after = _before.replace(_old, _new), _after.replace(_old, _new)
 CASES.append(Case(_before, _after, lines={13}))
 
+# a read through a boolean mask, one adapter per language (X-MOD's adapters), where Dynamo broke
+_ADAPTERS = '''import torch
+from torch import nn
+
+
+class Adapters(nn.Module):
+    def __init__(self, dim=8, n=2):
+        super().__init__()
+        self.adapters = nn.ModuleDict({str(i): nn.Linear(dim, dim) for i in range(n)})
+
+    def forward(self, h, lang_ids):
+        out = torch.zeros_like(h)
+        for i, key in enumerate(self.adapters.keys()):
+            lang_mask = lang_ids == i
+            out[lang_mask] = self.adapters[key](h[lang_mask])
+        return out
+'''
+_ADAPTERS_SITE = (_SITE.replace("GM501: Moe.forward", "GM502: Adapters.forward").replace("self, x, expert", "self, h, lang_ids")
+                  .replace("shaped like `x`", "shaped like `h`").replace('''    out = torch.zeros_like(x)
+    for e in range(len(self.experts)):
+        idx = torch.nonzero(expert == e).squeeze(-1)
+        out[idx] = self.experts[e](x[idx]).to(x.dtype)
+''', _ADAPTERS[_ADAPTERS.index("        out = torch.zeros_like(h)"):_ADAPTERS.index("        return out")].replace("\n    ", "\n")[4:]))
+CASES.append(Case(_ADAPTERS, _ADAPTERS.replace("from torch import nn\n", "from torch import nn\n\n\n" + RUNTIME.source + "\n\n"
+                                               + _ADAPTERS_SITE)
+                  .replace("for i in range(n)})\n", "for i in range(n)})\n        self._mend_opaque = _mend_module_ref(self)\n")
+                  .replace(_ADAPTERS[_ADAPTERS.index("        out = torch.zeros_like(h)"):_ADAPTERS.index("        return out")],
+                           "        out = _mend_module_forward_11_op(\n            self._mend_opaque,\n"
+                           "            [*self.parameters(), *self.buffers()],\n            h,\n            lang_ids,\n        )\n"),
+                  lines={14}))
+
 # refused, with the reason
 CASES += [
     Case(_MOE.replace("        return out\n", "        return out, idx\n"), lines={13},
@@ -960,6 +1032,14 @@ CASES += [
          "        for e in range(4):\n            idx = torch.nonzero(expert == e).squeeze(-1)\n"
          "            out[idx] = x[idx] * w[e]\n        return out\n\n    return f\n",
          lines={8}, reason="nested in another"),  # a closure: `w` is not visible at module level
+    # the rows a mask picked leave the loop: their count depends on data
+    Case(_ADAPTERS.replace("self.adapters[key](h[lang_mask])", "self.adapters[key](sel)")
+         .replace("            lang_mask = lang_ids == i\n", "            lang_mask = lang_ids == i\n            sel = h[lang_mask]\n")
+         .replace("        return out\n", "        return out, sel\n"), lines={14},
+         reason="`sel` leaves the region and its shape depends on data (`h[lang_mask]`)"),
+    # a write through a mask alone has a fixed shape: nothing data-dependent for a region
+    Case("import torch\n\n\ndef f(h, ids):\n    out = torch.zeros_like(h)\n    for i in range(2):\n"
+         "        m = ids == i\n        out[m] = i\n    return out\n", lines={8}),
     # no loop: a nonzero's index lists handed on (Longformer's global attention)
     Case("import torch\n\n\ndef global_indices(is_global):\n    idx = is_global.nonzero(as_tuple=True)\n"
          "    return idx\n", lines={5}, reason="`idx` is `nonzero`'s result, whose shape depends on data"),

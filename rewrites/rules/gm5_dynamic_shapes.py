@@ -79,8 +79,12 @@ GM502 = Rule(
     summary="Indexing a tensor with a boolean mask (`x[mask]`).",
     why="`x[mask]` has as many rows as `mask` has true values: a data-dependent size, the graph breaks.",
     fix=("Mask-then-reduce (`x[mask].sum()`, `.mean()`, `.max()`) becomes masked arithmetic "
-         "(`(x * mask).sum()`, `torch.where(mask, x, -inf).max()`). " + _KNOB),
-    preconditions=("The masked result is only reduced, not returned or reshaped. One UNSAFE fix "
+         "(`(x * mask).sum()`, `torch.where(mask, x, -inf).max()`). A loop that routes rows through a mask "
+         "into an accumulator made by `torch.zeros_like` (X-MOD's language adapters: `lang_mask = lang_ids == i`, "
+         "`out[lang_mask] = adapter(h[lang_mask])`) becomes one opaque custom op, as GM501's expert dispatch "
+         "(rewrites/fixes/gm5_opaque.py): the same algorithm and cost, no break. " + _KNOB),
+    preconditions=("The masked result is only reduced, not returned or reshaped; for the opaque region, GM501's "
+                   "preconditions (the gathered rows do not leave the loop). One UNSAFE fix "
                    "(`mend fix --unsafe-fixes`): masked dispatch in a loop, `x[m] = f(y[m])` with the gathered "
                    "rows reaching only that write (switch and nllb-moe in transformers 4, xmod's adapters), "
                    "becomes `_mend_masked_put(x, m, f(y))`: `f` runs on every position and is written where `m` "
