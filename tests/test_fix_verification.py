@@ -49,7 +49,8 @@ def test_target_inputs_exercise_the_rare_arm(run):
     proj, before, _, fixes = run
     f = fixes["rare_given.py"]
     assert f["status"] == "verified", f["reason"]
-    assert {"eval", "train+grad", "autocast", "bf16", "inputs", "exceptions", "arms"} <= set(f["checks"])
+    assert {"eval", "train+grad", "autocast", "train+grad autocast", "bf16", "inputs", "exceptions",
+            "arms"} <= set(f["checks"])
     assert f["skipped_checks"] == []
     text = (proj / "rare_given.py").read_text()
     assert "ids = torch.where((ids >= self.limit).any(), ids * 0, ids)" in text
@@ -59,7 +60,7 @@ def test_nothing_to_differentiate_is_verified_eval_only_and_said(run):
     proj, _, out, fixes = run
     f = fixes["counts.py"]
     assert f["status"] == "verified"
-    assert "train+grad" not in f["checks"] and "eval" in f["checks"]
+    assert "train+grad" not in f["checks"] and "train+grad autocast" not in f["checks"] and "eval" in f["checks"]
     assert f["skipped_checks"] == ["train+grad: no parameters and no floating-point input to take gradients of"]
     assert "not checked: train+grad: no parameters" in out.stderr
     assert "torch.where" in (proj / "counts.py").read_text()

@@ -10,8 +10,8 @@ from torch import nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from graphmend.core.modes import module_of  # noqa: E402
-from graphmend.verify.modes import (AUTOCAST, BF16, EVAL, TRAIN, compare_records, run_call,  # noqa: E402
-                                    train_unusable)
+from graphmend.verify.modes import (AUTOCAST, AUTOCAST_TRAIN, BF16, EVAL, TRAIN, compare_records,  # noqa: E402
+                                    run_call, train_unusable)
 
 
 def _diff(a, b, args, mode, module_a=None, module_b=None, seed=0):
@@ -176,6 +176,70 @@ def test_autocast_float32_outputs_compare_at_the_autocast_precision():
     x = torch.randn(2, 4) * 7
     assert _diff(host_scale, device_scale, (x,), AUTOCAST, module_a=lin, module_b=lin) is None
     assert _diff(host_scale, lambda x: host_scale(x) * 1.1, (x,), AUTOCAST, module_a=lin, module_b=lin)
+
+
+class _AmpGrad(nn.Module):
+    """The same values everywhere; under autocast its gradient is doubled (a stand-in for a
+    region whose backward ignores the autocast its forward ran in)."""
+
+    def __init__(self, double: bool):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc, self.double = nn.Linear(4, 4), double
+
+    def forward(self, x):
+        y = self.fc(x)
+        if self.double and torch.is_autocast_enabled("cpu"):
+            y = y + (y - y.detach())
+        return y
+
+
+def test_a_gradient_only_mixed_precision_training_shows_is_seen():
+    x = torch.randn(3, 4)
+    a, b = _AmpGrad(False), _AmpGrad(True)
+    for mode in (EVAL, TRAIN, AUTOCAST):  # the other checks cannot see it
+        assert _diff(a, b, (x,), mode) is None, mode
+    why = _diff(a, b, (x,), AUTOCAST_TRAIN)
+    assert why is not None and "gradient" in why, why
+    rec = run_call(a, a, (x,), {}, AUTOCAST_TRAIN, 0)
+    assert rec["precision"] == "bfloat16" and rec["out"].dtype == torch.bfloat16 and rec["grads_param"]["fc.weight"] is not None
+    assert _diff(_AmpGrad(False), _AmpGrad(False), (x,), AUTOCAST_TRAIN) is None
+
+
+def test_mixed_precision_gradients_compare_at_the_autocast_precision():
+    """A scale kept a bfloat16 tensor where the original took it to the host exactly (GM301's
+    fix under autocast) rounds the gradients at bfloat16's precision, as it rounds the outputs:
+    not a difference; a gradient 10 % off is one."""
+    lin = nn.Linear(4, 4)
+
+    def host_scale(x):
+        h = lin(x)
+        return h * (30.0 / h.abs().max().item())
+
+    def device_scale(x):
+        h = lin(x)
+        return h * (30.0 / h.abs().max().detach())
+
+    def off(x):
+        h = lin(x)
+        return h * (30.0 / h.abs().max().item()) * (1 + 0.1 * (h - h.detach()))
+
+    x = torch.randn(3, 4) * 7
+    assert _diff(host_scale, device_scale, (x,), AUTOCAST_TRAIN, module_a=lin, module_b=lin) is None
+    assert "gradient" in _diff(host_scale, off, (x,), AUTOCAST_TRAIN, module_a=lin, module_b=lin)
+
+
+def test_mixed_precision_training_runs_once_on_the_example():
+    from graphmend.core.targets import LoadedTarget
+    from graphmend.verify.arms import ArmRecorder
+    from graphmend.verify.worker import _run_original
+
+    m = _AmpGrad(False)
+    loaded = LoadedTarget(fn=m, args=(torch.randn(2, 4),), kwargs={}, target=graphmend_target(m))
+    plan, _, skipped = _run_original(loaded, m, [], ArmRecorder(), 0, [])
+    # the example only (twice: the repeat that tells a non-deterministic original)
+    assert [name for mode, name in plan if mode == AUTOCAST_TRAIN] == ["example"] * 2 and not skipped
+    assert len({name for _, name in plan}) > 1  # the other inputs ran the other modes
 
 
 def test_bf16_mode_runs_on_cast_inputs():

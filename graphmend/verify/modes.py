@@ -14,6 +14,9 @@ Modes (``eval`` and ``train`` are the run modes of ``graphmend.core.modes``):
   tensor), then ``backward`` of the target's ``loss`` (else the sum of every floating
   output that requires grad);
 * ``autocast``: ``eval`` under ``torch.autocast`` (bfloat16 on CPU, float16 on CUDA);
+* ``autocast_train``: ``train`` with the forward under that autocast and the backward after
+  it, as mixed-precision training runs (the example input only); gradients are compared at
+  the autocast dtype's tolerance;
 * ``float64``: ``train`` with the module and the floating inputs cast to float64 (after
   the others, before ``bf16``: the cast is in place). It decides one question: a float32
   train-mode difference within the rounding of the tensor's scale (a backward that sums
@@ -31,11 +34,13 @@ from graphmend.core.modes import EVAL, TRAIN, training_loss
 from graphmend.verify.compare import compare, to_plain
 from graphmend.verify.inputs import map_tensors, tensors
 
-AUTOCAST, BF16, F64 = "autocast", "bf16", "float64"
+AUTOCAST, AUTOCAST_TRAIN, BF16, F64 = "autocast", "autocast_train", "bf16", "float64"
 # the names reports give the checks (what was proven); "inputs", "exceptions" and "arms"
 # are compared in every mode that ran
-CHECK_NAMES = {EVAL: "eval", TRAIN: "train+grad", AUTOCAST: "autocast", BF16: "bf16", F64: "train+grad float64"}
-GRAD_MODES = (TRAIN, F64)  # the module in train(), grad on, a backward after the call
+CHECK_NAMES = {EVAL: "eval", TRAIN: "train+grad", AUTOCAST: "autocast", AUTOCAST_TRAIN: "train+grad autocast",
+               BF16: "bf16", F64: "train+grad float64"}
+GRAD_MODES = (TRAIN, F64, AUTOCAST_TRAIN)  # the module in train(), grad on, a backward after the call
+AMP_MODES = (AUTOCAST, AUTOCAST_TRAIN)  # the forward under torch.autocast
 _MSG = 500  # characters of an exception message compared
 
 
@@ -107,21 +112,18 @@ def run_call(fn: Any, module, args: tuple, kwargs: dict, mode: str, seed: int, l
         args, kwargs = map_tensors(args, leaf), map_tensors(kwargs, leaf)
     else:
         args, kwargs = map_tensors(args, lambda t: t.clone()), map_tensors(kwargs, lambda t: t.clone())
-    if mode == AUTOCAST:
+    ctx = torch.enable_grad() if mode in GRAD_MODES else torch.no_grad()
+    amp = contextlib.nullcontext()
+    if mode in AMP_MODES:
         device = device_of(module, args, kwargs)
         rec["precision"] = str(autocast_dtype(device)).replace("torch.", "")
-        ctx = contextlib.ExitStack()
-        ctx.enter_context(torch.no_grad())
-        ctx.enter_context(torch.autocast(device_type=device, dtype=autocast_dtype(device)))
-    elif mode in GRAD_MODES:
-        ctx = torch.enable_grad()
-    else:
-        ctx = torch.no_grad()
+        amp = torch.autocast(device_type=device, dtype=autocast_dtype(device))
     _seed(seed)
     try:
         with ctx:
-            out = fn(*args, **kwargs)
-            if mode in GRAD_MODES:
+            with amp:
+                out = fn(*args, **kwargs)
+            if mode in GRAD_MODES:  # after autocast, as mixed-precision training does
                 scalar = training_loss(out, loss)
                 rec["differentiable"] = scalar is not None
                 if scalar is not None:
@@ -175,8 +177,10 @@ def compare_outcome(want: dict, got: dict, tolerance: Optional[dict], scaled: bo
                or compare(_at_precision(want), _at_precision(got), "output", tolerance, scaled=scaled))
         if why:
             return why
+    # under autocast the gradients went through its dtype as well: compared in it
     return _compare_named(want, got, (("grads_in", "the gradient of input"),
-                                      ("grads_param", "the gradient of parameter")), tolerance, scaled)
+                                      ("grads_param", "the gradient of parameter")), tolerance, scaled,
+                          want.get("precision"))
 
 
 def _kind(t) -> str:
@@ -190,13 +194,17 @@ def _at_precision(rec: dict) -> Any:
     precision = rec.get("precision")
     if not precision:
         return rec["out"]
+    return map_tensors(rec["out"], lambda t: _to_precision(t, precision))
+
+
+def _to_precision(t: Any, precision: str) -> Any:
     import torch
 
-    dtype = getattr(torch, precision)
-    return map_tensors(rec["out"], lambda t: t.to(dtype) if t.is_floating_point() else t)
+    return t.to(getattr(torch, precision)) if isinstance(t, torch.Tensor) and t.is_floating_point() else t
 
 
-def _compare_named(want: dict, got: dict, keys, tolerance, scaled: bool = False) -> Optional[str]:
+def _compare_named(want: dict, got: dict, keys, tolerance, scaled: bool = False,
+                   precision: Optional[str] = None) -> Optional[str]:
     for key, label in keys:
         if key not in want:
             continue
@@ -205,8 +213,10 @@ def _compare_named(want: dict, got: dict, keys, tolerance, scaled: bool = False)
         if isinstance(w, dict) and (not isinstance(g, dict) or set(w) != set(g)):
             return f"{label}s differ in name ({sorted(w)} vs {sorted(g or {})})"
         for n in names:
-            why = compare(w[n], g[n] if isinstance(g, dict) or n < len(g) else None, f"{label} {n}", tolerance,
-                          scaled=scaled)
+            a, b = w[n], g[n] if isinstance(g, dict) or n < len(g) else None
+            if precision:  # as _at_precision does for the outputs
+                a, b = _to_precision(a, precision), _to_precision(b, precision)
+            why = compare(a, b, f"{label} {n}", tolerance, scaled=scaled)
             if why:
                 return why
     return None

@@ -24,10 +24,11 @@ import re
 from typing import Any
 
 from graphmend.core.jobs import worker_main
-from graphmend.verify.modes import AUTOCAST, BF16, CHECK_NAMES, EVAL, F64, TRAIN
+from graphmend.verify.modes import AUTOCAST, AUTOCAST_TRAIN, BF16, CHECK_NAMES, EVAL, F64, TRAIN
 
 MIN_VARIANTS = 3  # example, negated, random: always, even when every arm is covered sooner
 PER_INPUT = (EVAL, TRAIN, AUTOCAST)
+EXAMPLE_ONLY = (AUTOCAST_TRAIN,)  # mixed-precision training: once, on the example
 
 
 def handle(payload: dict[str, Any]) -> dict[str, Any]:
@@ -70,7 +71,7 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
         torch.save({"plan": plan, "records": records, "weights": initial, "skipped": skipped}, payload["state"])
         ran = sorted({m for m, _ in plan} - set(skipped))
         result.update(ran=[name for name in dict.fromkeys(n for _, n in plan)], inputs=_inputs_names(plan),
-                      checks=[CHECK_NAMES[m] for m in (EVAL, TRAIN, AUTOCAST, F64, BF16) if m in ran],
+                      checks=[CHECK_NAMES[m] for m in (EVAL, TRAIN, AUTOCAST, AUTOCAST_TRAIN, F64, BF16) if m in ran],
                       skipped={CHECK_NAMES[m]: why for m, why in skipped.items()},
                       arms={k: sorted(v) for k, v in recorder.seen.items()},
                       unexercised=recorder.missing(keys, reached_only=True),
@@ -127,8 +128,8 @@ def _run_original(loaded, module, keys, recorder, seed: int, constants: list):
                 break
             optional += 1
         inputs[name] = (a, k)
-        for m in PER_INPUT:
-            if m in skipped:
+        for m in PER_INPUT + (EXAMPLE_ONLY if name == "example" else ()):
+            if m in skipped or m == AUTOCAST_TRAIN and (TRAIN in skipped or AUTOCAST in skipped):
                 continue
             snap = _snapshot(module)
             rec = run_call(loaded.fn, module, a, k, m, seed + len(records), _loss(loaded))
@@ -152,9 +153,11 @@ def _run_original(loaded, module, keys, recorder, seed: int, constants: list):
                     rec["exc_type_only"] = again["exc_type_only"] = True
             if name != "example":
                 continue
-            why = (train_unusable(rec, module, _has_float(a, k)) if m == TRAIN else
+            why = (train_unusable(rec, module, _has_float(a, k)) if m in (TRAIN, AUTOCAST_TRAIN) else
                    f"the original raises under {m}: {rec['exc'][:200]}" if rec["status"] == "raised" and m != EVAL
                    else None)
+            if why and m == AUTOCAST_TRAIN:
+                why = why.replace("in train mode", "in train mode under autocast")
             if why is None:
                 # the same call again, same seed: a mode in which the original itself differs from
                 # run to run (a seed drawn from the OS, as Reformer's train-mode dropout does)

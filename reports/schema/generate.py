@@ -87,7 +87,7 @@ DESC = {
  "CheckResult": "The comparison of breaks with the baseline (mend check).",
  "CheckEntry": "A break keyed the way the baseline keys it.",
  "CheckEntry.source": "The whitespace-normalised source line.",
- "Fix.checks": "mend fix: what verification proved for a verified fix (eval, train+grad, autocast, train+grad float64, bf16, inputs, exceptions, arms, retrace).",
+ "Fix.checks": "mend fix: what verification proved for a verified fix (eval, train+grad, autocast, train+grad autocast, train+grad float64, bf16, inputs, exceptions, arms, retrace).",
  "Fix.skipped_checks": "mend fix: checks that could not run for a verified fix, each 'check: why' (train+grad here: verified eval only).",
  "FileError": "A file or target that could not be processed; the run went on without it.",
  "Summary": "Totals over one report.",
