@@ -23,6 +23,16 @@ def _module(source: str, name: str) -> dict:
     return ns
 
 
+def _pair(torch, before: str, after: str, tag: str):
+    """The original and the rewritten Moe, built from one seed (the same weights)."""
+    modules = _module(before, f"{tag}_before"), _module(after, f"{tag}_after")
+    built = []
+    for ns in modules:
+        torch.manual_seed(0)
+        built.append(ns["Moe"]())
+    return built
+
+
 def test_torch_without_custom_op_refused_per_site(monkeypatch):
     torch = pytest.importorskip("torch")
     monkeypatch.delattr(torch.library, "custom_op")
@@ -53,12 +63,7 @@ def _batch(torch, seed=0):
 
 def test_rewritten_moe_same_values_and_gradients_in_one_graph():
     torch = pytest.importorskip("torch")
-    before = _module(REWRITE.before, "opaque_before")
-    after = _module(REWRITE.after, "opaque_after")
-    torch.manual_seed(0)
-    ref = before["Moe"]()
-    torch.manual_seed(0)
-    new = after["Moe"]()
+    ref, new = _pair(torch, REWRITE.before, REWRITE.after, "opaque")
     x, expert = _batch(torch)
 
     # no break: the whole forward is one graph, and fullgraph compiles
@@ -93,11 +98,7 @@ def test_a_float32_accumulator_keeps_its_dtype_in_the_fake_and_the_graph():
     it, which casts back (`.to(x.dtype)`, as gpt-oss does), is traced as a no-op."""
     torch = pytest.importorskip("torch")
     case = next(c for c in gm5_opaque.CASES if c.after and "dtype=torch.float32" in c.after)
-    before, after = _module(case.before, "f32_before"), _module(case.after, "f32_after")
-    torch.manual_seed(0)
-    ref = before["Moe"]().to(torch.bfloat16)
-    torch.manual_seed(0)
-    new = after["Moe"]().to(torch.bfloat16)
+    ref, new = (m.to(torch.bfloat16) for m in _pair(torch, case.before, case.after, "f32"))
     x, expert = _batch(torch)
     x = x.to(torch.bfloat16)
     torch._dynamo.reset()
@@ -113,11 +114,7 @@ def test_the_callers_autocast_reaches_the_region_compiled_and_in_backward():
     without it: both must re-enter the caller's autocast, or the mended program computes the
     region in float32 (other outputs), and its gradients from a float32 recomputation."""
     torch = pytest.importorskip("torch")
-    before, after = _module(REWRITE.before, "amp_before"), _module(REWRITE.after, "amp_after")
-    torch.manual_seed(0)
-    ref = before["Moe"]()
-    torch.manual_seed(0)
-    new = after["Moe"]()
+    ref, new = _pair(torch, REWRITE.before, REWRITE.after, "amp")
     x, expert = _batch(torch)
 
     def step(module, fn):
@@ -176,11 +173,7 @@ def test_random_numbers_in_the_region_drawn_again_alike_in_backward(source):
     torch = pytest.importorskip("torch")
     r = fix_source(source, lines={13}, module="module")
     assert [s.strategy for s in r.applied] == ["opaque"], r.refused
-    before, after = _module(source, "rng_before"), _module(r.new_source, "rng_after")
-    torch.manual_seed(0)
-    ref = before["Moe"]()
-    torch.manual_seed(0)
-    new = after["Moe"]()
+    ref, new = _pair(torch, source, r.new_source, "rng")
     x, expert = _batch(torch)
     want = _train_step(torch, ref, ref, x, expert)
     assert (want[0] == 0).sum() > 10  # dropout did drop: the random numbers matter
@@ -226,11 +219,7 @@ def test_forward_reads_the_modules_own_tensors_in_place_and_backward_swaps_its_l
     torch = pytest.importorskip("torch")
     import torch.nn.utils.stateless as stateless
 
-    before, after = _module(REWRITE.before, "own_before"), _module(REWRITE.after, "own_after")
-    torch.manual_seed(0)
-    ref = before["Moe"]()
-    torch.manual_seed(0)
-    new = after["Moe"]()
+    ref, new = _pair(torch, REWRITE.before, REWRITE.after, "own")
     x, expert = _batch(torch, 5)
     swaps = []
     real = stateless._reparametrize_module

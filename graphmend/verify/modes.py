@@ -15,8 +15,8 @@ Modes (``eval`` and ``train`` are the run modes of ``graphmend.core.modes``):
   output that requires grad);
 * ``autocast``: ``eval`` under ``torch.autocast`` (bfloat16 on CPU, float16 on CUDA);
 * ``autocast_train``: ``train`` with the forward under that autocast and the backward after
-  it, as mixed-precision training runs (the example input only); gradients are compared at
-  the autocast dtype's tolerance;
+  it, as mixed-precision training runs (the example input only); the gradients are compared
+  in the autocast dtype, as the outputs are;
 * ``float64``: ``train`` with the module and the floating inputs cast to float64 (after
   the others, before ``bf16``: the cast is in place). It decides one question: a float32
   train-mode difference within the rounding of the tensor's scale (a backward that sums

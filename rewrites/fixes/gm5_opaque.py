@@ -999,19 +999,38 @@ class Adapters(nn.Module):
             out[lang_mask] = self.adapters[key](h[lang_mask])
         return out
 '''
-_ADAPTERS_SITE = (_SITE.replace("GM501: Moe.forward", "GM502: Adapters.forward").replace("self, x, expert", "self, h, lang_ids")
-                  .replace("shaped like `x`", "shaped like `h`").replace('''    out = torch.zeros_like(x)
-    for e in range(len(self.experts)):
-        idx = torch.nonzero(expert == e).squeeze(-1)
-        out[idx] = self.experts[e](x[idx]).to(x.dtype)
-''', _ADAPTERS[_ADAPTERS.index("        out = torch.zeros_like(h)"):_ADAPTERS.index("        return out")].replace("\n    ", "\n")[4:]))
-CASES.append(Case(_ADAPTERS, _ADAPTERS.replace("from torch import nn\n", "from torch import nn\n\n\n" + RUNTIME.source + "\n\n"
-                                               + _ADAPTERS_SITE)
-                  .replace("for i in range(n)})\n", "for i in range(n)})\n        self._mend_opaque = _mend_module_ref(self)\n")
-                  .replace(_ADAPTERS[_ADAPTERS.index("        out = torch.zeros_like(h)"):_ADAPTERS.index("        return out")],
-                           "        out = _mend_module_forward_11_op(\n            self._mend_opaque,\n"
-                           "            [*self.parameters(), *self.buffers()],\n            h,\n            lang_ids,\n        )\n"),
-                  lines={14}))
+_ADAPTERS_SITE = '''def _mend_module_forward_11(self, h, lang_ids):
+    # mend GM502: Adapters.forward's data-dependent region (lines 11-14), run
+    # as the custom op mend::module_forward_11; its output is shaped like `h`
+    out = torch.zeros_like(h)
+    for i, key in enumerate(self.adapters.keys()):
+        lang_mask = lang_ids == i
+        out[lang_mask] = self.adapters[key](h[lang_mask])
+    return out
+
+
+_mend_module_forward_11_op = _mend_opaque_op(
+    "mend::module_forward_11", _mend_module_forward_11, "module tensor tensor", 0
+)
+'''
+_ADAPTERS_LOOP = '''        out = torch.zeros_like(h)
+        for i, key in enumerate(self.adapters.keys()):
+            lang_mask = lang_ids == i
+            out[lang_mask] = self.adapters[key](h[lang_mask])
+'''
+_ADAPTERS_CALL = '''        out = _mend_module_forward_11_op(
+            self._mend_opaque,
+            [*self.parameters(), *self.buffers()],
+            h,
+            lang_ids,
+        )
+'''
+CASES.append(Case(
+    _ADAPTERS,
+    _ADAPTERS.replace("from torch import nn\n", "from torch import nn\n\n\n" + RUNTIME.source + "\n\n" + _ADAPTERS_SITE)
+    .replace("for i in range(n)})\n", "for i in range(n)})\n        self._mend_opaque = _mend_module_ref(self)\n")
+    .replace(_ADAPTERS_LOOP, _ADAPTERS_CALL),
+    lines={14}))
 
 # refused, with the reason
 CASES += [
