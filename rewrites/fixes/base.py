@@ -204,6 +204,15 @@ class Analysis:
             p = self.parent(p)
         return p
 
+    def in_loop(self, node: cst.CSTNode) -> bool:
+        """``node`` is inside a ``for`` / ``while`` of its own function."""
+        p = self.parent(node)
+        while p is not None and not isinstance(p, cst.FunctionDef):
+            if isinstance(p, (cst.For, cst.While)):
+                return True
+            p = self.parent(p)
+        return False
+
 
 class _Covering(cst.CSTVisitor):
     """Delegates to ``inner`` on every node but the statements covering none of the lines

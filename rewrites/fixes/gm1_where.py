@@ -109,23 +109,20 @@ _LAYERDROP_ADVICE = ("keep the `if` (one break per layer, in training only); whe
                      "turn LayerDrop off for it (`layerdrop = 0.0`), a change to training you choose")
 
 
-def _skips_on_draw(node: cst.If, an: Analysis) -> Optional[str]:
+def _skips_on_draw(node: cst.If, an: Analysis, facts: FunctionFacts) -> Optional[str]:
     """LayerDrop's shape: an ``if`` without ``else`` in a loop, on a random draw, whose arm
     is ``continue`` / ``break`` or sets a flag (``to_drop = True``, M2M-100's encoder) that
     later skips the layer. The draw's text, else None."""
-    p = an.parent(node)
-    while p is not None and not isinstance(p, (cst.For, cst.While, cst.FunctionDef)):
-        p = an.parent(p)
-    if node.orelse is not None or not isinstance(p, (cst.For, cst.While)):
+    if node.orelse is not None or not an.in_loop(node):
         return None
     stmts = [sm for line in _block_stmts(node.body) if isinstance(line, cst.SimpleStatementLine) for sm in line.body]
     skip = len(stmts) == 1 and (isinstance(stmts[0], (cst.Continue, cst.Break)) or isinstance(stmts[0], cst.Assign)
                                 and isinstance(stmts[0].value, cst.Name) and stmts[0].value.value in ("True", "False"))
-    return _random_draw(node.test, an.enclosing_function(node)) if skip else None
+    return _random_draw(node.test, facts) if skip else None
 
 
-def _random_draw(test: cst.BaseExpression, fn: Optional[cst.CSTNode]) -> Optional[str]:
-    """The random call ``test`` reads, directly or through a name the function assigns from
+def _random_draw(test: cst.BaseExpression, facts: FunctionFacts) -> Optional[str]:
+    """The random call ``test`` reads, directly or through a name the function binds to
     one (``p = torch.rand([])``; ``if p < self.layerdrop``), else None."""
     names: set[str] = set()
     for n in matchers.findall(test, matchers.Call() | matchers.Name()):
@@ -133,10 +130,9 @@ def _random_draw(test: cst.BaseExpression, fn: Optional[cst.CSTNode]) -> Optiona
             return code(n).strip()
         if isinstance(n, cst.Name):
             names.add(n.value)
-    for a in matchers.findall(fn, matchers.Assign()) if fn is not None and names else ():
-        if any(isinstance(t.target, cst.Name) and t.target.value in names for t in a.targets) \
-                and isinstance(a.value, cst.Call) and rng_call(a.value):
-            return code(a.value).strip()
+    for name, _, value in facts.bindings:
+        if name in names and isinstance(value, cst.Call) and rng_call(value):
+            return code(value).strip()
     return None
 
 
@@ -942,7 +938,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         try:
             d = decide_if(node, an, facts, tnames, forced, _siblings_after(an, node))
         except Refuse as exc:
-            draw = _skips_on_draw(node, an)
+            draw = _skips_on_draw(node, an, facts)
             result.refusals.append(Refusal(rule, start, _LAYERDROP.format(draw=draw), _LAYERDROP_ADVICE) if draw
                                    else Refusal(rule, start, str(exc)))
             continue

@@ -221,15 +221,6 @@ def _list_use(an: Analysis, u: cst.Name, var: str) -> tuple[str, str]:
     return kind, why
 
 
-def _in_loop(an: Analysis, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:
-    n = an.parent(node)
-    while n is not None and n is not fn:
-        if isinstance(n, (cst.For, cst.While)):
-            return True
-        n = an.parent(n)
-    return False
-
-
 def plan(an: Analysis, ctx: Context) -> Plan:
     result = Plan()
     if ctx.lines is None:
@@ -282,7 +273,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             # bound here only, or earlier as well (`sizes = t.sum(0)`, then `sizes = sizes.tolist()`)
             # outside a loop, where no earlier binding is read after this one
             again = [line for n, line, _ in f.bindings if n == var and line != start]
-            if any(line > start for line in again) or again and _in_loop(an, stmt, fn):
+            if any(line > start for line in again) or again and an.in_loop(stmt):
                 raise Refuse(f"`{var}` is bound more than once in the function")
             bad = [why for k, why in kinds if k == "bad"]
             if bad:
