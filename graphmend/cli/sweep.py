@@ -40,6 +40,8 @@ def sweep(
                                             "(one graph before and breaks now, more graphs, or no longer runs)."),
     targets_dir: Optional[Path] = typer.Option(None, "--targets-dir", help="Write the generated targets here and keep "
                                                "them (mend analyze DIR/hf_bert.py gives that model's counts)."),
+    force: bool = typer.Option(False, "--force", help="Let --targets-dir name a folder that is not empty (its files "
+                               "of the same names are overwritten)."),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Architectures captured in parallel."),
     timeout: Optional[float] = typer.Option(None, "--timeout", min=1,
                                             help="Seconds per architecture and mode (default 300)."),
@@ -57,8 +59,13 @@ def sweep(
 
     if library not in LIBRARIES:
         raise fail(f"unknown library {library!r}: mend sweep knows {', '.join(sorted(LIBRARIES))}")
-    if targets_dir is not None and targets_dir.exists() and not targets_dir.is_dir():
-        raise fail(f"--targets-dir {targets_dir} is not a folder")
+    if targets_dir is not None:
+        from graphmend.core.sources import OutputDirError, prepare_output_dir
+
+        try:
+            prepare_output_dir(targets_dir, "--targets-dir", force=force)
+        except OutputDirError as exc:
+            raise fail(str(exc))
     prior = None
     if baseline is not None:
         try:

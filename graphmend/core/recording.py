@@ -107,28 +107,12 @@ def read_manifest(folder: Path) -> Optional[dict]:
 def prepare_dir(folder: Path) -> None:
     """Check before the program runs that ``folder`` can take a recording: a new or empty
     folder, or one holding an earlier recording (replaced). Raises RecordError."""
-    if folder.exists() and not folder.is_dir():
-        raise RecordError(f"--record {folder}: is a file, not a folder")
-    if folder.is_dir():
-        try:
-            entries = [p.name for p in folder.iterdir()]
-        except OSError as exc:
-            raise RecordError(f"--record {folder}: cannot read it: {exc.strerror or exc}")
-        if entries and (folder / MANIFEST).is_file() is False:
-            # never write beside files mend did not write: a typo must not mix into a source folder
-            raise RecordError(f"--record {folder}: is not empty and holds no mend recording ({MANIFEST}); "
-                              "give a new or empty folder")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise RecordError(f"--record {folder}: cannot create it: {exc.strerror or exc}")
-    import tempfile
+    from graphmend.core.sources import OutputDirError, prepare_output_dir
 
     try:
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".mend-probe-"):
-            pass
-    except OSError as exc:
-        raise RecordError(f"--record {folder}: cannot write in it: {exc.strerror or exc}")
+        prepare_output_dir(folder, "--record", ours=(MANIFEST, "mend recording"))
+    except OutputDirError as exc:
+        raise RecordError(str(exc)) from None
 
 
 def recorded_targets(folder: Path) -> tuple[Path, dict]:

@@ -9,13 +9,14 @@ import fnmatch
 import io
 import os
 import re
+import signal
 import stat
 import tempfile
 import tokenize
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Optional, Sequence
+from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 # Folders nobody wants scanned: VCS, caches, virtual environments, build output.
 SKIP_DIRS = frozenset(
@@ -169,26 +170,52 @@ def split_lines(text: str) -> list[str]:
 
 def write_source(source: SourceText, text: str) -> None:
     """Write ``text`` over the file ``source`` was read from: its encoding, BOM and line
-    endings kept, atomically, its mode kept. A SourceError naming the file says why not:
-    the text cannot be encoded, the file changed since it was read, it is read-only, or the
-    write failed (a folder that takes no new file)."""
+    endings kept, atomically, its owner, group and mode kept; a symlink is written through
+    (the link stays, its target gets the text). A SourceError naming the file says why not:
+    the text cannot be encoded, the file changed since it was read (checked again right
+    before the rename), it is read-only, it has hard links, or the write failed (a folder
+    that takes no new file)."""
     data = source.encode(text)
     path = source.path
+    target = os.path.realpath(path)
     try:
-        current = Path(path).read_bytes()
+        current, seen = _read_with_identity(target)
     except OSError as exc:
         raise SourceError(path, f"cannot read it again ({exc.strerror or exc}); not written") from None
     if current != source.raw:
         raise SourceError(path, "changed while mend ran; not written")
-    if read_only(path):
+    if read_only(target):
         raise SourceError(path, "read-only, not written")
+
+    def unchanged() -> None:
+        # Run by write_bytes_atomic after the temp file is complete, immediately before the
+        # rename: an edit saved since the check above (in place, or by an editor's own
+        # rename) changes the bytes or the inode/size/mtime. What remains is the window
+        # between this stat and os.replace (no system call checks and renames at once).
+        try:
+            again, now = _read_with_identity(target)
+            last = _identity(os.stat(target))
+        except OSError:
+            raise SourceError(path, "changed while mend ran (it is gone); not written") from None
+        if again != source.raw or now != seen or last != seen:
+            raise SourceError(path, "changed while mend ran; not written")
+
     try:
-        write_bytes_atomic(path, data)
+        write_bytes_atomic(target, data, check=unchanged)
     except OSError as exc:
         # mkstemp failing names the temp file alone: the folder takes no new file
         where = (f" (a temporary file in {os.path.dirname(exc.filename)})" if exc.filename and not exc.filename2
-                 and os.path.abspath(exc.filename) != os.path.abspath(path) else "")
+                 and os.path.abspath(exc.filename) not in (os.path.abspath(path), target) else "")
         raise SourceError(path, f"cannot write{where}: {exc.strerror or exc}; not written") from None
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns)
+
+
+def _read_with_identity(path: str) -> tuple[bytes, tuple[int, int, int, int]]:
+    with open(path, "rb") as fh:
+        return fh.read(), _identity(os.fstat(fh.fileno()))
 
 
 def read_only(path: str | os.PathLike[str]) -> bool:
@@ -202,27 +229,100 @@ def read_only(path: str | os.PathLike[str]) -> bool:
     return not (mode & 0o222) or not os.access(path, os.W_OK)
 
 
-def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write via a temp file in the same folder and rename, keeping an existing file's mode
-    (a new file gets 0644)."""
-    path = Path(path)
+# Blocked from the temp file's creation to its rename, so that a kill or Ctrl-C never leaves
+# a temp file behind: the signal stays pending and acts right after (the file then whole,
+# old or new). Blocking is per thread: mend writes from the main thread; a write from another
+# thread keeps the window (the kernel may hand the signal to a thread that does not block it).
+_DEFERRED = tuple(s for s in (getattr(signal, n, None) for n in ("SIGTERM", "SIGINT", "SIGHUP")) if s is not None)
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes,
+                       check: Optional[Callable[[], None]] = None) -> None:
+    """Write via a temp file in the same folder and rename. An existing file keeps its owner,
+    group and mode (a new file gets 0644); a symlink is written through to its target. A file
+    with more than one hard link is refused (OSError EMLINK naming it): the rename would split
+    the links, and writing in place instead cannot be atomic (a kill or a full disk half way
+    leaves a truncated file under every name). ``check``, when given, runs right before the
+    rename and may raise to abort the write (the temp file removed). SIGTERM, SIGINT and SIGHUP
+    are held until the rename is done (``_DEFERRED``); SIGKILL or a crash can still leave a
+    ``.NAME.*.tmp`` file."""
+    path = Path(os.path.realpath(path))  # through symlinks: replacing the link itself would cut it
     path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o7777 if path.exists() else None
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, mode if mode is not None else 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        st: Optional[os.stat_result] = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None and st.st_nlink > 1:
+        raise OSError(errno.EMLINK, f"it has {st.st_nlink} hard links, which replacing it would split",
+                      str(path))
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED) if hasattr(signal, "pthread_sigmask") else None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                if st is not None:
+                    mine = os.fstat(fh.fileno())
+                    if (mine.st_uid, mine.st_gid) != (st.st_uid, st.st_gid):
+                        try:
+                            os.fchown(fh.fileno(), st.st_uid, st.st_gid)
+                        except PermissionError:
+                            raise OSError(errno.EPERM, f"cannot keep its owner and group ({st.st_uid}:{st.st_gid}) "
+                                                       "as this user", str(path)) from None
+                # after the chown, which clears set-id bits
+                os.fchmod(fh.fileno(), st.st_mode & 0o7777 if st is not None else 0o644)
+                os.fsync(fh.fileno())  # the data on disk before the name points at it
+            if check is not None:
+                check()
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
+            raise
+    finally:
+        if old_mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     """``write_bytes_atomic`` of UTF-8 text (a report, a baseline: mend's own files)."""
     write_bytes_atomic(path, text.encode("utf-8"))
+
+
+class OutputDirError(Exception):
+    """A folder mend was asked to write into that it must not or cannot; one line naming the
+    flag and the folder."""
+
+
+def prepare_output_dir(folder: Path, flag: str, ours: Optional[tuple[str, str]] = None,
+                       force: Optional[bool] = None) -> None:
+    """Check before any work that ``folder`` (given with ``flag``) can take mend's files, and
+    create it: a new or empty folder, or one holding mend's own earlier output (``ours``: the
+    file that marks it and what it is), or any folder with ``force`` (None: the command has no
+    --force). Never writes beside files mend did not write unless told: a typo must not mix
+    into (or overwrite files of) a source folder. Raises OutputDirError."""
+    if folder.exists() and not folder.is_dir():
+        raise OutputDirError(f"{flag} {folder}: is a file, not a folder")
+    if folder.is_dir() and not force:
+        try:
+            entries = [p.name for p in folder.iterdir()]
+        except OSError as exc:
+            raise OutputDirError(f"{flag} {folder}: cannot read it: {exc.strerror or exc}")
+        if entries and not (ours and (folder / ours[0]).is_file()):
+            raise OutputDirError(f"{flag} {folder}: is not empty"
+                                 + (f" and holds no {ours[1]} ({ours[0]})" if ours else "")
+                                 + "; give a new or empty folder"
+                                 + (" or --force to write into it" if force is not None else ""))
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputDirError(f"{flag} {folder}: cannot create it: {exc.strerror or exc}")
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".mend-probe-"):
+            pass
+    except OSError as exc:
+        raise OutputDirError(f"{flag} {folder}: cannot write in it: {exc.strerror or exc}")
 
 
 @dataclass(frozen=True)

@@ -129,17 +129,19 @@ def write_targets(folder: Path, library: str, models: Sequence[str]) -> dict[str
 
 
 def capture(folder: Path, config: Config, jobs: int, timeout: Optional[float], progress=None,
-            extra: Optional[dict] = None) -> Report:
+            extra: Optional[dict] = None, names: Optional[Sequence[str]] = None) -> Report:
     """The generated targets captured as ``mend analyze FOLDER --dynamic-only`` captures them,
-    with the issues (one per cause and place, with fan-out and fixability) diagnosed."""
+    with the issues (one per cause and place, with fan-out and fixability) diagnosed. With
+    ``names``, only those files of the folder (a --targets-dir --force folder may hold others)."""
     from graphmend.collect import CollectOptions, collect
     from graphmend.core.model import new_report
     from graphmend.correlate import diagnose
 
     report = new_report("analyze", root=str(folder))
     report.run_modes = list(config.modes)
-    got = collect([folder], config, CollectOptions(static=False, dynamic=True, jobs=jobs, timeout=timeout,
-                                                        **(extra or {})), progress)
+    paths = [folder / n for n in names] if names is not None else [folder]
+    got = collect(paths, config, CollectOptions(static=False, dynamic=True, jobs=jobs, timeout=timeout,
+                                                **(extra or {})), progress)
     report.targets, report.errors, report.nested_graph_breaks = got.targets, got.errors, got.nested_graph_breaks
     diagnose(report)
     return report
@@ -156,7 +158,8 @@ def run_sweep(options: SweepOptions, config: Config, progress=None, torch_versio
     folder = Path(keep) if keep else Path(tmp.name)  # type: ignore[union-attr]
     try:
         files = write_targets(folder, p.library, p.models)
-        report = capture(folder, config, options.jobs, options.timeout, progress, options.collect) if files else Report()
+        report = (capture(folder, config, options.jobs, options.timeout, progress, options.collect, names=sorted(files))
+                  if files else Report())
     finally:
         if tmp is not None:
             tmp.cleanup()
