@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -170,3 +171,45 @@ def test_sweep_targets_dir_force_writes_its_targets_and_sweeps_only_them(tmp_pat
     assert [row["model"] for row in rows] == ["bert"], rows
     assert sorted(p.name for p in mine.iterdir() if p.name != "__pycache__") == ["hf_bert.py", "notes.txt", "other.py"]
     assert (mine / "notes.txt").read_text() == "keep me\n"
+
+
+AS_OTHER_USER = """
+import os, sys
+sys.path.insert(0, {repo!r})
+from graphmend.core.sources import SourceError, SourceText, write_source
+src = SourceText.read({path!r})
+os.setgroups([4322])  # imported as root (the interpreter lives where others cannot read), then
+os.setgid(4322)       # another user of the file's group
+os.setuid(4323)
+try:
+    write_source(src, "a = 2\\n")
+except SourceError as exc:
+    print(exc.message)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: to own a file as one user and write it as another")
+def test_group_writable_file_of_another_owner_refused_not_taken_over():
+    # a user who may write the file (its group) but cannot give the new file its owner: the
+    # rename would hand the file to the writer, so it is refused, named
+    folder = Path(tempfile.mkdtemp(prefix="mend-owner-"))  # pytest's own is root's alone (0700)
+    folder.chmod(0o777)
+    try:
+        _another_owner(folder)
+    finally:
+        shutil.rmtree(folder)
+
+
+def _another_owner(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_bytes(b"a = 1\n")
+    os.chown(f, 4321, 4322)
+    os.chmod(f, 0o664)
+
+    r = subprocess.run([sys.executable, "-c", AS_OTHER_USER.format(repo=str(REPO), path=str(f))],
+                       capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "cannot write: cannot keep its owner and group (4321:4322) as this user; not written"
+    st = f.stat()
+    assert f.read_bytes() == b"a = 1\n" and (st.st_uid, st.st_gid, st.st_mode & 0o777) == (4321, 4322, 0o664)
+    assert _leftovers(tmp_path) == []
