@@ -267,6 +267,7 @@ class Cache:
 # -- what a run read ------------------------------------------------------------------------
 
 _reading: Optional[set[str]] = None  # the files seen since ``watch_reads``; None: not watching
+_written: set[str] = set()  # the files opened for writing meanwhile: the run's own output
 _hooked = False
 _SYSTEM = ("/proc/", "/sys/", "/dev/")
 
@@ -281,8 +282,7 @@ def _audit(event: str, args: tuple) -> None:
             if isinstance(path, int):
                 return
             writing = any(c in mode for c in "wax+") if isinstance(mode, str) else bool(flags & 3)
-            if not writing:
-                seen.add(os.path.abspath(os.fsdecode(path)))
+            (_written if writing else seen).add(os.path.abspath(os.fsdecode(path)))
         elif event == "exec":  # exec() and runpy of a code object: the file it was compiled from
             name = getattr(args[0], "co_filename", None)
             if isinstance(name, str) and not name.startswith("<"):
@@ -303,6 +303,7 @@ def watch_reads() -> None:
     if not _hooked:
         sys.addaudithook(_audit)
         _hooked = True
+    _written.clear()
     _reading = set()
 
 
@@ -318,11 +319,13 @@ def skipped_dirs() -> tuple[str, ...]:
 
 def reads() -> list[str]:
     """The files read since ``watch_reads`` that a later run must find unchanged: regular
-    files, not under ``skipped_dirs``, no compiled ``.pyc`` (its source is listed)."""
+    files, not under ``skipped_dirs``, no compiled ``.pyc`` (its source is listed), none
+    the run wrote itself (a log it reads back, a cache of its own: its output, not input)."""
     skip = skipped_dirs()
     out = set()
+    written = set(_written)
     for f in list(_reading or ()):
-        if f.startswith(_SYSTEM) or f.endswith(".pyc"):
+        if f.startswith(_SYSTEM) or f.endswith(".pyc") or f in written:
             continue
         f = os.path.realpath(f)
         if not f.startswith(skip) and not f.startswith(_SYSTEM) and os.path.isfile(f):
