@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from graphmend.collect import CollectOptions, collect
-from graphmend.core.cache import Cache
+from graphmend.core.cache import Cache, text_digest
 from graphmend.core.config import Config
 from graphmend.core.env import torch_version
 from graphmend.core.model import (ADVICE, FAILS, REGRESSES, REJECTED, SLOWER, UNVERIFIED, VERIFIED, Break, CostCheck, Fix,
@@ -91,6 +91,8 @@ class Outcome:
     verdicts: dict
     final: object = None  # graphmend.verify.run.Verdict
     exposed: list[Break] = field(default_factory=list)
+    read: set[str] = field(default_factory=set)  # every file its runs read (the verdict's deps)
+    judged: dict[str, str] = field(default_factory=dict)  # path -> digest of the text ``final`` judged
 
     def passes(self, s: SiteRecord) -> bool:
         return (self.verdicts.get(id(s)) or ("",))[0] == PASS
@@ -116,6 +118,7 @@ class FileCandidate:
     line_length: int = 88  # the project formatter's: the width the fixes are laid out in
     cache: Optional[Cache] = None  # plans of earlier runs (a big file's libcst pass takes seconds)
     _plans: dict = field(default_factory=dict)  # this run's, by their inputs
+    _kept: set = field(default_factory=set)  # the memos of _plans read from the cache, not derived
 
     @property
     def original(self) -> str:
@@ -126,31 +129,67 @@ class FileCandidate:
         """The path a diff names: relative to the import root for a file outside the tree."""
         return os.path.relpath(self.path, self.import_root) if self.import_root else os.path.relpath(self.path)
 
+    def _inputs(self, lines, rules) -> tuple:
+        module = os.path.splitext(os.path.basename(self.path))[0]
+        return (sorted(lines), list(rules), sorted(self.tensor_lines), sorted(self.shape_lines),
+                sorted(self.numpy_lines), self.unsafe, self.line_length, module)
+
+    def _derive(self, lines, rules):
+        from rewrites.fixes import fix_source
+
+        return fix_source(self.original, lines, rules, self.tensor_lines, self.shape_lines, self.numpy_lines,
+                          unsafe=self.unsafe, line_length=self.line_length, module=self._inputs(lines, rules)[-1])
+
     def fix(self, lines, rules):
         """The rewrites of ``lines`` in this file, with what Dynamo said about them."""
-        from rewrites.fixes import FixResult, fix_source
-        from rewrites.fixes.base import Refusal, Site
-
-        module = os.path.splitext(os.path.basename(self.path))[0]
-        inputs = (sorted(lines), list(rules), sorted(self.tensor_lines), sorted(self.shape_lines),
-                  sorted(self.numpy_lines), self.unsafe, self.line_length, module)
+        inputs = self._inputs(lines, rules)
         memo = repr(inputs)
         if memo in self._plans:
             return self._plans[memo]
         cache = self.cache if self.cache is not None and self.cache.enabled else None
         key = cache.key("plan", self.original, inputs) if cache else None
-        kept = cache.get("plan", key) if cache and key else None
+        kept = cache.get("plan", key, _plan_of(self.original)) if cache and key else None
         if kept is not None:
-            r = FixResult(self.original, kept["new_source"], [from_dict(Site, x) for x in kept["applied"]],
-                          [from_dict(Refusal, x) for x in kept["refused"]], kept["error"])
+            r = kept
+            self._kept.add(memo)
         else:
-            r = fix_source(self.original, lines, rules, self.tensor_lines, self.shape_lines, self.numpy_lines,
-                           unsafe=self.unsafe, line_length=self.line_length, module=module)
+            r = self._derive(lines, rules)
             if cache and key:
                 cache.put("plan", key, {"new_source": r.new_source, "applied": [to_dict(x) for x in r.applied],
                                         "refused": [to_dict(x) for x in r.refused], "error": r.error})
         self._plans[memo] = r
         return r
+
+    def rederived(self, lines, rules) -> bool:
+        """Whether the plan of ``lines`` is the one mend derives now. One read from the cache
+        is derived again before it is written: an entry is only data, and whoever could
+        change it would choose what ``--write`` writes. A mismatch puts the derived plan in
+        its place (what the verdicts judged was the other one)."""
+        memo = repr(self._inputs(lines, rules))
+        r = self.fix(lines, rules)
+        if memo not in self._kept:
+            return True
+        self._kept.discard(memo)
+        fresh = self._derive(lines, rules)
+        if fresh.new_source == r.new_source and fresh.error == r.error:
+            return True
+        self._plans[memo] = fresh
+        return False
+
+
+def _plan_of(original: str):
+    """A kept plan entry -> FixResult; raises (a cache miss) for an entry of another shape."""
+
+    def convert(kept: dict):
+        from rewrites.fixes import FixResult
+        from rewrites.fixes.base import Refusal, Site
+
+        if not isinstance(kept["new_source"], str) or not isinstance(kept["error"], (str, type(None))):
+            raise TypeError("plan entry of another shape")
+        return FixResult(original, kept["new_source"], [from_dict(Site, x) for x in kept["applied"]],
+                         [from_dict(Refusal, x) for x in kept["refused"]], kept["error"])
+
+    return convert
 
 
 @dataclass
@@ -347,15 +386,17 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
                 files = _break_files(t) & {p for p, c in cands.items() if c.sites}
                 sites = [s for p in sorted(files) for s in cands[p].sites if s.trigger & hit.get((t.name, p), set())
                          or not any(s.trigger & v for v in hit_any.get(p, []))]
-            key = _verdict_key(cache, t, sites, options, config) if sites else None
-            kept = cache.get("verify", key) if key else None
+            key = _verdict_key(cache, t, sites, cands, options, config) if sites else None
+            kept = cache.get_valid("verify", key, lambda e: _from_kept(e, sites)) if key else None
+            if kept is not None and _judged(kept[2], cands, options) != kept[2].judged:
+                kept = None  # it judged other texts than these: verified again
             if kept is not None:
-                ft, left, outcome = _from_kept(kept, sites)
+                ft, left, outcome = kept
                 reused.append(t.name)
             elif sites:
                 left, outcome = _verify_sites(spec, t, sites, cands, dict(texts), options, config, ft)
                 if key and _keepable(ft, outcome):
-                    cache.put("verify", key, _kept(ft, left, outcome))
+                    cache.put_valid("verify", key, _kept(ft, left, outcome), outcome.read)
             else:
                 ft.outputs_equal = True  # nothing rewritten: the program is the original
                 ft.remaining = [f"{b.rule} {os.path.basename(b.file or '')}:{b.line}: {b.reason}" for b in t.breaks]
@@ -473,6 +514,11 @@ def _settled(cands: dict[str, "FileCandidate"], options: FixOptions, report: Rep
         if not ok_lines:
             continue
         r = c.fix(ok_lines, options.rules)
+        if r.changed and not r.error and not c.rederived(ok_lines, options.rules):
+            for s in c.sites:
+                if s.status in statuses:
+                    s.status, s.reason = UNVERIFIED, UNTRUSTED
+            continue
         why = _unwritable(c, r.new_source) if r.changed and not r.error else None
         if why:
             if not any(e.message == why and e.file == c.path for e in report.errors):
@@ -526,11 +572,17 @@ def _slower_reason(c: CostCheck) -> str:
 
 # -- the cache of verdicts (graphmend.core.cache) ------------------------------------------
 
-def _verdict_key(cache: Cache, t: TargetResult, sites: list[SiteRecord], options: FixOptions,
-                 config: Config) -> Optional[str]:
+UNTRUSTED = ("not verified: the rewrite kept in mend's cache for this file is not the one mend derives now "
+             "(its cache entry was changed); --no-cache verifies it afresh")
+
+
+def _verdict_key(cache: Cache, t: TargetResult, sites: list[SiteRecord], cands: dict[str, "FileCandidate"],
+                 options: FixOptions, config: Config) -> Optional[str]:
     """What one target's verification depends on: its capture (whose key holds the target
     and the machine, and whose files must all be unchanged), the sites rewritten, every file
-    they are in, and the options that change a rewrite or a check. None: not cacheable."""
+    they are in, the exact patched texts the verification judges, and the options that
+    change a rewrite or a check. The files its runs read are the kept verdict's ``deps``.
+    None: not cacheable."""
     captured = cache.captured.get(t.name) if cache.enabled else None
     if captured is None:
         return None
@@ -539,11 +591,33 @@ def _verdict_key(cache: Cache, t: TargetResult, sites: list[SiteRecord], options
     digests = {f: cache.file_digest(f) for f in files}
     if any(d is None for d in digests.values()):
         return None
-    return cache.key("verify", capture_key, deps, digests,
+    return cache.key("verify", capture_key, deps, digests, _patch_digests(sites, cands, options),
                      [[s.file, s.site.line, s.site.end_line, s.site.rule, s.site.strategy, sorted(s.trigger)]
                       for s in sites],
                      list(options.rules), options.unsafe, config.line_length, list(config.modes[:1]),
                      config.memory_limit)
+
+
+def _patch_digests(sites: Sequence[SiteRecord], cands: dict[str, "FileCandidate"],
+                   options: FixOptions) -> dict[str, str]:
+    """{path: digest of the patched text} of ``sites`` applied together, as verification
+    runs them (``_verify_sites_in``'s attempt)."""
+    by_file: dict[str, list[SiteRecord]] = {}
+    for s in sites:
+        by_file.setdefault(s.file, []).append(s)
+    out = {}
+    for f, ss in sorted(by_file.items()):
+        p = _patch_for(cands[f], ss, options.rules)
+        if p is not None:
+            out[f] = text_digest(p)
+    return out
+
+
+def _judged(o: Outcome, cands: dict[str, "FileCandidate"], options: FixOptions) -> dict[str, str]:
+    """The digests of the texts ``o``'s passing set is (its final attempt judged them)."""
+    if o.final is None:
+        return {}
+    return _patch_digests([s for s in o.sites if o.verdicts.get(id(s)) is None or o.passes(s)], cands, options)
 
 
 def _keepable(ft: FixTarget, outcome: Outcome) -> bool:
@@ -564,7 +638,7 @@ def _kept(ft: FixTarget, remaining: list[Break], outcome: Outcome) -> dict:
             "final": None if final is None else {"checks": list(final.checks), "skipped": dict(final.skipped),
                                                  "surfaced": [to_dict(x) for x in final.surfaced],
                                                  "rounding": list(final.rounding)},
-            "exposed": [to_dict(b) for b in outcome.exposed]}
+            "exposed": [to_dict(b) for b in outcome.exposed], "judged": dict(outcome.judged)}
 
 
 def _from_kept(kept: dict, sites: list[SiteRecord]) -> tuple[FixTarget, list[Break], Outcome]:
@@ -576,8 +650,12 @@ def _from_kept(kept: dict, sites: list[SiteRecord]) -> tuple[FixTarget, list[Bre
         f = kept["final"]
         final = Verdict(checks=list(f["checks"]), skipped=dict(f["skipped"]),
                         surfaced=[from_dict(Surfaced, x) for x in f["surfaced"]], rounding=list(f.get("rounding", [])))
+    if len(kept["verdicts"]) != len(sites) or any(len(v) != 2 for v in verdicts.values()) \
+            or not isinstance(kept["judged"], dict):
+        raise ValueError("verdict entry of another shape")
     return (from_dict(FixTarget, kept["fix_target"]), [from_dict(Break, b) for b in kept["remaining"]],
-            Outcome(sites, verdicts, final, [from_dict(Break, b) for b in kept.get("exposed", [])]))
+            Outcome(sites, verdicts, final, [from_dict(Break, b) for b in kept.get("exposed", [])],
+                    judged=dict(kept["judged"])))
 
 
 def _with_outcome(t: TargetResult, ft: Optional[FixTarget]) -> TargetResult:
@@ -667,6 +745,8 @@ def _verify_sites_in(tmp: str, spec, before: TargetResult, sites: list[SiteRecor
     original = run_original(spec, {f: c for f, c in conditions.items() if c}, tmp, timeout,
                             probe_dtype=probe, constants=list(dict.fromkeys(constants)),
                             memory_limit=config.memory_limit)
+    read: set[str] = set(original.read)  # what every run read: the kept verdict's deps
+    judged: dict[int, dict[str, str]] = {}  # id(Verdict) -> digests of the texts that attempt ran
 
     def attempt(chosen: list[SiteRecord]):
         by_file: dict[str, list[SiteRecord]] = {}
@@ -677,9 +757,12 @@ def _verify_sites_in(tmp: str, spec, before: TargetResult, sites: list[SiteRecor
             p = _patch_for(cands[f], ss, options.rules)
             if p is not None:
                 patches[f] = p
-        return verify_target(original, patches, before, texts, timeout,
-                             probe_dtype=probe if any(s.site.strategy == "cond" for s in chosen) else None,
-                             memory_limit=config.memory_limit)
+        v = verify_target(original, patches, before, texts, timeout,
+                          probe_dtype=probe if any(s.site.strategy == "cond" for s in chosen) else None,
+                          memory_limit=config.memory_limit)
+        read.update(v.read)
+        judged[id(v)] = {f: text_digest(p) for f, p in sorted(patches.items())}
+        return v
 
     def failed_whole(v) -> Optional[str]:
         """Why the attempt as a whole failed (every rewrite in it is suspect), or None."""
@@ -744,7 +827,7 @@ def _verify_sites_in(tmp: str, spec, before: TargetResult, sites: list[SiteRecor
     # whole set failed only on new breaks, those
     exposed = final.exposed if final is not None else \
         (v.exposed if v.new_breaks and not (v.error or v.mismatches or v.graphs_grew) else [])
-    outcome = Outcome(sites, verdicts, final, list(exposed))
+    outcome = Outcome(sites, verdicts, final, list(exposed), read, judged.get(id(final), {}) if final else {})
     if final is not None:
         ft.breaks_after = final.breaks_after
         if final.after is not None:

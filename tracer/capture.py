@@ -112,10 +112,11 @@ def capture_targets(specs: Sequence[TargetSpec], jobs: int = 1, timeout: float =
         for s in specs:
             keys[s] = cache.key("capture", dataclasses.asdict(s), modes, compiled_autograd, memory_limit,
                                 nested_graph_breaks)
-            entry = cache.get_valid("capture", keys[s])
+            entry = cache.get_valid("capture", keys[s],
+                                    lambda e: ([from_dict(TargetResult, d) for d in e["results"]], e["deps"]))
             if entry is not None:
-                results[s] = [from_dict(TargetResult, d) for d in entry["results"]]
-                cache.captured[s.name] = (keys[s], entry["deps"])
+                results[s] = entry[0]
+                cache.captured[s.name] = (keys[s], entry[1])
                 if on_done:
                     on_done(s.name, results[s])
 

@@ -161,13 +161,14 @@ def explain_counts(spec: dict[str, Any], mode: str = EVAL, nested_graph_breaks: 
 
 
 def ran_files(loaded_before: set[str], spec: dict[str, Any]) -> list[str]:
-    """The source files a target ran: its own, and every module imported since the worker
-    started except the standard library's and mend's own (what the key of a cached result
-    holds as versions). Imports of an earlier target of the same worker count too."""
-    import sysconfig
+    """The source files a target ran: its own, every module imported since the worker
+    started and every file read (opened, executed or compiled: ``runpy.run_path``,
+    ``exec(open(f).read())``, ``torch.load`` of recorded tensors) since ``watch_reads``,
+    except the standard library's and mend's own (what the key of a cached result holds as
+    versions). What an earlier target of the same worker imported or read counts too."""
+    from graphmend.core.cache import reads, skipped_dirs
 
-    skip = tuple(os.path.join(os.path.realpath(p), "") for p in
-                 {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"], *_MEND_DIRS})
+    skip = skipped_dirs()
     files = {os.path.realpath(spec["file"])} if spec.get("file") else set()
     for name, m in list(sys.modules.items()):
         f = getattr(m, "__file__", None)
@@ -176,10 +177,7 @@ def ran_files(loaded_before: set[str], spec: dict[str, Any]) -> list[str]:
         f = os.path.realpath(f)
         if not f.startswith(skip) and os.path.isfile(f):
             files.add(f)
-    return sorted(files)
-
-
-_MEND_DIRS = [str(Path(__file__).resolve().parents[1] / p) for p in ("graphmend", "tracer", "rewrites")]
+    return sorted(files | set(reads()))
 
 
 def handle(payload: dict[str, Any]) -> dict[str, Any]:
@@ -187,6 +185,10 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
     ca = bool(payload.get("compiled_autograd"))
     nested = payload.get("nested_graph_breaks")
     loaded_before = set(sys.modules)
+    if payload.get("ran_files"):
+        from graphmend.core.cache import watch_reads
+
+        watch_reads()
     results = []
     for spec in payload["targets"]:
         for mode in modes:  # one unit each: the parent's --timeout clock restarts per unit

@@ -11,7 +11,7 @@ from graphmend.cli.common import (COMPILED_AUTOGRAD_HELP, EXECUTOR_HELP, EXIT_CL
                                   MODE_HELP, NESTED_HELP, RAY_ADDRESS_HELP, TRAIN_HELP, VERBOSE_HELP, Executor, Format,
                                   check_paths, executor_choice, executor_scope, fail, load_checked_config,
                                   memory_limit_flag, nested_flag, progress_hook, render_or_fail, require_nested_support,
-                                  require_torch, run_modes_flag, wrote)
+                                  require_torch, run_modes_flag, warn_refused_cache, wrote)
 
 
 def analyze(
@@ -62,6 +62,7 @@ def analyze(
                                      if static_only else "")
     if not static_only:
         require_nested_support(config)
+        warn_refused_cache()  # the captures it keeps for mend fix
     with executor_scope(where, address, jobs), progress_hook(quiet) as progress:
         try:
             report = run_analyze(paths, config, AnalyzeOptions(static=not dynamic_only, dynamic=not static_only,

@@ -39,6 +39,17 @@ def fail(message: str) -> "typer.Exit":
     return typer.Exit(EXIT_ERROR)
 
 
+def warn_refused_cache(enabled: bool = True) -> None:
+    """One line on stderr when mend's cache folder is not private (graphmend.core.cache.refusal):
+    the run goes on without it -- the cache only saves time, and a run without it verifies
+    everything afresh -- rather than trust entries someone else could have written."""
+    from graphmend.core.cache import Cache
+
+    why = Cache.for_run(enabled).refused
+    if why:
+        typer.echo(f"mend: warning: {why}", err=True)
+
+
 MEMORY_LIMIT_HELP = ("Memory each worker may use, e.g. 4G or 512M (K/M/G/T, binary); "
                      "default: no limit, or [tool.mend] memory_limit.")
 

@@ -13,7 +13,7 @@ import typer
 from graphmend.cli.common import (EXECUTOR_HELP, RAY_ADDRESS_HELP, Executor, executor_choice, executor_scope,
                                   EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, TRAIN_HELP, check_paths, emit, fail,
                                   load_checked_config, memory_limit_flag, progress_hook, require_torch,
-                                  rule_codes_flag, run_modes_flag, wrote)
+                                  rule_codes_flag, run_modes_flag, warn_refused_cache, wrote)
 
 
 class FixFormat(str, Enum):
@@ -89,6 +89,7 @@ def fix(
         device = "cuda" if torch.cuda.is_available() else "cpu"
     elif device == "cuda" and not __import__("torch").cuda.is_available():
         raise fail("--bench-device cuda: no CUDA device is available to this torch")
+    warn_refused_cache(not no_cache)
     with executor_scope(where, address, jobs), progress_hook(quiet) as progress:
         cost = None
         if bench:

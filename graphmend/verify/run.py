@@ -64,6 +64,9 @@ class Verdict:
     # the breaks the original's capture did not log (new or surfaced) at a line of the file
     # on disk: what a further round of rewrites may fix
     exposed: list = field(default_factory=list)
+    # every file the two sides' runs read (graphmend.core.cache.reads): a kept verdict holds
+    # only while they are unchanged
+    read: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -75,6 +78,14 @@ class Original:
     state: str
     result: dict = field(default_factory=dict)
     error: Optional[str] = None
+    read: list[str] = field(default_factory=list)  # the files its run read
+
+
+def _read(result: Optional[dict], state: str) -> list[str]:
+    """The files a worker's run read, less the ones verification itself keeps beside ``state``."""
+    scratch = os.path.join(os.path.dirname(os.path.realpath(state)), "")
+    files = (result or {}).get("read") or []
+    return [f for f in files if isinstance(f, str) and not f.startswith(scratch)]
 
 
 def run_original(spec: Any, conditions: dict[str, list], tmp: str, timeout: float, seed: int = 0,
@@ -91,7 +102,8 @@ def run_original(spec: Any, conditions: dict[str, list], tmp: str, timeout: floa
                                "probe_dtype": probe_dtype}, label=spec_d["name"], timeout=timeout,
                           memory_limit=memory_limit, warm=True))
     error = out.error or (out.result or {}).get("error")
-    return Original(spec_d, state, out.result or {}, f"original run: {error}" if error else None)
+    return Original(spec_d, state, out.result or {}, f"original run: {error}" if error else None,
+                    _read(out.result, state))
 
 
 def verify_target(original: Original, patches: dict[str, str], before: TargetResult, texts: dict[str, str],
@@ -100,7 +112,7 @@ def verify_target(original: Original, patches: dict[str, str], before: TargetRes
     """The patched side against ``original``: ``patches`` applied through the overlay, the
     original's calls replayed and compared record by record, then re-traced; with
     ``probe_dtype``, the patched program must trace in that dtype wherever the original does."""
-    v = Verdict()
+    v = Verdict(read=list(original.read))
     if original.error:
         v.error = original.error
         return v
@@ -114,6 +126,7 @@ def verify_target(original: Original, patches: dict[str, str], before: TargetRes
     pat = run_job(Job(WORKER, {"spec": original.spec, "mode": "patched", "patches": patches, "state": original.state,
                                "seed": seed, "retrace": True, "probe_dtype": probe_dtype, "run_mode": before.run_mode},
                       label=original.spec["name"], timeout=timeout, memory_limit=memory_limit, warm=True))
+    v.read = sorted(set(v.read) | set(_read(pat.result, original.state)))
     if pat.error or (pat.result or {}).get("error"):
         v.error = f"patched run: {pat.error or pat.result.get('error')}"
         return v

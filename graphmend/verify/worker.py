@@ -23,6 +23,7 @@ import os
 import re
 from typing import Any
 
+from graphmend.core.cache import reading
 from graphmend.core.jobs import worker_main
 from graphmend.verify.modes import AUTOCAST, AUTOCAST_TRAIN, BF16, CHECK_NAMES, EVAL, F64, TRAIN
 
@@ -331,4 +332,4 @@ def _startup() -> None:
 
 
 if __name__ == "__main__":
-    worker_main(handle, startup=_startup)
+    worker_main(reading(handle), startup=_startup)  # what the runs read keys the verdict
