@@ -30,3 +30,20 @@ def test_a_compiled_region_in_a_file_no_import_can_name_is_found(tmp_path, name)
         assert out.exit_code == 1, out.output
         (finding,) = json.loads(out.stdout)["findings"]
         assert (finding["rule"], Path(finding["file"]).name, finding["line"]) == ("GM201", name, 6)
+
+
+def test_a_repository_config_cannot_send_the_baseline_out_of_it(tmp_path, monkeypatch):
+    repo = tmp_path / "a" / "b" / "repo"
+    repo.mkdir(parents=True)
+    (repo / "pyproject.toml").write_text('[tool.mend]\nbaseline = "../../x.json"\n')
+    (repo / "m.py").write_text(COMPILED_PRINT)
+    monkeypatch.chdir(repo)
+    out = _mend("check", "--update-baseline", "m.py")
+    assert out.exit_code == 2 and not (tmp_path / "x.json").exists()
+    assert "[tool.mend] baseline '../../x.json' is outside the project folder" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    # a path typed on the command line is the user's choice
+    (repo / "pyproject.toml").write_text("[tool.mend]\n")
+    out = _mend("check", "-q", "--update-baseline", "--baseline", "../../x.json", "m.py")
+    assert out.exit_code == 0, out.output
+    assert "GM201" in (tmp_path / "a" / "x.json").read_text()
