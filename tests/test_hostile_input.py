@@ -47,3 +47,98 @@ def test_a_repository_config_cannot_send_the_baseline_out_of_it(tmp_path, monkey
     out = _mend("check", "-q", "--update-baseline", "--baseline", "../../x.json", "m.py")
     assert out.exit_code == 0, out.output
     assert "GM201" in (tmp_path / "a" / "x.json").read_text()
+
+
+# -- what reaches the terminal ----------------------------------------------------------
+
+OSC_TITLE = "\x1b]0;pwned\x07"  # sets the window title
+OSC_LINK = "\x1b]8;;https://example.invalid\x07"  # opens a hyperlink
+CLEAR = "\x1b[2J\x9b2J"  # clears the screen (7-bit and C1 CSI)
+RLO = "\u202e"  # right-to-left override: shows a line's end first
+HOSTILE = OSC_TITLE + OSC_LINK + CLEAR + RLO + "\u2066\x7f"  # (a \r would end the source line)
+
+
+def _no_raw_controls(text: str) -> None:
+    for ch in "\x1b\x07\x9b\u202e\u2066\x7f\r":
+        assert ch not in text, (ch, text)
+
+
+def test_control_characters_from_the_source_are_shown_never_obeyed(tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text("[tool.mend]\n")
+    name = f"evil{OSC_TITLE}.py"
+    (tmp_path / name).write_text(f"import torch\n\n\n@torch.compile\ndef f(x):\n    print('{HOSTILE}')\n    return x\n")
+    monkeypatch.chdir(tmp_path)
+    for fmt in ("text", "md", "html", "github"):
+        out = _mend("check", "-f", fmt, name)
+        assert out.exit_code == 1, out.output
+        _no_raw_controls(out.stdout)
+        _no_raw_controls(out.stderr)
+        assert "\\x1b]0;pwned\\x07" in out.stdout  # shown as escapes, in the file name and the source line
+    text = _mend("check", name).stdout
+    assert "evil\\x1b]0;pwned\\x07.py:6:5" in text and "\\u202e" in text and "\\x9b2J" in text
+    # the carets underline the call as shown: an escape is as wide under the line as in it
+    out = _mend("analyze", "-q", name)
+    lines = out.stdout.splitlines()
+    shown = next(i for i, line in enumerate(lines) if "| " in line and "print(" in line)
+    start = lines[shown].index("print(")
+    assert lines[shown + 1].index("^") == start
+    assert lines[shown + 1].rstrip().endswith("^") and len(lines[shown + 1].rstrip()) == len(lines[shown].rstrip())
+    # a usage error naming a hostile path, and the colour form (rich's own ANSI codes only)
+    out = _mend("check", f"missing{CLEAR}.py")
+    assert out.exit_code == 2 and "missing\\x1b[2J\\x9b2J.py" in out.stderr
+    _no_raw_controls(out.stderr)
+    from graphmend.core.model import FileError, new_report
+    from reports import render
+
+    report = new_report("check", root=str(tmp_path))
+    report.errors.append(FileError(file=str(tmp_path / name), message=HOSTILE + "\r"))
+    coloured = render(report, "text", color=True)
+    assert "\x1b]" not in coloured and RLO not in coloured and "\\u202e" in coloured
+
+
+# -- names that are not UTF-8 --------------------------------------------------------------
+
+@pytest.fixture
+def non_utf8_project(tmp_path, monkeypatch):
+    import os
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        pytest.fail("this test needs a Linux file system (any bytes in a name)")
+    folder = os.fsencode(tmp_path) + b"/d\xff"
+    os.mkdir(folder)
+    with open(folder + b"/m.py", "w") as f:
+        f.write(COMPILED_PRINT)
+    (tmp_path / "pyproject.toml").write_text("[tool.mend]\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_sarif_names_a_non_utf8_path_by_its_percent_encoded_bytes(non_utf8_project):
+    out = _mend("check", "-q", "-f", "sarif", "-o", "out.sarif", ".")
+    assert out.exit_code == 1, out.output
+    log = json.loads((non_utf8_project / "out.sarif").read_text(encoding="utf-8"))
+    (result,) = log["runs"][0]["results"]
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "d%FF/m.py"
+
+
+@pytest.mark.parametrize("fmt", ["html", "md", "text", "github"])
+def test_human_formats_show_a_non_utf8_path_with_its_byte_escaped(non_utf8_project, fmt):
+    out = _mend("check", "-q", "-f", fmt, "-o", f"out.{fmt}", ".")
+    assert out.exit_code == 1, out.output
+    assert "d\\xff/m.py" in (non_utf8_project / f"out.{fmt}").read_text(encoding="utf-8")
+    # and a saved JSON report re-renders (the JSON keeps the name as it is)
+    assert _mend("analyze", "-q", "-f", "json", "-o", "r.json", ".").exit_code == 1
+    out = _mend("report", "-f", fmt, "-o", f"again.{fmt}", "r.json")
+    assert out.exit_code == 0, out.output
+    assert "d\\xff/m.py" in (non_utf8_project / f"again.{fmt}").read_text(encoding="utf-8")
+
+
+def test_update_baseline_keeps_a_non_utf8_path_and_reads_it_back(non_utf8_project):
+    out = _mend("check", "-q", "--update-baseline", ".")
+    assert out.exit_code == 0, out.output
+    data = json.loads((non_utf8_project / ".mend-baseline.json").read_text(encoding="utf-8"))
+    assert {e["file"] for e in data["entries"]} == {"d\udcff/m.py"}
+    out = _mend("check", "-q", "-f", "json", ".")
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["check"]["known"] == 1
