@@ -34,6 +34,7 @@ def _code(text: str) -> str:
 
 
 def _fence(body: str, lang: str) -> list[str]:
+    body = printable(body)
     runs = [len(m) for m in re.findall(r"`{3,}", body)]
     fence = "`" * max(3, max(runs, default=0) + 1)
     return [f"{fence}{lang}", body.rstrip("\n"), fence]

@@ -153,7 +153,7 @@ def scan_source(text: str, path: str = "<string>", module: str = "", is_package:
             warnings.simplefilter("ignore")  # invalid escape sequences etc. in user code
             tree = ast.parse(text, filename=path)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
-        result.error = parse_failure(exc)
+        result.error = parse_failure(exc, text)
         return result
     codes = STATIC_CODES if enabled is None else enabled
     fa = FileAnalysis(tree, path, module, is_package, None if enabled is None else enabled,

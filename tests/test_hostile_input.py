@@ -142,3 +142,39 @@ def test_update_baseline_keeps_a_non_utf8_path_and_reads_it_back(non_utf8_projec
     out = _mend("check", "-q", "-f", "json", ".")
     assert out.exit_code == 0, out.output
     assert json.loads(out.stdout)["check"]["known"] == 1
+
+
+# -- files this Python cannot parse -------------------------------------------------------
+
+def _errors(tmp_path, name: str, text: str) -> list[str]:
+    (tmp_path / name).write_text(text)
+    out = _mend("check", "-q", "-f", "json", "-b", tmp_path / "none.json", tmp_path / name)
+    return [e["message"] for e in json.loads(out.stdout)["errors"]]
+
+
+def test_a_nul_byte_is_named_with_its_place(tmp_path):
+    assert _errors(tmp_path, "nul.py", 'x = 1\ny = "a\0b"\n') == ["contains a NUL byte (line 2, column 7); file skipped"]
+
+
+@pytest.mark.parametrize("text,line", [("type Vector = list[float]\n", 1),
+                                       ("def first[T](xs: list[T]) -> T:\n    return xs[0]\n", 1),
+                                       ("class Box[T]:\n    pass\n", 1),
+                                       ("x = 1\nname = f'{'-'.join(['a', 'b'])}'\n", 2),
+                                       ('lines = f"{"\\n".join(["a"])}"\n', 1)])
+def test_syntax_of_a_newer_python_is_named_as_such(tmp_path, text, line):
+    import sys
+
+    errors = _errors(tmp_path, "new.py", text)
+    if sys.version_info >= (3, 12):
+        assert errors == []  # this Python reads it
+    else:
+        (message,) = errors
+        assert message.startswith(f"uses syntax newer than this Python ({sys.version_info.major}."
+                                  f"{sys.version_info.minor}) at line {line}: ")
+        assert "Python 3.12" in message and message.endswith("; file skipped")
+
+
+@pytest.mark.parametrize("text", ["def f(:\n    pass\n", "f() = 1\n", "x = f'{'\n", "f(x for x in y, 1)\n"])
+def test_a_plain_syntax_error_is_not_called_newer_syntax(tmp_path, text):
+    (message,) = _errors(tmp_path, "bad.py", text)
+    assert message.startswith("syntax error at line 1: ") and "newer" not in message
