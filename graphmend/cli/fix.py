@@ -10,10 +10,10 @@ from typing import List, Optional
 
 import typer
 
-from graphmend.cli.common import (say, EXECUTOR_HELP, RAY_ADDRESS_HELP, Executor, executor_choice, executor_scope,
-                                  EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, TRAIN_HELP, check_paths, emit, fail,
-                                  load_checked_config, memory_limit_flag, progress_hook, require_torch,
-                                  rule_codes_flag, run_modes_flag, wrote)
+from graphmend.cli.common import (EXECUTOR_HELP, EXIT_CLEAN, EXIT_FINDINGS, Executor, MEMORY_LIMIT_HELP,
+                                  RAY_ADDRESS_HELP, TRAIN_HELP, check_paths, emit, executor_choice, executor_scope,
+                                  fail, load_checked_config, memory_limit_flag, progress_hook, require_torch,
+                                  rule_codes_flag, run_modes_flag, say, wrote)
 
 
 class FixFormat(str, Enum):
@@ -119,7 +119,7 @@ def fix(
         sys.stderr.write(fix_listing(report))
         if run.reused:
             say(f"mend: {len(run.reused)} of {len(report.fix_targets)} target(s) unchanged since an earlier "
-                       "run: their verdicts were reused (--no-cache verifies again)")
+                "run: their verdicts were reused (--no-cache verifies again)")
     wrote(output, quiet)
     written = 0
     if write:
@@ -140,7 +140,7 @@ def fix(
             say(f"mend: wrote {written} file(s)")
         if out_tree and not quiet:
             say(f"mend: {len(out_tree)} verified fix(es) are in installed packages, never written in place; "
-                       "use --patch FILE")
+                "use --patch FILE")
     if patch is not None:
         diff = b"".join(diff_bytes(run.candidates[p].source, t, labels[p]) for p, t in sorted(out_tree.items()))
         try:

@@ -18,7 +18,7 @@ from typing import Optional
 
 import typer
 
-from graphmend.cli.common import say, EXIT_ERROR, EXIT_FINDINGS, Format, fail, render_noted, require_torch
+from graphmend.cli.common import EXIT_ERROR, EXIT_FINDINGS, Format, fail, render_noted, require_torch, say
 from graphmend.core.modes import SCRIPT_MODE
 
 RECORD_HELP = ("Also save, for every compiled function or module the program calls, its first call's inputs "
@@ -123,12 +123,12 @@ def _finish(recording, folder: Path, quiet: bool) -> bool:
     n = len(recording.targets)
     if not n:
         say(f"mend: --record: the program called no compiled function mend could record; "
-                   f"{folder / TARGETS_FILE} holds no target")
+            f"{folder / TARGETS_FILE} holds no target")
         return True
     trained = [t.what for t in recording.targets if t.mode == "train"]
     say(f"mend: recorded {n} compiled function(s) in {folder / TARGETS_FILE}; replay them with: "
-               f"mend analyze {folder}, mend fix --from-run {folder}, mend bench {folder}")
+        f"mend analyze {folder}, mend fix --from-run {folder}, mend bench {folder}")
     if trained:
         say(f"mend: the program ran {', '.join(trained)} in train mode (grad on): "
-                   "add --train to trace it as it ran")
+            "add --train to trace it as it ran")
     return True
