@@ -79,3 +79,13 @@ def test_a_config_baseline_inside_the_project_is_kept(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.mend]\nbaseline = "ci/../gate/base.json"\nall_functions = false\n')
     cfg = load_config([tmp_path])
     assert cfg.baseline == "ci/../gate/base.json" and cfg.all_functions is False
+
+
+def test_a_config_baseline_through_a_symlink_out_of_the_project_is_refused(tmp_path):
+    project, outside = tmp_path / "project", tmp_path / "outside"
+    project.mkdir()
+    outside.mkdir()
+    (project / "gate").symlink_to(outside, target_is_directory=True)
+    (project / "pyproject.toml").write_text('[tool.mend]\nbaseline = "gate/base.json"\n')
+    with pytest.raises(ConfigError, match="outside the project folder"):
+        load_config([project])
