@@ -19,7 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
 
-from graphmend.core.model import CheckEntry, CheckResult, Finding, TargetResult
+from graphmend.core.model import CheckEntry, CheckResult, Finding, TargetResult, json_text
 
 BASELINE_VERSION = 1
 MODULE_FUNCTION = "<module>"  # the "function" of code at module level
@@ -220,8 +220,7 @@ def dump_baseline(counts: dict[Key, int]) -> str:
                 **({"mode": origin_mode(k[1])} if origin_mode(k[1]) not in (None, "eval") else {}),
                 **({"nested_graph_breaks": True} if origin_nested(k[1]) else {}), "count": n}
                for k, n in sorted(counts.items()) if n > 0]
-    return json.dumps({"version": BASELINE_VERSION, "tool": "graphmend", "entries": entries},
-                      indent=2, ensure_ascii=False) + "\n"
+    return json_text({"version": BASELINE_VERSION, "tool": "graphmend", "entries": entries}) + "\n"
 
 
 # -- comparing -----------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from graphmend.core.model import VERIFIED, CheckResult, Report
-from reports.paths import cost_text
+from reports.paths import cost_text, printable
 
 
 def fix_listing(report: Report) -> str:
@@ -35,7 +35,7 @@ def fix_listing(report: Report) -> str:
         out += [f"    cost: {cost_text(c)}\n" for c in t.costs]
     for e in report.errors:
         out.append(f"mend: {e.file}: {e.message}\n")
-    return "".join(out)
+    return printable("".join(out))
 
 
 def check_summary(result: CheckResult, errors: int) -> list[str]:
@@ -51,4 +51,4 @@ def check_summary(result: CheckResult, errors: int) -> list[str]:
     lines += [f"mend check: {message}" for message in result.failed_targets]
     if result.stale and not result.updated:
         lines.append("mend check: stale baseline entries (fixed breaks); prune them with 'mend check --update-baseline'")
-    return lines
+    return [printable(line) for line in lines]

@@ -12,11 +12,12 @@ from __future__ import annotations
 from typing import Optional
 
 from graphmend.core.model import CONFIRMED, DYNAMIC, Report
-from reports.paths import issue_parts, rel
+from reports.paths import issue_parts, printable, rel
 
 
 def escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    # the runner's escapes, then the controls it would pass to the log viewer made visible
+    return printable(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def escape_property(text: str) -> str:

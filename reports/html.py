@@ -13,7 +13,7 @@ from html import escape
 from typing import Optional
 
 from graphmend.core.model import SLOWER, Break, Report, TargetResult
-from reports.paths import (UNSTABLE_NOTE, bench_setting, cost_text, location, mode_note, rel, run_setting, skipped_sentence,
+from reports.paths import (UNSTABLE_NOTE, bench_setting, cost_text, location, mode_note, printable, rel, run_setting, skipped_sentence,
                            target_label)
 
 ARM_COLORS = {"eager": "#8a94a6", "original": "#e06c3c", "mended": "#2f9e6e", "reference": "#3b6fd8"}
@@ -71,7 +71,7 @@ footer{margin-top:36px;color:var(--muted);font-size:12px}
 
 
 def _e(value) -> str:
-    return escape("" if value is None else str(value), quote=True)
+    return escape(printable("" if value is None else str(value)), quote=True)
 
 
 def _opt(value, fmt: str = "{}") -> str:

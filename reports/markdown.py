@@ -10,13 +10,13 @@ from __future__ import annotations
 import re
 
 from graphmend.core.model import Report
-from reports.paths import (UNSTABLE_NOTE, bench_setting, cost_text, location, mode_note, rel, run_setting, skipped_sentence,
-                           target_label)
+from reports.paths import (UNSTABLE_NOTE, bench_setting, cost_text, location, mode_note, printable, rel, run_setting,
+                           skipped_sentence, target_label)
 
 
 def _esc(text: str) -> str:
     """Prose: entity-escape HTML and neutralise markdown emphasis/link characters."""
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = printable(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return re.sub(r"([\\`*_\[\]|#])", r"\\\1", text)
 
 
@@ -26,6 +26,7 @@ def _cell(text: str) -> str:
 
 def _code(text: str) -> str:
     """An inline code span that survives backticks in ``text`` (pipes still escaped for tables)."""
+    text = printable(text)
     runs = [len(m) for m in re.findall(r"`+", text)]
     fence = "`" * (max(runs, default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
@@ -33,6 +34,7 @@ def _code(text: str) -> str:
 
 
 def _fence(body: str, lang: str) -> list[str]:
+    body = printable(body)
     runs = [len(m) for m in re.findall(r"`{3,}", body)]
     fence = "`" * max(3, max(runs, default=0) + 1)
     return [f"{fence}{lang}", body.rstrip("\n"), fence]

@@ -6,7 +6,30 @@ every machine and a saved report re-renders identically anywhere.
 
 from __future__ import annotations
 
+import re
 from typing import Optional
+
+# What a terminal obeys rather than shows (C0 but tab and newline, DEL, C1: ESC/OSC sequences
+# set the title, make links, clear the screen), what reorders a line (the bidi controls), and
+# lone surrogates: the bytes of a name that is not UTF-8, which no UTF-8 output can carry.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _escaped(m: "re.Match[str]") -> str:
+    n = ord(m.group())
+    if 0xDC80 <= n <= 0xDCFF:  # os.fsdecode's stand-in for the byte n - 0xDC00
+        return f"\\x{n - 0xDC00:02x}"
+    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}"
+
+
+def printable(text: Optional[str]) -> str:
+    """``text`` from a user's files (a message, a file name, a source line, a target) as a
+    human-read format shows it: what a terminal would obey, the bidi controls and a name's
+    non-UTF-8 bytes become visible escapes (``\\x1b``, ``\\u202e``, ``\\xff``); tabs and
+    newlines stay. Machine formats keep the text as it is."""
+    if not text:
+        return ""
+    return _UNPRINTABLE.sub(_escaped, text)
 
 
 def rel(path: Optional[str], root: str) -> str:

@@ -16,12 +16,11 @@ sentence for the command to print).
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Optional
 from urllib.parse import quote
 
 from graphmend import PROJECT_URL
-from graphmend.core.model import CONFIRMED, DYNAMIC, Report
+from graphmend.core.model import CONFIRMED, DYNAMIC, Report, json_text
 from reports.paths import is_under, issue_parts, rel, skipped_sentence
 from rewrites.rules import get_rule
 from rewrites.rules.base import GRAPH_BREAKS_INDEX
@@ -41,13 +40,18 @@ def fingerprint(rule: str, path: str, function: Optional[str], source: Optional[
     one function apart (0 for the first, which hashes as it always did)."""
     normalised = " ".join((source or "").split())
     key = "\0".join((rule, path, function or "", normalised)) + (f"\0{occurrence}" if occurrence else "")
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+    return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+def _uri(path: str) -> str:
+    """A path percent-encoded as a URI: a name that is not UTF-8 by its own bytes (%FF)."""
+    return quote(path.encode("utf-8", "surrogateescape"))
 
 
 def _artifact(path: str, root: str) -> dict:
     if is_under(path, root):
-        return {"uri": quote(rel(path, root)), "uriBaseId": ROOT_ID}
-    return {"uri": "file://" + quote(path if path.startswith("/") else "/" + path.replace("\\", "/"))}
+        return {"uri": _uri(rel(path, root)), "uriBaseId": ROOT_ID}
+    return {"uri": "file://" + _uri(path if path.startswith("/") else "/" + path.replace("\\", "/"))}
 
 
 def _location(path: str, root: str, line: Optional[int], col: Optional[int], end_line: Optional[int],
@@ -112,7 +116,7 @@ def _size(doc: dict) -> int:
 
 
 def _dump(doc: dict) -> str:
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    return json_text(doc) + "\n"
 
 
 def _within_limits(log: dict, results: list[dict]) -> tuple[list[dict], Optional[str]]:
@@ -215,7 +219,7 @@ def sarif_with_notes(r: Report) -> tuple[str, list[str]]:
                        "run_modes": r.run_modes, "nested_graph_breaks": r.nested_graph_breaks},
     }
     if r.root:
-        root_uri = "file://" + quote(r.root.replace("\\", "/").rstrip("/") + "/")
+        root_uri = "file://" + _uri(r.root.replace("\\", "/").rstrip("/") + "/")
         run["originalUriBaseIds"] = {ROOT_ID: {"uri": root_uri if root_uri.startswith("file:///") else
                                                "file:///" + root_uri[len("file://"):]}}
     log = {"$schema": SARIF_SCHEMA_URI, "version": "2.1.0", "runs": [run]}

@@ -12,8 +12,8 @@ from typing import Optional
 
 from graphmend.core.model import (ADVICE, CONFIRMED, DYNAMIC, REGRESSES, REJECTED, SLOWER, UNREACHED, UNVERIFIED, VERIFIED,
                                   Issue, Report)
-from reports.paths import (UNSTABLE_NOTE, bench_setting, cost_text, location, mode_note, rel, run_setting, short_path,
-                           skipped_sentence, target_label)
+from reports.paths import (UNSTABLE_NOTE, bench_setting, cost_text, location, mode_note, printable, rel, run_setting,
+                           short_path, skipped_sentence, target_label)
 
 WIDTH = 120
 _STATUS_STYLE = {VERIFIED: "green", REJECTED: "red", REGRESSES: "red", UNVERIFIED: "red", ADVICE: "yellow", CONFIRMED: "red", DYNAMIC: "red",
@@ -28,8 +28,9 @@ def caret(source_line: str, col: Optional[int], end_col: Optional[int]) -> str:
     """Spaces up to ``col`` then carets to ``end_col`` (one caret when the end is unknown)."""
     if col is None:
         return ""
-    width = end_col - col if end_col is not None and end_col > col else 1
-    prefix = "".join("\t" if ch == "\t" else " " for ch in source_line[:col])
+    # under the line as shown: a character shown as an escape (\x1b) is as wide as the escape
+    width = len(printable(source_line[col:end_col])) if end_col is not None and end_col > col else 1
+    prefix = "".join("\t" if ch == "\t" else " " * len(printable(ch)) for ch in source_line[:col])
     return prefix + "^" * width
 
 
@@ -42,15 +43,16 @@ class _Writer:
                                highlight=False, emoji=False, color_system="standard" if color else None)
 
     def line(self, *parts) -> None:
-        """Print (text, style) pairs or plain strings as one line, markup off."""
+        """Print (text, style) pairs or plain strings as one line, markup off, each part
+        ``printable`` (the one door user text reaches the terminal by)."""
         from rich.text import Text
 
         text = Text()
         for part in parts:
             if isinstance(part, tuple):
-                text.append(part[0], style=part[1])
+                text.append(printable(part[0]), style=part[1])
             else:
-                text.append(str(part))
+                text.append(printable(str(part)))
         self.console.print(text, soft_wrap=True)
 
     def heading(self, title: str) -> None:
@@ -63,7 +65,8 @@ class _Writer:
         from rich.table import Table
         from rich.text import Text
 
-        table = Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD)
+        rows = [[printable(cell) for cell in row] for row in rows]
+        table = Table(title=printable(title), title_justify="left", title_style="bold", box=box.SIMPLE_HEAD)
         last = len(columns) - 1
         # clip_last: one row a line, the other columns at their widest cell and the last one
         # (prose the details repeat in full) cut to what is left of the width (layout only)

@@ -61,7 +61,14 @@ def module_name(path: Path, root: Path) -> tuple[str, bool]:
     is_package = bool(parts) and parts[-1] == "__init__"
     if is_package:
         parts = parts[:-1]
-    return ".".join(p for p in parts if p.isidentifier()), is_package
+    name = ".".join(p for p in parts[:-1] if p.isidentifier())
+    if parts:
+        # A file no import can name (train-gpt.py, model.v2.py) still needs a name of its own:
+        # its compiled regions are keyed by it. Dots escaped, so the name stays one part, and
+        # not an identifier, so it is no real module's.
+        leaf = parts[-1] if parts[-1].isidentifier() else parts[-1].replace("%", "%25").replace(".", "%2E")
+        name = f"{name}.{leaf}" if name else leaf
+    return name, is_package
 
 
 @dataclass
@@ -146,7 +153,7 @@ def scan_source(text: str, path: str = "<string>", module: str = "", is_package:
             warnings.simplefilter("ignore")  # invalid escape sequences etc. in user code
             tree = ast.parse(text, filename=path)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
-        result.error = parse_failure(exc)
+        result.error = parse_failure(exc, text)
         return result
     codes = STATIC_CODES if enabled is None else enabled
     fa = FileAnalysis(tree, path, module, is_package, None if enabled is None else enabled,

@@ -45,7 +45,7 @@ def _hooks() -> dict:
 def test_manifest_is_valid_for_pre_commit_and_has_both_hooks():
     hooks = _hooks()  # pre-commit's own schema validation; raises on a bad manifest
     static = hooks["mend-check"]
-    assert static["entry"] == "mend check" and static["language"] == "python"
+    assert static["entry"] == "mend check --" and static["language"] == "python"
     assert static["types"] == ["python"] and static["pass_filenames"] is True and static["require_serial"] is True
     assert not any("torch" in d for d in static["additional_dependencies"])
     dyn = hooks["mend-check-dynamic"]
@@ -62,6 +62,24 @@ def test_hook_environment_would_not_install_torch():
     assert not any(d.split(">")[0].split("<")[0].split("=")[0].strip().lower() == "torch"
                    for d in project["dependencies"])
     assert any(d.startswith("torch") for d in project["optional-dependencies"]["torch"])
+
+
+def test_a_staged_file_named_like_an_option_is_checked_not_obeyed(tmp_path):
+    """pre-commit runs ``entry`` then the staged names: a file named ``--output=setup.py``
+    must be a path to check, never the option that overwrites setup.py."""
+    import shlex
+
+    argv = shlex.split(_hooks()["mend-check"]["entry"])
+    assert argv[:2] == ["mend", "check"]
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "demo"\nversion = "0"\n')
+    (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup()\n")
+    (tmp_path / "--output=setup.py").write_text("x = 1\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-m", "graphmend", *argv[1:], "--output=setup.py"], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert (tmp_path / "setup.py").read_text() == "from setuptools import setup\nsetup()\n"
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "1 files scanned" in out.stdout
 
 
 def _git(repo: Path, *args: str, env: dict, check: bool = True) -> subprocess.CompletedProcess:

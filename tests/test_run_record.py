@@ -417,3 +417,41 @@ def test_regenerate_keeps_shape_dtype_and_range_and_is_seeded():
     assert mask.dtype is torch.bool and not mask.any()
     x = regenerate((4000,), torch.float16, seed=2, mean=5.0, std=0.5)
     assert x.dtype is torch.float16 and abs(float(x.float().mean()) - 5.0) < 0.1
+
+
+PROGRAM_SMALL = '''\
+import torch
+
+
+def step(x):
+    print("step")
+    return x + 1
+
+
+if __name__ == "__main__":
+    torch.compile(step, backend="eager")(torch.ones(3))
+'''
+
+
+@pytest.mark.parametrize("folder", ['a"""; import os; os.system("touch PWNED") #', "rec\\N{x}\\n", "line\nbreak"])
+def test_record_folder_names_stay_text_in_the_targets_module(tmp_path, folder):
+    """The folder's name is written into mend_targets.py (its docstring, the commands it
+    names): quotes, backslashes and newlines in it stay text, never code or a SyntaxError."""
+    (tmp_path / "prog.py").write_text(PROGRAM_SMALL)
+    proc = _mend("run", "--record", folder, "prog.py", cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    text = (tmp_path / folder / "mend_targets.py").read_text()
+    code = compile(text, "mend_targets.py", "exec")
+    replay = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import sys
+        sys.path.insert(0, sys.argv[1])
+        import mend_targets as m
+        fn, args, kwargs = m.mend_target_step()
+        print(repr(m.__doc__))
+    """), folder], capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)},
+                            timeout=120)
+    assert replay.returncode == 0, replay.stderr
+    assert not (tmp_path / "PWNED").exists() and not (tmp_path / folder / "PWNED").exists()
+    # the docstring says the folder as it is (wrapped at spaces)
+    assert " ".join(f"mend run --record {folder} prog.py".split()) in " ".join(eval(replay.stdout).split())
+    assert code.co_names.count("os") == 0

@@ -9,9 +9,9 @@ from typing import List, Optional
 
 import typer
 
-from graphmend.cli.common import (RAY_ADDRESS_HELP, Executor, executor_choice, executor_scope,
-                                  EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, fail, load_checked_config,
-                                  memory_limit_flag, progress_hook, render_or_fail, require_torch, run_modes_flag)
+from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, Executor, MEMORY_LIMIT_HELP, RAY_ADDRESS_HELP,
+                                  executor_choice, executor_scope, fail, load_checked_config, memory_limit_flag,
+                                  progress_hook, render_or_fail, require_torch, run_modes_flag, say)
 
 
 class BenchFormat(str, Enum):
@@ -106,8 +106,8 @@ def bench(
     slower = regressed(report)
     if slower and not quiet:
         for x in slower:
-            typer.echo(f"mend: {x.target}: the mended arm is slower than the original beyond noise "
-                       f"({x.value:.2f}x, {x.mode} mode): mend fix --bench reports its fixes as regresses", err=True)
+            say(f"mend: {x.target}: the mended arm is slower than the original beyond noise "
+                f"({x.value:.2f}x, {x.mode} mode): mend fix --bench reports its fixes as regresses")
     raise typer.Exit(EXIT_FINDINGS if failed(report) or slower else EXIT_CLEAN)
 
 

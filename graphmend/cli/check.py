@@ -12,11 +12,11 @@ from typing import List, Optional
 
 import typer
 
-from graphmend.cli.common import (COMPILED_AUTOGRAD_HELP, EXECUTOR_HELP, EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP,
-                                  MODE_HELP, NESTED_HELP, RAY_ADDRESS_HELP, TRAIN_HELP, Executor, Format, executor_choice,
-                                  executor_scope, fail, load_checked_config, memory_limit_flag,
-                                  nested_flag, progress_hook, render_or_fail, require_nested_support,
-                                  require_torch, run_modes_flag)
+from graphmend.cli.common import (COMPILED_AUTOGRAD_HELP, EXECUTOR_HELP, EXIT_CLEAN, EXIT_FINDINGS, Executor, Format,
+                                  MEMORY_LIMIT_HELP, MODE_HELP, NESTED_HELP, RAY_ADDRESS_HELP, TRAIN_HELP,
+                                  executor_choice, executor_scope, fail, load_checked_config, memory_limit_flag,
+                                  nested_flag, progress_hook, render_or_fail, require_nested_support, require_torch,
+                                  run_modes_flag, say)
 
 # Formats whose renderer shows Report.check.new itself (reports/).
 CHECK_AWARE_FORMATS = ("text", "md", "html", "github")
@@ -98,7 +98,7 @@ def check(
         from reports.diagnostics import check_summary
 
         for line in check_summary(result, len(report.errors)):
-            typer.echo(line, err=True)
+            say(line)
     if result.failed_targets or report.errors:
         raise typer.Exit(EXIT_FINDINGS)
     if update_baseline:

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence
 
 import typer
 
+from reports.paths import printable
+
 if TYPE_CHECKING:
     from graphmend.core.config import Config
 
@@ -33,9 +35,14 @@ class Format(str, Enum):
     github = "github"
 
 
+def say(message: str) -> None:
+    """A line on stderr: names from the user's files in it shown, never obeyed by the terminal."""
+    typer.echo(printable(message), err=True)
+
+
 def fail(message: str) -> "typer.Exit":
     """A usage or environment error: one line on stderr, exit 2, never a traceback."""
-    typer.echo(f"mend: error: {message}", err=True)
+    say(f"mend: error: {message}")
     return typer.Exit(EXIT_ERROR)
 
 
@@ -281,14 +288,14 @@ class ProgressLines:
         with self._lock:
             self.count += 1
             line = f"[{self.count}/{self.total}] {self.description} {item}" + (f": {note}" if note else "")
-            sys.stderr.write(line + "\n")
+            sys.stderr.write(printable(line) + "\n")
             sys.stderr.flush()
 
 
 def wrote(output: Optional[Path], quiet: bool) -> None:
     """The last word of a run that wrote its report to a file: where it went."""
     if output is not None and not quiet:
-        typer.echo(f"mend: wrote {output}", err=True)
+        say(f"mend: wrote {output}")
 
 
 @contextmanager
@@ -329,7 +336,9 @@ class Progressor:
 
     def advance(self, item: str = "", outcome=None) -> None:
         if self._progress is not None:
-            self._progress.update(self._task, advance=1, item=item)
+            from rich.markup import escape
+
+            self._progress.update(self._task, advance=1, item=escape(printable(item)))
 
 
 VERBOSE_HELP = "Text: every detail (Dynamo's explanations, hints, stacks, recompile guards), not only the summary."
@@ -355,5 +364,5 @@ def render_noted(report, fmt: str, color: bool = False, verbose: bool = False) -
     except ValueError as exc:
         raise fail(str(exc))
     for note in notes:
-        typer.echo(f"mend: warning: {note}", err=True)
+        say(f"mend: warning: {note}")
     return text

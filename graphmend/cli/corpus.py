@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from graphmend.cli.common import EXIT_CLEAN, EXIT_FINDINGS, fail, load_checked_config, progress_hook, require_torch
+from graphmend.cli.common import EXIT_CLEAN, EXIT_FINDINGS, fail, load_checked_config, progress_hook, require_torch, say
 
 
 def corpus(
@@ -40,8 +40,8 @@ def corpus(
         raise fail(f"cannot write --output {output}: {exc.strerror or exc}")
     t = table.totals
     if not quiet and t is not None:
-        typer.echo(f"mend: wrote {output}: breaks {t.breaks_before} -> {t.breaks_after}"
-                   + (f", fixable removed {t.fixable_removed}/{t.fixable}" if t.fixable is not None else "")
-                   + f", outputs equal: {t.outputs_equal}", err=True)
+        say(f"mend: wrote {output}: breaks {t.breaks_before} -> {t.breaks_after}"
+            + (f", fixable removed {t.fixable_removed}/{t.fixable}" if t.fixable is not None else "")
+            + f", outputs equal: {t.outputs_equal}")
     bad = t is not None and (t.outputs_equal is False or (t.fixable is not None and t.fixable_removed != t.fixable))
     raise typer.Exit(EXIT_FINDINGS if bad else EXIT_CLEAN)

@@ -10,10 +10,10 @@ from typing import List, Optional
 
 import typer
 
-from graphmend.cli.common import (EXECUTOR_HELP, RAY_ADDRESS_HELP, Executor, executor_choice, executor_scope,
-                                  EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, TRAIN_HELP, check_paths, emit, fail,
-                                  load_checked_config, memory_limit_flag, progress_hook, require_torch,
-                                  rule_codes_flag, run_modes_flag, warn_refused_cache, wrote)
+from graphmend.cli.common import (EXECUTOR_HELP, EXIT_CLEAN, EXIT_FINDINGS, Executor, MEMORY_LIMIT_HELP,
+                                  RAY_ADDRESS_HELP, TRAIN_HELP, check_paths, emit, executor_choice, executor_scope,
+                                  fail, load_checked_config, memory_limit_flag, progress_hook, require_torch,
+                                  rule_codes_flag, run_modes_flag, say, warn_refused_cache, wrote)
 
 
 class FixFormat(str, Enum):
@@ -119,8 +119,8 @@ def fix(
 
         sys.stderr.write(fix_listing(report))
         if run.reused:
-            typer.echo(f"mend: {len(run.reused)} of {len(report.fix_targets)} target(s) unchanged since an earlier "
-                       "run: their verdicts were reused (--no-cache verifies again)", err=True)
+            say(f"mend: {len(run.reused)} of {len(report.fix_targets)} target(s) unchanged since an earlier "
+                "run: their verdicts were reused (--no-cache verifies again)")
     wrote(output, quiet)
     written = 0
     if write:
@@ -131,17 +131,17 @@ def fix(
                 try:
                     write_source(run.candidates[path].source, text)
                 except SourceError as exc:
-                    typer.echo(f"mend: {os.path.relpath(path)}: {exc.message}", err=True)
+                    say(f"mend: {os.path.relpath(path)}: {exc.message}")
                     continue
                 finally:
                     if advance:
                         advance(labels[path])
                 written += 1
         if not quiet and written:
-            typer.echo(f"mend: wrote {written} file(s)", err=True)
+            say(f"mend: wrote {written} file(s)")
         if out_tree and not quiet:
-            typer.echo(f"mend: {len(out_tree)} verified fix(es) are in installed packages, never written in place; "
-                       "use --patch FILE", err=True)
+            say(f"mend: {len(out_tree)} verified fix(es) are in installed packages, never written in place; "
+                "use --patch FILE")
     if patch is not None:
         diff = b"".join(diff_bytes(run.candidates[p].source, t, labels[p]) for p, t in sorted(out_tree.items()))
         try:
@@ -150,7 +150,7 @@ def fix(
             raise fail(f"cannot write --patch {patch}: {exc.strerror or exc}")
         if not quiet:
             roots = sorted({run.candidates[p].import_root or "" for p in out_tree})
-            typer.echo(f"mend: wrote {patch} ({len(out_tree)} file(s)); apply with: patch -p1 -d {roots[0] if roots else '<dir>'} < {patch}", err=True)
+            say(f"mend: wrote {patch} ({len(out_tree)} file(s)); apply with: patch -p1 -d {roots[0] if roots else '<dir>'} < {patch}")
     unapplied = (len(in_tree) - written) + (0 if patch is not None else len(out_tree))
     # a candidate fix that was rejected or left unverified is a finding, as an unapplied one is
     failed = any(f.status in (REJECTED, UNVERIFIED) or (f.status == REGRESSES and not allow_slower)

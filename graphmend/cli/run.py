@@ -18,7 +18,7 @@ from typing import Optional
 
 import typer
 
-from graphmend.cli.common import EXIT_ERROR, EXIT_FINDINGS, Format, fail, render_noted, require_torch
+from graphmend.cli.common import EXIT_ERROR, EXIT_FINDINGS, Format, fail, render_noted, require_torch, say
 from graphmend.core.modes import SCRIPT_MODE
 
 RECORD_HELP = ("Also save, for every compiled function or module the program calls, its first call's inputs "
@@ -114,21 +114,21 @@ def _finish(recording, folder: Path, quiet: bool) -> bool:
     try:
         recording.finish()
     except RecordError as exc:
-        typer.echo(f"mend: error: {exc}", err=True)
+        say(f"mend: error: {exc}")
         return False
     if quiet:
         return True
     for what, why in recording.skipped:
-        typer.echo(f"mend: --record: not recorded: {what}: {why}", err=True)
+        say(f"mend: --record: not recorded: {what}: {why}")
     n = len(recording.targets)
     if not n:
-        typer.echo(f"mend: --record: the program called no compiled function mend could record; "
-                   f"{folder / TARGETS_FILE} holds no target", err=True)
+        say(f"mend: --record: the program called no compiled function mend could record; "
+            f"{folder / TARGETS_FILE} holds no target")
         return True
     trained = [t.what for t in recording.targets if t.mode == "train"]
-    typer.echo(f"mend: recorded {n} compiled function(s) in {folder / TARGETS_FILE}; replay them with: "
-               f"mend analyze {folder}, mend fix --from-run {folder}, mend bench {folder}", err=True)
+    say(f"mend: recorded {n} compiled function(s) in {folder / TARGETS_FILE}; replay them with: "
+        f"mend analyze {folder}, mend fix --from-run {folder}, mend bench {folder}")
     if trained:
-        typer.echo(f"mend: the program ran {', '.join(trained)} in train mode (grad on): "
-                   "add --train to trace it as it ran", err=True)
+        say(f"mend: the program ran {', '.join(trained)} in train mode (grad on): "
+            "add --train to trace it as it ran")
     return True

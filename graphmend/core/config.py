@@ -137,6 +137,61 @@ def _line_length(data: dict, pyproject: Path) -> int:
     return DEFAULT_LINE_LENGTH
 
 
+def _kind(value: Any) -> str:
+    """A TOML value's type in the file's words, for an error."""
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array",
+            dict: "a table"}.get(type(value), type(value).__name__)
+
+
+def _strings(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _boolean(v: Any) -> bool:
+    return isinstance(v, bool)
+
+
+def _positive(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+
+
+def _text(v: Any) -> bool:
+    return isinstance(v, str) and bool(v.strip())
+
+
+# key -> (the check of its value, what the error says it must be)
+_TYPES: dict[str, tuple[Any, str]] = {
+    "targets": (_strings, "an array of strings"), "select": (_strings, "an array of strings"),
+    "ignore": (_strings, "an array of strings"), "exclude": (_strings, "an array of strings"),
+    "modes": (_strings, "an array of strings"),
+    "timeout": (_positive, "a positive number (seconds)"),
+    # parse_size says what is wrong with a size, whatever its type
+    "memory_limit": (lambda v: True, ""), "memory-limit": (lambda v: True, ""),
+    "baseline": (_text, "a path (a non-empty string)"),
+    "all_functions": (_boolean, "true or false"), "all-functions": (_boolean, "true or false"),
+    "train": (_boolean, "true or false"), "compiled_autograd": (_boolean, "true or false"),
+    "nested_graph_breaks": (_boolean, "true or false"),
+    "executor": (lambda v: v in ("local", "ray") and isinstance(v, str), '"local" or "ray"'),
+    "ray_address": (_text, "an address (host:port, ray://...)"),
+}
+_KNOWN = frozenset(_TYPES)
+_ALIASES = (("memory_limit", "memory-limit"), ("all_functions", "all-functions"))
+
+
+def _inside_root(value: str, pyproject: Path) -> str:
+    """A baseline the config names lies inside the project: a repository's pyproject.toml must
+    not make ``--update-baseline`` write anywhere else (``--baseline`` may: the user typed it)."""
+    root = pyproject.parent
+    path = root / value
+    try:
+        path.resolve().relative_to(root.resolve())
+        Path(os.path.normpath(path)).relative_to(os.path.normpath(root))
+    except ValueError:
+        raise ConfigError(f"{pyproject}: [tool.mend] baseline {value!r} is outside the project folder {root}; "
+                          "give a path inside it (or --baseline for a file elsewhere)") from None
+    return value
+
+
 def load_config(paths: Sequence[str | os.PathLike[str]] = (), config_file: Optional[Path] = None) -> Config:
     """The config that governs ``paths``: the nearest pyproject.toml above the first
     path (or the working directory)."""
@@ -147,42 +202,44 @@ def load_config(paths: Sequence[str | os.PathLike[str]] = (), config_file: Optio
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{pyproject}: cannot read [tool.mend]: {exc}") from None
-    section = data.get("tool", {}).get("mend", {})
+    tools = data.get("tool", {})
+    if not isinstance(tools, dict):
+        raise ConfigError(f"{pyproject}: tool must be a table ([tool.mend]), not {_kind(tools)}")
+    section = tools.get("mend", {})
     if not isinstance(section, dict):
-        raise ConfigError(f"{pyproject}: [tool.mend] must be a table")
+        raise ConfigError(f"{pyproject}: [tool.mend] must be a table, not {_kind(section)}")
     cfg = Config(root=pyproject.parent, pyproject=pyproject, line_length=_line_length(data, pyproject))
-    known = {"targets", "select", "ignore", "exclude", "timeout", "memory_limit", "memory-limit", "baseline", "all_functions", "all-functions",
-             "train", "modes", "compiled_autograd", "nested_graph_breaks", "executor", "ray_address"}
-    unknown = sorted(set(section) - known)
+    unknown = sorted(set(section) - _KNOWN)
     if unknown:
         raise ConfigError(f"{pyproject}: unknown key(s) in [tool.mend]: {', '.join(unknown)}")
+    for a, b in _ALIASES:
+        if a in section and b in section:
+            raise ConfigError(f"{pyproject}: [tool.mend] give {a} or {b}, not both")
+    # every value's type first: a wrong one is named with its key, never used as something else
+    for key, value in section.items():
+        check, expected = _TYPES[key]
+        if not check(value):
+            got = repr(value) if isinstance(value, str) else _kind(value)
+            raise ConfigError(f"{pyproject}: [tool.mend] {key} must be {expected}, not {got}")
     kwargs: dict[str, Any] = {}
     for key in ("targets", "select", "ignore", "exclude"):
         if key in section:
             value = section[key]
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise ConfigError(f"{pyproject}: [tool.mend] {key} must be a list of strings")
             kwargs[key] = tuple(split_codes(value)) if key in ("select", "ignore") else tuple(value)
     if "timeout" in section:
-        if not isinstance(section["timeout"], (int, float)) or section["timeout"] <= 0:
-            raise ConfigError(f"{pyproject}: [tool.mend] timeout must be a positive number")
         kwargs["timeout"] = float(section["timeout"])
     memory = section.get("memory_limit", section.get("memory-limit"))
     if memory is not None:
         kwargs["memory_limit"] = parse_memory_limit(memory, f"{pyproject}: [tool.mend] memory_limit")
     if "baseline" in section:
-        kwargs["baseline"] = str(section["baseline"])
+        kwargs["baseline"] = _inside_root(section["baseline"], pyproject)
     af = section.get("all_functions", section.get("all-functions"))
     if af is not None:
-        kwargs["all_functions"] = bool(af)
+        kwargs["all_functions"] = af
     kwargs.update(_modes(section, pyproject))
     if "executor" in section:
-        if section["executor"] not in ("local", "ray"):
-            raise ConfigError(f"{pyproject}: [tool.mend] executor must be \"local\" or \"ray\"")
         kwargs["executor"] = section["executor"]
     if "ray_address" in section:
-        if not isinstance(section["ray_address"], str) or not section["ray_address"].strip():
-            raise ConfigError(f"{pyproject}: [tool.mend] ray_address must be an address (host:port, ray://...)")
         kwargs["ray_address"] = section["ray_address"].strip()
     return replace(cfg, **kwargs)
 
@@ -190,20 +247,14 @@ def load_config(paths: Sequence[str | os.PathLike[str]] = (), config_file: Optio
 def _modes(section: dict, pyproject: Path) -> dict[str, Any]:
     from graphmend.core.modes import ModeError, parse_modes
 
-    out: dict[str, Any] = {}
-    for key in ("train", "compiled_autograd", "nested_graph_breaks"):
-        if key in section and not isinstance(section[key], bool):
-            raise ConfigError(f"{pyproject}: [tool.mend] {key} must be true or false")
+    out: dict[str, Any] = {}  # (the types are checked already)
     if "train" in section and "modes" in section:
         raise ConfigError(f"{pyproject}: [tool.mend] give train or modes, not both")
     if section.get("train"):
         out["modes"] = ("train",)
     if "modes" in section:
-        value = section["modes"]
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{pyproject}: [tool.mend] modes must be a list of strings")
         try:
-            out["modes"] = parse_modes(value, f"{pyproject}: [tool.mend] modes")
+            out["modes"] = parse_modes(section["modes"], f"{pyproject}: [tool.mend] modes")
         except ModeError as exc:
             raise ConfigError(str(exc)) from None
     for key in ("compiled_autograd", "nested_graph_breaks"):

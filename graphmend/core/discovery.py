@@ -54,7 +54,7 @@ def targets_in_source(text: str, path: str, name_root: Path) -> tuple[list[Targe
     try:
         tree = ast.parse(text, filename=path)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:  # as the scan: null bytes, deep nesting
-        return [], [FileError(file=path, message=parse_failure(exc))]
+        return [], [FileError(file=path, message=parse_failure(exc, text))]
     specs, errors = [], []
     try:
         rel = Path(path).resolve().relative_to(name_root.resolve()).as_posix()

@@ -17,6 +17,16 @@ from typing import Any, Optional, Sequence
 
 SCHEMA_VERSION = "1.1"
 
+
+def json_text(data: Any, indent: Optional[int] = 2) -> str:
+    """``data`` as JSON whose non-ASCII text stays readable, and which UTF-8 can always carry:
+    a lone surrogate (os.fsdecode's stand-in for a byte of a file name that is not UTF-8) is
+    written as its ``\\udcff`` escape, which reads back as the same string."""
+    import re
+
+    text = json.dumps(data, indent=indent, ensure_ascii=False)
+    return re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", text)
+
 # Status values, kept as plain strings so the JSON stays readable.
 CONFIRMED = "confirmed"  # a static finding a dynamic break hit at the same place
 POTENTIAL = "potential"  # a static finding no target hit (or no target ran)

@@ -198,6 +198,26 @@ def _q(text: str) -> str:
     return r
 
 
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def _escape(ch: str) -> str:
+    n = ord(ch)
+    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}"
+
+
+def _comment(text: str) -> str:
+    """``text`` (a path, a reason) fit for a ``#`` comment: a newline in it would end the
+    comment and start code, a lone surrogate (a name that is not UTF-8) make the file unwritable."""
+    return _UNPRINTABLE.sub(lambda m: _escape(m.group()), text)
+
+
+def _docstring(text: str) -> str:
+    """``text`` as the inside of a ``\"\"\"`` docstring whose value is ``text`` itself: a folder
+    named ``a\"\"\"; import os`` must not end the string and run, nor ``\\N`` make it a SyntaxError."""
+    return _comment(text.replace("\\", "\\\\").replace('"', '\\"'))
+
+
 def _wrap(text: str, first: str, rest: Optional[str] = None) -> list[str]:
     """``text`` as lines of at most 88 characters, the first prefixed ``first``."""
     import textwrap
@@ -373,7 +393,7 @@ class Recording:
                  f"`mend analyze {self.label}`, `mend fix --from-run {self.label}` or `mend bench {self.label}`; "
                  "run the command again to refresh them. Tensors are read with torch.load(weights_only=True).")
         out = [
-            *_wrap('"""' + about, ""),
+            *_wrap('"""' + _docstring(about), ""),
             '"""',
             "",
             "import sys",
@@ -384,7 +404,7 @@ class Recording:
             f"from graphmend.core.recording import {', '.join(helpers)}",
             "",
             "HERE = Path(__file__).resolve().parent",
-            *_wrap(f"the folders the program's modules import from, its own first (as for `python {script}`)",
+            *_wrap(_comment(f"the folders the program's modules import from, its own first (as for `python {script}`)"),
                    "# "),
             "IMPORT_ROOTS = [" + ", ".join(f"HERE / {_q(self._rel(r))}" for r in roots) + "]",
             "for _root in reversed(IMPORT_ROOTS):",
@@ -396,7 +416,7 @@ class Recording:
         if self.skipped:
             out += ["", "", "# Not recorded:"]
             for w, r in self.skipped:
-                out += _wrap(f"{w}: {r}", "# - ", "#   ")
+                out += _wrap(_comment(f"{w}: {r}"), "# - ", "#   ")
         return "\n".join(out) + "\n"
 
 
@@ -677,7 +697,8 @@ class _TargetCode:
         for module, imps in sorted(by_module.items()):
             names = ", ".join(sorted(i.name + (f" as {i.alias}" if i.alias != i.name else "") for i in imps))
             file = imps[0].file
-            where = f"  # {Path(os.path.relpath(file, self.rec.folder)).as_posix()}" if file and imps[0].root else ""
+            where = f"  # {_comment(Path(os.path.relpath(file, self.rec.folder)).as_posix())}" \
+                if file and imps[0].root else ""
             body.append(f"from {module} import {names}{where}")
         if body:
             body.append("")
@@ -688,8 +709,9 @@ class _TargetCode:
         body.append(self.returns)
         ran = (" The program ran it in train mode (grad on): analyze it with --train to trace it as it ran."
                if self.mode == "train" else "")
-        doc = _wrap(f'"""{self.what}, compiled at {self.compiled_at}: its first call.{ran}"""', "    ")
-        notes = [line for n in self.notes for line in _wrap(n, "    # ", "    #   ")]
+        doc = _wrap('"""' + _docstring(f"{self.what}, compiled at {self.compiled_at}: its first call.{ran}") + '"""',
+                    "    ")
+        notes = [line for n in self.notes for line in _wrap(_comment(n), "    # ", "    #   ")]
         return [f"def mend_target_{self.name}():", *doc, *notes, *(f"    {line}" if line else "" for line in body)]
 
 

@@ -363,9 +363,24 @@ def file_kind_problem(path: str | os.PathLike[str], root: str | os.PathLike[str]
     return None
 
 
-def parse_failure(exc: BaseException) -> str:
+def parse_failure(exc: BaseException, text: Optional[str] = None) -> str:
     """The per-file message for a source ``ast.parse`` rejects: the scan and discovery both
-    parse, and a file both reject is reported once, so they must say it in the same words."""
+    parse, and a file both reject is reported once, so they must say it in the same words.
+    ``text``, the source, says where a NUL byte is and whether the file is only newer syntax."""
+    nul = text.find("\0") if text is not None else -1
+    if nul >= 0 and (isinstance(exc, ValueError) or getattr(exc, "lineno", 0) is None):
+        line = text.count("\n", 0, nul) + 1
+        col = nul - (text.rfind("\n", 0, nul) + 1) + 1
+        return f"contains a NUL byte (line {line}, column {col}); file skipped"
+    if isinstance(exc, SyntaxError) and text is not None:
+        import sys
+
+        from graphmend.core.grammar import newer_syntax
+
+        what = newer_syntax(text, exc.lineno)
+        if what:
+            v = sys.version_info
+            return f"uses syntax newer than this Python ({v.major}.{v.minor}) at line {exc.lineno}: {what}; file skipped"
     if isinstance(exc, SyntaxError):
         return f"syntax error at line {exc.lineno}: {exc.msg}; file skipped"
     if isinstance(exc, (RecursionError, MemoryError)):
