@@ -321,3 +321,28 @@ def test_a_way_the_original_cannot_run_is_skipped_with_its_reason():
     _, _, skipped = _run_original(loaded, m, [], ArmRecorder(), 0, [])
     assert set(skipped) == {VMAP}
     assert skipped[VMAP].startswith("the original raises under torch.func.vmap: ")
+
+
+class _Arms(nn.Module):
+    """``cond``: the branch as ``torch.cond`` (what GM101 writes), else the Python ``if``."""
+
+    def __init__(self, cond: bool):
+        super().__init__()
+        torch.manual_seed(0)
+        self.a, self.b = nn.Linear(4, 4), nn.Linear(4, 4)
+        self.cond = cond
+
+    def forward(self, x):
+        if self.cond:
+            return torch.cond(x.sum() > 0, lambda x: torch.tanh(self.a(x)), lambda x: self.b(x), (x,))
+        return torch.tanh(self.a(x)) if x.sum() > 0 else self.b(x)
+
+
+def test_torch_cond_arms_refuse_hooks_and_lose_second_derivatives():
+    x = torch.ones(2, 4)
+    assert _diff(_Arms(False), _Arms(True), (x,), EVAL) is None
+    # a hook on a module inside an arm: torch.cond refuses to trace it
+    assert "original returned, patched raised UncapturedHigherOrderOpError" in _diff(_Arms(False), _Arms(True), (x,),
+                                                                                      HOOKS)
+    assert _diff(_Arms(False), _Arms(True), (x,), DOUBLE).endswith(
+        "the gradient no longer depends on the inputs or parameters (no second derivative)")

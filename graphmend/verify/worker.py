@@ -80,8 +80,6 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
         extra = [ALIASING] if records else []
         if module is not None and module_generators(module):
             extra.append(GENERATORS)
-        else:
-            skipped[GENERATORS] = "the module holds no torch.Generator"
         result.update(ran=[name for name in dict.fromkeys(n for _, n in plan)], inputs=_inputs_names(plan),
                       checks=[CHECK_NAMES[m] for m in CHECK_ORDER if m in ran] + [CHECK_NAMES[m] for m in extra],
                       skipped={CHECK_NAMES[m]: why for m, why in skipped.items()},
@@ -223,8 +221,7 @@ def _run_observers(loaded, module, seed: int, example: tuple, plan: list, record
 
     a, k = example
     for m in OBSERVERS:
-        if TRAIN in skipped and m != VMAP:  # train-mode ways of running: as train+grad
-            skipped[m] = skipped[TRAIN]
+        if TRAIN in skipped and m != VMAP:  # train-mode ways of running: train+grad's entry says why
             continue
         snap = _snapshot(module)
         rec = run_call(loaded.fn, module, a, k, m, seed + len(records), _loss(loaded))
@@ -242,7 +239,6 @@ def _run_observers(loaded, module, seed: int, example: tuple, plan: list, record
         if why:
             skipped[m] = why
     if TRAIN in skipped:
-        skipped[COMPILED] = skipped[TRAIN]
         return
     # the eager original is the reference; the original compiled the same way must agree
     # with it (compiled dropout draws its own numbers, say), else the check cannot tell
