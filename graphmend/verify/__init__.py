@@ -32,7 +32,7 @@ PROOF = (
     "forward under autocast, the backward after it, gradients compared in the autocast dtype); the "
     "example also runs the other ways a user runs a module: with a hook on every submodule (which "
     "modules ran, in which order, how often, forward and backward), through a gradient penalty "
-    "(double backward), under `torch.func.grad` and `torch.func.vmap`, on a DataParallel-style "
+    "(double backward, in float64), under `torch.func.grad` and `torch.func.vmap`, on a DataParallel-style "
     "replica (gradients on the original's parameters), and patched under "
     "`torch.compile(backend=\"aot_eager\")` against the original in eager on two batch sizes; the "
     "caller's inputs after the call, exceptions (type and message), whether each output is or views "

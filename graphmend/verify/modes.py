@@ -31,7 +31,8 @@ Ways a user runs the same module, each on the example input only (a fix's cost s
   its modules without their hooks);
 * ``double_backward``: ``train`` with the gradient taken with ``create_graph=True``, then a
   backward through the sum of its squares (a gradient penalty): first- and second-order
-  gradients (``torch.cond`` and an op without a double-backward formula lose them);
+  gradients (``torch.cond`` and an op without a double-backward formula lose them); run in
+  float64, with the ``float64`` mode (a second derivative amplifies float32 rounding);
 * ``func_grad``: ``torch.func.grad`` of the loss over ``torch.func.functional_call`` (the
   parameters and the floating inputs); ``vmap``: ``torch.func.vmap`` over the batch dimension
   (each sample keeps a batch dimension of 1), in ``eval``;
