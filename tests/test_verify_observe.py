@@ -350,3 +350,15 @@ def test_torch_cond_arms_refuse_hooks_and_lose_second_derivatives():
                                                                                       HOOKS)
     assert _diff(_Arms(False), _Arms(True), (x,), DOUBLE).endswith(
         "the gradient no longer depends on the inputs or parameters (no second derivative)")
+
+
+def test_a_target_without_a_module_skips_the_module_checks_saying_so():
+    def plain(x):
+        return x * 2.0
+
+    x = torch.randn(2, 3)
+    for mode, why in ((HOOKS, "the target has no module to hook"), (REPLICA, "the target has no module to replicate")):
+        rec = run_call(plain, None, (x,), {}, mode, 0)
+        assert observer_unusable(rec, mode, None, True) == why
+    rec = run_call(plain, None, (torch.tensor(1.0),), {}, VMAP, 0)
+    assert observer_unusable(rec, VMAP, None, True) == "no input has a batch dimension"

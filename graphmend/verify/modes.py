@@ -422,6 +422,8 @@ def observer_unusable(rec: dict, mode: str, module, has_leaves: bool) -> Optiona
     ``double_backward``, ``func_grad``, ``vmap``, ``replicate``, ``compiled``) cannot serve as
     a check, or None."""
     if rec.get("status") == "raised":
+        if rec["exc"].startswith(f"{NotApplicable.__name__}: "):
+            return rec["exc"].split(": ", 1)[1]
         return f"the original raises under {CHECK_NAMES[mode]}: {rec['exc'][:200]}"
     if mode in GRAD_MODES:
         why = train_unusable(rec, module, has_leaves)
