@@ -11,8 +11,8 @@ import pytest
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
-from graphmend.verify.modes import (COMPILE_BACKEND, COMPILED, DOUBLE, EVAL, FUNC_GRAD, HOOKS, REPLICA,  # noqa: E402
-                                    TRAIN, VMAP, compare_records, observer_unusable, replicate, resized, run_call)
+from graphmend.verify.modes import (COMPILE_BACKEND, COMPILED, DOUBLE, EVAL, FUNC_GRAD, HOOKS,  # noqa: E402
+                                    HOOKS_FORWARD, REPLICA, TRAIN, VMAP, compare_records, observer_unusable, replicate, resized, run_call)
 
 
 _SELF = object()
@@ -362,3 +362,37 @@ def test_a_target_without_a_module_skips_the_module_checks_saying_so():
         assert observer_unusable(rec, mode, None, True) == why
     rec = run_call(plain, None, (torch.tensor(1.0),), {}, VMAP, 0)
     assert observer_unusable(rec, VMAP, None, True) == "no input has a batch dimension"
+
+
+class _InPlaceOut(nn.Module):
+    """A layer whose output is written in place by its parent (full backward hooks refuse
+    that); ``twice``: the layer is called once more, its result dropped."""
+
+    def __init__(self, twice: bool = False):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc = nn.Linear(4, 4)
+        self.twice = twice
+
+    def forward(self, x):
+        h = self.fc(x)
+        h.mul_(2)
+        if self.twice:
+            self.fc(x)
+        return h
+
+
+def test_forward_hooks_alone_where_backward_hooks_break_the_original():
+    from graphmend import Target
+    from graphmend.core.targets import LoadedTarget
+    from graphmend.verify.arms import ArmRecorder
+    from graphmend.verify.worker import _run_original
+
+    x = torch.randn(2, 4)
+    m = _InPlaceOut()
+    loaded = LoadedTarget(fn=m, args=(x,), kwargs={}, target=Target(fn=m))
+    plan, _, skipped = _run_original(loaded, m, [], ArmRecorder(), 0, [])
+    assert skipped[HOOKS].startswith("the original raises under module hooks: RuntimeError: Output 0 of "), skipped
+    assert HOOKS_FORWARD not in skipped and (HOOKS_FORWARD, "example") in plan
+    why = _diff(_InPlaceOut(), _InPlaceOut(twice=True), (x,), HOOKS_FORWARD)
+    assert why.endswith("module hooks: forward of fc ran 2 times, originally 1"), why

@@ -28,7 +28,8 @@ Ways a user runs the same module, each on the example input only (a fix's cost s
 * ``hooks``: ``train`` with a forward pre-hook and a full backward hook on every submodule:
   which submodule ran (by qualified name), in which order and how often forward, how often
   backward (a rewrite may not call a module more or fewer times; a ``torch.cond`` arm runs
-  its modules without their hooks);
+  its modules without their hooks); ``hooks_forward``: the forward hooks alone, where the
+  original fails with full backward hooks (they wrap outputs a module then writes in place);
 * ``double_backward``: ``train`` with the gradient taken with ``create_graph=True``, then a
   backward through the sum of its squares (a gradient penalty): first- and second-order
   gradients (``torch.cond`` and an op without a double-backward formula lose them); run in
@@ -61,17 +62,20 @@ from graphmend.verify.inputs import map_tensors, tensors
 AUTOCAST, AUTOCAST_TRAIN, BF16, F64 = "autocast", "autocast_train", "bf16", "float64"
 HOOKS, DOUBLE, FUNC_GRAD, VMAP, REPLICA, COMPILED = ("hooks", "double_backward", "func_grad", "vmap",
                                                      "replicate", "compiled")
+# forward hooks alone, where a full backward hook makes the original raise (it wraps each
+# module's outputs, and a module that writes into one in place then fails)
+HOOKS_FORWARD = "hooks_forward"
 ALIASING, GENERATORS = "aliasing", "generators"  # recorded by every call, in every mode
 COMPILE_BACKEND = "aot_eager"  # AOTAutograd's graphs run eagerly: the semantics of compile, at CPU cost
 # the names reports give the checks (what was proven); "inputs", "exceptions" and "arms"
 # are compared in every mode that ran
 CHECK_NAMES = {EVAL: "eval", TRAIN: "train+grad", AUTOCAST: "autocast", AUTOCAST_TRAIN: "train+grad autocast",
-               BF16: "bf16", F64: "train+grad float64", HOOKS: "module hooks", DOUBLE: "double backward",
+               BF16: "bf16", F64: "train+grad float64", HOOKS: "module hooks", HOOKS_FORWARD: "module forward hooks", DOUBLE: "double backward",
                FUNC_GRAD: "torch.func.grad", VMAP: "torch.func.vmap", REPLICA: "replicate",
                COMPILED: f"compiled ({COMPILE_BACKEND}, two shapes)", ALIASING: "output aliasing",
                GENERATORS: "module generators"}
 # the module in train(), grad on, a backward after the call
-GRAD_MODES = (TRAIN, F64, AUTOCAST_TRAIN, HOOKS, DOUBLE, REPLICA, COMPILED)
+GRAD_MODES = (TRAIN, F64, AUTOCAST_TRAIN, HOOKS, HOOKS_FORWARD, DOUBLE, REPLICA, COMPILED)
 TRAIN_MODES = GRAD_MODES + (FUNC_GRAD,)  # the module in train()
 AMP_MODES = (AUTOCAST, AUTOCAST_TRAIN)  # the forward under torch.autocast
 _MSG = 500  # characters of an exception message compared
@@ -172,7 +176,7 @@ def run_call(fn: Any, module, args: tuple, kwargs: dict, mode: str, seed: int, l
         device = device_of(module, args, kwargs)
         rec["precision"] = str(autocast_dtype(device)).replace("torch.", "")
         amp = torch.autocast(device_type=device, dtype=autocast_dtype(device))
-    hooks = _CallLog(module) if mode == HOOKS else contextlib.nullcontext()
+    hooks = _CallLog(module, mode == HOOKS) if mode in (HOOKS, HOOKS_FORWARD) else contextlib.nullcontext()
     _seed(seed)
     out = None
     try:
@@ -200,7 +204,7 @@ def run_call(fn: Any, module, args: tuple, kwargs: dict, mode: str, seed: int, l
     finally:
         for m, was in flags:
             m.training = was
-    if mode == HOOKS:
+    if mode in (HOOKS, HOOKS_FORWARD):
         rec["calls"] = hooks.calls
     rec["inputs_after"] = to_plain((args, kwargs))
     rec["rng"] = torch.get_rng_state()
@@ -268,11 +272,13 @@ def _storage(t) -> Optional[int]:
 
 
 class _CallLog:
-    """A forward pre-hook and a full backward hook on every submodule while active:
-    ``calls`` lists ("forward" | "backward", qualified name) in the order they fired."""
+    """A forward pre-hook and (``backward``) a full backward hook on every submodule while
+    active: ``calls`` lists ("forward" | "backward", qualified name) in the order they fired
+    (a forward recomputed in backward fires its forward hooks then)."""
 
-    def __init__(self, module) -> None:
+    def __init__(self, module, backward: bool = True) -> None:
         self.module = module
+        self.backward = backward
         self.calls: list[tuple[str, str]] = []
         self.handles: list = []
 
@@ -283,8 +289,9 @@ class _CallLog:
             name = name or "(root)"
             self.handles.append(m.register_forward_pre_hook(
                 lambda mod, inp, name=name: self.calls.append(("forward", name))))
-            self.handles.append(m.register_full_backward_hook(
-                lambda mod, gin, gout, name=name: self.calls.append(("backward", name))))
+            if self.backward:
+                self.handles.append(m.register_full_backward_hook(
+                    lambda mod, gin, gout, name=name: self.calls.append(("backward", name))))
         return self
 
     def __exit__(self, *exc) -> None:

@@ -25,7 +25,8 @@ from typing import Any
 
 from graphmend.core.jobs import worker_main
 from graphmend.verify.modes import (ALIASING, AUTOCAST, AUTOCAST_TRAIN, BF16, CHECK_NAMES, COMPILE_BACKEND, COMPILED,
-                                   DOUBLE, EVAL, F64, FUNC_GRAD, GENERATORS, HOOKS, REPLICA, TRAIN, VMAP)
+                                   DOUBLE, EVAL, F64, FUNC_GRAD, GENERATORS, HOOKS, HOOKS_FORWARD, REPLICA, TRAIN,
+                                   VMAP)
 
 MIN_VARIANTS = 3  # example, negated, random: always, even when every arm is covered sooner
 PER_INPUT = (EVAL, TRAIN, AUTOCAST)
@@ -35,8 +36,9 @@ EXAMPLE_ONLY = (AUTOCAST_TRAIN,)  # mixed-precision training: once, on the examp
 # backward with the float64 runs (a second derivative amplifies float32 rounding)
 OBSERVERS = (HOOKS, FUNC_GRAD, VMAP, REPLICA)
 # their float32 gradients differ in rounding where train+grad's do: the float64 run decides
-ROUNDING_MODES = (TRAIN, HOOKS, FUNC_GRAD, REPLICA, COMPILED)
-CHECK_ORDER = (EVAL, TRAIN, AUTOCAST, AUTOCAST_TRAIN, F64, BF16, HOOKS, DOUBLE, FUNC_GRAD, VMAP, REPLICA, COMPILED)
+ROUNDING_MODES = (TRAIN, HOOKS, HOOKS_FORWARD, FUNC_GRAD, REPLICA, COMPILED)
+CHECK_ORDER = (EVAL, TRAIN, AUTOCAST, AUTOCAST_TRAIN, F64, BF16, HOOKS, HOOKS_FORWARD, DOUBLE, FUNC_GRAD, VMAP, REPLICA,
+               COMPILED)
 
 
 def handle(payload: dict[str, Any]) -> dict[str, Any]:
@@ -230,6 +232,8 @@ def _run_observers(loaded, module, seed: int, example: tuple, plan: list, record
         if TRAIN in skipped and m != VMAP:  # train-mode ways of running: train+grad's entry says why
             continue
         _observe(loaded, loaded.fn, module, a, k, m, seed, plan, records, skipped)
+        if m == HOOKS and skipped.get(HOOKS, "").startswith("the original raises"):
+            _observe(loaded, loaded.fn, module, a, k, HOOKS_FORWARD, seed, plan, records, skipped)
     if TRAIN in skipped:
         return
     # the eager original is the reference; the original compiled the same way must agree
