@@ -16,7 +16,13 @@ then, for every program:
     eval (no_grad), train with backward (outputs, input and parameter grads NaN-aware, None
     vs tensor a difference, buffers, RNG state after forward and after backward), autocast
     bf16, the model cast to bf16; the caller's inputs after the call; exceptions (type and
-    message); log records, warnings and stdout;
+    message); log records, warnings and stdout; which outputs are (or view) an input or a
+    module tensor, and the module's own generators; then the other ways a user runs a module:
+    with forward / backward hooks on every submodule (call order and counts), a gradient
+    penalty (double backward), ``torch.func.grad`` over ``functional_call``, a DataParallel-
+    style replica (gradients on the original's parameters), and the patched program under
+    ``torch.compile(backend="aot_eager")`` against the original in eager on two batch sizes
+    (each skipped where the original itself raises, or, compiled, differs from its eager run);
 (b) a fix mend does not verify must give a reason holding one of ``ACCEPT_REASONS``
     (``EXPECT = "fix"`` programs accept none: mend should have found the sound fix);
 (c) a summary (programs, sound fixes, refusals) is printed.
@@ -51,6 +57,11 @@ PROGRAMS_DIR = HERE / "adversarial"
 PROGRAMS = sorted(p.stem for p in PROGRAMS_DIR.glob("*.py") if not p.name.startswith("_"))
 SEED = 1234  # the global seed set before every call of either side
 MODES = ("eval", "train", "autocast_bf16", "cast_bf16")
+# ways of running the module that the original may not support: a family where it raises is
+# not compared (nor is the compiled one where the original compiled differs from its eager run)
+FAMILIES = ("hooks", "double_backward", "func_grad", "replicate")
+COMPILED = "compiled"
+TRAIN_LIKE = ("train", "hooks", "double_backward", "replicate", COMPILED)
 
 _counter = itertools.count()
 
@@ -153,9 +164,86 @@ def _exc(e: BaseException) -> tuple[str, str]:
     return (type(e).__name__, str(e))
 
 
+def _replica(module):
+    """What ``torch.nn.parallel.replicate`` hands its first device (it refuses the CPU): a
+    shallow copy of every submodule whose parameters are non-leaf clones of the original's."""
+    copies = {}
+    for m in module.modules():
+        copies[m] = m._replicate_for_data_parallel()
+    clones: dict = {}
+    for m, r in copies.items():
+        for name, child in list(m._modules.items()):
+            r._modules[name] = copies.get(child, child)
+        for name, p in m._parameters.items():
+            if p is not None:
+                clones.setdefault(id(p), p.clone())
+                object.__setattr__(r, name, clones[id(p)])
+    return copies[module]
+
+
+def _aliases(out, args, kwargs, mods) -> dict[str, str]:
+    """Output path -> which input / module tensor it is or shares storage with."""
+    known = [(f"input {p}", t) for p, t in _live_paths((args, kwargs), "")]
+    known += [(f"{i}.{n}", t) for i, m in enumerate(mods) for n, t in [*m.named_parameters(), *m.named_buffers()]]
+    found = {}
+    for path, o in _live_paths(out, "out"):
+        for name, t in known:
+            if o is t:
+                found[path] = f"is {name}"
+                break
+            if o.numel() and t.numel() and _storage(o) is not None and _storage(o) == _storage(t):
+                found[path] = f"shares storage with {name}"
+                break
+    return found
+
+
+def _storage(t):
+    try:
+        return t.untyped_storage().data_ptr()
+    except (NotImplementedError, RuntimeError):  # a functorch wrapper a module kept: no storage
+        return None
+
+
+def _live_paths(obj, path) -> list:
+    if isinstance(obj, torch.Tensor):
+        return [(path, obj)]
+    if isinstance(obj, (tuple, list)):
+        return [p for i, v in enumerate(obj) for p in _live_paths(v, f"{path}[{i}]")]
+    if isinstance(obj, dict):
+        return [p for k, v in obj.items() for p in _live_paths(v, f"{path}.{k}")]
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return [p for fd in dataclasses.fields(obj) for p in _live_paths(getattr(obj, fd.name), f"{path}.{fd.name}")]
+    return []
+
+
+def _generators(mods) -> dict:
+    return {f"{i}.{q}.{a}": g.get_state() for i, m in enumerate(mods) for q, sub in m.named_modules()
+            for a, g in vars(sub).items() if isinstance(g, torch.Generator)}
+
+
+def _func_grad(fn, mods, args, kwargs):
+    """torch.func.grad of the summed floating outputs w.r.t. the parameters (through
+    functional_call when ``fn`` is the module) and the floating inputs."""
+    from torch.func import functional_call, grad
+
+    module = mods[0] if mods and fn is mods[0] else None
+    params = {n: p.detach() for n, p in module.named_parameters()} if module is not None else {}
+    floats = [t for _, t in _live_paths((args, kwargs), "") if t.is_floating_point()]
+
+    def loss(ps, fl):
+        it = iter(fl)
+        a, k = _map((args, kwargs), lambda t: next(it) if t.is_floating_point() else t)
+        out = functional_call(module, ps, a, k) if module is not None else fn(*a, **k)
+        return sum(t.float().sum() for t in _live_tensors(out) if t.is_floating_point())
+
+    return grad(loss, argnums=(0, 1))(params, tuple(floats))
+
+
 def observe(fn, args: tuple, kwargs: dict, mode: str) -> dict[str, Any]:
-    """Everything a caller can see of one call of ``fn`` in ``mode``."""
-    mods = modules_of(fn)
+    """Everything a caller can see of one call of ``fn`` in ``mode`` (``compiled``: ``fn``
+    is already compiled or not, and runs as in ``train``)."""
+    # a compiled target's modules are those of what was compiled
+    mods = modules_of(getattr(fn, "_orig_mod", None) or getattr(fn, "_torchdynamo_orig_callable", None) or fn)
     obs: dict[str, Any] = {}
     args, kwargs = _map((args, kwargs), lambda t: t.detach().clone())
     leaves: list = []
@@ -164,8 +252,22 @@ def observe(fn, args: tuple, kwargs: dict, mode: str) -> dict[str, Any]:
             m.to(torch.bfloat16)
         args, kwargs = _map((args, kwargs), lambda t: t.to(torch.bfloat16) if t.is_floating_point() else t)
     for m in mods:
-        m.train(mode == "train")
-    if mode == "train":
+        m.train(mode in TRAIN_LIKE or mode == "func_grad")
+    call = fn
+    if mode == "replicate":
+        if not mods or fn is not mods[0]:
+            return {"unsupported": "no module to replicate"}
+        call = _replica(mods[0])
+    hooks: list = []
+    fwd: list = []
+    bwd: list = []
+    if mode == "hooks":
+        if not mods:
+            return {"unsupported": "no module to hook"}
+        for n, sub in mods[0].named_modules():
+            hooks.append(sub.register_forward_pre_hook(lambda mod, inp, n=n: fwd.append(n)))
+            hooks.append(sub.register_full_backward_hook(lambda mod, gi, go, n=n: bwd.append(n)))
+    if mode in TRAIN_LIKE:
         def lift(t):
             if not t.is_floating_point():
                 return t
@@ -173,7 +275,7 @@ def observe(fn, args: tuple, kwargs: dict, mode: str) -> dict[str, Any]:
             leaves.append(leaf)
             return leaf.clone()  # not a leaf: the callee may write it in place, as callers allow
         args, kwargs = _map((args, kwargs), lift)
-    grad_ctx = contextlib.nullcontext() if mode == "train" else torch.no_grad()
+    grad_ctx = contextlib.nullcontext() if mode in TRAIN_LIKE or mode == "func_grad" else torch.no_grad()
     amp_ctx = torch.autocast("cpu", dtype=torch.bfloat16) if mode == "autocast_bf16" else contextlib.nullcontext()
     handler, root = _Records(), logging.getLogger()
     old_level = root.level
@@ -187,17 +289,26 @@ def observe(fn, args: tuple, kwargs: dict, mode: str) -> dict[str, Any]:
             torch.manual_seed(SEED)
             try:
                 with grad_ctx, amp_ctx:
-                    out = fn(*args, **kwargs)
+                    out = _func_grad(fn, mods, args, kwargs) if mode == "func_grad" else call(*args, **kwargs)
                 obs["raised"] = None
             except Exception as e:  # noqa: BLE001 - the exception IS the behaviour
                 obs["raised"] = _exc(e)
             obs["rng"] = torch.get_rng_state()
-            if mode == "train" and obs["raised"] is None:
+            if mode in TRAIN_LIKE and obs["raised"] is None:
                 floats = [t for t in _floats(out) if t.is_floating_point()]
                 # the live outputs, not the clones flat() makes
                 live = [t for t in _live_tensors(out) if t.is_floating_point() and t.requires_grad]
                 try:
-                    if live:
+                    if live and mode == "double_backward":  # a gradient penalty, WGAN-GP style
+                        wrt = leaves + [p for m in mods for p in m.parameters() if p.requires_grad]
+                        first = torch.autograd.grad(sum(t.sum() for t in live), wrt, create_graph=True,
+                                                    allow_unused=True)
+                        obs["first_grads"] = [None if g is None else g.detach().clone() for g in first]
+                        second = [g for g in first if g is not None and g.requires_grad]
+                        obs["second_order"] = bool(second)
+                        if second:
+                            sum((g ** 2).sum() for g in second).backward()
+                    elif live:
                         sum(t.sum() for t in live).backward()
                     obs["backward_raised"] = None
                 except Exception as e:  # noqa: BLE001
@@ -211,6 +322,13 @@ def observe(fn, args: tuple, kwargs: dict, mode: str) -> dict[str, Any]:
     finally:
         root.removeHandler(handler)
         root.setLevel(old_level)
+        for h in hooks:
+            h.remove()
+    if mode == "hooks":
+        obs["calls_forward"] = fwd
+        obs["calls_backward"] = sorted(bwd)  # counts: the engine's order is its own scheduling
+    obs["aliases"] = _aliases(out, args, kwargs, mods) if obs["raised"] is None else {}
+    obs["generators"] = _generators(mods)
     obs["out"] = flat(out) if obs["raised"] is None else None
     obs["inputs_after"] = flat((args, kwargs), "inputs")
     obs["buffers"] = {f"{i}.{n}": b.detach().clone() for i, m in enumerate(mods) for n, b in m.named_buffers()}
@@ -283,10 +401,61 @@ def diff_obs(a: dict, b: dict) -> list[str]:
     for (p, x), (_, y) in zip(a["inputs_after"], b["inputs_after"]):
         if d := diff_value(x, y, f"caller's {p} after the call"):
             out.append(d)
+    for key in ("calls_forward", "calls_backward", "aliases", "second_order"):
+        if a.get(key) != b.get(key):
+            out.append(f"{key}: {a.get(key)!r} vs {b.get(key)!r}")
+    for i, (x, y) in enumerate(zip(a.get("first_grads", []), b.get("first_grads", []))):
+        if d := diff_value(x, y, f"first-order grad {i}"):
+            out.append(d)
+    for k in sorted(set(a.get("generators", {})) | set(b.get("generators", {}))):
+        if d := diff_value(a["generators"].get(k), b.get("generators", {}).get(k), f"generator {k} state"):
+            out.append(d)
     for key in ("logs", "warnings", "stdout"):
-        if a[key] != b[key]:
-            out.append(f"{key}: {a[key]!r} vs {b[key]!r}")
+        if key in a and a[key] != b.get(key):
+            out.append(f"{key}: {a[key]!r} vs {b.get(key)!r}")
     return out
+
+
+def _unusable(obs: dict) -> bool:
+    """The original cannot be run this way: the family is not compared."""
+    return bool(obs.get("unsupported") or obs.get("raised") or obs.get("backward_raised")
+                or obs.get("second_order") is False)
+
+
+def _grown(args, kwargs):
+    """The inputs with the batch one larger: tensors whose first dimension is the first
+    tensor's batch get their first row again."""
+    sized = [t for _, t in _live_paths((args, kwargs), "") if t.dim()]
+    if not sized:
+        return None
+    n = sized[0].shape[0]
+    return _map((args, kwargs), lambda t: torch.cat([t, t[:1]]) if t.dim() and t.shape[0] == n else t)
+
+
+def _compiled_diffs(original: str, patched: str, tmp: Path, args, kwargs) -> list[str]:
+    """The patched program under torch.compile(aot_eager) against the original in eager,
+    train mode, on ``args`` and on them with the batch one larger (the same compiled object:
+    the second call recompiles). Not compared where the original compiled differs from its
+    own eager run. Logs, warnings and stdout are left out: a fix may skip logging under
+    compile by design."""
+    grown = _grown(args, kwargs)
+    shapes = [(args, kwargs)] + ([grown] if grown else [])
+    sides = {}
+    for tag, text, compiled in (("eager", original, False), ("self", original, True), ("patched", patched, True)):
+        fn, _ = build(load_program(text, tmp, f"compiled_{tag}"))
+        torch._dynamo.reset()
+        run = torch.compile(fn, backend="aot_eager") if compiled else fn
+        try:
+            sides[tag] = [observe(run, a, k, COMPILED) for a, k in shapes]
+        finally:
+            torch._dynamo.reset()
+    found = []
+    for i, (want, itself, got) in enumerate(zip(sides["eager"], sides["self"], sides["patched"])):
+        quiet = lambda o: {k: v for k, v in o.items() if k not in ("logs", "warnings", "stdout")}  # noqa: E731
+        if _unusable(want) or diff_obs(quiet(want), quiet(itself)):
+            break
+        found += [f"shape {i}: {d}" for d in diff_obs(quiet(want), quiet(got))]
+    return found
 
 
 def oracle(original: str, patched: str, tmp: Path, modes=MODES) -> list[str]:
@@ -307,6 +476,23 @@ def oracle(original: str, patched: str, tmp: Path, modes=MODES) -> list[str]:
                 found.append(f"{name}, {mode}: the oracle could not run: {type(e).__name__}: {e}")
                 continue
             found += [f"{name}, {mode}: {d}" for d in diff_obs(a, b)]
+        for family in FAMILIES:
+            a_fn, _ = build(load_program(original, tmp, "orig"))
+            b_fn, _ = build(load_program(patched, tmp, "patched"))
+            try:
+                a = observe(a_fn, args, kwargs, family)
+                if _unusable(a):
+                    continue
+                b = observe(b_fn, args, kwargs, family)
+            except Exception as e:  # noqa: BLE001
+                found.append(f"{name}, {family}: the oracle could not run: {type(e).__name__}: {e}")
+                continue
+            found += [f"{name}, {family}: {d}" for d in diff_obs(a, b)]
+    # the compiled run on the example only: a compile per side and shape is the cost
+    try:
+        found += [f"example, {COMPILED} {d}" for d in _compiled_diffs(original, patched, tmp, *inputs[0])]
+    except Exception as e:  # noqa: BLE001
+        found.append(f"example, {COMPILED}: the oracle could not run: {type(e).__name__}: {e}")
     return found
 
 
@@ -434,8 +620,10 @@ def test_oracle_self_agrees(program, tmp_path):
 
 def test_detach_naive_is_a_gradient_difference(tmp_path):
     """The detach program's NAIVE form (.item() dropped, no .detach()) differs only where
-    gradients are compared: the oracle's train mode is what catches it."""
+    gradients are compared: the oracle's train mode (and the other ways of running it that
+    take gradients) is what catches it, never a forward-only mode."""
     meta = program_meta("detach_item_scale")
     found = oracle(_source("detach_item_scale"), meta.NAIVE, tmp_path)
-    assert found and all(", train:" in d for d in found), found
+    assert any(", train:" in d for d in found), found
+    assert not [d for d in found if any(f", {m}:" in d for m in ("eval", "autocast_bf16", "cast_bf16"))], found
     assert any("grad" in d for d in found), found

@@ -5,7 +5,8 @@
 * ``inputs``  -- the example inputs, ``Target.inputs`` and perturbed ones (sign, scale,
                  zeros, random, integer boundaries, masks, the conditions' constants), and
                  ``convert``: inputs and modules moved and cast (bf16 mode, the bench);
-* ``modes``   -- one call in one mode (eval, train with backward, autocast, float64, bf16) as a
+* ``modes``   -- one call in one mode (eval, train with backward, autocast, float64, bf16; on the
+                 example hooks, double backward, torch.func, a replica, compiled) as a
                  record of what a user can observe, and the comparison of two records;
 * ``compare`` -- outputs (nested tuples/lists/dicts/dataclasses/ModelOutput of tensors)
                  compared with per-dtype tolerances, NaN/inf-aware: the one comparator (the
@@ -29,8 +30,15 @@ PROOF = (
     "gradients NaN-aware, buffers and the RNG state after the call), under autocast and with the "
     "model cast to bfloat16, and the example once more as mixed-precision training runs it (the "
     "forward under autocast, the backward after it, gradients compared in the autocast dtype); the "
-    "caller's inputs after the call and exceptions (type and message) are compared too. Any difference rejects the fix (`rejected`, with the first difference); a "
+    "example also runs the other ways a user runs a module: with a hook on every submodule (which "
+    "modules ran, in which order, how often, forward and backward), through a gradient penalty "
+    "(double backward, in float64), under `torch.func.grad` and `torch.func.vmap`, on a DataParallel-style "
+    "replica (gradients on the original's parameters), and patched under "
+    "`torch.compile(backend=\"aot_eager\")` against the original in eager on two batch sizes; the "
+    "caller's inputs after the call, exceptions (type and message), whether each output is or views "
+    "an input or a module tensor, and the state of the module's own generators are compared too. Any difference rejects the fix (`rejected`, with the first difference); a "
     "rewritten branch no input took leaves it `unverified`; neither is written by `--write`, and "
     "`mend fix` exits 1. A mode the original itself cannot run in (no parameters, raises in train "
-    "mode, not deterministic) is skipped and named in the fix's `skipped_checks`."
+    "mode, not deterministic, raises under vmap, differs from itself once compiled) is skipped and "
+    "named in the fix's `skipped_checks`."
 )

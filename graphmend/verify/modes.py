@@ -23,6 +23,31 @@ Modes (``eval`` and ``train`` are the run modes of ``graphmend.core.modes``):
   in another order) is rounding only if the same call agrees in float64;
 * ``bf16``: ``eval`` with the module and the floating inputs cast to bfloat16 (run last:
   the cast is in place).
+
+Ways a user runs the same module, each on the example input only (a fix's cost stays small):
+* ``hooks``: ``train`` with a forward pre-hook and a full backward hook on every submodule:
+  which submodule ran (by qualified name), in which order and how often forward, how often
+  backward (a rewrite may not call a module more or fewer times; a ``torch.cond`` arm runs
+  its modules without their hooks); ``hooks_forward``: the forward hooks alone, where the
+  original fails with full backward hooks (they wrap outputs a module then writes in place);
+* ``double_backward``: ``train`` with the gradient taken with ``create_graph=True``, then a
+  backward through the sum of its squares (a gradient penalty): first- and second-order
+  gradients (``torch.cond`` and an op without a double-backward formula lose them); run in
+  float64, with the ``float64`` mode (a second derivative amplifies float32 rounding);
+* ``func_grad``: ``torch.func.grad`` of the loss over ``torch.func.functional_call`` (the
+  parameters and the floating inputs); ``vmap``: ``torch.func.vmap`` over the batch dimension
+  (each sample keeps a batch dimension of 1), in ``eval``;
+* ``replicate``: ``train`` on a replica made as ``torch.nn.parallel.replicate`` makes one
+  (``_replicate_for_data_parallel``, the parameters as non-leaf copies: it refuses CPU devices,
+  and ``DataParallel`` on CPU runs the module itself), the gradients landing on the ORIGINAL's
+  parameters;
+* ``compiled``: ``train`` with the patched program under ``torch.compile(backend="aot_eager")``
+  against the original in eager, on the example and on it with the batch one larger (a
+  recompile with other shapes); the original under the same compile must agree with itself.
+
+Every record also holds, for each output tensor, whether it is one of the caller's inputs or
+the module's tensors or shares storage with one (``aliases``: ``out is x`` and views must
+stay so), and the state of every ``torch.Generator`` the module holds as an attribute.
 """
 
 from __future__ import annotations
@@ -35,11 +60,23 @@ from graphmend.verify.compare import compare, to_plain
 from graphmend.verify.inputs import map_tensors, tensors
 
 AUTOCAST, AUTOCAST_TRAIN, BF16, F64 = "autocast", "autocast_train", "bf16", "float64"
+HOOKS, DOUBLE, FUNC_GRAD, VMAP, REPLICA, COMPILED = ("hooks", "double_backward", "func_grad", "vmap",
+                                                     "replicate", "compiled")
+# forward hooks alone, where a full backward hook makes the original raise (it wraps each
+# module's outputs, and a module that writes into one in place then fails)
+HOOKS_FORWARD = "hooks_forward"
+ALIASING, GENERATORS = "aliasing", "generators"  # recorded by every call, in every mode
+COMPILE_BACKEND = "aot_eager"  # AOTAutograd's graphs run eagerly: the semantics of compile, at CPU cost
 # the names reports give the checks (what was proven); "inputs", "exceptions" and "arms"
 # are compared in every mode that ran
 CHECK_NAMES = {EVAL: "eval", TRAIN: "train+grad", AUTOCAST: "autocast", AUTOCAST_TRAIN: "train+grad autocast",
-               BF16: "bf16", F64: "train+grad float64"}
-GRAD_MODES = (TRAIN, F64, AUTOCAST_TRAIN)  # the module in train(), grad on, a backward after the call
+               BF16: "bf16", F64: "train+grad float64", HOOKS: "module hooks", HOOKS_FORWARD: "module forward hooks", DOUBLE: "double backward",
+               FUNC_GRAD: "torch.func.grad", VMAP: "torch.func.vmap", REPLICA: "replicate",
+               COMPILED: f"compiled ({COMPILE_BACKEND}, two shapes)", ALIASING: "output aliasing",
+               GENERATORS: "module generators"}
+# the module in train(), grad on, a backward after the call
+GRAD_MODES = (TRAIN, F64, AUTOCAST_TRAIN, HOOKS, HOOKS_FORWARD, DOUBLE, REPLICA, COMPILED)
+TRAIN_MODES = GRAD_MODES + (FUNC_GRAD,)  # the module in train()
 AMP_MODES = (AUTOCAST, AUTOCAST_TRAIN)  # the forward under torch.autocast
 _MSG = 500  # characters of an exception message compared
 
@@ -76,6 +113,26 @@ def _seed(seed: int) -> None:
         pass
 
 
+class NotApplicable(Exception):
+    """The call cannot be made in this way at all (no module to replicate, no batch
+    dimension): the original raises it, so the check is skipped with its message."""
+
+
+def module_generators(module) -> dict:
+    """``{qualified attribute name: torch.Generator}`` the module and its submodules hold as
+    attributes (their draws are what a user sees of them)."""
+    import torch
+
+    found: dict = {}
+    if module is None:
+        return found
+    for qual, m in module.named_modules():
+        for attr, value in vars(m).items():
+            if isinstance(value, torch.Generator):
+                found[f"{qual}.{attr}" if qual else attr] = value
+    return found
+
+
 def _state(module) -> tuple[dict, dict]:
     """Buffers (values) and parameters' gradients of ``module`` (None where there is none)."""
     if module is None:
@@ -88,7 +145,8 @@ def _state(module) -> tuple[dict, dict]:
 def run_call(fn: Any, module, args: tuple, kwargs: dict, mode: str, seed: int, loss=None) -> dict:
     """Call ``fn`` once in ``mode`` and return its record (plain containers of CPU tensors);
     ``loss`` is the target's own (``Target.loss``), else train mode backwards the sum of
-    the floating outputs."""
+    the floating outputs. In ``compiled`` mode ``fn`` is what runs (eager or compiled: the
+    caller decides)."""
     import contextlib
 
     import torch
@@ -97,7 +155,7 @@ def run_call(fn: Any, module, args: tuple, kwargs: dict, mode: str, seed: int, l
     flags = [(m, m.training) for m in module.modules()] if module is not None else []
     leaves: list = []
     if module is not None:
-        module.train(mode in GRAD_MODES)
+        module.train(mode in TRAIN_MODES)
     if mode in GRAD_MODES:
         if module is not None:
             module.zero_grad(set_to_none=True)
@@ -112,21 +170,31 @@ def run_call(fn: Any, module, args: tuple, kwargs: dict, mode: str, seed: int, l
         args, kwargs = map_tensors(args, leaf), map_tensors(kwargs, leaf)
     else:
         args, kwargs = map_tensors(args, lambda t: t.clone()), map_tensors(kwargs, lambda t: t.clone())
-    ctx = torch.enable_grad() if mode in GRAD_MODES else torch.no_grad()
+    ctx = torch.enable_grad() if mode in TRAIN_MODES else torch.no_grad()
     amp = contextlib.nullcontext()
     if mode in AMP_MODES:
         device = device_of(module, args, kwargs)
         rec["precision"] = str(autocast_dtype(device)).replace("torch.", "")
         amp = torch.autocast(device_type=device, dtype=autocast_dtype(device))
+    hooks = _CallLog(module, mode == HOOKS) if mode in (HOOKS, HOOKS_FORWARD) else contextlib.nullcontext()
     _seed(seed)
+    out = None
     try:
-        with ctx:
-            with amp:
-                out = fn(*args, **kwargs)
+        with ctx, hooks:
+            if mode == FUNC_GRAD:
+                out = _func_grad(fn, module, args, kwargs, loss)
+            elif mode == VMAP:
+                out = _vmap(fn, args, kwargs)
+            else:
+                call = _replica_call(fn, module) if mode == REPLICA else fn
+                with amp:
+                    out = call(*args, **kwargs)
             if mode in GRAD_MODES:  # after autocast, as mixed-precision training does
                 scalar = training_loss(out, loss)
                 rec["differentiable"] = scalar is not None
-                if scalar is not None:
+                if scalar is not None and mode == DOUBLE:
+                    rec["grads_first"], rec["second_order"] = _penalty_backward(scalar, leaves, module)
+                elif scalar is not None:
                     scalar.backward()
         rec["status"] = "ok"
         rec["out"] = to_plain(out)
@@ -136,8 +204,12 @@ def run_call(fn: Any, module, args: tuple, kwargs: dict, mode: str, seed: int, l
     finally:
         for m, was in flags:
             m.training = was
+    if mode in (HOOKS, HOOKS_FORWARD):
+        rec["calls"] = hooks.calls
     rec["inputs_after"] = to_plain((args, kwargs))
     rec["rng"] = torch.get_rng_state()
+    rec["aliases"] = aliases(out, (args, kwargs), module) if rec["status"] == "ok" else {}
+    rec["generators"] = {k: g.get_state() for k, g in module_generators(module).items()}
     buffers, grads = _state(module)
     rec["buffers"] = buffers
     if mode in GRAD_MODES:
@@ -148,6 +220,199 @@ def run_call(fn: Any, module, args: tuple, kwargs: dict, mode: str, seed: int, l
     return rec
 
 
+def _paths(obj: Any, path: str) -> list[tuple[str, Any]]:
+    """(path, tensor) for every tensor in ``obj`` (as ``to_plain`` walks it)."""
+    import dataclasses
+
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        return [(path, obj)]
+    if isinstance(obj, (list, tuple)):
+        return [p for i, v in enumerate(obj) for p in _paths(v, f"{path}[{i}]")]
+    if isinstance(obj, dict) or (hasattr(obj, "keys") and hasattr(obj, "__getitem__") and not isinstance(obj, type)):
+        try:
+            return [p for k in obj.keys() for p in _paths(obj[k], f"{path}.{k}")]
+        except Exception:
+            return []
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return [p for f in dataclasses.fields(obj) for p in _paths(getattr(obj, f.name), f"{path}.{f.name}")]
+    return []
+
+
+def aliases(out: Any, inputs: Any, module) -> dict[str, str]:
+    """For each output tensor that is a tensor of the caller's or of the module, or shares
+    storage with one (a view, ``x[:, 0]``, ``x.view(...)``): what it is (``is input[0][1]``,
+    ``views parameter fc.weight``). A caller that writes into the output, or into the input
+    afterwards, sees the other change: a rewrite must keep both ``is`` and the sharing."""
+    a, k = inputs
+    named = [(f"the caller's {p}", t) for p, t in _paths(a, "args") + _paths(k, "kwargs")]
+    if module is not None:
+        named += [(f"parameter {k}", t) for k, t in module.named_parameters()]
+        named += [(f"buffer {k}", t) for k, t in module.named_buffers()]
+    storages = {}
+    for name, t in named:
+        if t.numel() and _storage(t) is not None:
+            storages.setdefault(_storage(t), name)
+    found: dict[str, str] = {}
+    for path, o in _paths(out, "output"):
+        same = next((name for name, t in named if o is t), None)
+        if same:
+            found[path] = f"is {same}"
+        elif o.numel() and _storage(o) in storages:
+            found[path] = f"views {storages[_storage(o)]}"
+    return found
+
+
+def _storage(t) -> Optional[int]:
+    try:
+        return t.untyped_storage().data_ptr()
+    except (NotImplementedError, RuntimeError):  # a torch.func wrapper a module kept: no storage
+        return None
+
+
+class _CallLog:
+    """A forward pre-hook and (``backward``) a full backward hook on every submodule while
+    active: ``calls`` lists ("forward" | "backward", qualified name) in the order they fired
+    (a forward recomputed in backward fires its forward hooks then)."""
+
+    def __init__(self, module, backward: bool = True) -> None:
+        self.module = module
+        self.backward = backward
+        self.calls: list[tuple[str, str]] = []
+        self.handles: list = []
+
+    def __enter__(self) -> "_CallLog":
+        if self.module is None:
+            raise NotApplicable("the target has no module to hook")
+        for name, m in self.module.named_modules():
+            name = name or "(root)"
+            self.handles.append(m.register_forward_pre_hook(
+                lambda mod, inp, name=name: self.calls.append(("forward", name))))
+            if self.backward:
+                self.handles.append(m.register_full_backward_hook(
+                    lambda mod, gin, gout, name=name: self.calls.append(("backward", name))))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+
+
+def _penalty_backward(scalar, leaves: list, module) -> tuple[list, bool]:
+    """The gradient of ``scalar`` with ``create_graph=True`` (inputs, then parameters), then a
+    backward through the sum of its squares; returns the first-order gradients and whether
+    any depends on the inputs or parameters (a second derivative exists)."""
+    import torch
+
+    params = [p for p in module.parameters() if p.requires_grad] if module is not None else []
+    wrt = leaves + params
+    grads = torch.autograd.grad(scalar, wrt, create_graph=True, allow_unused=True) if wrt else ()
+    first = [None if g is None else g.detach().clone().cpu() for g in grads]
+    twice = [g for g in grads if g is not None and g.requires_grad]
+    if twice:
+        sum((g.float() ** 2).sum() for g in twice).backward()
+    return first, bool(twice)
+
+
+def _func_grad(fn, module, args: tuple, kwargs: dict, loss) -> dict:
+    """``torch.func.grad`` of the loss w.r.t. the parameters (through ``functional_call``
+    where the target is the module's forward) and the floating inputs."""
+    from torch.func import functional_call, grad
+
+    floats = tuple(t for t in tensors((args, kwargs)) if t.is_floating_point())
+    functional = module is not None and (fn is module or (getattr(fn, "__self__", None) is module
+                                                           and getattr(fn, "__name__", "") == "forward"))
+    params = ({k: p.detach() for k, p in module.named_parameters() if p.requires_grad} if functional else {})
+    if not params and not floats:
+        raise NotApplicable("no parameters and no floating-point input to take gradients of")
+
+    def scalar(ps, fl):
+        it = iter(fl)
+        a, k = map_tensors((args, kwargs), lambda t: next(it) if t.is_floating_point() else t)
+        out = functional_call(module, ps, tuple(a), dict(k), strict=False) if functional else fn(*a, **k)
+        value = training_loss(out, loss)
+        if value is None:
+            raise NotApplicable("no floating-point output requires grad")
+        return value
+
+    gp, gi = grad(scalar, argnums=(0, 1))(params, floats)
+    return {"parameters": dict(gp), "inputs": list(gi)}
+
+
+def resized(args: tuple, kwargs: dict) -> Optional[tuple[tuple, dict, int]]:
+    """The inputs with the batch one larger (every tensor whose first dimension is the
+    first tensor's gets its first row again at the end), and that batch; None when no
+    tensor has a dimension."""
+    import torch
+
+    sized = [t for t in tensors((args, kwargs)) if t.dim() >= 1]
+    if not sized:
+        return None
+    batch = sized[0].shape[0]
+
+    def grow(t):
+        return torch.cat([t, t[:1]]) if t.dim() >= 1 and t.shape[0] == batch and batch else t.clone()
+
+    return map_tensors(args, grow), map_tensors(kwargs, grow), batch + 1
+
+
+def _vmap(fn, args: tuple, kwargs: dict) -> Any:
+    """``fn`` under ``torch.func.vmap`` over the batch dimension: each sample a batch of one."""
+    from torch.func import vmap
+
+    sized = [t for t in tensors((args, kwargs)) if t.dim() >= 1]
+    if not sized:
+        raise NotApplicable("no input has a batch dimension")
+    batch = sized[0].shape[0]
+
+    def batched(t):
+        return t.dim() >= 1 and t.shape[0] == batch
+
+    per_sample = [t.unsqueeze(1) for t in tensors((args, kwargs)) if batched(t)]
+
+    def one(*samples):
+        it = iter(samples)
+        a, k = map_tensors((args, kwargs), lambda t: next(it) if batched(t) else t)
+        return fn(*a, **k)
+
+    return vmap(one)(*per_sample)
+
+
+def replicate(module):
+    """A replica of ``module`` as ``torch.nn.parallel.replicate`` makes one for its first
+    device (which it refuses to do on CPU): every submodule ``_replicate_for_data_parallel``,
+    each parameter a non-leaf copy (gradients flow back to the original's), buffers shared."""
+    memo = {m: m._replicate_for_data_parallel() for m in module.modules()}
+    copies: dict[int, Any] = {}
+    for m, r in memo.items():
+        for name, child in m._modules.items():
+            r._modules[name] = memo.get(child, child)
+        for name, p in m._parameters.items():
+            if p is None:
+                r._parameters[name] = None
+                continue
+            if id(p) not in copies:  # tied parameters stay tied
+                copies[id(p)] = p.clone() if p.requires_grad else p.detach()
+            setattr(r, name, copies[id(p)])  # not a Parameter: a plain attribute, as replicate does
+            if hasattr(r, "_former_parameters"):
+                r._former_parameters[name] = copies[id(p)]
+    return memo[module]
+
+
+def _replica_call(fn, module):
+    import types
+
+    if module is None:
+        raise NotApplicable("the target has no module to replicate")
+    if fn is module:
+        return replicate(module)
+    if getattr(fn, "__self__", None) is module:
+        return types.MethodType(fn.__func__, replicate(module))
+    raise NotApplicable("the target calls its module from a function: there is no replica to call")
+
+
 def train_unusable(rec: dict, module, has_leaves: bool) -> Optional[str]:
     """Why the original's first train-mode call cannot serve as a train check, or None."""
     if rec.get("status") == "raised":
@@ -156,6 +421,23 @@ def train_unusable(rec: dict, module, has_leaves: bool) -> Optional[str]:
         return "no parameters and no floating-point input to take gradients of"
     if not rec.get("differentiable"):
         return "no floating-point output requires grad"
+    return None
+
+
+def observer_unusable(rec: dict, mode: str, module, has_leaves: bool) -> Optional[str]:
+    """Why the original's call in one of the example-only ways of running it (``hooks``,
+    ``double_backward``, ``func_grad``, ``vmap``, ``replicate``, ``compiled``) cannot serve as
+    a check, or None."""
+    if rec.get("status") == "raised":
+        if rec["exc"].startswith(f"{NotApplicable.__name__}: "):
+            return rec["exc"].split(": ", 1)[1]
+        return f"the original raises under {CHECK_NAMES[mode]}: {rec['exc'][:200]}"
+    if mode in GRAD_MODES:
+        why = train_unusable(rec, module, has_leaves)
+        if why:
+            return why
+    if mode == DOUBLE and not rec.get("second_order"):
+        return "the original's gradient does not depend on its inputs or parameters (no second derivative)"
     return None
 
 
@@ -177,10 +459,38 @@ def compare_outcome(want: dict, got: dict, tolerance: Optional[dict], scaled: bo
                or compare(_at_precision(want), _at_precision(got), "output", tolerance, scaled=scaled))
         if why:
             return why
+    why = _compare_calls(want.get("calls"), got.get("calls"))
+    if why:
+        return why
+    if want.get("second_order") and not got.get("second_order"):
+        return "the gradient no longer depends on the inputs or parameters (no second derivative)"
     # under autocast the gradients went through its dtype as well: compared in it
-    return _compare_named(want, got, (("grads_in", "the gradient of input"),
+    return _compare_named(want, got, (("grads_first", "the first-order gradient"),
+                                      ("grads_in", "the gradient of input"),
                                       ("grads_param", "the gradient of parameter")), tolerance, scaled,
                           want.get("precision"))
+
+
+def _compare_calls(want: Optional[list], got: Optional[list]) -> Optional[str]:
+    """The forward hooks must fire in the same order; the backward ones as often per module
+    (their order is the autograd engine's scheduling, which any reordering of ops changes)."""
+    if want is None:
+        return None
+    from collections import Counter
+
+    got = got or []
+    for phase in ("forward", "backward"):
+        w = [n for p, n in want if p == phase]
+        g = [n for p, n in got if p == phase]
+        cw, cg = Counter(w), Counter(g)
+        for name in dict.fromkeys(w + g):
+            if cw[name] != cg[name]:
+                return (f"module hooks: {phase} of {name} ran {cg[name]} time{'s' * (cg[name] != 1)}, "
+                        f"originally {cw[name]}")
+        if phase == "forward" and w != g:
+            at = next(i for i, (x, y) in enumerate(zip(w, g)) if x != y)
+            return f"module hooks: forward call {at + 1} is {g[at]}, originally {w[at]} (modules run in another order)"
+    return None
 
 
 def _kind(t) -> str:
@@ -237,6 +547,23 @@ def compare_records(want: dict, got: dict, where: str, tolerance: Optional[dict]
         return f"{where}: {why}"
     if not torch.equal(want["rng"], got["rng"]):
         return f"{where}: the RNG state after the call differs (random numbers drawn differently)"
+    why = compare_aliases(want.get("aliases") or {}, got.get("aliases") or {})
+    if why:
+        return f"{where}: {why}"
+    for name, state in (want.get("generators") or {}).items():
+        other = (got.get("generators") or {}).get(name)
+        if other is None or not torch.equal(state, other):
+            return f"{where}: the state of the module's generator {name} after the call differs (drawn differently)"
+    return None
+
+
+def compare_aliases(want: dict, got: dict) -> Optional[str]:
+    """An output that was (or viewed) an input or a module tensor must still be (view) it;
+    one that was a fresh tensor must not now alias one (writes would reach the other)."""
+    for path in dict.fromkeys([*want, *got]):
+        if want.get(path) != got.get(path):
+            w, g = want.get(path) or "is a new tensor", got.get(path) or "is a new tensor"
+            return f"output aliasing: {path} {g}, originally {w}"
     return None
 
 

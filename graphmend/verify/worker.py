@@ -25,11 +25,21 @@ from typing import Any
 
 from graphmend.core.cache import reading
 from graphmend.core.jobs import worker_main
-from graphmend.verify.modes import AUTOCAST, AUTOCAST_TRAIN, BF16, CHECK_NAMES, EVAL, F64, TRAIN
+from graphmend.verify.modes import (ALIASING, AUTOCAST, AUTOCAST_TRAIN, BF16, CHECK_NAMES, COMPILE_BACKEND, COMPILED,
+                                   DOUBLE, EVAL, F64, FUNC_GRAD, GENERATORS, HOOKS, HOOKS_FORWARD, REPLICA, TRAIN,
+                                   VMAP)
 
 MIN_VARIANTS = 3  # example, negated, random: always, even when every arm is covered sooner
 PER_INPUT = (EVAL, TRAIN, AUTOCAST)
 EXAMPLE_ONLY = (AUTOCAST_TRAIN,)  # mixed-precision training: once, on the example
+# other ways a user runs the module, once each on the example (after the per-input modes,
+# before the in-place casts); the compiled run last of them, on two shapes; the double
+# backward with the float64 runs (a second derivative amplifies float32 rounding)
+OBSERVERS = (HOOKS, FUNC_GRAD, VMAP, REPLICA)
+# their float32 gradients differ in rounding where train+grad's do: the float64 run decides
+ROUNDING_MODES = (TRAIN, HOOKS, HOOKS_FORWARD, FUNC_GRAD, REPLICA, COMPILED)
+CHECK_ORDER = (EVAL, TRAIN, AUTOCAST, AUTOCAST_TRAIN, F64, BF16, HOOKS, HOOKS_FORWARD, DOUBLE, FUNC_GRAD, VMAP, REPLICA,
+               COMPILED)
 
 
 def handle(payload: dict[str, Any]) -> dict[str, Any]:
@@ -40,6 +50,7 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
     from graphmend.core.targets import TargetError, load_target
     from graphmend.verify.arms import ArmRecorder, instrument
     from graphmend.core.modes import module_of
+    from graphmend.verify.modes import module_generators
 
     spec, mode, seed = payload["spec"], payload["mode"], int(payload.get("seed", 0))
     patches: dict[str, str] = dict(payload.get("patches") or {})
@@ -71,8 +82,12 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
         plan, records, skipped = _run_original(loaded, module, keys, recorder, seed, payload.get("constants") or [])
         torch.save({"plan": plan, "records": records, "weights": initial, "skipped": skipped}, payload["state"])
         ran = sorted({m for m, _ in plan} - set(skipped))
+        # every call compares its outputs' aliasing; the generators where the module holds one
+        extra = [ALIASING] if records else []
+        if module is not None and module_generators(module):
+            extra.append(GENERATORS)
         result.update(ran=[name for name in dict.fromkeys(n for _, n in plan)], inputs=_inputs_names(plan),
-                      checks=[CHECK_NAMES[m] for m in (EVAL, TRAIN, AUTOCAST, AUTOCAST_TRAIN, F64, BF16) if m in ran],
+                      checks=[CHECK_NAMES[m] for m in CHECK_ORDER if m in ran] + [CHECK_NAMES[m] for m in extra],
                       skipped={CHECK_NAMES[m]: why for m, why in skipped.items()},
                       arms={k: sorted(v) for k, v in recorder.seen.items()},
                       unexercised=recorder.missing(keys, reached_only=True),
@@ -168,6 +183,7 @@ def _run_original(loaded, module, keys, recorder, seed: int, constants: list):
                     why = f"the original is not deterministic in this mode ({compare_outcome(rec, again, None)})"
             if why:
                 skipped[m] = why
+    _run_observers(loaded, module, seed, inputs["example"], plan, records, skipped)
     # the casts are in place: every input once more in train mode in float64, then in
     # bfloat16, last
     from graphmend.verify.inputs import convert, prepare_callable
@@ -186,6 +202,9 @@ def _run_original(loaded, module, keys, recorder, seed: int, constants: list):
             if why:
                 skipped[F64] = why.replace("in train mode", "in train mode in float64")
                 break
+        a, k = inputs["example"]
+        _observe(loaded, fn, module, convert(a, device, torch.float64), convert(k, device, torch.float64), DOUBLE,
+                 seed, plan, records, skipped)
     fn = prepare_callable(loaded.fn, device, torch.bfloat16)
     for name, (a, k) in inputs.items():
         rec = run_call(fn, module, convert(a, device, torch.bfloat16), convert(k, device, torch.bfloat16), BF16,
@@ -197,8 +216,85 @@ def _run_original(loaded, module, keys, recorder, seed: int, constants: list):
             break
     for rec, (_, name) in zip(records, plan):  # the patched side replays from these
         rec["input"] = name
-        rec["args"], rec["kwargs"] = inputs[name]
+        if "args" not in rec:  # (the resized example of the compiled run carries its own)
+            rec["args"], rec["kwargs"] = inputs[name]
     return plan, records, skipped
+
+
+def _run_observers(loaded, module, seed: int, example: tuple, plan: list, records: list, skipped: dict) -> None:
+    """The example once in each of ``OBSERVERS`` (and repeated: a way the original itself
+    differs in from run to run is skipped), then the compiled run on two shapes."""
+    from graphmend.verify.modes import compare_outcome, observer_unusable, resized, run_call
+
+    import torch
+
+    a, k = example
+    for m in OBSERVERS:
+        if TRAIN in skipped and m != VMAP:  # train-mode ways of running: train+grad's entry says why
+            continue
+        _observe(loaded, loaded.fn, module, a, k, m, seed, plan, records, skipped)
+        if m == HOOKS and skipped.get(HOOKS, "").startswith("the original raises"):
+            _observe(loaded, loaded.fn, module, a, k, HOOKS_FORWARD, seed, plan, records, skipped)
+    if TRAIN in skipped:
+        return
+    # the eager original is the reference; the original compiled the same way must agree
+    # with it (compiled dropout draws its own numbers, say), else the check cannot tell
+    grown = resized(a, k)
+    shapes = [("example", a, k)] + ([(f"example, batch {grown[2]}", grown[0], grown[1])] if grown else [])
+    compiled = _compiled(loaded.fn)
+    try:
+        for name, sa, sk in shapes:
+            before = _snapshot(module)
+            rec = dict(run_call(loaded.fn, module, sa, sk, COMPILED, seed + len(records), _loss(loaded)),
+                       args=sa, kwargs=sk)
+            plan.append((COMPILED, name))
+            records.append(rec)
+            if COMPILED in skipped:
+                continue
+            after = _snapshot(module)
+            _restore(module, before)
+            probe = run_call(compiled, module, sa, sk, COMPILED, rec["seed"], _loss(loaded))
+            _restore(module, after)  # the patched side runs this call once: state as after one
+            why = observer_unusable(rec, COMPILED, module, _has_float(sa, sk))
+            if why is None and probe["status"] == "raised":
+                why = f"the original raises under torch.compile(backend={COMPILE_BACKEND!r}): {probe['exc'][:200]}"
+            if why is None and compare_outcome(rec, probe, None) is not None:
+                why = (f"the original under torch.compile(backend={COMPILE_BACKEND!r}) differs from eager on input "
+                       f"{name} ({compare_outcome(rec, probe, None)})")
+            if why:
+                skipped[COMPILED] = why
+    finally:
+        torch._dynamo.reset()
+
+
+def _observe(loaded, fn, module, a, k, m: str, seed: int, plan: list, records: list, skipped: dict) -> None:
+    """The example once in mode ``m`` and, where the original can serve, once more from the
+    same state (a mode it differs in from run to run is skipped)."""
+    from graphmend.verify.modes import compare_outcome, observer_unusable, run_call
+
+    snap = _snapshot(module)
+    rec = run_call(fn, module, a, k, m, seed + len(records), _loss(loaded))
+    plan.append((m, "example"))
+    records.append(rec)
+    why = observer_unusable(rec, m, module, _has_float(a, k))
+    if why is None:
+        _restore(module, snap)
+        again = dict(run_call(fn, module, a, k, m, rec["seed"], _loss(loaded)), repeat=True)
+        plan.append((m, "example"))
+        records.append(again)
+        diff = compare_outcome(rec, again, None)
+        if diff is not None:
+            why = f"the original is not deterministic in this mode ({diff})"
+    if why:
+        skipped[m] = why
+
+
+def _compiled(fn):
+    """``fn`` under ``torch.compile`` (one object for both shapes: the second call recompiles)."""
+    import torch
+
+    torch._dynamo.reset()
+    return torch.compile(fn, backend=COMPILE_BACKEND)
 
 
 def _run_patched(loaded, module, state, seed: int, tolerance, result: dict, spec: dict, retrace: bool,
@@ -208,7 +304,8 @@ def _run_patched(loaded, module, state, seed: int, tolerance, result: dict, spec
 
     import torch
 
-    casts = {F64: torch.float64, BF16: torch.bfloat16}  # the modes run last, with the module cast in place
+    # the modes run last, with the module cast in place
+    casts = {F64: torch.float64, DOUBLE: torch.float64, BF16: torch.bfloat16}
     skipped = state.get("skipped") or {}
     mismatches: list[str] = []
     # train-mode differences small enough to be float32 rounding (input -> why), and the
@@ -217,6 +314,7 @@ def _run_patched(loaded, module, state, seed: int, tolerance, result: dict, spec
     failed: set[tuple[str, str]] = set()
     fn = loaded.fn
     snap = None
+    compiled = None  # the patched program under torch.compile, made at its first record
     for i, want in enumerate(state["records"]):
         m, name = want["mode"], want["input"]
         a, k = want["args"], want["kwargs"]
@@ -228,18 +326,26 @@ def _run_patched(loaded, module, state, seed: int, tolerance, result: dict, spec
             _restore(module, snap)  # as the original did: from where the first of these calls started
         else:
             snap = _snapshot(module)
-        got = run_call(fn, module, a, k, m, want["seed"], _loss(loaded))
+        # (a compiled run the original cannot serve runs eagerly: only its state change counts)
+        if m == COMPILED and m not in skipped and compiled is None:
+            compiled = _compiled(loaded.fn)
+        got = run_call(compiled if m == COMPILED and m not in skipped else fn, module, a, k, m, want["seed"],
+                       _loss(loaded))
         if m in skipped:
             continue
         where = f"{CHECK_NAMES[m]} on input {name}"
         why = compare_records(want, got, where, tolerance)
-        if why and m == TRAIN and F64 not in skipped and compare_records(want, got, where, tolerance, True) is None:
+        if why and m in ROUNDING_MODES and F64 not in skipped and compare_records(want, got, where, tolerance,
+                                                                                 True) is None:
             # within the rounding of the tensor's scale: the float64 run of this input decides
-            rounding.setdefault(name, why)
+            # (of the example for the compiled run's larger batch: the example and one row again)
+            rounding.setdefault("example" if m == COMPILED else name, why)
         elif why:
             failed.add((m, name))
             if why not in mismatches:
                 mismatches.append(why)
+    if compiled is not None:
+        torch._dynamo.reset()
     if retrace:
         result["capture"] = _retrace(spec, seed, run_mode)
     ran64 = {name for m, name in state["plan"] if m == F64}
@@ -313,18 +419,32 @@ def _retrace(spec: dict, seed: int, run_mode: str) -> dict:
     return to_dict(res)
 
 
+_GENERATORS = "\0generators"  # a snapshot's key for the module's generators' states
+
+
 def _snapshot(module):
-    return {k: v.detach().clone() for k, v in module.state_dict().items()} if module is not None else None
+    from graphmend.verify.modes import module_generators
+
+    if module is None:
+        return None
+    snap = {k: v.detach().clone() for k, v in module.state_dict().items()}
+    snap[_GENERATORS] = {k: g.get_state() for k, g in module_generators(module).items()}
+    return snap
 
 
 def _restore(module, snap) -> None:
     import torch
+
+    from graphmend.verify.modes import module_generators
 
     if module is not None and snap is not None:
         with torch.no_grad():
             for k, v in module.state_dict().items():  # in place: the module's own tensors keep their identity
                 if k in snap:
                     v.copy_(snap[k])
+        for k, g in module_generators(module).items():
+            if k in snap.get(_GENERATORS, {}):
+                g.set_state(snap[_GENERATORS][k])
 
 
 def _startup() -> None:
