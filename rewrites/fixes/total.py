@@ -67,16 +67,16 @@ _ANY_NAMES = """
 abs absolute add sub subtract mul multiply neg negative sigmoid tanh relu relu6 leaky_relu elu selu celu gelu
 silu mish softplus softsign hardtanh hardsigmoid hardswish logsigmoid log_sigmoid
 sum nansum maximum minimum fmax fmin clamp clamp_min clamp_max
-clip matmul bmm mm mv dot baddbmm addmm addcmul einsum linear bilinear transpose permute reshape
+clip matmul bmm mm mv dot baddbmm addmm addcmul einsum linear  transpose permute reshape
 expand expand_as contiguous flatten unflatten unsqueeze squeeze to float half bfloat16 double int long bool
 short byte char type type_as masked_fill where any all isnan isinf isfinite isneginf isposinf isclose
 round floor ceil trunc frac sign sgn signbit cumsum cummax cummin prod cumprod norm t chunk
-split narrow select repeat tile movedim moveaxis swapaxes swapdims new_zeros new_ones new_full new_tensor
+split   repeat tile movedim moveaxis swapaxes swapdims new_zeros new_ones new_full new_tensor
 zeros_like ones_like full_like zeros ones full arange linspace eye tensor as_tensor cat concat concatenate
 stack hstack vstack eq ne lt le gt ge greater less equal not_equal logical_and logical_or logical_not
 logical_xor bitwise_and bitwise_or bitwise_not bitwise_xor detach clone lerp triu tril diagonal diag
 diag_embed sin cos atan arctan erf erfc square nan_to_num layer_norm group_norm rms_norm normalize
-pad interpolate glu size dim numel finfo iinfo is_floating_point is_complex flip roll
+pad  glu size dim numel finfo iinfo is_floating_point is_complex flip roll
 broadcast_to cross outer kron trace tensordot unbind
 """.split()
 
@@ -98,6 +98,9 @@ OPS: dict[str, Totality] = {name: ANY for name in _ANY_NAMES} | {
     "amin": Totality(empty=True), "argmax": Totality(empty=True), "argmin": Totality(empty=True),
     "mean": Totality(empty=True), "var": Totality(empty=True, one=True),
     "view": Totality(layout=True), "view_as": Totality(layout=True),
+    # an index past an empty dim (``x[:, 0]`` of an empty sequence), a resize of nothing
+    "select": Totality(empty=True), "narrow": Totality(empty=True), "interpolate": Totality(empty=True),
+    "bilinear": Totality(empty=True),
 }
 TOTAL = frozenset(OPS)
 # full reductions that raise on an empty operand (no dim given): refused at plan time
