@@ -33,7 +33,11 @@ What it rewrites (when the condition is a tensor expression):
 
 Temporaries an arm binds and nothing reads afterwards are inlined into the values.
 
-Refused (with the reason): an arm with side effects (print, logging, I/O, ``x.add_``,
+Refused (with the reason): an arm that is the caller's tensor (a parameter not bound again,
+or a view of it: ``x``, ``x[:, 0]``, ``x.view(...)``) when the result is returned, written in
+place or stored on an attribute afterwards: eager code keeps that very tensor, and
+``torch.where`` (``torch.cond`` too) always returns a new one, so the caller's in-place step no
+longer reaches it; an arm with side effects (print, logging, I/O, ``x.add_``,
 ``x[...] =``, ``obj.attr =``, ``+=``), an arm that raises or holds a nested block (gm1_hoist.py
 takes the arms that are a lazy cache and a device move around one ``register_buffer``), a name
 bound on one path only and read later, an arm that is a Python constant (``torch.where``

@@ -31,8 +31,21 @@ trace time, and a nonzero number divides as written, in ``x``'s own dtype, where
 ``torch.where`` would have made it a float32 tensor (a float64 ``x`` then divides by
 1.2999999523 for 1.3).
 
+* 0 as well: the operand of ``softmax log_softmax logsumexp softmin``: a row all -inf (an
+  attention row with every key masked, an empty sequence of a padded batch) is NaN there,
+  and so is its derivative
+
+Shapes and layouts (``OPS``: a ``Totality`` record per operation, tested op by op):
+``view`` / ``view_as`` raise on strides they cannot follow (``channels_last``, a transposed
+view) and are written ``reshape`` / ``reshape_as``; an unbiased ``var`` of one sample is NaN
+whatever the operand (a batch of one) and is refused unless ``correction=0`` is spelled; a
+full ``max min amax amin argmax argmin`` raises on an empty operand and is refused. Over a
+dim, or NaN rather than raising (``mean``, ``logsumexp``, ``x[:, 0]``, ``select``,
+``reshape(b, -1)`` of an empty batch), mend cannot tell from the source whether the operand
+can be empty: verification's edge inputs (graphmend/verify/inputs.py ``SHAPES``) show it.
+
 A Python-number divisor (``x / 2``, ``x / math.sqrt(d)``), slices and literal subscripts
-(``x[:, 0]``: a shape property, the same on both paths) are total. An operation not known
+(``x[:, 0]``: a shape property, the same on both paths, except on an empty dim) are total. An operation not known
 either way raises ``Partial`` naming it: the caller refuses the rewrite. ``std`` (its derivative at zero spread is not
 finite and no operand value makes it so) is refused, too.
 """
