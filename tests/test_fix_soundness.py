@@ -76,15 +76,15 @@ def _grads(fn, *args):
 NON_TOTAL = [  # (source, inputs): each input set takes the branch whose other arm is not total
     ("import torch\ndef f(h):\n    if (h > 0).all():\n        y = torch.sqrt(h)\n    else:\n        y = h * 0.5\n    return y\n",
      [(torch.tensor([0.0, -1.0, 4.0]),), (torch.tensor([1.0, 4.0]),)]),
-    ("import torch\ndef f(s, m):\n    if (m > 0).any():\n        y = s / (m > 0).sum()\n    else:\n        y = s\n    return y\n",
+    ("import torch\ndef f(s, m):\n    if (m > 0).any():\n        y = s / (m > 0).sum()\n    else:\n        y = s\n    return y * 2\n",
      [(torch.randn(3), torch.zeros(3)), (torch.randn(3), torch.ones(3))]),
-    ("import torch\ndef f(p):\n    if (p < 1).all():\n        y = p.log() - torch.log1p(-p)\n    else:\n        y = p\n    return y\n",
+    ("import torch\ndef f(p):\n    if (p < 1).all():\n        y = p.log() - torch.log1p(-p)\n    else:\n        y = p\n    return y * 2\n",
      [(torch.tensor([0.0, 1.0]),), (torch.tensor([0.2, 0.7]),)]),
-    ("import torch\ndef f(x):\n    peak = x.abs().max()\n    if peak > 30.0:\n        x = x * (30.0 / peak)\n    return x\n",
+    ("import torch\ndef f(x):\n    peak = x.abs().max()\n    if peak > 30.0:\n        x = x * (30.0 / peak)\n    return x * 2\n",
      [(torch.zeros(3),), (torch.full((3,), 40.0),)]),
-    ("import torch\ndef f(h):\n    if (h.abs() < 1).all():\n        y = torch.acos(h)\n    else:\n        y = h\n    return y\n",
+    ("import torch\ndef f(h):\n    if (h.abs() < 1).all():\n        y = torch.acos(h)\n    else:\n        y = h\n    return y * 2\n",
      [(torch.tensor([1.0, 0.5]),), (torch.tensor([0.1, -0.5]),)]),
-    ("import torch\ndef f(h):\n    if h.max() > 80:\n        return h\n    return h.exp()\n",
+    ("import torch\ndef f(h):\n    if h.max() > 80:\n        return h * 0.5\n    return h.exp()\n",
      [(torch.tensor([100.0, 1.0]),), (torch.tensor([1.0, 2.0]),)]),
 ]
 
@@ -122,7 +122,7 @@ def test_module_attribute_is_a_module_call_not_a_tensor_method():
     nn = torch.nn
     src = ("import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
            "        self.norm = nn.LayerNorm(4)\n\n    def forward(self, h):\n        if h.sum() > 0:\n"
-           "            h = self.norm(h)\n        return h\n")
+           "            h = self.norm(h)\n        return h * 2\n")
     r = fix_source(src)
     assert "torch.cond" in r.new_source and "torch.where" not in r.new_source
     bn = src.replace("nn.LayerNorm(4)", "nn.BatchNorm1d(4)")
@@ -158,12 +158,12 @@ def test_item_removal_keeps_the_detach():
 
 
 def test_float_threshold_in_bfloat16_compares_like_python():
-    src = "import torch\ndef f(h):\n    if h.max().item() > 0.3:\n        h = h * 2\n    return h\n"
+    src = "import torch\ndef f(h):\n    if h.max().item() > 0.3:\n        h = h * 2\n    return h * 2\n"
     r = fix_source(src)
     assert "h.max().double() > 0.3" in r.new_source
     before, after = _load(src), _load(r.new_source)
     h = torch.tensor([0.3, 0.1], dtype=torch.bfloat16)  # 0.30078125 > 0.3 in Python
-    assert torch.equal(after(h), before(h)) and torch.equal(before(h), h * 2)
+    assert torch.equal(after(h), before(h)) and torch.equal(before(h), h * 4)
     assert _no_break(after, h).dtype == torch.bfloat16
 
 

@@ -17,6 +17,16 @@ VARIANTS: list[str] = ["example", "negated", "random", "scaled_x10", "scaled_x0.
                         "scaled_x1000", "ints_halved", "ints_doubled", "bools_true", "bools_false"]
 
 
+# the shapes and layouts where an operation of a torch.where arm stops being total
+# (rewrites/fixes/total.py): an empty batch (``x.max()`` raises), a batch of one (unbiased
+# ``var`` is NaN), an empty sequence, every position of a sequence kept, a row of a mask all
+# masked (``softmax`` of a row all -inf is NaN), ``channels_last`` 4-D maps and strided views
+# (``view`` raises); the same values otherwise. Run on every target whose patch rewrote a
+# condition, each one that changes the example.
+SHAPES: list[str] = ["empty_batch", "batch_of_one", "empty_sequence", "full_sequence", "masked_row",
+                     "channels_last", "strided"]
+
+
 def map_tensors(obj: Any, fn: Callable) -> Any:
     """``obj`` with ``fn`` applied to every tensor in it (tuples, namedtuples, lists, dicts)."""
     import torch
@@ -89,6 +99,50 @@ def filled(value: float, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         return t.clone()
 
     return map_tensors(args, f), map_tensors(kwargs, f)
+
+
+def shaped(name: str, args: tuple, kwargs: dict) -> Optional[tuple[tuple, dict]]:
+    """The example reshaped as ``name`` of ``SHAPES`` says, or None where that changes nothing.
+    The batch is dim 0 of the first tensor with a dim, the sequence dim 1 of the first with
+    two: every tensor of that size there is cut with it, so inputs stay consistent."""
+    import torch
+
+    found = tensors((args, kwargs))
+    first = next((t for t in found if t.dim() >= 1), None)
+    second = next((t for t in found if t.dim() >= 2), None)
+    batch = first.shape[0] if first is not None else None
+    seq = second.shape[1] if second is not None else None
+    changed = False
+
+    def f(t):
+        nonlocal changed
+        out = t.clone()
+        if name == "empty_batch" and t.dim() >= 1 and t.shape[0] == batch and batch > 0:
+            out = t[:0].clone()
+        elif name == "batch_of_one" and t.dim() >= 1 and t.shape[0] == batch and batch > 1:
+            out = t[:1].clone()
+        elif name == "empty_sequence" and t.dim() >= 2 and t.shape[1] == seq and seq > 0:
+            out = t[:, :0].clone()
+        elif name == "full_sequence" and t.dtype == torch.bool and t.numel() and not bool(t.all()):
+            out = torch.ones_like(t)
+        elif name == "masked_row" and t.dim() >= 2 and t.numel():
+            if t.dtype == torch.bool:
+                out[0] = False
+            elif t.is_floating_point() and bool((t == float("-inf")).any() | (t == torch.finfo(t.dtype).min).any()):
+                # an additive mask (0 where kept): its first row masks everything
+                out[0] = t.min()
+        elif name == "channels_last" and t.dim() == 4 and t.numel():
+            out = t.contiguous(memory_format=torch.channels_last)
+        elif name == "strided" and t.dim() >= 2 and t.shape[-1] > 1 and t.shape[-2] > 1:
+            out = t.transpose(-1, -2).contiguous().transpose(-1, -2)  # same values, transposed strides
+        elif name == "strided" and t.dim() == 1 and t.shape[0] > 1:
+            out = torch.stack([t, t], -1)[:, 0]  # every other element of a buffer
+        if out.shape != t.shape or out.stride() != t.stride() or not torch.equal(out, t):
+            changed = True
+        return out
+
+    a, k = map_tensors(args, f), map_tensors(kwargs, f)
+    return (a, k) if changed else None
 
 
 # -- moving and casting --------------------------------------------------------------

@@ -112,15 +112,20 @@ def _inputs_names(plan) -> list[str]:
     return list(dict.fromkeys(n for _, n in plan))
 
 
-def _candidates(loaded, seed: int, constants: list):
-    """(name, args, kwargs, required): the example, the target's own inputs (always run),
-    then perturbed variants (run while a rewritten condition has not gone both ways)."""
-    from graphmend.verify.inputs import VARIANTS, filled, variant
+def _candidates(loaded, seed: int, constants: list, shapes: bool = False):
+    """(name, args, kwargs, required): the example, the target's own inputs, with ``shapes``
+    (a condition was rewritten: both arms now run) the example's edge shapes and layouts
+    (always run), then perturbed variants (run while a rewritten condition has not gone both ways)."""
+    from graphmend.verify.inputs import SHAPES, VARIANTS, filled, shaped, variant
 
     target = loaded.target
     yield ("example", *variant("example", loaded.args, loaded.kwargs, seed), True)
     for i, (a, k) in enumerate(list(getattr(target, "inputs", None) or [])):
         yield (f"input_{i}", tuple(a), dict(k), True)
+    for name in SHAPES if shapes else ():
+        edge = shaped(name, loaded.args, loaded.kwargs)
+        if edge is not None:
+            yield (name, *edge, True)
     for name in VARIANTS[1:]:
         yield (name, *variant(name, loaded.args, loaded.kwargs, seed), False)
     for i, (a, k) in enumerate(list(getattr(target, "perturb", None) or [])):
@@ -137,7 +142,7 @@ def _run_original(loaded, module, keys, recorder, seed: int, constants: list):
     inputs: dict[str, tuple] = {}
     skipped: dict[str, str] = {}
     optional = 0
-    for name, a, k, required in _candidates(loaded, seed, constants):
+    for name, a, k, required in _candidates(loaded, seed, constants, shapes=bool(keys)):
         if not required:
             # enough inputs once every condition went both ways (or there is none to watch)
             if optional >= MIN_VARIANTS - 1 and not (keys and recorder.missing(keys, reached_only=True)):

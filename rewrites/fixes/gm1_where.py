@@ -33,7 +33,11 @@ What it rewrites (when the condition is a tensor expression):
 
 Temporaries an arm binds and nothing reads afterwards are inlined into the values.
 
-Refused (with the reason): an arm with side effects (print, logging, I/O, ``x.add_``,
+Refused (with the reason): an arm that is the caller's tensor (a parameter not bound again,
+or a view of it: ``x``, ``x[:, 0]``, ``x.view(...)``) when the result is returned, written in
+place or stored on an attribute afterwards: eager code keeps that very tensor, and
+``torch.where`` (``torch.cond`` too) always returns a new one, so the caller's in-place step no
+longer reaches it; an arm with side effects (print, logging, I/O, ``x.add_``,
 ``x[...] =``, ``obj.attr =``, ``+=``), an arm that raises or holds a nested block (gm1_hoist.py
 takes the arms that are a lazy cache and a device move around one ``register_buffer``), a name
 bound on one path only and read later, an arm that is a Python constant (``torch.where``
@@ -494,6 +498,8 @@ def decide_if(node: cst.If, an: Analysis, facts: FunctionFacts, tnames: frozense
         if not use_cond:
             for a in [*arms, final_arm]:
                 _total(a.ret, tnames, pure)
+        for a in [*arms, final_arm]:
+            _refuse_alias(a.ret, facts, start, "is returned")
         return IfDecision([], set(), True, use_cond, absorb, pure, _numbers(an, node, facts))
     all_arms = [*arms, *([final_arm] if final_arm else [])]
     names: list[str] = []
@@ -533,7 +539,94 @@ def decide_if(node: cst.If, an: Analysis, facts: FunctionFacts, tnames: frozense
             for n in keep:
                 if n in a.env:
                     _total(a.env[n], tnames, pure)
+    for n in keep:
+        why = _escapes(n, an, facts, end)
+        if why:
+            for v in [a.env.get(n, _ref(n)) for a in all_arms] + ([_ref(n)] if n in fallback else []):
+                _refuse_alias(v, facts, start, why)
     return IfDecision(keep, fallback, False, use_cond, None, pure, _numbers(an, node, facts))
+
+
+# methods and attributes whose result may share the receiver's storage (a view of it)
+_VIEWS = frozenset("""view view_as reshape reshape_as transpose permute t squeeze unsqueeze expand expand_as narrow
+select detach flatten unflatten movedim moveaxis swapaxes swapdims diagonal as_strided T mT H mH data
+to type type_as contiguous float double half bfloat16 int long bool""".split())  # the last: itself when nothing changes
+
+
+def _aliased_param(value: cst.BaseExpression, facts: FunctionFacts, line: int) -> Optional[str]:
+    """The parameter ``value`` is, or a view of (``x``, ``x.view(...)``, ``x[:, 0]``, ``x.T``),
+    while it still holds the caller's tensor at ``line``; else None."""
+    e = strip_parens(value)
+    while not isinstance(e, cst.Name):
+        if isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in _VIEWS:
+            e = e.func.value
+        elif isinstance(e, cst.Attribute) and e.attr.value in _VIEWS:
+            e = e.value
+        elif isinstance(e, cst.Subscript) and all(
+                isinstance(el.slice, cst.Slice) or is_number_literal(el.slice.value)
+                or isinstance(el.slice.value, (cst.Ellipsis, cst.Name)) and code(el.slice.value) in ("None", "...")
+                for el in e.slice):
+            e = e.value  # basic indexing: a view
+        else:
+            return None
+        e = strip_parens(e)
+    n = e.value
+    rebound = any(b == n and l < line for b, l, _ in facts.bindings)
+    return n if n in facts.params and not rebound else None
+
+
+def _refuse_alias(value: cst.BaseExpression, facts: FunctionFacts, line: int, how: str) -> None:
+    """Refuse an arm that hands back the caller's own tensor: torch.where always allocates."""
+    p = _aliased_param(value, facts, line)
+    if p is not None:
+        what = "it" if code(strip_parens(value)) == p else "a view of it"
+        raise Refuse(f"an arm aliases the caller's tensor `{p}` ({what}, unchanged) and the result {how}: eager code "
+                     "keeps that very tensor, so an in-place step on the result reaches the caller's; torch.where "
+                     "always returns a new tensor")
+
+
+def _escapes(name: str, an: Analysis, facts: FunctionFacts, end: int) -> Optional[str]:
+    """How ``name``, bound by the statement ending at ``end``, leaves the function with its
+    identity observable before it is bound again: returned bare, written in place, stored on
+    an attribute. None when it does not."""
+    if facts.fn is None:
+        return None
+    found: list[tuple[int, str]] = []
+
+    def named(e) -> bool:
+        e = strip_parens(e) if e is not None else None
+        return isinstance(e, cst.Name) and e.value == name
+
+    class V(cst.CSTVisitor):
+        def visit_Return(self, n: cst.Return) -> None:
+            v = strip_parens(n.value) if n.value is not None else None
+            if named(v) or isinstance(v, (cst.Tuple, cst.List)) and any(named(el.value) for el in v.elements):
+                found.append((an.span(n)[0], "is returned"))
+
+        def visit_Call(self, n: cst.Call) -> None:
+            f = n.func
+            if isinstance(f, cst.Attribute) and named(f.value) and f.attr.value.endswith("_") \
+                    and not f.attr.value.startswith("_"):
+                found.append((an.span(n)[0], f"is written in place (`{code(f)}`)"))
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            if named(n.target):
+                found.append((an.span(n)[0], f"is written in place (`{code(n.target)} {code(n.operator).strip()}`)"))
+
+        def visit_Assign(self, n: cst.Assign) -> None:
+            if any(isinstance(t.target, cst.Subscript) and named(t.target.value) for t in n.targets):
+                found.append((an.span(n)[0], "is written in place (an item assignment)"))
+            elif named(n.value) and any(isinstance(t.target, cst.Attribute) for t in n.targets):
+                found.append((an.span(n)[0], "is stored on an attribute"))
+
+    facts.fn.visit(V())
+    for line, how in sorted(found):
+        if line <= end:
+            continue
+        if any(b == name and end < l < line for b, l, _ in facts.bindings):
+            return None  # bound again first: a new tensor either way
+        return how
+    return None
 
 
 def _numbers(an: Analysis, node: cst.CSTNode, facts: FunctionFacts) -> frozenset[str]:
@@ -1042,6 +1135,13 @@ def plan(an: Analysis, ctx: Context) -> Plan:
                 if _is_constant(v):
                     raise Refuse(f"an arm is the Python constant `{code(v)}`; torch.where would make it a tensor")
                 arms.append(arm)
+            holder = an.parent(node)
+            how = "is returned" if isinstance(holder, cst.Return) else None
+            if isinstance(holder, cst.Assign) and len(holder.targets) == 1 and isinstance(holder.targets[0].target, cst.Name):
+                how = _escapes(holder.targets[0].target.value, an, facts, end)
+            if how:
+                for v in (node.body, node.orelse):
+                    _refuse_alias(v, facts, start, how)
             pure = arm_calls(an, node, arms, tnames)
             use_cond = any(a.outside_calls for a in arms)
             if not use_cond:
@@ -1074,8 +1174,8 @@ CASES = [
         "z = torch.where(x.mean() > 0.5, x * 3, x)\n    return y + z\n",
     ),
     Case(  # both paths slice alike: one shape
-        "import torch\ndef f(x, n):\n    if x.sum() > 0:\n        y = x[:, :n] * 2\n    else:\n        y = x[:, :n]\n    return y\n",
-        "import torch\ndef f(x, n):\n    y = torch.where(x.sum() > 0, x[:, :n] * 2, x[:, :n])\n    return y\n",
+        "import torch\ndef f(x, n):\n    if x.sum() > 0:\n        y = x[:, :n] * 2\n    else:\n        y = x[:, :n]\n    return y * 2\n",
+        "import torch\ndef f(x, n):\n    y = torch.where(x.sum() > 0, x[:, :n] * 2, x[:, :n])\n    return y * 2\n",
     ),
     Case(
         "import torch\ndef f(x):\n    x = x + 1\n    if x.max() > 3:\n        x = x / 2\n    return x\n",
@@ -1083,8 +1183,8 @@ CASES = [
     ),
     Case(
         "import torch\ndef f(x):\n    if (x > 1).any():\n        y = x * 2\n    elif (x < -1).all():\n        y = -x\n"
-        "    else:\n        y = x\n    return y\n",
-        "import torch\ndef f(x):\n    y = torch.where((x > 1).any(), x * 2, torch.where((x < -1).all(), -x, x))\n    return y\n",
+        "    else:\n        y = x\n    return y * 2\n",
+        "import torch\ndef f(x):\n    y = torch.where((x > 1).any(), x * 2, torch.where((x < -1).all(), -x, x))\n    return y * 2\n",
     ),
     Case(
         "import torch\ndef f(x):\n    return x * 2 if x.sum() > 0 else x - 1\n",
@@ -1097,25 +1197,25 @@ CASES = [
         "        x * 2,\n        x + 1,\n    )\n",
     ),
     Case(
-        "import torch\ndef f(self, x):\n    if x.sum() > 0:\n        return self.proj(x)\n    else:\n        return x\n",
-        "import torch\ndef f(self, x):\n    return torch.cond(x.sum() > 0, lambda: self.proj(x), lambda: x.clone())\n",
+        "import torch\ndef f(self, x):\n    h = x * 2\n    if h.sum() > 0:\n        return self.proj(h)\n    else:\n        return h\n",
+        "import torch\ndef f(self, x):\n    h = x * 2\n    return torch.cond(h.sum() > 0, lambda: self.proj(h), lambda: h.clone())\n",
     ),
     Case(
         "import torch\ndef f(h):\n    if torch.isinf(h).any() or torch.isnan(h).any():\n        c = torch.finfo(h.dtype).max - 10\n"
-        "        h = torch.clamp(h, min=-c, max=c)\n    return h\n",
+        "        h = torch.clamp(h, min=-c, max=c)\n    return h * 2\n",
         "import torch\ndef f(h):\n    h = torch.where(\n"
         "        torch.logical_or(torch.isinf(h).any(), torch.isnan(h).any()),\n"
         "        torch.clamp(\n            h,\n"
         "            min=-(torch.finfo(h.dtype).max - 10),\n"
         "            max=(torch.finfo(h.dtype).max - 10),\n        ),\n        h,\n    )\n"
-        "    return h\n",
+        "    return h * 2\n",
     ),
 ]
 
 CASES += [
     Case(  # ``and`` mixing a Python value and a tensor: the Python part stays an ``if``
-        "import torch\ndef f(x):\n    flag = x.dim() == 2\n    if flag and x.sum() > 0:\n        x = x * 2\n    return x\n",
-        "import torch\ndef f(x):\n    flag = x.dim() == 2\n    if flag:\n        x = torch.where(x.sum() > 0, x * 2, x)\n    return x\n",
+        "import torch\ndef f(x):\n    flag = x.dim() == 2\n    if flag and x.sum() > 0:\n        x = x * 2\n    return x * 2\n",
+        "import torch\ndef f(x):\n    flag = x.dim() == 2\n    if flag:\n        x = torch.where(x.sum() > 0, x * 2, x)\n    return x * 2\n",
     ),
     Case(  # early return; the rest of the block (pure assignments, then return) is the other arm
         "import torch\ndef f(x):\n    y = x * 2\n    if y.sum() > 0:\n        return y\n    z = y - 1\n    return z * 3\n",
@@ -1164,29 +1264,29 @@ CASES += [
         # (the division by its value still gets a safe divisor where the arm is not selected)
         "import torch\nclass R:\n    def _base(self, n):\n        r = n * 2.0 - 1\n        return r.abs() + 0.5\n\n"
         "    def f(self, n: torch.Tensor, inv: torch.Tensor):\n        if n.max() > 0:\n"
-        "            inv = 1.0 / self._base(n)\n        return inv\n",
+        "            inv = 1.0 / self._base(n)\n        return inv * 2\n",
         "import torch\nclass R:\n    def _base(self, n):\n        r = n * 2.0 - 1\n        return r.abs() + 0.5\n\n"
         "    def f(self, n: torch.Tensor, inv: torch.Tensor):\n"
         "        inv = torch.where(\n            n.max() > 0,\n"
         "            1.0 / torch.where(n.max() > 0, self._base(n), 1),\n            inv,\n        )\n"
-        "        return inv\n",
+        "        return inv * 2\n",
     ),
     Case(  # a pure method that is not total (``** 0.5``: infinite derivative at 0) cannot be fed a
        # safe value from outside: torch.cond runs it only where eager code did
         "import torch\nclass R:\n    def _base(self, n):\n        r = n * 2.0 - 1\n        return r.abs() ** 0.5\n\n"
         "    def f(self, n: torch.Tensor, inv: torch.Tensor):\n        if n.max() > 0:\n"
-        "            inv = 1.0 / self._base(n)\n        return inv\n",
+        "            inv = 1.0 / self._base(n)\n        return inv * 2\n",
         "import torch\nclass R:\n    def _base(self, n):\n        r = n * 2.0 - 1\n        return r.abs() ** 0.5\n\n"
         "    def f(self, n: torch.Tensor, inv: torch.Tensor):\n"
-        "        inv = torch.cond(n.max() > 0, lambda: 1.0 / self._base(n), lambda: inv.clone())\n        return inv\n",
+        "        inv = torch.cond(n.max() > 0, lambda: 1.0 / self._base(n), lambda: inv.clone())\n        return inv * 2\n",
     ),
     Case(  # one that calls code the rewrite cannot see is not: torch.cond runs only the taken arm
         "import torch\ndef scale(n):\n    return n * 2.0\nclass R:\n    def _base(self, n):\n        return scale(n)\n\n"
         "    def f(self, n: torch.Tensor, inv: torch.Tensor):\n        if n.max() > 0:\n"
-        "            inv = 1.0 / self._base(n)\n        return inv\n",
+        "            inv = 1.0 / self._base(n)\n        return inv * 2\n",
         "import torch\ndef scale(n):\n    return n * 2.0\nclass R:\n    def _base(self, n):\n        return scale(n)\n\n"
         "    def f(self, n: torch.Tensor, inv: torch.Tensor):\n"
-        "        inv = torch.cond(n.max() > 0, lambda: 1.0 / self._base(n), lambda: inv.clone())\n        return inv\n",
+        "        inv = torch.cond(n.max() > 0, lambda: 1.0 / self._base(n), lambda: inv.clone())\n        return inv * 2\n",
     ),
 ]
 
@@ -1200,55 +1300,55 @@ CASES += [
         "    return y\n",
     ),
     Case(  # masked mean: the divisor of an empty mask is 0 on the path eager code skips
-        "import torch\ndef f(s, m):\n    if (m > 0).any():\n        y = s / (m > 0).sum()\n    else:\n        y = s\n    return y\n",
+        "import torch\ndef f(s, m):\n    if (m > 0).any():\n        y = s / (m > 0).sum()\n    else:\n        y = s\n    return y * 2\n",
         "import torch\ndef f(s, m):\n    y = torch.where((m > 0).any(), s / torch.where((m > 0).any(), (m > 0).sum(), 1), s)\n"
-        "    return y\n",
+        "    return y * 2\n",
     ),
     Case(  # a divisor holding a Python number (a float of __init__, a number parameter) is fed 1 only when
         # it is zero: a nonzero number divides as written, in the tensor's dtype (not as a float32 tensor)
         "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n    def __init__(self, t: float = 1.3):\n"
         "        super().__init__()\n        self.t = t\n\n    def forward(self, x, k: int):\n"
-        "        if x.max() > 0:\n            x = x / self.t + x / k\n        return x\n",
+        "        if x.max() > 0:\n            x = x / self.t + x / k\n        return x * 2\n",
         "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n    def __init__(self, t: float = 1.3):\n"
         "        super().__init__()\n        self.t = t\n\n    def forward(self, x, k: int):\n"
         "        x = torch.where(\n            x.max() > 0,\n"
         "            (\n                x / (self.t or torch.where(x.max() > 0, self.t, 1))\n"
         "                + x / (k or torch.where(x.max() > 0, k, 1))\n            ),\n            x,\n        )\n"
-        "        return x\n",
+        "        return x * 2\n",
     ),
     Case(  # re-bound outside __init__: what it holds is not known, the divisor is fed as a tensor
         "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n    def __init__(self, t: float = 1.3):\n"
         "        super().__init__()\n        self.t = t\n\n    def set(self, t):\n        self.t = t\n\n"
-        "    def forward(self, x):\n        if x.max() > 0:\n            x = x / self.t\n        return x\n",
+        "    def forward(self, x):\n        if x.max() > 0:\n            x = x / self.t\n        return x * 2\n",
         "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n    def __init__(self, t: float = 1.3):\n"
         "        super().__init__()\n        self.t = t\n\n    def set(self, t):\n        self.t = t\n\n"
         "    def forward(self, x):\n        x = torch.where(x.max() > 0, x / torch.where(x.max() > 0, self.t, 1), x)\n"
-        "        return x\n",
+        "        return x * 2\n",
     ),
     Case(  # the else arm is fed under logical_not(c); exp overflows, so it is guarded too
-        "import torch\ndef f(h):\n    if h.max() > 80:\n        return h\n    return h.exp()\n",
-        "import torch\ndef f(h):\n    return torch.where(\n        h.max() > 80,\n        h,\n"
+        "import torch\ndef f(h):\n    if h.max() > 80:\n        return h * 0.5\n    return h.exp()\n",
+        "import torch\ndef f(h):\n    return torch.where(\n        h.max() > 80,\n        h * 0.5,\n"
         "        torch.where(torch.logical_not(h.max() > 80), h, 0).exp(),\n    )\n",
     ),
     Case(  # elif chains compose: an elif arm is selected under not c0 and c1
         "import torch\ndef f(x, y):\n    if (x > 1).all():\n        z = x * 2\n    elif (y > 0).all():\n        z = y.log()\n"
-        "    else:\n        z = y\n    return z\n",
+        "    else:\n        z = y\n    return z * 2\n",
         "import torch\ndef f(x, y):\n    z = torch.where(\n        (x > 1).all(),\n"
         "        x * 2,\n        torch.where(\n            (y > 0).all(),\n"
         "            torch.where(\n"
         "                torch.logical_and(torch.logical_not((x > 1).all()), (y > 0).all()),\n"
         "                y,\n                1,\n            ).log(),\n            y,\n"
-        "        ),\n    )\n    return z\n",
+        "        ),\n    )\n    return z * 2\n",
     ),
     Case(  # a boolean-mask index is total (no index out of range): left as it is, not fed a safe value
         "import torch\ndef f(x):\n    if x.sum() > 0:\n        y = x * x[torch.greater(x, 1)].sum()\n    else:\n"
-        "        y = x\n    return y\n",
+        "        y = x\n    return y * 2\n",
         "import torch\ndef f(x):\n    y = torch.where(x.sum() > 0, x * torch.where(torch.greater(x, 1), x, 0).sum(), x)\n"
-        "    return y\n",
+        "    return y * 2\n",
     ),
     Case(  # a Python-number divisor and an integer power are total: nothing to feed
-        "import torch\ndef f(x):\n    if x.sum() > 0:\n        x = x / 2 + x ** 2\n    return x\n",
-        "import torch\ndef f(x):\n    x = torch.where(x.sum() > 0, x / 2 + x ** 2, x)\n    return x\n",
+        "import torch\ndef f(x):\n    if x.sum() > 0:\n        x = x / 2 + x ** 2\n    return x * 2\n",
+        "import torch\ndef f(x):\n    x = torch.where(x.sum() > 0, x / 2 + x ** 2, x)\n    return x * 2\n",
     ),
 ]
 
@@ -1314,9 +1414,9 @@ CASES += [
 # chained comparisons on tensors: `lo <= t <= hi` is `lo <= t and t <= hi`, whose `and` breaks
 CASES += [
     Case(
-        "import torch\ndef f(h):\n    if 0.0 <= h.max() <= 1.0:\n        h = h * 2.0\n    return h\n",
+        "import torch\ndef f(h):\n    if 0.0 <= h.max() <= 1.0:\n        h = h * 2.0\n    return h * 2\n",
         "import torch\ndef f(h):\n    h = torch.where(torch.logical_and(0.0 <= h.max(), h.max() <= 1.0), h * 2.0, h)\n"
-        "    return h\n",
+        "    return h * 2\n",
     ),
     Case(  # as a value: `&` of the comparisons, what `and` returns on 0-dim boolean tensors
         "import torch\ndef f(h):\n    ok = -0.5 < h.mean() < 0.5\n    return h * ok\n",
@@ -1332,14 +1432,14 @@ CASES += [
 CASES += [
     Case(
         "import torch\ndef f(self, h, err, tol: float = 1e-3, n_iter: int = 3):\n"
-        "    if n_iter > 1 and err < tol:\n        h = h * 0.5\n    return h\n",
+        "    if n_iter > 1 and err < tol:\n        h = h * 0.5\n    return h * 2\n",
         "import torch\ndef f(self, h, err, tol: float = 1e-3, n_iter: int = 3):\n"
-        "    if n_iter > 1:\n        h = torch.where(err < tol, h * 0.5, h)\n    return h\n",
+        "    if n_iter > 1:\n        h = torch.where(err < tol, h * 0.5, h)\n    return h * 2\n",
         lines={3}, hints=("tensor",),
     ),
     Case(  # a name whose tensor came from a call the inference cannot follow
-        "import torch\ndef f(h, stop):\n    done = stop(h)\n    if done:\n        h = h * 0\n    return h\n",
-        "import torch\ndef f(h, stop):\n    done = stop(h)\n    h = torch.where(done.bool(), h * 0, h)\n    return h\n",
+        "import torch\ndef f(h, stop):\n    done = stop(h)\n    if done:\n        h = h * 0\n    return h * 2\n",
+        "import torch\ndef f(h, stop):\n    done = stop(h)\n    h = torch.where(done.bool(), h * 0, h)\n    return h * 2\n",
         lines={4}, hints=("tensor",),
     ),
 ]

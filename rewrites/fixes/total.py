@@ -31,14 +31,28 @@ trace time, and a nonzero number divides as written, in ``x``'s own dtype, where
 ``torch.where`` would have made it a float32 tensor (a float64 ``x`` then divides by
 1.2999999523 for 1.3).
 
+* 0 as well: the operand of ``softmax log_softmax logsumexp softmin``: a row all -inf (an
+  attention row with every key masked, an empty sequence of a padded batch) is NaN there,
+  and so is its derivative
+
+Shapes and layouts (``OPS``: a ``Totality`` record per operation, tested op by op):
+``view`` / ``view_as`` raise on strides they cannot follow (``channels_last``, a transposed
+view) and are written ``reshape`` / ``reshape_as``; an unbiased ``var`` of one sample is NaN
+whatever the operand (a batch of one) and is refused unless ``correction=0`` is spelled; a
+full ``max min amax amin argmax argmin`` raises on an empty operand and is refused. Over a
+dim, or NaN rather than raising (``mean``, ``logsumexp``, ``x[:, 0]``, ``select``,
+``reshape(b, -1)`` of an empty batch), mend cannot tell from the source whether the operand
+can be empty: verification's edge inputs (graphmend/verify/inputs.py ``SHAPES``) show it.
+
 A Python-number divisor (``x / 2``, ``x / math.sqrt(d)``), slices and literal subscripts
-(``x[:, 0]``: a shape property, the same on both paths) are total. An operation not known
+(``x[:, 0]``: a shape property, the same on both paths, except on an empty dim) are total. An operation not known
 either way raises ``Partial`` naming it: the caller refuses the rewrite. ``std`` (its derivative at zero spread is not
 finite and no operand value makes it so) is refused, too.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
 import libcst as cst
@@ -46,24 +60,65 @@ import libcst as cst
 from rewrites.fixes.base import call, code, full_name
 from rewrites.tensors import BOOL_RESULTS, TORCH_HOST_FUNCS
 
-# total on every input, with a finite derivative (elementwise arithmetic, reductions,
-# layout, comparisons, activations, normalisations with an eps)
-TOTAL = frozenset("""
+@dataclass(frozen=True)
+class Totality:
+    """On which inputs an operation is total: finite, raising nothing, with a finite
+    derivative. Values are finite throughout; the fields name the shapes, layouts and
+    masked rows where it is not (tests/test_total_table.py runs every operation on those
+    edges and holds each field to what it does)."""
+
+    empty: bool = False  # raises, or is not finite, on an empty operand (an image with no boxes)
+    one: bool = False  # NaN with one element along the reduced dim (unbiased variance, a batch of one)
+    layout: bool = False  # raises where the operand's strides cannot be viewed (channels_last, a transposed view)
+    masked_row: bool = False  # NaN on a row that is all -inf (an attention row whose every key is masked)
+
+
+ANY = Totality()  # total on every finite input, every shape and layout
+
+# elementwise arithmetic, reductions, layout, comparisons, activations, normalisations with an eps
+_ANY_NAMES = """
 abs absolute add sub subtract mul multiply neg negative sigmoid tanh relu relu6 leaky_relu elu selu celu gelu
-silu mish softplus softsign hardtanh hardsigmoid hardswish logsigmoid log_sigmoid softmax log_softmax
-logsumexp sum nansum mean max min amax amin argmax argmin maximum minimum fmax fmin clamp clamp_min clamp_max
-clip matmul bmm mm mv dot baddbmm addmm addcmul einsum linear bilinear transpose permute reshape view view_as
+silu mish softplus softsign hardtanh hardsigmoid hardswish logsigmoid log_sigmoid
+sum nansum maximum minimum fmax fmin clamp clamp_min clamp_max
+clip matmul bmm mm mv dot baddbmm addmm addcmul einsum linear  transpose permute reshape
 expand expand_as contiguous flatten unflatten unsqueeze squeeze to float half bfloat16 double int long bool
 short byte char type type_as masked_fill where any all isnan isinf isfinite isneginf isposinf isclose
-round floor ceil trunc frac sign sgn signbit cumsum cummax cummin prod cumprod norm var flip roll t chunk
-split narrow select repeat tile movedim moveaxis swapaxes swapdims new_zeros new_ones new_full new_tensor
+round floor ceil trunc frac sign sgn signbit cumsum cummax cummin prod cumprod norm t chunk
+split   repeat tile movedim moveaxis swapaxes swapdims new_zeros new_ones new_full new_tensor
 zeros_like ones_like full_like zeros ones full arange linspace eye tensor as_tensor cat concat concatenate
 stack hstack vstack eq ne lt le gt ge greater less equal not_equal logical_and logical_or logical_not
 logical_xor bitwise_and bitwise_or bitwise_not bitwise_xor detach clone lerp triu tril diagonal diag
 diag_embed sin cos atan arctan erf erfc square nan_to_num layer_norm group_norm rms_norm normalize
-pad interpolate softmin glu size dim numel finfo iinfo is_floating_point is_complex
+pad  glu size dim numel finfo iinfo is_floating_point is_complex flip roll
 broadcast_to cross outer kron trace tensordot unbind
-""".split())
+""".split()
+
+# name -> where it is not total. How a torch.where arm stays sound for each field:
+#   masked_row: the operand is fed 0 where the arm is not selected (``softmax`` of a row that is
+#     all -inf is NaN, and so is its derivative: the double-where form below);
+#   layout: ``view`` / ``view_as`` are written ``reshape`` / ``reshape_as`` (the same values
+#     and gradient on every layout; the arm's result is torch.where's new tensor either way);
+#   one: refused at plan time (no operand value makes one sample's unbiased variance finite),
+#     unless ``correction=0`` / ``unbiased=False`` is spelled;
+#   empty: a full reduction that raises (``x.max()``, no dim) is refused at plan time; over a
+#     dim (``x.max(-1)``), or NaN rather than raising (``mean``, ``logsumexp``), mend cannot
+#     tell from the source whether the operand can be empty, and relies on verification's
+#     edge inputs (an empty batch, a batch of one: graphmend/verify/inputs.py) to show it.
+OPS: dict[str, Totality] = {name: ANY for name in _ANY_NAMES} | {
+    "softmax": Totality(masked_row=True), "log_softmax": Totality(masked_row=True),
+    "softmin": Totality(masked_row=True), "logsumexp": Totality(empty=True, masked_row=True),
+    "max": Totality(empty=True), "min": Totality(empty=True), "amax": Totality(empty=True),
+    "amin": Totality(empty=True), "argmax": Totality(empty=True), "argmin": Totality(empty=True),
+    "mean": Totality(empty=True), "var": Totality(empty=True, one=True),
+    "view": Totality(layout=True), "view_as": Totality(layout=True),
+    # an index past an empty dim (``x[:, 0]`` of an empty sequence), a resize of nothing
+    "select": Totality(empty=True), "narrow": Totality(empty=True), "interpolate": Totality(empty=True),
+    "bilinear": Totality(empty=True),
+}
+TOTAL = frozenset(OPS)
+# full reductions that raise on an empty operand (no dim given): refused at plan time
+RAISES_EMPTY = frozenset("max min amax amin argmax argmin".split())
+LAYOUT_FREE = {"view": "reshape", "view_as": "reshape_as"}
 TOTAL_BUILTINS = frozenset("float int min max abs len tuple list range isinstance getattr round bool".split())
 
 SAFE_ONE = frozenset("sqrt rsqrt log log2 log10 reciprocal".split())
@@ -111,6 +166,15 @@ def _mask_like(node: cst.BaseExpression) -> bool:
         m = node.func.attr.value if isinstance(node.func, cst.Attribute) else ""
         # a boolean tensor, or a Python bool (``torch.equal``): neither indexes out of range
         return bool({m, fn.split(".")[-1]} & (BOOL_RESULTS | TORCH_HOST_FUNCS))
+    return False
+
+
+def _uncorrected(args) -> bool:
+    """``correction=0`` or ``unbiased=False`` spelled: the biased variance, finite for one sample."""
+    for a in args:
+        if a.keyword is not None and a.keyword.value in ("correction", "unbiased") \
+                and code(a.value) in ("0", "0.0", "False"):
+            return True
     return False
 
 
@@ -209,10 +273,23 @@ class _Guard(cst.CSTTransformer):
             if i < 0:
                 raise Partial(f"`{code(updated.func)}` indexes with an operand mend cannot find")
             return wrap_arg(arg(i), "0")
-        if name in TOTAL:
-            return updated
-        raise Partial(f"`{code(updated.func)}` is not known to be total (finite, with a finite derivative, "
+        rec = OPS.get(name)
+        if rec is None:
+            raise Partial(f"`{code(updated.func)}` is not known to be total (finite, with a finite derivative, "
                       "on every input)")
+        if rec.one and not _uncorrected(args):
+            raise Partial(f"`{code(updated.func)}` is NaN with one sample along the reduced dim (a batch of one), "
+                          "and so is its gradient; no operand value avoids that (`correction=0` would)")
+        if rec.empty and name in RAISES_EMPTY and len(pos) == (1 if is_fn else 0) \
+                and not any(a.keyword is not None and a.keyword.value == "dim" for a in args):
+            raise Partial(f"`{code(updated)}` raises on an empty tensor (an empty batch, an image with no boxes), "
+                          "and mend cannot tell from the source that it is never empty")
+        if rec.layout and not is_fn and not (len(args) == 1 and (full_name(args[0].value) or "").startswith("torch.")):
+            # ``x.view(torch.int32)`` reinterprets the dtype: no reshape spells it
+            return updated.with_changes(func=updated.func.with_changes(attr=cst.Name(LAYOUT_FREE[name])))
+        if rec.masked_row:
+            return wrap_arg(arg(0), "0") if is_fn else wrap_receiver("0")
+        return updated
 
 
 def guard(expr: cst.BaseExpression, cond: cst.BaseExpression, tnames: frozenset[str] = frozenset(),
