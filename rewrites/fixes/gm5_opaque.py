@@ -937,7 +937,10 @@ CASES = [
             idx = torch.nonzero(expert == e).squeeze(-1)
             out[idx] = self.experts[e](x[idx]).to(x.dtype)
 ''', '''        out = _mend_module_forward_11_op(
-            self, [*self.parameters(), *self.buffers()], x, expert
+            self,
+            [*self.parameters(), *self.buffers()],
+            x,
+            expert,
         )
 '''), lines={13}),
 ]
@@ -1001,7 +1004,10 @@ _ADAPTERS_LOOP = '''        out = torch.zeros_like(h)
             out[lang_mask] = self.adapters[key](h[lang_mask])
 '''
 _ADAPTERS_CALL = '''        out = _mend_module_forward_11_op(
-            self, [*self.parameters(), *self.buffers()], h, lang_ids
+            self,
+            [*self.parameters(), *self.buffers()],
+            h,
+            lang_ids,
         )
 '''
 CASES.append(Case(
