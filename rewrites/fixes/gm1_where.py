@@ -26,7 +26,9 @@ What it rewrites (when the condition is a tensor expression):
   int, prev_timestep: int)`` with tensors); in ``<python> and <tensor>`` those operands are then the Python part (``n_iter > 1 and err < tol``
   with ``n_iter: int``). A wrong guess leaves the break, or raises, in verification.
 * an arm that calls a module or a non-torch function (pure as far as the source shows)
-  -> ``torch.cond(c, lambda: A, lambda: B)`` instead: only the taken arm runs. A call to a
+  -> ``torch.cond(c, lambda: A, lambda: B)`` instead, as an UNSAFE fix (``--unsafe-fixes``): only the
+  taken arm runs, but a second derivative through torch.cond fails and a forward hook that
+  records anything on a module in an arm makes it raise (``_COND_LIMITS``). A call to a
   method of the same class whose body is pure arithmetic (``self._ntk_base(n)``) is no
   reason for ``cond``: ``torch.where`` evaluates it safely, and unlike ``cond`` it promotes
   arms of different dtypes (float32 math beside a float16 buffer) as eager code does.
