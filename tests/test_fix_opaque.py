@@ -306,18 +306,23 @@ def test_a_data_parallel_replica_runs_its_own_parameters():
     torch = pytest.importorskip("torch")
     ref, new = _pair(torch, REWRITE.before, REWRITE.after, "dp")
     x, expert = _batch(torch)
-    for m in (ref, new):
-        m.zero_grad(set_to_none=True)
-        (_replicate(m, torch)(x, expert) * torch.arange(8.0)).sum().backward()
-    for (name, p), q in zip(ref.named_parameters(), new.parameters()):
-        assert q.grad is not None and torch.allclose(p.grad, q.grad, atol=1e-6), name
+    torch._dynamo.reset()
+    for compiled in (False, True):  # compiled: the replica's region is traced as the original's
+        for m in (ref, new):
+            m.zero_grad(set_to_none=True)
+            rep = _replicate(m, torch)
+            fn = torch.compile(rep, backend="aot_eager") if compiled and m is new else rep
+            (fn(x, expert) * torch.arange(8.0)).sum().backward()
+        for (name, p), q in zip(ref.named_parameters(), new.parameters()):
+            assert q.grad is not None and torch.allclose(p.grad, q.grad, atol=1e-6), (compiled, name)
 
 
 def test_forward_reads_the_modules_own_tensors_in_place_and_backward_swaps_its_leaves(monkeypatch):
-    """Handed the module's own parameters (eager or compiled), the forward runs the region on
-    them without a reparametrization per call; the backward's recomputation still swaps its
-    detached leaves in, so the gradients are the original program's; and parameters given
-    in place of the module's (functional_call-style) are the ones the region reads."""
+    """Without a backward to follow (no_grad), the compiled op runs the region on the module's
+    own parameters without a reparametrization per call; with one, its forward swaps detached
+    leaves in to record the graph it differentiates, so the gradients are the original
+    program's; and parameters given in place of the module's (functional_call-style) are the
+    ones the region reads."""
     torch = pytest.importorskip("torch")
     import torch.nn.utils.stateless as stateless
 

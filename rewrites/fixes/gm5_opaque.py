@@ -48,7 +48,7 @@ after the site (``_mend_<module>_<function>_<line>``), registers it once as the 
   module it was called on, so everything autograd offers is the original's: double
   backward (a gradient penalty), ``torch.func`` transforms, an ``nn.DataParallel`` replica's
   own parameters (a replica shares the original's ``__dict__``, its handle too; compiled,
-  a replica's call raises rather than run on the original). Compiled, a second derivative
+  a replica's call is traced as the original code is, its break included). Compiled, a second derivative
   through the op raises, as it does through any graph torch.compile makes ("torch.compile with
   aot_autograd does not currently support double backward", torch 2.13);
 * autocast: the caller's autocast (the device types it is on for, and their dtypes, which
@@ -384,9 +384,10 @@ def _mend_opaque_op(name, region, kinds, like, dtype=None):
         # the autocast state are guarded by torch.compile
         if module:
             if getattr(args[0], "_is_replica", False):
-                # a replica (nn.DataParallel) shares the original's handle: compiled, the
-                # op would reach the original module, not the replica's parameters
-                raise RuntimeError(f"{name}: a compiled call on an nn.DataParallel replica")
+                # a replica (nn.DataParallel) shares the original's handle and holds its
+                # parameters as plain attributes: the op would reach the original module, so
+                # the region is traced as the original's code is (and breaks where it broke)
+                return region(args[0], *args[2:])
             ref = args[0]._mend_opaque
             args = (ref if opaque else id(ref.module), *args[1:])
         amp = ",".join(
