@@ -119,7 +119,9 @@ GM102 = Rule(
     why="A ternary evaluates `bool(cond)` exactly like an `if`: a tensor condition breaks the graph.",
     fix=("`torch.where(cond, a, b)` (both sides evaluated, then selected element-wise), with the double-where "
          "form for a side that is not total (see GM101): `torch.sqrt(h) if c else h` becomes "
-         "`torch.where(c, torch.sqrt(torch.where(c, h, 1)), h)`; `torch.cond` when a side calls a module."),
+         "`torch.where(c, torch.sqrt(torch.where(c, h, 1)), h)`; `torch.cond` when a side calls a module, "
+         "an UNSAFE fix (`--unsafe-fixes`; no second derivative, no recording hook on a module in an arm: "
+         "see GM101)."),
     preconditions=("Both sides cheap and free of side effects, randomness and stateful modules; results "
                    "broadcastable to one shape. Refused as for GM101."),
     limits=_NOT_BREAKS + LIMITS, gb_ids=("GB0170",),
