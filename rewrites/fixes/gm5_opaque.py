@@ -306,7 +306,9 @@ def _mend_opaque_op(name, region, kinds, like, dtype=None):
                 f"{name}: the region's saved graph is gone (a backward after its graph was freed)"
             )
         out, leaves = saved
-        wanted = [t for t, n in zip(leaves, needs) if n and t.requires_grad]
+        # a region whose output does not depend on its leaves (detached inside): no gradient
+        asked = [bool(n and t.requires_grad and out.requires_grad) for t, n in zip(leaves, needs)]
+        wanted = [t for t, a in zip(leaves, asked) if a]
         with autograd_on():
             # retain_graph: the saved graph is freed with its token, so a caller's
             # backward(retain_graph=True) may run it again
@@ -316,8 +318,8 @@ def _mend_opaque_op(name, region, kinds, like, dtype=None):
                 else ()
             )
         res = []
-        for t, n in zip(leaves, needs):
-            g = next(got) if n and t.requires_grad else None
+        for t, n, a in zip(leaves, needs, asked):
+            g = next(got) if a else None
             res.append(t.new_empty(0) if not n else torch.zeros_like(t) if g is None else g)
         return res
 
