@@ -18,9 +18,14 @@ REWRITE = gm5_opaque.CASES[0]  # the Moe of the family's cases, rewritten at its
 
 
 def _module(source: str, name: str) -> dict:
-    ns: dict = {"__name__": name}
-    exec(compile(source, f"<{name}>", "exec"), ns)
-    return ns
+    import types
+
+    mod = types.ModuleType(name)
+    # importable, as a user's file is: torch.compile traces a region from whichever import of
+    # its file first made the op (the op is registered once per process)
+    sys.modules[name] = mod
+    exec(compile(source, f"<{name}>", "exec"), mod.__dict__)
+    return mod.__dict__
 
 
 def _pair(torch, before: str, after: str, tag: str):
