@@ -34,7 +34,7 @@ def _custom_op():
     ns: dict = {}
     exec("import torch\n" + RUNTIME.source, ns)
     op = ns["_mend_opaque_op"]("mend_probe::region", lambda m, h, mask: region(m, h, mask), "module tensor tensor", 0)
-    return lambda m, h, mask: op(m._ref, [*m.parameters(), *m.buffers()], h, mask), ns["_mend_module_ref"]
+    return lambda m, h, mask: op(m, [*m.parameters(), *m.buffers()], h, mask), ns["_mend_module_ref"]
 
 
 def tools():
@@ -55,7 +55,7 @@ def probe(name: str, fn, backend: str, ref=None) -> str:
             super().__init__()
             self.experts = nn.ModuleList(nn.Linear(8, 8) for _ in range(3))
             if ref is not None:
-                self._ref = ref(self)
+                self._mend_opaque = ref(self)
 
         def forward(self, h):
             mask = nn.functional.one_hot(h.argmax(-1) % 3, 3).T.bool()

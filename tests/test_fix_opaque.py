@@ -18,9 +18,14 @@ REWRITE = gm5_opaque.CASES[0]  # the Moe of the family's cases, rewritten at its
 
 
 def _module(source: str, name: str) -> dict:
-    ns: dict = {"__name__": name}
-    exec(compile(source, f"<{name}>", "exec"), ns)
-    return ns
+    import types
+
+    mod = types.ModuleType(name)
+    # importable, as a user's file is: torch.compile traces a region from whichever import of
+    # its file first made the op (the op is registered once per process)
+    sys.modules[name] = mod
+    exec(compile(source, f"<{name}>", "exec"), mod.__dict__)
+    return mod.__dict__
 
 
 def _pair(torch, before: str, after: str, tag: str):
@@ -166,10 +171,9 @@ def _same_step(torch, want, got):
 
 
 @pytest.mark.parametrize("source", [DROPOUT_EXPERTS, DROPOUT_IN_REGION], ids=["dropout-module", "dropout-call"])
-def test_random_numbers_in_the_region_drawn_again_alike_in_backward(source):
-    """The backward's recomputation replays the forward's random numbers (checkpoint's
-    preserve_rng_state): outputs, input and parameter gradients and the RNG state after
-    forward + backward are the original's, eager and compiled in one graph."""
+def test_random_numbers_in_the_region_drawn_once(source):
+    """The forward draws the random numbers, the backward differentiates what it recorded:
+    outputs, input and parameter gradients and the RNG state after forward + backward are the original's, eager and compiled in one graph."""
     torch = pytest.importorskip("torch")
     r = fix_source(source, lines={13}, module="module")
     assert [s.strategy for s in r.applied] == ["opaque"], r.refused
@@ -193,29 +197,137 @@ def test_random_numbers_in_the_region_drawn_again_alike_in_backward(source):
         assert torch.equal(ref(x, expert), new(x, expert))
 
 
-def test_rng_states_read_only_where_a_backward_may_follow(monkeypatch):
-    """Under no_grad (inference, eval) the op reads no RNG state; with grad enabled it stashes it."""
+# the everyday programs the region must not change: a forward hook on the experts (an
+# expert-load monitor), a module-owned generator drawing noise in the region, Python's
+# `random` (a LayerDrop-style coin), each seen once per step as the original sees them
+NOISY = gm5_opaque._MOE.replace(
+    "        self.experts = nn.ModuleList(nn.Linear(dim, dim) for _ in range(n))\n",
+    "        self.experts = nn.ModuleList(nn.Linear(dim, dim) for _ in range(n))\n"
+    "        self.noise = torch.Generator().manual_seed(3)\n").replace(
+    "out[idx] = self.experts[e](x[idx]).to(x.dtype)",
+    "out[idx] = (self.experts[e](x[idx]) + 0.1 * torch.randn(idx.numel(), x.shape[-1], generator=self.noise)"
+    " * random.random()).to(x.dtype)").replace("import torch\n", "import random\n\nimport torch\n", 1)
+
+
+def _monitored_step(torch, module, fn, x, expert):
+    """One training step with an expert-load monitor (a forward hook per expert): the rows
+    each expert saw, the output, the gradients, the module generator's and `random`'s states."""
+    import random
+
+    seen = []
+    hooks = [e.register_forward_hook(lambda mod, args, out, i=i: seen.append((i, args[0].shape[0])))
+             for i, e in enumerate(module.experts)]
+    try:
+        module.zero_grad(set_to_none=True)
+        random.seed(5)
+        xi = x.clone().requires_grad_()
+        y = fn(xi, expert)
+        (y * torch.arange(8.0)).sum().backward()
+    finally:
+        for h in hooks:
+            h.remove()
+    return (seen, y.detach(), xi.grad, [p.grad for p in module.parameters()],
+            module.noise.get_state() if hasattr(module, "noise") else None, random.random())
+
+
+@pytest.mark.parametrize("source", [gm5_opaque._MOE, NOISY], ids=["hooks", "hooks-generator-random"])
+def test_the_region_runs_once_per_step_hooks_generators_random(source):
+    """The region runs once a training step, eager and compiled in one graph: a forward hook on
+    an expert fires once (the backward differentiates what the forward recorded, it does not run
+    the region again), a module-owned generator and Python's `random` are drawn once."""
     torch = pytest.importorskip("torch")
-    after = _module(REWRITE.after, "rng_reads")
-    torch.manual_seed(0)
-    m = after["Moe"]()
-    x, expert = _batch(torch, 3)
-    reads = []
-    real = torch.get_rng_state
-    monkeypatch.setattr(torch, "get_rng_state", lambda: reads.append(1) or real())
-    with torch.no_grad():
-        m(x, expert)
-    assert reads == []
-    y = m(x.requires_grad_(), expert)
-    assert reads == [1]
-    y.sum().backward()
+    line = source.splitlines().index("            idx = torch.nonzero(expert == e).squeeze(-1)") + 1
+    r = fix_source(source, lines={line}, module="module")
+    assert [s.strategy for s in r.applied] == ["opaque"], r.refused
+    ref, new = _pair(torch, source, r.new_source, "once")
+    x, expert = _batch(torch)
+    want = _monitored_step(torch, ref, ref, x, expert)
+    assert sorted(want[0]) == [(0, 3), (1, 1), (2, 3), (3, 2)]
+    torch._dynamo.reset()
+    for fn in (new, torch.compile(new, backend="aot_eager", fullgraph=True)):
+        if hasattr(ref, "noise"):
+            ref.noise.manual_seed(3)
+            new.noise.manual_seed(3)
+            want = _monitored_step(torch, ref, ref, x, expert)
+            ref.noise.manual_seed(3)
+        got = _monitored_step(torch, new, fn, x, expert)
+        assert got[0] == want[0], "the experts' forward hooks fired another number of times"
+        assert torch.allclose(got[1], want[1], atol=1e-6) and torch.allclose(got[2], want[2], atol=1e-6)
+        assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(got[3], want[3]))
+        if want[4] is not None:
+            assert torch.equal(got[4], want[4]), "the module's generator was drawn again"
+        assert got[5] == want[5], "Python's random was drawn again"
+    assert not sys.modules["_mend_opaque_runtime"].saved, "a recorded graph outlived its backward"
+
+
+def test_double_backward_through_the_region():
+    """A gradient penalty (WGAN-GP): the input gradient taken with create_graph=True, then a
+    backward through it. The mended region differentiates twice as the original does."""
+    torch = pytest.importorskip("torch")
+    ref, new = _pair(torch, gm5_opaque._MOE.replace("self.experts[e](x[idx])", "torch.tanh(self.experts[e](x[idx]))"),
+                     REWRITE.after.replace("self.experts[e](x[idx])", "torch.tanh(self.experts[e](x[idx]))"), "gp")
+    x, expert = _batch(torch)
+    got = []
+    for m in (ref, new):
+        m.zero_grad(set_to_none=True)
+        xi = x.clone().requires_grad_()
+        (g,) = torch.autograd.grad(m(xi, expert).sum(), xi, create_graph=True)
+        ((g.norm(dim=-1) - 1) ** 2).mean().backward()
+        got.append([p.grad for p in m.parameters()])
+    assert all(a is not None and torch.allclose(a, b, atol=1e-6) for a, b in zip(*got))
+
+
+def test_torch_func_grad_over_the_module():
+    """torch.func.grad over functional_call of the mended module: the original's gradients."""
+    torch = pytest.importorskip("torch")
+    from torch.func import functional_call, grad
+
+    ref, new = _pair(torch, REWRITE.before, REWRITE.after, "func")
+    x, expert = _batch(torch)
+    got = []
+    for m in (ref, new):
+        params = {k: v.detach() for k, v in m.named_parameters()}
+        got.append(grad(lambda p, m=m: functional_call(m, p, (x, expert)).pow(2).sum())(params))
+    assert got[0].keys() == got[1].keys()
+    assert all(torch.allclose(got[0][k], got[1][k], atol=1e-6) for k in got[0])
+
+
+def _replicate(module, torch):
+    """What nn.parallel.replicate makes of a module (on the CPU, one replica): a shallow copy of
+    every submodule whose parameters are differentiable copies held as plain attributes."""
+    copies = {id(m): m._replicate_for_data_parallel() for m in module.modules()}
+    for m in module.modules():
+        r = copies[id(m)]
+        for k, child in m._modules.items():
+            r._modules[k] = copies[id(child)]
+        for k, p in m._parameters.items():
+            setattr(r, k, p * 1)  # Broadcast's copy: differentiable back to the original
+    return copies[id(module)]
+
+
+def test_a_data_parallel_replica_runs_its_own_parameters():
+    """nn.DataParallel's replicas share the original's __dict__, its handle included: the
+    region must run on the replica it was called on, and the gradients reach the original."""
+    torch = pytest.importorskip("torch")
+    ref, new = _pair(torch, REWRITE.before, REWRITE.after, "dp")
+    x, expert = _batch(torch)
+    torch._dynamo.reset()
+    for compiled in (False, True):  # compiled: the replica's region is traced as the original's
+        for m in (ref, new):
+            m.zero_grad(set_to_none=True)
+            rep = _replicate(m, torch)
+            fn = torch.compile(rep, backend="aot_eager") if compiled and m is new else rep
+            (fn(x, expert) * torch.arange(8.0)).sum().backward()
+        for (name, p), q in zip(ref.named_parameters(), new.parameters()):
+            assert q.grad is not None and torch.allclose(p.grad, q.grad, atol=1e-6), (compiled, name)
 
 
 def test_forward_reads_the_modules_own_tensors_in_place_and_backward_swaps_its_leaves(monkeypatch):
-    """Handed the module's own parameters (eager or compiled), the forward runs the region on
-    them without a reparametrization per call; the backward's recomputation still swaps its
-    detached leaves in, so the gradients are the original program's; and parameters given
-    in place of the module's (functional_call-style) are the ones the region reads."""
+    """Without a backward to follow (no_grad), the compiled op runs the region on the module's
+    own parameters without a reparametrization per call; with one, its forward swaps detached
+    leaves in to record the graph it differentiates, so the gradients are the original
+    program's; and parameters given in place of the module's (functional_call-style) are the
+    ones the region reads."""
     torch = pytest.importorskip("torch")
     import torch.nn.utils.stateless as stateless
 

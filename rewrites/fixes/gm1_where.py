@@ -26,7 +26,9 @@ What it rewrites (when the condition is a tensor expression):
   int, prev_timestep: int)`` with tensors); in ``<python> and <tensor>`` those operands are then the Python part (``n_iter > 1 and err < tol``
   with ``n_iter: int``). A wrong guess leaves the break, or raises, in verification.
 * an arm that calls a module or a non-torch function (pure as far as the source shows)
-  -> ``torch.cond(c, lambda: A, lambda: B)`` instead: only the taken arm runs. A call to a
+  -> ``torch.cond(c, lambda: A, lambda: B)`` instead, as an UNSAFE fix (``--unsafe-fixes``): only the
+  taken arm runs, but a second derivative through torch.cond fails and a forward hook that
+  records anything on a module in an arm makes it raise (``_COND_LIMITS``). A call to a
   method of the same class whose body is pure arithmetic (``self._ntk_base(n)``) is no
   reason for ``cond``: ``torch.where`` evaluates it safely, and unlike ``cond`` it promotes
   arms of different dtypes (float32 math beside a float16 buffer) as eager code does.
@@ -87,7 +89,8 @@ from libcst import matchers
 
 from rewrites.fixes import total
 from rewrites.fixes.base import (Analysis, Case, Context, Edit, FunctionFacts, Plan, Refusal, Site, call,
-                                 calls_outside_torch, code, full_name, impurity, is_number_literal, module_attrs, names_in, paren,
+                                 calls_outside_torch, code, full_name, impurity, is_number_literal, module_attrs, names_in,
+                                 offer_unsafe, paren,
                                  number_attrs, pure_self_methods, rng_call, stateful_module_call, strip_item, strip_parens,
                                  tensorish)
 
@@ -108,6 +111,15 @@ _LAYERDROP = ("LayerDrop: the condition is a random draw (`{draw}`) and the arm 
               "draws); torch.cond re-runs its branch in backward and draws the layer's dropout again, so "
               "gradients and the RNG state after the step differ from eager code (M2M-100, "
               "benchmarks/layerdrop_cond.py). No safe rewrite; the break is in training only")
+
+# torch.cond's limits, measured on torch 2.13 (tests/adversarial/cond_*.py): eager code has
+# neither, and neither can be ruled out from the source: an arm that calls code beyond torch
+# (why it is a cond) may reach a module, and users register hooks at any time
+_COND_LIMITS = ("torch.cond has limits the `if` has not: a second derivative through it fails (`create_graph=True`: "
+                "\"element 0 of tensors does not require grad\"; a gradient penalty, a physics-informed loss), and a "
+                "forward hook that records anything on a module an arm runs (a calibration or activation-statistics "
+                "hook, which can be registered at any time) makes it raise UncapturedHigherOrderOpError, eager or "
+                "compiled")
 
 _LAYERDROP_ADVICE = ("keep the `if` (one break per layer, in training only); where the step must be one graph, "
                      "turn LayerDrop off for it (`layerdrop = 0.0`), a change to training you choose")
@@ -846,7 +858,8 @@ def _python_elifs(node: cst.If, tnames: frozenset[str], forced: bool):
     return [], _and_operands(node.test)
 
 
-def _plan_split(an: Analysis, node: cst.If, facts: FunctionFacts, tnames, forced, split, rule, result: Plan) -> None:
+def _plan_split(an: Analysis, ctx: Context, node: cst.If, facts: FunctionFacts, tnames, forced, split, rule,
+                result: Plan) -> None:
     """``if P and T: A [elif Q: B] [else: C]`` -> ``if P:`` around ``x = torch.where(T, A, …)``,
     the else/elif kept as it was: when P is false the same arm runs as before, and when P
     holds the fall-through value is the elif chain's (a Python ternary over Q). With no P
@@ -865,6 +878,8 @@ def _plan_split(an: Analysis, node: cst.If, facts: FunctionFacts, tnames, forced
     except Refuse as exc:
         how = "after splitting the Python part off" if py else "with the Python elif chain as the other arm"
         result.refusals.append(Refusal(rule, start, f"{how}: {exc}"))
+        return
+    if d.use_cond and not offer_unsafe(ctx, result, rule, start, _COND_LIMITS, "torch.cond"):
         return
     strategy = "cond" if d.use_cond else "where"
     what = (f"`if <tensor>` with Python `elif`s -> torch.{strategy} over their ternary" if not py else
@@ -1024,7 +1039,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         except Refuse as exc:
             split = split_and(node.test, tnames, forced, facts.python_params) or _python_elifs(node, tnames, forced)
             if split is not None:
-                _plan_split(an, node, facts, tnames, forced, split, rule, result)
+                _plan_split(an, ctx, node, facts, tnames, forced, split, rule, result)
             elif ctx.lines is not None:
                 result.refusals.append(Refusal(rule, start, str(exc)))
             continue
@@ -1040,6 +1055,8 @@ def plan(an: Analysis, ctx: Context) -> Plan:
                 continue
             absorbed_ids.update(id(x) for x in d.absorb_next)
             end = an.span(d.absorb_next[-1])[1]
+        if d.use_cond and not offer_unsafe(ctx, result, rule, start, _COND_LIMITS, "torch.cond"):
+            continue
         conds = [an.rng(t) for t, _ in branches]
         strategy = "cond" if d.use_cond else "where"
         what = "return" if d.returns else ", ".join(d.keep)
@@ -1150,6 +1167,8 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         except Refuse as exc:
             result.refusals.append(Refusal("GM102", start, str(exc)))
             continue
+        if use_cond and not offer_unsafe(ctx, result, "GM102", start, _COND_LIMITS, "torch.cond"):
+            continue
         site = Site("GM102", start, end, f"ternary on a tensor -> torch.{'cond' if use_cond else 'where'}",
                     [an.rng(node.test)], "cond" if use_cond else "where")
 
@@ -1199,6 +1218,11 @@ CASES = [
     Case(
         "import torch\ndef f(self, x):\n    h = x * 2\n    if h.sum() > 0:\n        return self.proj(h)\n    else:\n        return h\n",
         "import torch\ndef f(self, x):\n    h = x * 2\n    return torch.cond(h.sum() > 0, lambda: self.proj(h), lambda: h.clone())\n",
+        unsafe=True,  # torch.cond: no second derivative, no recording hook on self.proj
+    ),
+    Case(  # without --unsafe-fixes: left alone, saying why
+        "import torch\ndef f(self, x):\n    h = x * 2\n    if h.sum() > 0:\n        return self.proj(h)\n    else:\n        return h\n",
+        reason="second derivative",
     ),
     Case(
         "import torch\ndef f(h):\n    if torch.isinf(h).any() or torch.isnan(h).any():\n        c = torch.finfo(h.dtype).max - 10\n"
@@ -1279,6 +1303,7 @@ CASES += [
         "import torch\nclass R:\n    def _base(self, n):\n        r = n * 2.0 - 1\n        return r.abs() ** 0.5\n\n"
         "    def f(self, n: torch.Tensor, inv: torch.Tensor):\n"
         "        inv = torch.cond(n.max() > 0, lambda: 1.0 / self._base(n), lambda: inv.clone())\n        return inv * 2\n",
+        unsafe=True,
     ),
     Case(  # one that calls code the rewrite cannot see is not: torch.cond runs only the taken arm
         "import torch\ndef scale(n):\n    return n * 2.0\nclass R:\n    def _base(self, n):\n        return scale(n)\n\n"
@@ -1287,6 +1312,7 @@ CASES += [
         "import torch\ndef scale(n):\n    return n * 2.0\nclass R:\n    def _base(self, n):\n        return scale(n)\n\n"
         "    def f(self, n: torch.Tensor, inv: torch.Tensor):\n"
         "        inv = torch.cond(n.max() > 0, lambda: 1.0 / self._base(n), lambda: inv.clone())\n        return inv * 2\n",
+        unsafe=True,
     ),
 ]
 

@@ -20,7 +20,7 @@ after the site (``_mend_<module>_<function>_<line>``), registers it once as the 
 ``mend::<module>_<function>_<line>`` and calls the op instead::
 
     final_hidden_states = _mend_moe_forward_136_op(
-        self._mend_opaque, [*self.parameters(), *self.buffers()], hidden_states, selected_experts,
+        self, [*self.parameters(), *self.buffers()], hidden_states, selected_experts,
         routing_weights, hidden_dim,
     )
 
@@ -33,37 +33,38 @@ after the site (``_mend_<module>_<function>_<line>``), registers it once as the 
   guards (ID_MATCH: a second model instance compiles anew), and finds the module, which is
   alive for the call, in a weak table the handles fill (a copy's handle is its own, so a
   deepcopy or an unpickled module finds itself). Its parameters and buffers are passed as tensors.
-  The backward runs the region with its own leaves in their place
-  (``torch.nn.utils.stateless._reparametrize_module``, what ``torch.func.functional_call``
-  does), so gradients reach them; the forward, handed the module's own tensors, reads them
-  where they are (no swap per call) and swaps only tensors that are not the module's;
-* backward: a second op, ``mend::<...>_backward``, recomputes the region eagerly with grad
-  enabled and differentiates it (``torch.autograd.grad``): checkpointing's cost class, one more
-  forward of the region in training; the region's own algorithm is unchanged;
-* random numbers (dropout in the experts, as switch_transformers and nllb-moe hold): the
-  recomputation draws what the forward drew, as ``torch.utils.checkpoint`` does with
-  ``preserve_rng_state=True``. The forward stashes the CPU RNG state and that of every other
-  device the region's tensors live on before the region runs, and returns them as two more
-  (uint8) outputs, since under torch.compile only tensors reach the backward; the backward
-  restores them inside ``torch.random.fork_rng``, so after forward and backward the global RNG
-  is where the original program leaves it. The op is called with ``torch.is_grad_enabled()``
-  (a flag torch.compile guards): under ``no_grad`` (inference, eval) nothing is read and the
-  state outputs are empty;
+  Under torch.compile the op's forward runs the region once with autograd recording it
+  (its leaves: detached aliases of the tensors that need a gradient, swapped in with
+  ``torch.nn.utils.stateless._reparametrize_module``, what ``torch.func.functional_call``
+  does) and keeps that graph by a ticket, returned as a one-element int64 tensor the backward
+  receives; a forward that needs no gradient reads the module's tensors in place;
+* backward: a second op, ``mend::<...>_backward``, differentiates the recorded graph
+  (``torch.autograd.grad``), as ``torch._dynamo.decorators.leaf_function`` does. The region
+  never runs twice: forward hooks on the experts (an expert-load monitor), Python's
+  ``random``, a module's own ``torch.Generator`` and the global RNG see one forward, as in the
+  original. The graph is freed with its ticket (after the backward, or when the caller drops
+  an output it never differentiates);
+* eager calls (not compiling): the op is not used at all, the hoisted region runs on the
+  module it was called on, so everything autograd offers is the original's: double
+  backward (a gradient penalty), ``torch.func`` transforms, an ``nn.DataParallel`` replica's
+  own parameters (a replica shares the original's ``__dict__``, its handle too; compiled,
+  a replica's call is traced as the original code is, its break included). Compiled, a second derivative
+  through the op raises, as it does through any graph torch.compile makes ("torch.compile with
+  aot_autograd does not currently support double backward", torch 2.13);
 * autocast: the caller's autocast (the device types it is on for, and their dtypes, which
-  torch.compile guards) is an argument of the op, re-entered around the region in the
-  forward and in the backward's recomputation. A compiled graph runs the op without
-  autocast's state, and autograd runs the backward without it, so without this the region
-  would compute in float32 where the original's experts ran in bfloat16 or float16;
+  torch.compile guards) is an argument of the op, re-entered around the region: a compiled
+  graph runs the op without autocast's state, where the original's experts ran in bfloat16;
 * CUDA graphs: both ops are tagged ``torch.Tag.cudagraph_unsafe`` (the region syncs to read its
-  sizes back, and the stash reads the generator's host-side state, neither of which a captured
-  graph replays), so under ``reduce-overhead`` Inductor's graph partition runs them between
-  captured partitions (torch 2.11, the OpenAI privacy filter: five partitions, the two op calls
+  sizes back, which a captured graph does not replay), so under ``reduce-overhead``
+  Inductor's graph partition runs them between captured partitions (torch 2.11, the OpenAI privacy filter: five partitions, the two op calls
   eager and three graphs replayed a call; docs/benchmarks.md, "Session 18 on the GPU").
 
 Chosen over ``torch._dynamo.nonstrict_trace`` (AOT autograd traces into it: with a ``nonzero``
 inside, torch 2.13 fails with ``PendingUnbackedSymbolNotFound``) and
-``torch._dynamo.decorators.leaf_function`` (takes modules, but Inductor cannot lower it on
-torch 2.13: ``InductorError: AssertionError``). A custom op compiles under every backend.
+``torch._dynamo.decorators.leaf_function`` (its mechanism, the real forward recorded by
+autograd and its graph run by the backward, is the one used here; but Inductor cannot lower
+it on torch 2.13: ``InductorError: AssertionError`` from ``GraphLowering.get_attr``, which
+takes only tensors). A custom op compiles under every backend.
 
 Preconditions (otherwise a refusal with the reason): the region is statements of a function
 body at a line where Dynamo broke; it holds a data-dependent op (``nonzero``, ``argwhere``,
@@ -105,10 +106,13 @@ RUNTIME = Helper('''def _mend_opaque_runtime():
 
     rt = sys.modules.get("_mend_opaque_runtime")
     if rt is None:
+        import itertools
         import weakref
 
         rt = types.ModuleType("_mend_opaque_runtime")
         rt.ops, rt.modules = {}, weakref.WeakValueDictionary()
+        # the graphs the regions' forwards recorded, by ticket, until their backward's token dies
+        rt.saved, rt.tickets = {}, itertools.count(1)
 
         def handle_class(base):
             class ModuleRef(base):
@@ -155,12 +159,12 @@ def _mend_opaque_op(name, region, kinds, like, dtype=None):
     # op, so torch.compile keeps one graph and the region its sparse algorithm. kinds:
     # each argument's type ("module": the module's handle, then its parameters and
     # buffers as a list; "tensor", "int", "float", "bool"); the output is shaped like
-    # argument `like` (of `dtype`, when given). The backward recomputes the region eagerly and differentiates
-    # it (checkpoint-style: one more forward of the region), drawing the random
-    # numbers the forward drew (dropout in the experts), under the autocast the
-    # forward ran in.
+    # argument `like` (of `dtype`, when given). Called eagerly it is the region itself;
+    # compiled, the op's forward runs the region once with autograd recording it and
+    # the backward differentiates that graph (no second run: hooks and RNG see one).
     import contextlib
     import inspect
+    import weakref
 
     import torch.nn.utils.stateless as stateless
 
@@ -229,145 +233,114 @@ def _mend_opaque_op(name, region, kinds, like, dtype=None):
         named = [*m.named_parameters(), *m.named_buffers()]
         own = [t for _, t in named]
         if values_only and len(own) == len(args[1]) and all(map(same, own, args[1])):
-            # the forward, handed the module's own tensors (an eager or compiled call):
+            # the module's own tensors (a compiled call without a backward to follow):
             # the region reads the same memory in place, without a swap on every call
             return region(m, *args[2:])
         keys = [k for k, _ in named]
         with stateless._reparametrize_module(m, dict(zip(keys, args[1]))):
             return region(m, *args[2:])
 
-    # what may get a gradient: the parameters, then the tensor arguments
+    # what may get a gradient: the parameters and buffers, then the tensor arguments
     def tensors(args):
         own = [*args[1]] if module else []
         return own + [a for a, k in zip(args[skip:], kinds) if k == "tensor"]
 
-    def accelerators(args):
-        # the devices other than the CPU that the region's tensors live on, of one
-        # type as torch.utils.checkpoint keeps them: their RNG states are stashed too
-        devices = {
-            t.device for t in tensors(args) if t.device.type not in ("cpu", "meta")
-        }
-        types = {d.type for d in devices}
-        kind = "cuda" if "cuda" in types else min(types, default=None)
-        return kind, sorted(d.index or 0 for d in devices if d.type == kind)
+    def replaced(args, new):  # args with tensors(args) replaced by `new`, in order
+        new = iter(new)
+        args = list(args)
+        if module:
+            args[1] = [next(new) for _ in args[1]]
+        for i, k in enumerate(kinds):
+            if k == "tensor":
+                args[skip + i] = next(new)
+        return args
 
-    def stashed(args):
-        # the RNG states the region starts from, as tensors: a custom op hands its
-        # backward only tensors (under torch.compile setup_context runs at trace time)
-        kind, ids = accelerators(args)
-        states = [getattr(torch, kind).get_rng_state(i) for i in ids]
-        device = torch.stack(states) if states else torch.empty(0, 0, dtype=torch.uint8)
-        return torch.get_rng_state(), device
-
-    def nothing():  # no states: no backward follows
-        return torch.empty(0, dtype=torch.uint8), torch.empty(0, 0, dtype=torch.uint8)
+    def autograd_on():
+        # an op's kernel runs below autograd: lift that, so the region records its graph
+        # (forward) and the engine runs it (backward), as leaf_function does
+        exclude = torch._C._dispatch_tls_local_exclude_set()
+        for key in torch._C.DispatchKey.__members__.values():
+            if "Autograd" in key.name or key.name == "ADInplaceOrView":
+                exclude = exclude.remove(key)
+        include = torch._C._dispatch_tls_local_include_set()
+        return torch._C._ForceDispatchKeyGuard(include, exclude)
 
     def forward(*args):
-        *args, amp, keep = args
-        states = stashed(args) if keep else nothing()
-        # below autograd the values are all the region reads; the backward swaps its
-        # own leaves in, to differentiate with respect to them
-        with autocasting(amp):
-            return run(args, values_only=True), *states
+        *args, amp, grads = args
+        if not any(grads):  # no backward follows (no_grad, or nothing requires grad)
+            with autocasting(amp):
+                return run(args, values_only=True), torch.empty(0, dtype=torch.int64)
+        # the region runs once, as the original's does, and autograd records it: its
+        # backward differentiates what this run saved, never a second run (hooks, Python
+        # `random`, a module's own generator, all see one forward)
+        leaves = [t.detach().requires_grad_(g) for t, g in zip(tensors(args), grads)]
+        with autograd_on(), torch.enable_grad(), autocasting(amp):
+            out = run(replaced(args, leaves))
+        ticket = next(rt.tickets)
+        rt.saved[ticket] = out, leaves
+        token = torch.tensor([ticket], dtype=torch.int64)
+        # the saved graph lives as long as the token, which autograd keeps for the
+        # backward: a forward whose graph is dropped unused frees it too
+        weakref.finalize(token, rt.saved.pop, ticket, None)
+        return out.detach().clone(), token
 
     def fake(*args):
-        *args, amp, keep = args
+        *args, amp, grads = args
         out = torch.empty_like(args[skip + like], dtype=dtype)
-        if not keep:
-            return out, *nothing()
-        kind, ids = accelerators(args)
-        width = getattr(torch, kind).get_rng_state(ids[0]).numel() if ids else 0
-        cpu = torch.empty(torch.get_rng_state().numel(), dtype=torch.uint8)
-        return out, cpu, torch.empty(len(ids), width, dtype=torch.uint8)
+        return out, torch.empty(1 if any(grads) else 0, dtype=torch.int64)
 
     def autocasting(amp):
         # the caller's autocast, handed over as "cuda:bfloat16,cpu:bfloat16": a compiled
-        # graph runs the op without autocast's state, and autograd runs the backward
-        # without it, where the original's ops ran under it
+        # graph runs the op without autocast's state, where the original's ops ran under it
         stack = contextlib.ExitStack()
         for item in filter(None, amp.split(",")):
             device_type, dtype_name = item.split(":")
             stack.enter_context(torch.autocast(device_type, dtype=getattr(torch, dtype_name)))
         return stack
 
-    @contextlib.contextmanager
-    def replayed(args, cpu, device):
-        # the forward's random numbers again (checkpoint's preserve_rng_state), and
-        # the caller's RNG left as it was: forward and backward draw what the
-        # original program's forward drew, once
-        if cpu.numel() == 0:
-            yield
-            return
-        kind, ids = accelerators(args)
-        with torch.random.fork_rng(devices=ids, device_type=kind or "cuda"):
-            torch.set_rng_state(cpu)
-            for i, state in zip(ids, device):
-                getattr(torch, kind).set_rng_state(state, i)
-            yield
-
     def backward_impl(*args):
-        *args, amp, cpu, device, grad, needs = args
-        # the op's kernel runs below autograd: lift that for the recomputation only
-        exclude = torch._C._dispatch_tls_local_exclude_set()
-        for key in torch._C.DispatchKey.__members__.values():
-            if "Autograd" in key.name or key.name == "ADInplaceOrView":
-                exclude = exclude.remove(key)
-        include = torch._C._dispatch_tls_local_include_set()
-        with (
-            torch._C._ForceDispatchKeyGuard(include, exclude),
-            torch.enable_grad(),
-            replayed(args, cpu, device),
-            autocasting(amp),
-        ):
-            flags = iter(needs)
-            if module:
-                args[1] = [p.detach().requires_grad_(next(flags)) for p in args[1]]
-            for i, k in enumerate(kinds):
-                if k == "tensor":
-                    args[skip + i] = args[skip + i].detach().requires_grad_(next(flags))
-            ins = tensors(args)
-            wanted = [t for t in ins if t.requires_grad]
-            out = run(args)
+        *args, token, grad, needs = args
+        saved = rt.saved.get(int(token[0])) if token.numel() else None
+        if saved is None:
+            raise RuntimeError(
+                f"{name}: the region's saved graph is gone (a backward after its graph was freed)"
+            )
+        out, leaves = saved
+        # a region whose output does not depend on its leaves (detached inside): no gradient
+        asked = [bool(n and t.requires_grad and out.requires_grad) for t, n in zip(leaves, needs)]
+        wanted = [t for t, a in zip(leaves, asked) if a]
+        with autograd_on():
+            # retain_graph: the saved graph is freed with its token, so a caller's
+            # backward(retain_graph=True) may run it again
             got = iter(
-                torch.autograd.grad(out, wanted, grad, allow_unused=True)
+                torch.autograd.grad(out, wanted, grad, retain_graph=True, allow_unused=True)
                 if wanted
                 else ()
             )
         res = []
-        for t in ins:
-            g = next(got) if t.requires_grad else None
-            if not t.requires_grad:
-                g = t.new_empty(0)
-            elif g is None:
-                g = torch.zeros_like(t)
-            res.append(g)
+        for t, n, a in zip(leaves, needs, asked):
+            g = next(got) if a else None
+            res.append(t.new_empty(0) if not n else torch.zeros_like(t) if g is None else g)
         return res
 
     def backward_fake(*args):
-        *args, amp, cpu, device, grad, needs = args
+        *args, token, grad, needs = args
         return [
             torch.empty_like(t) if n else t.new_empty(0)
             for t, n in zip(tensors(args), needs)
         ]
 
-    # the region syncs (its sizes are read back) and reads the host's RNG state, so
-    # CUDA graphs must not capture it: Inductor runs it between captured partitions
+    # the region syncs (its sizes are read back), so CUDA graphs must not capture it:
+    # Inductor runs it between captured partitions
     unsafe = torch.Tag.cudagraph_unsafe
-    states = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
     op = torch.library.custom_op(
         name,
-        signed(forward, [("amp", str), ("keep_rng", bool)], states),
+        signed(forward, [("amp", str), ("grads", list[bool])], tuple[torch.Tensor, torch.Tensor]),
         mutates_args=(),
         tags=(unsafe,),
     )
     op.register_fake(fake)
-    extra = [
-        ("amp", str),
-        ("cpu_rng", torch.Tensor),
-        ("device_rng", torch.Tensor),
-        ("grad", torch.Tensor),
-        ("needs", list[bool]),
-    ]
+    extra = [("token", torch.Tensor), ("grad", torch.Tensor), ("needs", list[bool])]
     back = torch.library.custom_op(
         name + "_backward",
         signed(backward_impl, extra, list[torch.Tensor]),
@@ -377,13 +350,13 @@ def _mend_opaque_op(name, region, kinds, like, dtype=None):
     back.register_fake(backward_fake)
 
     def setup_context(ctx, inputs, output):
-        ctx.inputs, ctx.amp, ctx.rng = inputs[:-2], inputs[-2], output[1:]
+        ctx.inputs, ctx.token = inputs[:-2], output[1]
 
-    def backward(ctx, grad, *_):
+    def backward(ctx, grad, _token):
         args, need = ctx.inputs, ctx.needs_input_grad
         needs = [bool(n) for n in need[1]] if module else []
         needs += [bool(need[skip + i]) for i, k in enumerate(kinds) if k == "tensor"]
-        got = iter(back(*args, ctx.amp, *ctx.rng, grad, needs))
+        got = iter(back(*args, ctx.token, grad, needs))
         out = [None] * (len(args) + 2)
         if module:
             out[1] = [
@@ -399,21 +372,36 @@ def _mend_opaque_op(name, region, kinds, like, dtype=None):
 
     # closures, not the global `torch`: torch.compile finds a global through the module of
     # the file that made the op, which another import of it may have replaced
-    grad_enabled = torch.is_grad_enabled
+    grad_enabled, compiling = torch.is_grad_enabled, torch.compiler.is_compiling
     amp_enabled, amp_dtype = torch.is_autocast_enabled, torch.get_autocast_dtype
 
     def call(*args):
-        # the RNG states are stashed only where a backward may follow (grad mode on,
-        # which torch.compile guards): inference and eval under no_grad read none;
-        # the autocast state (guarded too) is the caller's
-        if module and not opaque:
-            args = (id(args[0].module), *args[1:])
+        if not compiling():
+            # run eagerly, the region is the original's own code on the module it was
+            # called on: hooks, autograd (double backward, torch.func), RNG and a
+            # replica's own parameters (nn.DataParallel) are the original's
+            return region(args[0], *args[2:]) if module else region(*args)
+        # under torch.compile: one op in the graph. The module's handle (made in
+        # __init__) stands for it; which tensors may need a gradient, the grad mode and
+        # the autocast state are guarded by torch.compile
+        if module:
+            if getattr(args[0], "_is_replica", False):
+                # a replica (nn.DataParallel) shares the original's handle and holds its
+                # parameters as plain attributes: the op would reach the original module, so
+                # the region is traced as the original's code is (and breaks where it broke)
+                return region(args[0], *args[2:])
+            ref = args[0]._mend_opaque
+            args = (ref if opaque else id(ref.module), *args[1:])
         amp = ",".join(
             f"{d}:{str(amp_dtype(d)).split('.')[-1]}"
             for d in ("cpu", "cuda")
             if amp_enabled(d)
         )
-        return op(*args, amp, grad_enabled())[0]
+        flags = [
+            grad_enabled() and t.requires_grad
+            for t in tensors(args)
+        ]
+        return op(*args, amp, flags)[0]
 
     rt.ops[name] = (call, mine)
     return call
@@ -889,9 +877,9 @@ def _plan_loop(an: Analysis, ctx: Context, fn: cst.FunctionDef, body: list, k: i
         + _wrapped(f"{op_var} = _mend_opaque_op(",
                    [f'"mend::{stem}"', helper_name, f'"{kinds_text}"', str(args.index(like))]
                    + ([f"dtype={dtype}"] if dtype else []), ")") + "\n")
-    call_args = ([f"self.{REF}", "[*self.parameters(), *self.buffers()]"] if uses_self else []) + args
+    call_args = (["self", "[*self.parameters(), *self.buffers()]"] if uses_self else []) + args
     site = Site(rule, start, end, f"data-dependent region ({dd[0]}) -> one opaque custom op mend::{stem} (same "
-                "algorithm, same cost; backward recomputes the region)", strategy="opaque")
+                "algorithm, same cost; its backward differentiates what its forward recorded)", strategy="opaque")
 
     def build(updated: cst.CSTNode, call_args=call_args):
         new = cst.parse_statement(f"{acc} = {op_var}({', '.join(call_args)})\n")
@@ -952,7 +940,7 @@ CASES = [
             idx = torch.nonzero(expert == e).squeeze(-1)
             out[idx] = self.experts[e](x[idx]).to(x.dtype)
 ''', '''        out = _mend_module_forward_11_op(
-            self._mend_opaque,
+            self,
             [*self.parameters(), *self.buffers()],
             x,
             expert,
@@ -1019,7 +1007,7 @@ _ADAPTERS_LOOP = '''        out = torch.zeros_like(h)
             out[lang_mask] = self.adapters[key](h[lang_mask])
 '''
 _ADAPTERS_CALL = '''        out = _mend_module_forward_11_op(
-            self._mend_opaque,
+            self,
             [*self.parameters(), *self.buffers()],
             h,
             lang_ids,

@@ -28,7 +28,14 @@ _WHERE_FIX = ("Express both outcomes as tensors and select with `torch.where(con
               "1)), h * 0.5)`. What changes for the user: nothing in forward values; the gradients are "
               "those of eager code (NaN only where eager code has NaN), where plain `torch.where` would give "
               "NaN (`0 * inf`) or raise (an out-of-range id in the arm eager code skips). "
-              "With torch.cond only the taken arm runs. A chained comparison on a tensor, `lo <= t <= hi` "
+              "With torch.cond only the taken arm runs, but it is an UNSAFE fix (`mend fix --unsafe-fixes`; "
+              "without the flag the finding says it exists): a second derivative through `torch.cond` fails "
+              "(`create_graph=True`: \"element 0 of tensors does not require grad\"; a gradient penalty, a "
+              "physics-informed loss), and a forward hook that records anything on a module an arm runs (a "
+              "calibration hook, which users register at any time) makes it raise "
+              "`UncapturedHigherOrderOpError`, eager or compiled (torch 2.13; tests/adversarial/cond_*.py). "
+              "Neither can be ruled out from the source: an arm becomes `torch.cond` because it calls code "
+              "beyond torch, which may run a module. A chained comparison on a tensor, `lo <= t <= hi` "
               "(Python's `lo <= t and t <= hi`, whose `and` asks for the tensor's truth value), becomes "
               "`torch.logical_and(lo <= t, t <= hi)` in a condition and `(lo <= t) & (t <= hi)` as a value "
               "(every operand a number or a full reduction: 0-dim, where `&` gives what `and` returned); its "
@@ -112,7 +119,9 @@ GM102 = Rule(
     why="A ternary evaluates `bool(cond)` exactly like an `if`: a tensor condition breaks the graph.",
     fix=("`torch.where(cond, a, b)` (both sides evaluated, then selected element-wise), with the double-where "
          "form for a side that is not total (see GM101): `torch.sqrt(h) if c else h` becomes "
-         "`torch.where(c, torch.sqrt(torch.where(c, h, 1)), h)`; `torch.cond` when a side calls a module."),
+         "`torch.where(c, torch.sqrt(torch.where(c, h, 1)), h)`; `torch.cond` when a side calls a module, "
+         "an UNSAFE fix (`--unsafe-fixes`; no second derivative, no recording hook on a module in an arm: "
+         "see GM101)."),
     preconditions=("Both sides cheap and free of side effects, randomness and stateful modules; results "
                    "broadcastable to one shape. Refused as for GM101."),
     limits=_NOT_BREAKS + LIMITS, gb_ids=("GB0170",),
