@@ -627,3 +627,82 @@ def test_detach_naive_is_a_gradient_difference(tmp_path):
     assert any(", train:" in d for d in found), found
     assert not [d for d in found if any(f", {m}:" in d for m in ("eval", "autocast_bf16", "cast_bf16"))], found
     assert any("grad" in d for d in found), found
+
+
+# each pair differs only where a way of running the module beyond calling it looks: the
+# oracle's family for it sees it, the plain modes (what it compared before) do not
+_PAIR = '''
+import torch
+from torch import nn
+
+VARIANT = 0
+
+
+class OldStyle(torch.autograd.Function):  # ctx in forward: torch.func cannot run it
+    @staticmethod
+    def forward(ctx, h):
+        ctx.save_for_backward(h)
+        return h.tanh()
+
+    @staticmethod
+    def backward(ctx, g):  # recomputed from the saved input: twice differentiable
+        (h,) = ctx.saved_tensors
+        return g * (1 - h.tanh() ** 2)
+
+
+class OnceTanh(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, h):
+        out = torch.tanh(h)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, g):
+        (out,) = ctx.saved_tensors
+        return g * (1 - out * out)
+
+
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.fc(x)
+        if VARIANT == 1:  # hooks: a layer called once more, its result dropped
+            self.fc(x)
+        if VARIANT == 2:  # double backward: no second derivative
+            return OnceTanh.apply(h)
+        if VARIANT == 3:  # torch.func.grad
+            return OldStyle.apply(h)
+        if VARIANT == 4:  # replicate: module internals a replica keeps elsewhere
+            return torch.nn.functional.linear(x, self.fc._parameters["weight"], self.fc.bias).tanh()
+        if VARIANT == 5 and torch.compiler.is_compiling():  # compiled
+            return h.tanh() * 2
+        return h.tanh()
+
+
+def mend_target_pair():
+    torch.manual_seed(0)
+    return M(), (torch.randn(3, 4),)
+'''
+
+
+@pytest.mark.parametrize("variant,family", [(1, "hooks"), (2, "double_backward"), (3, "func_grad"),
+                                            (4, "replicate"), (5, "compiled")])
+def test_oracle_families_see_what_only_they_observe(variant, family, tmp_path):
+    patched = _PAIR.replace("VARIANT = 0", f"VARIANT = {variant}")
+    found = oracle(_PAIR, patched, tmp_path)
+    assert any(f", {family}" in d for d in found), found
+    assert not [d for d in found if any(f", {m}:" in d for m in MODES)], found
+
+
+def test_oracle_sees_output_aliasing(tmp_path):
+    same = _PAIR.replace("def mend_target_pair", "def ident(x):\n    return x if x.sum() > -1e9 else x\n\n\n"
+                         "def mend_target_pair").replace("return M(), (torch.randn(3, 4),)",
+                                                         "return ident, (torch.randn(3, 4),)")
+    fresh = same.replace("return x if x.sum() > -1e9 else x", "return x.clone()")
+    found = oracle(same, fresh, tmp_path)
+    assert found and all("aliases" in d for d in found), found

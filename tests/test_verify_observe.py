@@ -180,28 +180,30 @@ def test_vmap_failing_is_a_difference_and_an_original_that_fails_it_is_skipped()
     assert observer_unusable(rec, VMAP, None, True).startswith("the original raises under torch.func.vmap: ")
 
 
-class _Handle(nn.Module):
-    """``through_original``: runs its layer through a handle to the module it was built as,
-    as an opaque op's handle does (a replica's calls reach the original's parameters)."""
+class _Internals(nn.Module):
+    """``internals``: reads its layer's weight from ``_parameters``, as code reaching module
+    internals does; a replica keeps its parameters elsewhere (the same values otherwise)."""
 
-    def __init__(self, through_original: bool = False):
+    def __init__(self, internals: bool = False):
         super().__init__()
         torch.manual_seed(0)
         self.fc = nn.Linear(4, 4)
-        self.handle = [self] if through_original else None
+        self.internals = internals
 
     def forward(self, x):
-        owner = self.handle[0] if self.handle else self
-        return torch.nn.functional.linear(x, owner.fc.weight.detach(), owner.fc.bias) if self.handle \
-            else self.fc(x)
+        if self.internals:
+            return torch.nn.functional.linear(x, self.fc._parameters["weight"], self.fc.bias)
+        return self.fc(x)
 
 
-def test_replica_gradients_must_reach_the_original_parameters():
+def test_a_program_a_replica_cannot_run_is_a_difference():
     x = torch.randn(3, 4)
-    a, b = _Handle(), _Handle(through_original=True)
-    assert _diff(a, b, (x,), EVAL) is None
+    a, b = _Internals(), _Internals(internals=True)
+    for mode in (EVAL, TRAIN, FUNC_GRAD):
+        assert _diff(a, b, (x,), mode) is None, mode
+    assert "forward of fc ran 0 times" in _diff(a, b, (x,), HOOKS)  # (the layer's hooks are bypassed too)
     why = _diff(a, b, (x,), REPLICA)
-    assert why is not None and "gradient of parameter fc.weight" in why, why
+    assert why == "replicate on input example: original returned, patched raised KeyError: 'weight'", why
     rec = run_call(a, a, (x,), {}, REPLICA, 0)
     assert rec["grads_param"]["fc.weight"] is not None  # through the non-leaf copies
 
