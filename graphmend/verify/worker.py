@@ -10,7 +10,8 @@ afterwards, on the target loaded afresh), ``probe_dtype`` (both sides, last: tra
 cast to that dtype; a ``torch.cond`` whose branches return float32 on one side and the
 model's dtype on the other traces in float32 and fails in half precision).
 
-The original side runs the target's example, its own ``Target.inputs`` / ``perturb`` and
+The original side runs the target's example, its own ``Target.inputs`` / ``perturb``, the
+example's edge shapes and layouts where a condition was rewritten (``inputs.SHAPES``) and
 perturbed variants, each in every mode of ``graphmend.verify.modes`` (eval, train with
 backward, autocast; train in float64, then bf16, for every input at the end), until every rewritten condition has
 gone both ways (at least ``MIN_VARIANTS`` inputs). The patched side loads the same weights,
