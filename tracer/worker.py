@@ -4,9 +4,11 @@ PAYLOAD is ``{"targets": [TargetSpec as dict, ...], "modes": ["eval", "train"],
 "compiled_autograd": bool, "nested_graph_breaks": bool | None, "ran_files": bool}``; RESULT is
 ``{"results": [TargetResult as dict, ...]}``, one per target and run mode (target-major),
 each with ``ran_files`` (see ``ran_files``) when asked.
-Targets of one worker are separated by ``torch._dynamo.reset()``. Each (target, mode) is one
-unit of the job (``graphmend.core.jobs.unit_done``): the parent bounds each by --timeout and keeps
-the finished ones when a later one hangs or crashes.
+Each (target, mode) runs in a fork of the worker (``graphmend.core.jobs.run_isolated``), as if
+alone: what one target changes (Dynamo's config, torch's default dtype, a closed fd, a module
+global) never reaches the next, and one that crashes or calls ``os._exit`` costs only its own
+result. Each is one unit of the job (``graphmend.core.jobs.unit_done``): the parent bounds each
+by --timeout and keeps the finished ones when a later one hangs.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from graphmend.core.jobs import out_of_memory, unit_done, worker_main
+from graphmend.core.jobs import out_of_memory, run_isolated, unit_done, worker_main
 from graphmend.core.model import TargetResult, to_dict
 from graphmend.core.modes import EVAL, TRAIN
 
@@ -163,7 +165,7 @@ def explain_counts(spec: dict[str, Any], mode: str = EVAL, nested_graph_breaks: 
 def ran_files(loaded_before: set[str], spec: dict[str, Any]) -> list[str]:
     """The source files a target ran: its own, and every module imported since the worker
     started except the standard library's and mend's own (what the key of a cached result
-    holds as versions). Imports of an earlier target of the same worker count too."""
+    holds as versions)."""
     import sysconfig
 
     skip = tuple(os.path.join(os.path.realpath(p), "") for p in
@@ -187,17 +189,31 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
     ca = bool(payload.get("compiled_autograd"))
     nested = payload.get("nested_graph_breaks")
     loaded_before = set(sys.modules)
-    results = []
+    results, explained = [], []
+
+    def unit(spec: dict[str, Any], mode: str) -> dict[str, Any]:
+        (r,) = capture_spec(spec, (mode,), ca, nested)
+        out: dict[str, Any] = {"result": to_dict(r)}
+        if payload.get("ran_files"):  # for the cache: what a later run must find unchanged
+            out["result"]["ran_files"] = ran_files(loaded_before, spec)
+        if payload.get("explain"):
+            out["explain"] = explain_counts(spec, mode, nested)
+        return out
+
     for spec in payload["targets"]:
         for mode in modes:  # one unit each: the parent's --timeout clock restarts per unit
-            (r,) = capture_spec(spec, (mode,), ca, nested)
-            results.append(to_dict(r))
-            if payload.get("ran_files"):  # for the cache: what a later run must find unchanged
-                results[-1]["ran_files"] = ran_files(loaded_before, spec)
+            got = run_isolated(lambda: unit(spec, mode), spec["name"])
+            if "result" not in got:  # its process ended without one
+                why = got.get("error") or f"{spec['name']}: no result"
+                got = {"result": to_dict(TargetResult(name=spec["name"], file=spec.get("file") or spec.get("module") or "",
+                                                      function=spec["function"], run_mode=mode, error=why)),
+                       "explain": why}
+            results.append(got["result"])
+            explained.append(got.get("explain"))
             unit_done(results[-1])
     out = {"results": results}
     if payload.get("explain"):
-        out["explain"] = [explain_counts(spec, m, nested) for spec in payload["targets"] for m in modes]
+        out["explain"] = explained
     return out
 
 
