@@ -1,5 +1,6 @@
 """Ctrl-C or SIGTERM on mend ends every process it started: the worker, what the target
-started, the warm process."""
+started, the warm process; so does mend's death by SIGKILL, within a few seconds (each worker
+watches mend)."""
 import os
 import signal
 import subprocess
@@ -60,7 +61,7 @@ def _running(pid: int, start: int) -> bool:
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the process tree from /proc")
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL], ids=["SIGTERM", "SIGINT", "SIGKILL"])
 def test_a_signal_to_mend_ends_every_process_it_started(tmp_path, sig):
     (tmp_path / "spin.py").write_text(TARGET)
     mark = tmp_path / "mark"

@@ -941,7 +941,7 @@ def worker_main(handler: Callable[[dict[str, Any]], dict[str, Any]],
     an exception either raises becomes ``{"error": ...}`` so the parent sees why."""
     import traceback
 
-    global _units_path
+    global _units_path, _job_dir
     _apply_memory_limit()
     _become_subreaper()
     if threading.current_thread() is threading.main_thread():
@@ -950,6 +950,7 @@ def worker_main(handler: Callable[[dict[str, Any]], dict[str, Any]],
     _units_path = os.environ.pop(ENV_UNITS, None)  # the user's code and its children need not see it
     _watch_parent()
     payload_path, result_path = sys.argv[1], sys.argv[2]
+    _job_dir = os.path.dirname(os.path.abspath(result_path))
     try:
         payload = json.loads(Path(payload_path).read_text(encoding="utf-8"))
         if startup is not None:
@@ -977,6 +978,7 @@ def worker_main(handler: Callable[[dict[str, Any]], dict[str, Any]],
 
 
 _units_path: Optional[str] = None  # in a worker of a job of units: where unit_done appends
+_job_dir: Optional[str] = None  # in a worker: the job's temporary folder (its payload's)
 
 
 def run_isolated(fn: Callable[[], dict[str, Any]], label: str) -> dict[str, Any]:
@@ -987,7 +989,7 @@ def run_isolated(fn: Callable[[], dict[str, Any]], label: str) -> dict[str, Any]
     without one: killed by a signal, out of memory, or the target's own ``os._exit(n)``."""
     import tempfile
 
-    fd, path = tempfile.mkstemp(prefix="mend-unit-", suffix=".json")
+    fd, path = tempfile.mkstemp(prefix="unit-", suffix=".json", dir=_job_dir)  # removed with the job's folder
     os.close(fd)
     marks = {n: _size(n) for n in (1, 2)}  # where the unit's own output will start
     sys.stdout.flush()
