@@ -26,7 +26,8 @@ def test_mend_run(tmp_path):
     script.write_text(SCRIPT)
     out = tmp_path / "r.json"
     proc = subprocess.run([sys.executable, "-m", "graphmend", "run", "--format", "json", "--output", str(out),
-                           str(script), "3", "--format", "x"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+                           str(script), "3", "--format", "x"], capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          env=_env())
     assert proc.returncode == 3, proc.stderr
     assert "argv ['3', '--format', 'x'] __main__" in proc.stdout
     assert "own-stderr" in proc.stderr
