@@ -2,12 +2,12 @@
 or runs out of memory costs only its own result.
 
 Targets of one file share a worker (torch's import is the dominant cost of a worker), each
-(target, run mode) one unit of its job: ``--timeout`` bounds each unit, and the worker
-reports each one it finishes (graphmend.core.jobs). When a unit hangs, its target gets the
-timeout and the file's remaining targets go on in a fresh worker; when the worker crashes,
-the target it crashed in is run again first in a fresh worker (an earlier target may have
-left it broken) and gets the error if it crashes there too. No target costs more than one
-timeout.
+(target, run mode) one unit of its job, run in a fork of the worker as if alone (a unit that
+crashes its fork is that unit's error; tracer/worker.py): ``--timeout`` bounds each unit, and
+the worker reports each one it finishes (graphmend.core.jobs). When a unit hangs, its target
+gets the timeout and the file's remaining targets go on in a fresh worker; when the worker
+itself dies, the target it died in is run again first in a fresh worker and gets the error if
+it dies there too. No target costs more than one timeout.
 
 With a cache (``mend fix``), a target whose earlier capture is on record with every file it
 ran unchanged is not run again (graphmend.core.cache); a result with an error is never kept."""

@@ -102,6 +102,7 @@ def run_script(script: str, args: Sequence[str], recording: Any = None, stdout_t
         sys.path.insert(0, os.path.dirname(path))
     start = time.perf_counter()
     code = 0
+    pid = os.getpid()
     hooks = CompileHooks(recording) if recording is not None else contextlib.nullcontext()
     with _stdout_to_stderr(stdout_to_stderr), rec, hooks:
         try:
@@ -120,6 +121,10 @@ def run_script(script: str, args: Sequence[str], recording: Any = None, stdout_t
             sys.argv = saved_argv
             if saved_path0 is not None and sys.path:
                 sys.path[0] = saved_path0
+    if os.getpid() != pid:
+        # a process the program forked (os.fork, a multiprocessing fork) ended its part of the
+        # program: it exits as python would make it, and only the process mend started reports
+        raise SystemExit(code)
     duration = time.perf_counter() - start
     return ScriptRun(exit_code=code, targets=group_by_function(rec.breaks(), rec.recording.recompiles),
                      duration_s=duration, torch_version=torch.__version__)

@@ -4,9 +4,11 @@ PAYLOAD is ``{"targets": [TargetSpec as dict, ...], "modes": ["eval", "train"],
 "compiled_autograd": bool, "nested_graph_breaks": bool | None, "ran_files": bool}``; RESULT is
 ``{"results": [TargetResult as dict, ...]}``, one per target and run mode (target-major),
 each with ``ran_files`` (see ``ran_files``) when asked.
-Targets of one worker are separated by ``torch._dynamo.reset()``. Each (target, mode) is one
-unit of the job (``graphmend.core.jobs.unit_done``): the parent bounds each by --timeout and keeps
-the finished ones when a later one hangs or crashes.
+Each (target, mode) runs in a fork of the worker (``graphmend.core.jobs.run_isolated``), as if
+alone: what one target changes (Dynamo's config, torch's default dtype, a closed fd, a module
+global) never reaches the next, and one that crashes or calls ``os._exit`` costs only its own
+result. Each is one unit of the job (``graphmend.core.jobs.unit_done``): the parent bounds each
+by --timeout and keeps the finished ones when a later one hangs.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from graphmend.core.jobs import out_of_memory, unit_done, worker_main
+from graphmend.core.jobs import out_of_memory, run_isolated, unit_done, worker_main
 from graphmend.core.model import TargetResult, to_dict
 from graphmend.core.modes import EVAL, TRAIN
 
@@ -165,7 +167,7 @@ def ran_files(loaded_before: set[str], spec: dict[str, Any]) -> list[str]:
     started and every file read (opened, executed or compiled: ``runpy.run_path``,
     ``exec(open(f).read())``, ``torch.load`` of recorded tensors) since ``watch_reads``,
     except the standard library's and mend's own (what the key of a cached result holds as
-    versions). What an earlier target of the same worker imported or read counts too."""
+    versions). Each target runs in a fork of its own, so only what it read counts."""
     from graphmend.core.cache import reads, skipped_dirs
 
     skip = skipped_dirs()
@@ -189,17 +191,31 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
         from graphmend.core.cache import watch_reads
 
         watch_reads()
-    results = []
+    results, explained = [], []
+
+    def unit(spec: dict[str, Any], mode: str) -> dict[str, Any]:
+        (r,) = capture_spec(spec, (mode,), ca, nested)
+        out: dict[str, Any] = {"result": to_dict(r)}
+        if payload.get("ran_files"):  # for the cache: what a later run must find unchanged
+            out["result"]["ran_files"] = ran_files(loaded_before, spec)
+        if payload.get("explain"):
+            out["explain"] = explain_counts(spec, mode, nested)
+        return out
+
     for spec in payload["targets"]:
         for mode in modes:  # one unit each: the parent's --timeout clock restarts per unit
-            (r,) = capture_spec(spec, (mode,), ca, nested)
-            results.append(to_dict(r))
-            if payload.get("ran_files"):  # for the cache: what a later run must find unchanged
-                results[-1]["ran_files"] = ran_files(loaded_before, spec)
+            got = run_isolated(lambda: unit(spec, mode), spec["name"])
+            if "result" not in got:  # its process ended without one
+                why = got.get("error") or f"{spec['name']}: no result"
+                got = {"result": to_dict(TargetResult(name=spec["name"], file=spec.get("file") or spec.get("module") or "",
+                                                      function=spec["function"], run_mode=mode, error=why)),
+                       "explain": why}
+            results.append(got["result"])
+            explained.append(got.get("explain"))
             unit_done(results[-1])
     out = {"results": results}
     if payload.get("explain"):
-        out["explain"] = [explain_counts(spec, m, nested) for spec in payload["targets"] for m in modes]
+        out["explain"] = explained
     return out
 
 

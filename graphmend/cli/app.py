@@ -5,6 +5,7 @@ Every module imported here is torch-free at import time, so ``mend --help`` is f
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import typer
@@ -138,7 +139,22 @@ def _register() -> None:
 _register()
 
 
+def _on_signal(signum: int, frame) -> None:
+    """Ctrl-C, SIGTERM: the run's workers, what they started and the warm processes end now
+    (graphmend.core.jobs.end_all), then mend unwinds as Python would (KeyboardInterrupt; an exit
+    for SIGTERM, whose atexit handlers still shut a local Ray instance down)."""
+    jobs = sys.modules.get("graphmend.core.jobs")  # not imported: no worker was started
+    if jobs is not None:
+        jobs.end_all()
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    sys.stderr.write("mend: terminated\n")
+    raise SystemExit(128 + signum)
+
+
 def main() -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _on_signal)
     try:
         app()
     except SystemExit:

@@ -61,9 +61,11 @@ def run(
     from tracer.run_script import run_script
 
     to_stdout = output is None and not quiet and format is not Format.text
+    # the program may os.chdir: paths given here mean what they meant before it ran
+    script_path, output = script.absolute(), output.absolute() if output is not None else None
     result = run_script(str(script), list(ctx.args), recording=recording, stdout_to_stderr=to_stdout)
-    project = find_pyproject(script)
-    report = new_report("run", root=report_root([script], project and project.parent),
+    project = find_pyproject(script_path)
+    report = new_report("run", root=report_root([script_path], project and project.parent),
                         torch_version=result.torch_version or tv)
     # the script chose how it ran (eval, train or both): mend did not set a run mode
     report.run_modes = [SCRIPT_MODE]

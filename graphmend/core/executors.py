@@ -14,7 +14,7 @@ import dataclasses
 import os
 from typing import Any, Optional
 
-from graphmend.core.jobs import ENV_WATCH, Job, JobOutcome, describe, run_job_local
+from graphmend.core.jobs import Job, JobOutcome, describe, run_job_local
 
 RAY_INSTALL_HINT = 'pip install "graphmend[ray]"  (or: pip install "ray>=2.9")'
 
@@ -45,8 +45,8 @@ def run_on_node(job: Job, carried: dict[str, str], unset: list[str]) -> JobOutco
     """The body of a Ray task: ``run_job_local`` in the node's Ray worker."""
     environ = {k: v for k, v in os.environ.items() if k not in unset}
     environ.update(carried)
-    # the job's worker ends itself should this Ray worker die (nobody would time it out)
-    job = dataclasses.replace(job, env={**job.env, ENV_WATCH: str(os.getpid())})
+    # the job's worker watches this Ray worker (run_job_local's process): should it die, nobody
+    # would time the job out, and the job ends itself
     return run_job_local(job, environ=environ)
 
 
@@ -72,6 +72,31 @@ def import_ray() -> Any:
     return ray
 
 
+def _init_local(ray: Any, num_cpus: int, quiet: dict[str, Any]) -> None:
+    """A new local instance ("local": never one found on this machine by accident), reachable
+    from this machine only: Ray's servers (GCS, raylet, object manager, every worker's) take no
+    authentication, and on a Linux node Ray binds them to every interface. They bind to the
+    node's address, and a node at 127.0.0.1 is what Ray starts on macOS and Windows
+    (ENABLE_RAY_CLUSTER off); no dashboard. ray.init also takes SIGTERM over: mend's own handler
+    (which ends the run's workers) is put back."""
+    import signal
+    import threading
+
+    import ray._private.ray_constants as constants
+
+    main = threading.current_thread() is threading.main_thread()
+    handler = signal.getsignal(signal.SIGTERM) if main else None
+    before = getattr(constants, "ENABLE_RAY_CLUSTER", True)
+    constants.ENABLE_RAY_CLUSTER = False  # else Ray replaces 127.0.0.1 by the machine's address
+    try:
+        ray.init(address="local", num_cpus=max(1, num_cpus), include_dashboard=False,
+                 _node_ip_address="127.0.0.1", **quiet)
+    finally:
+        constants.ENABLE_RAY_CLUSTER = before
+        if main and handler is not None:
+            signal.signal(signal.SIGTERM, handler)
+
+
 class RayExecutor:
     """Submits each job as a Ray task (one CPU, never retried: a retry would run a target that
     crashed its worker again) and waits for it in the calling thread, so the stages' own thread
@@ -91,8 +116,7 @@ class RayExecutor:
                 if address:
                     ray.init(address=address, **quiet)
                 else:
-                    # "local": a new instance, never one found on this machine by accident
-                    ray.init(address="local", num_cpus=max(1, num_cpus), include_dashboard=False, **quiet)
+                    _init_local(ray, num_cpus, quiet)
             except Exception as exc:  # ConnectionError, ValueError, RuntimeError: whatever Ray raises
                 where = f"the Ray cluster at {address}" if address else "a local Ray instance"
                 raise ExecutorError(f"cannot start or reach {where}: {describe(exc)}") from None

@@ -28,6 +28,9 @@ STARTUP_ALLOWANCE_S = 30.0
 _POLL_S = 0.25  # how often the parent looks at a running worker (start-up marker, its processes)
 _RECORD_S = 1.0  # how often it notes the processes in the worker's tree
 _DRAIN_S = 5.0  # waiting for a killed worker's exit status
+# what is kept on disk of a worker's stdout and stderr: their last bytes (the report shows only
+# their tail); a target that prints gigabytes must not fill the disk
+KEEP_OUTPUT = 4 << 20
 # set by the parent for the worker (and read and removed by worker_main)
 ENV_STARTED = "MEND_WORKER_STARTED"  # a file the worker creates once its start-up is done
 ENV_MEMORY = "MEND_WORKER_MEMORY_LIMIT"  # bytes
@@ -35,7 +38,8 @@ ENV_UNITS = "MEND_WORKER_UNITS"  # a file the worker appends each finished unit'
 # read by the parent: "spawn" starts every worker as a fresh interpreter, warm jobs included
 ENV_START = "MEND_WORKER_START"
 # a pid the worker watches: when that process is gone, nobody enforces the worker's timeout any
-# more, and the worker ends its tree and itself (the Ray executor sets it to its Ray worker's pid)
+# more, and the worker ends its tree and itself (run_job_local sets it to its own process's pid:
+# mend's, or on Ray the Ray worker's)
 ENV_WATCH = "MEND_WORKER_WATCH"
 
 
@@ -143,6 +147,8 @@ def run_job(job: Job) -> JobOutcome:
 def run_job_local(job: Job, environ: Optional[dict[str, str]] = None) -> JobOutcome:
     """Run ``job`` in a worker subprocess of this process; ``environ`` (default os.environ)
     is the environment the worker's is made from."""
+    if _ending:
+        return JobOutcome(None, f"{job.label}: not run: mend is stopping")
     with tempfile.TemporaryDirectory(prefix="mend-job-") as tmp:
         payload_path = Path(tmp) / "payload.json"
         result_path = Path(tmp) / "result.json"
@@ -154,6 +160,7 @@ def run_job_local(job: Job, environ: Optional[dict[str, str]] = None) -> JobOutc
         # what the environment is apart from this job's own files: a warm process is kept per value
         base_env = dict(env)
         env[ENV_STARTED] = str(started_path)
+        env[ENV_WATCH] = str(os.getpid())  # the worker ends itself should this process die
         if job.units:
             env[ENV_UNITS] = str(units_path)
         units = _UnitLog(units_path)
@@ -165,70 +172,139 @@ def run_job_local(job: Job, environ: Optional[dict[str, str]] = None) -> JobOutc
         argv = [str(payload_path), str(result_path)]
         proc = _start(job, argv, env, base_env, job.cwd or os.getcwd(), out_path, err_path)
         tree = ProcessTree(proc.pid)
-        startup_s: Optional[float] = None
-        timed_out = False
-        next_record = 0.0
-        while True:
-            if startup_s is None and started_path.exists():
-                try:
-                    startup_s = max(0.0, started_path.stat().st_mtime - wall_start)
-                except OSError:
-                    startup_s = time.monotonic() - start
-            # the clock starts when start-up is done, or when its allowance is used up; in a
-            # job of units, again when a unit finishes
-            clock = min(job.startup if startup_s is None else startup_s, job.startup)
-            if job.units and startup_s is not None and units.read():
-                clock = max(clock, units.last_seen - start)
-            left = clock + job.timeout - (time.monotonic() - start)
-            if left <= 0:
-                timed_out = True
-                break
-            if proc.wait(min(left, _POLL_S)) is not None:
-                break
-            if startup_s is not None and time.monotonic() >= next_record:
-                tree.record()  # the user's code runs now: note what it starts
-                next_record = time.monotonic() + _RECORD_S
-        if timed_out:
-            tree.kill()
-            proc.wait(_DRAIN_S)  # reaped, so that its pid is not reused while the group is killed
-        else:
-            tree.kill_leftovers()
-        duration = time.monotonic() - start
-        out_s, err_s = _tail(out_path), _tail(err_path)
-        done = units.read() if job.units else []
-        # what a failure is about: the unit that was running, in a job of units
-        label = job.unit_labels[len(done)] if job.units and len(done) < len(job.unit_labels) else job.label
-        if timed_out:
-            if startup_s is None:
-                msg = (f"{label}: timed out after {job.timeout:g} s (raise it with --timeout); the worker "
-                       f"had not finished starting up (importing torch) in the {job.startup:g} s allowed for that")
-            else:
-                msg = (f"{label}: timed out after {job.timeout:g} s (raise it with --timeout); "
-                       f"the worker's start-up before that took {startup_s:.1f} s")
-            return JobOutcome(None, msg, None, duration, out_s, err_s, startup_s, units=done, timed_out=True)
-        result = None
-        if result_path.exists():
+        with _live_lock:
+            _live.add(tree)
+        outcome = None
+        try:
+            if _ending:  # end_all ran while this worker started: it missed this one
+                tree.kill()
+            outcome = _watch(job, proc, tree, start, wall_start, started_path, result_path, units,
+                             out_path, err_path)
+            return outcome
+        finally:
+            with _live_lock:
+                _live.discard(tree)
+            if outcome is None:  # left early (KeyboardInterrupt, an error here): nothing it started runs on
+                tree.kill()
+
+
+def _watch(job: Job, proc: Any, tree: "ProcessTree", start: float, wall_start: float, started_path: Path,
+           result_path: Path, units: "_UnitLog", out_path: Path, err_path: Path) -> JobOutcome:
+    """Wait for the worker of ``job`` under its clock; its outcome."""
+    startup_s: Optional[float] = None
+    timed_out = False
+    next_record = 0.0
+    while True:
+        if startup_s is None and started_path.exists():
             try:
-                result = json.loads(result_path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                result = None
-        rc = proc.returncode
-        if result is not None:
-            return JobOutcome(result, None, rc, duration, out_s, err_s, startup_s, units=done)
-        last = _last_line(err_s)
-        if job.memory_limit and (rc == -signal.SIGKILL or looks_out_of_memory(err_s)):
-            # the kernel's OOM killer, or an allocation failure that took the process down
-            how = f"killed by {_signal_name(-rc)}" if rc < 0 else f"exited with status {rc}"
-            msg = f"{label}: out of memory (limit {format_size(job.memory_limit)}): worker {how}"
-        elif rc < 0:
-            name = _signal_name(-rc)
-            why = " (out of memory?)" if name == "SIGKILL" else ""
-            msg = f"{label}: worker killed by {name}{why}"
+                startup_s = max(0.0, started_path.stat().st_mtime - wall_start)
+            except OSError:
+                startup_s = time.monotonic() - start
+        # the clock starts when start-up is done, or when its allowance is used up; in a
+        # job of units, again when a unit finishes
+        clock = min(job.startup if startup_s is None else startup_s, job.startup)
+        if job.units and startup_s is not None and units.read():
+            clock = max(clock, units.last_seen - start)
+        left = clock + job.timeout - (time.monotonic() - start)
+        if left <= 0:
+            timed_out = True
+            break
+        if proc.wait(min(left, _POLL_S)) is not None:
+            break
+        if startup_s is not None and time.monotonic() >= next_record:
+            tree.record()  # the user's code runs now: note what it starts
+            _keep_tail(out_path)
+            _keep_tail(err_path)
+            next_record = time.monotonic() + _RECORD_S
+    if timed_out:
+        tree.kill()
+        proc.wait(_DRAIN_S)  # reaped, so that its pid is not reused while the group is killed
+    else:
+        tree.kill_leftovers()
+    _keep_tail(out_path)
+    _keep_tail(err_path)
+    duration = time.monotonic() - start
+    out_s, err_s = _tail(out_path), _tail(err_path)
+    done = units.read() if job.units else []
+    # what a failure is about: the unit that was running, in a job of units
+    label = job.unit_labels[len(done)] if job.units and len(done) < len(job.unit_labels) else job.label
+    if timed_out:
+        if startup_s is None:
+            msg = (f"{label}: timed out after {job.timeout:g} s (raise it with --timeout); the worker "
+                   f"had not finished starting up (importing torch) in the {job.startup:g} s allowed for that")
         else:
-            msg = f"{label}: worker exited with status {rc} without a result"
-        if last:
-            msg += f": {last}"
-        return JobOutcome(None, msg, rc, duration, out_s, err_s, startup_s, units=done)
+            msg = (f"{label}: timed out after {job.timeout:g} s (raise it with --timeout); "
+                   f"the worker's start-up before that took {startup_s:.1f} s")
+        return JobOutcome(None, msg, None, duration, out_s, err_s, startup_s, units=done, timed_out=True)
+    result = None
+    if result_path.exists():
+        try:
+            result = json.loads(result_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            result = None
+    rc = proc.returncode
+    if result is not None:
+        return JobOutcome(result, None, rc, duration, out_s, err_s, startup_s, units=done)
+    if _ending:
+        return JobOutcome(None, f"{label}: stopped: mend is stopping", rc, duration, out_s, err_s, startup_s,
+                          units=done)
+    return JobOutcome(None, died(label, rc, err_s, job.memory_limit), rc, duration, out_s, err_s, startup_s,
+                      units=done)
+
+
+def died(label: str, rc: int, err: str, memory_limit: Optional[int]) -> str:
+    """Why a process ended with status ``rc`` (negative: the signal) without its result, in one
+    line: the kernel's OOM killer, an allocation failure, a signal, an exit; ``err`` is the
+    end of its stderr, whose last line is added."""
+    last = _last_line(err)
+    if memory_limit and (rc == -signal.SIGKILL or looks_out_of_memory(err)):
+        # the kernel's OOM killer, or an allocation failure that took the process down
+        how = f"killed by {_signal_name(-rc)}" if rc < 0 else f"exited with status {rc}"
+        msg = f"{label}: out of memory (limit {format_size(memory_limit)}): worker {how}"
+    elif rc < 0:
+        name = _signal_name(-rc)
+        why = " (out of memory?)" if name == "SIGKILL" else ""
+        msg = f"{label}: worker killed by {name}{why}"
+    else:
+        msg = f"{label}: worker exited with status {rc} without a result"
+    if last:
+        msg += f": {last}"
+    return msg
+
+
+def _keep_tail(path: Path) -> None:
+    """Free all but the last KEEP_OUTPUT bytes of the worker's output file ``path``, in place:
+    the worker keeps writing at its offset, and what lies before the tail becomes a hole (Linux
+    fallocate PUNCH_HOLE; elsewhere the file is left as it is)."""
+    try:
+        fd = os.open(path, os.O_WRONLY)
+    except OSError:
+        return
+    try:
+        st = os.fstat(fd)
+        if st.st_blocks * 512 <= 2 * KEEP_OUTPUT:
+            return
+        end = (st.st_size - KEEP_OUTPUT) // 4096 * 4096  # whole blocks only
+        if end > 0 and _punch is not None:
+            _punch(fd, 3, 0, end)  # FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+    finally:
+        os.close(fd)
+
+
+def _fallocate() -> Optional[Callable[..., int]]:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        f = ctypes.CDLL(None, use_errno=True).fallocate
+        f.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong]
+        return f
+    except (OSError, AttributeError):
+        return None
+
+
+_punch = _fallocate()
 
 
 def _tail(path: Path) -> str:
@@ -418,6 +494,10 @@ class _Warm:
             return None
         return f
 
+    def kill(self) -> None:
+        """Now, and the workers it forked with it (each is tied to it: see worker_main)."""
+        _signal(self.proc.pid, signal.SIGKILL)
+
     def close(self, wait: float = 0.0) -> None:
         """No more forks; it ends once the workers it runs have (their statuses still come)."""
         try:
@@ -432,7 +512,7 @@ class _Warm:
 # one per environment, the most recently used kept: each holds torch in memory
 _WARM_KEPT = 2
 _warm: "OrderedDict[tuple, _Warm]" = OrderedDict()
-_warm_lock = threading.Lock()
+_warm_lock = threading.RLock()  # re-entrant: end_all may run in a signal handler of a thread holding it
 
 
 def _start(job: Job, argv: list[str], env: dict[str, str], base_env: dict[str, str], cwd: str, out: Path,
@@ -454,12 +534,43 @@ def _start(job: Job, argv: list[str], env: dict[str, str], base_env: dict[str, s
 
 @atexit.register
 def close_warm() -> None:
-    """End the warm processes."""
+    """End the warm processes (and any worker still running: nothing waits for it any more)."""
+    with _live_lock:
+        trees = list(_live)
+    for t in trees:
+        t.kill()
     with _warm_lock:
         warm = list(_warm.values())
         _warm.clear()
     for w in warm:
         w.close(wait=_DRAIN_S)
+
+
+# -- mend stopping ------------------------------------------------------------------------
+#
+# Ctrl-C or SIGTERM on mend: every worker running, what it started and the warm processes end
+# with mend, at once (the CLI's signal handlers call end_all), rather than running on with no
+# timeout over them. Should mend die without a word (SIGKILL), each worker notices: it is tied
+# to its parent (PR_SET_PDEATHSIG) and watches mend's pid (ENV_WATCH); see worker_main.
+_live: set = set()  # the ProcessTree of every worker running now
+_live_lock = threading.RLock()
+_ending = False  # end_all ran: no job starts any more
+
+
+def end_all() -> None:
+    """Kill every running worker with everything it started, and the warm processes; from
+    here on a job is not started (its outcome says why). For mend's signal handlers."""
+    global _ending
+    _ending = True
+    with _live_lock:
+        trees = list(_live)
+    for t in trees:
+        t.kill()
+    with _warm_lock:
+        warm = list(_warm.values())
+        _warm.clear()
+    for w in warm:
+        w.kill()
 
 
 def _alive(pid: int) -> bool:
@@ -720,16 +831,33 @@ def _watch_parent() -> None:
     threading.Thread(target=watch, name="mend-watch", daemon=True).start()
 
 
-def _become_subreaper() -> None:
+def _prctl(option: int, value: int) -> None:
     if not sys.platform.startswith("linux"):
         return
     try:
         import ctypes
 
-        PR_SET_CHILD_SUBREAPER = 36
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
     except (OSError, AttributeError):
         pass
+
+
+def _become_subreaper() -> None:
+    _prctl(36, 1)  # PR_SET_CHILD_SUBREAPER
+
+
+def _die_with_parent(sig: int) -> None:
+    """The kernel sends ``sig`` to this process when its parent (the thread that started it)
+    ends (PR_SET_PDEATHSIG)."""
+    _prctl(1, sig)  # PR_SET_PDEATHSIG
+
+
+def _on_term(signum: int, frame: Any) -> None:
+    """In a worker, on SIGTERM (its parent's death among them): end what it started, then
+    die of the signal as it would have."""
+    _reap_children()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
 
 
 # -- memory ----------------------------------------------------------------------------
@@ -813,12 +941,16 @@ def worker_main(handler: Callable[[dict[str, Any]], dict[str, Any]],
     an exception either raises becomes ``{"error": ...}`` so the parent sees why."""
     import traceback
 
-    global _units_path
+    global _units_path, _job_dir
     _apply_memory_limit()
     _become_subreaper()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_term)
+    _die_with_parent(signal.SIGTERM)
     _units_path = os.environ.pop(ENV_UNITS, None)  # the user's code and its children need not see it
     _watch_parent()
     payload_path, result_path = sys.argv[1], sys.argv[2]
+    _job_dir = os.path.dirname(os.path.abspath(result_path))
     try:
         payload = json.loads(Path(payload_path).read_text(encoding="utf-8"))
         if startup is not None:
@@ -846,6 +978,85 @@ def worker_main(handler: Callable[[dict[str, Any]], dict[str, Any]],
 
 
 _units_path: Optional[str] = None  # in a worker of a job of units: where unit_done appends
+_job_dir: Optional[str] = None  # in a worker: the job's temporary folder (its payload's)
+
+
+def run_isolated(fn: Callable[[], dict[str, Any]], label: str) -> dict[str, Any]:
+    """In a worker: ``fn()`` run in a fork of the worker, so that whatever it changes (module
+    globals, torch's and Dynamo's settings, the default dtype, a closed fd 1 or 2, processes
+    it leaves running) ends with the fork, and the next unit starts from the worker as it was.
+    ``fn``'s result (JSON), or ``{"error": ...}`` naming ``label`` when its process ended
+    without one: killed by a signal, out of memory, or the target's own ``os._exit(n)``."""
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix="unit-", suffix=".json", dir=_job_dir)  # removed with the job's folder
+    os.close(fd)
+    marks = {n: _size(n) for n in (1, 2)}  # where the unit's own output will start
+    sys.stdout.flush()
+    sys.stderr.flush()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:  # the unit
+        code = 1
+        try:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            _die_with_parent(signal.SIGKILL)
+            if os.getppid() != parent:
+                os._exit(1)
+            try:
+                result = fn()
+            except BaseException as exc:
+                result = {"error": f"{label}: {describe(exc)}"}
+            with open(path, "w", encoding="utf-8") as fh:
+                json.dump(result, fh, default=str)
+            code = 0
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except Exception:  # the target may have closed it
+                    pass
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    rc = os.waitstatus_to_exitcode(status)
+    _reap_children()  # what the unit started and left running
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        os.unlink(path)
+    except OSError:
+        text = ""
+    if text:
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass
+    out, err = _since(1, marks[1]), _since(2, marks[2])
+    if rc >= 0 and not (_memory_limit and looks_out_of_memory(err)):
+        last = _last_line(out) or _last_line(err)
+        return {"error": f"{label}: the target called os._exit({rc})" + (f"; its last output: {last}" if last else "")}
+    return {"error": died(label, rc, err, _memory_limit)}
+
+
+def _size(fd: int) -> Optional[int]:
+    try:
+        return os.fstat(fd).st_size
+    except OSError:
+        return None
+
+
+def _since(fd: int, mark: Optional[int]) -> str:
+    """The last of what was written to ``fd`` (a worker's stdout or stderr, a file opened for
+    writing only: read through /proc) past offset ``mark``."""
+    end = _size(fd)
+    if mark is None or end is None or end <= mark:
+        return ""
+    try:
+        with open(f"/proc/self/fd/{fd}", "rb") as fh:
+            fh.seek(max(mark, end - 4 * _TAIL))
+            return _text(fh.read(end - fh.tell()))
+    except (OSError, ValueError):
+        return ""
 
 
 def unit_done(result: dict[str, Any]) -> None:
