@@ -849,9 +849,12 @@ def _fix_records(cands: dict[str, FileCandidate], findings, before: list[TargetR
 
 def _described(s: SiteRecord, options: FixOptions) -> str:
     text = "; ".join([s.site.description, *s.notes]) if s.status in (VERIFIED, PARTIAL) else s.site.description
-    if s.status == PARTIAL:  # what the proof lacks is in Fix.partial; whether it is written, here
-        text += ("; written: the flags accept what its proof lacks" if s.accepted(options) else
-                 "; not written without --accept-partial: a check that could show a difference did not run")
+    if s.status == PARTIAL:  # what the proof lacks is in Fix.partial; the flags that accept it, here
+        gaps = s.partial()
+        flags = " and ".join([*(["--accept-partial"] if any(not g.startswith("caveat: ") for g in gaps) else []),
+                              *(["--unsafe-fixes"] if any(g.startswith("caveat: ") for g in gaps) else [])])
+        text += f"; partially verified: written with {flags}" if s.accepted(options) else \
+            f"; partially verified: not written without {flags}"
     return text
 
 
