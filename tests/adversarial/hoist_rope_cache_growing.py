@@ -3,7 +3,8 @@ the pretraining length, and scaled for THAT sequence's length (dynamic NTK scali
 lazy cache's fill reads ``seq_len``, a value of the call. Hoisting it in front of the tensor
 ``if`` (as the LongRoPE rewrite does for a table that reads only the config) would fill it on
 the first call of any length: a short prompt first, and every later long prompt reuses a
-table built for the short one. The calls run a short prompt, then a growing one."""
+table built for the short one. The calls run a short prompt, then a longer one: the hoisted
+form's long output differs (by 0.73 in the summed projection here)."""
 
 import torch
 from torch import nn
@@ -11,7 +12,8 @@ from torch import nn
 from _adv import naive, target
 
 EXPECT = "refuse"
-ACCEPT_REASONS = ("of this call", "behaviour changed", "seq_len")
+# the refusal must name why (a failed check says only that this example showed it)
+ACCEPT_REASONS = ("reads `seq_len`, a value of this call",)
 
 
 def _ntk_parameters(config, device, seq_len):
