@@ -205,7 +205,26 @@ def _of_this_call(value: cst.CSTNode, facts: FunctionFacts, seen: frozenset = fr
     return None
 
 
-def _hoistable(stmt: cst.CSTNode, part: _Part, facts: FunctionFacts) -> None:
+def _set_outside(fn: cst.FunctionDef, node: cst.If) -> set[str]:
+    """The ``self.x`` the function assigns outside ``node``: values each call may change."""
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_If(self, n: cst.If) -> bool:
+            return n is not node
+
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            found.update(_self_attrs(n.target) if isinstance(n.target, (cst.Tuple, cst.List)) else
+                         {a for a in [_self_attr(n.target)] if a})
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            found.update(a for a in [_self_attr(n.target)] if a)
+
+    fn.body.visit(V())
+    return found
+
+
+def _hoistable(stmt: cst.CSTNode, part: _Part, facts: FunctionFacts, per_call: set[str]) -> None:
     attr = _move(stmt)
     if attr is not None:
         part.writes.add(attr)
@@ -223,7 +242,8 @@ def _hoistable(stmt: cst.CSTNode, part: _Part, facts: FunctionFacts) -> None:
                 raise Refuse(f"the lazy cache of `self.{attr}` does more than store it: `{code(s).strip()}`")
             if impurity(s.body[0].value):
                 raise Refuse(f"the lazy cache of `self.{attr}` {impurity(s.body[0].value)}")
-            read = _of_this_call(_without_devices(s.body[0].value), facts)
+            read = _of_this_call(_without_devices(s.body[0].value), facts) or next(
+                (f"self.{a}" for a in sorted(_self_attrs(s.body[0].value) & per_call)), None)
             if read is not None:
                 raise Refuse(f"the lazy cache of `self.{attr}` reads `{read}`, a value of this call: hoisted, it "
                              "would be filled from the first call of any size and reused for a later, longer one")
@@ -258,7 +278,7 @@ class Decision:
         self.parts = parts
 
 
-def decide(node: cst.If, facts: FunctionFacts) -> Decision:
+def decide(node: cst.If, facts: FunctionFacts, per_call: set[str] = frozenset()) -> Decision:
     if isinstance(node.orelse, cst.If):
         raise Refuse("an `elif` chain: only `if`/`else` with one buffer registration per arm is hoisted")
     if node.orelse is None:
@@ -270,7 +290,7 @@ def decide(node: cst.If, facts: FunctionFacts) -> Decision:
             raise Refuse("an arm does not end in `self.register_buffer(\"<name>\", <value>, ...)`")
         part = _Part()
         for s in stmts[:-1]:
-            _hoistable(s, part, facts)
+            _hoistable(s, part, facts, per_call)
         name, c = _register(stmts[-1])  # type: ignore[misc]
         value = c.args[1].value
         why = impurity(value)
@@ -389,7 +409,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         except Refuse:
             continue  # a Python condition: not a break (gm1_where says so where Dynamo broke)
         try:
-            d = decide(node, facts)
+            d = decide(node, facts, _set_outside(fn, node))
         except Refuse as exc:
             # gm1_where refuses the same statement in its own words; this adds what the
             # hoisting could not do
@@ -506,6 +526,12 @@ CASES += [
     Case(_ROPE.replace("self.long_inv_freq, _ = self.long_table(device)",
                        "self.long_inv_freq, _ = self.long_table(device, seq_len)"),
          reason="reads `seq_len`, a value of this call"),
+    # ... or from an attribute each call sets
+    Case(_ROPE.replace("self.long_inv_freq, _ = self.long_table(device)",
+                       "self.long_inv_freq, _ = self.long_table(device, self.seen)")
+         .replace("        seq_len = torch.max(position_ids) + 1\n",
+                  "        seq_len = torch.max(position_ids) + 1\n        self.seen = x.shape[1]\n"),
+         reason="reads `self.seen`, a value of this call"),
     Case(_ROPE.replace("                self.long_inv_freq, _ = self.long_table(device)\n",
                        "                self.long_inv_freq, _ = self.long_table(device)\n                print('cached')\n"),
          reason="does more than store it"),
