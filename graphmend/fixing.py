@@ -510,7 +510,7 @@ def _settled(cands: dict[str, "FileCandidate"], options: FixOptions, report: Rep
 
 
 def _gate(cost: CostGate, done: list, specs: list, patches: dict[str, str], keys: dict[str, Optional[str]],
-          options: FixOptions) -> None:
+          options: Optional[FixOptions] = None) -> None:
     """Time every target some verified fix changed, compiled before and after; a target
     whose mended program is slower in a mode turns the verified fixes it ran to REGRESSES.
     ``keys``: each target's verdict key, under which the gate may keep what it measured."""
@@ -519,7 +519,7 @@ def _gate(cost: CostGate, done: list, specs: list, patches: dict[str, str], keys
         if outcome is None:
             continue
         passed = [s for s in outcome.sites if outcome.passes(s) and (
-            s.status == VERIFIED or s.status == PARTIAL and s.accepted(options))]
+            s.status == VERIFIED or s.status == PARTIAL and s.accepted(options or FixOptions()))]
         if outcome.final is not None and passed and any(s.file in patches for s in passed):
             gated.append((ft, spec, passed))
     if not gated:
