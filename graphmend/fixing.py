@@ -32,8 +32,8 @@ from graphmend.collect import CollectOptions, collect
 from graphmend.core.cache import Cache, text_digest
 from graphmend.core.config import Config
 from graphmend.core.env import torch_version
-from graphmend.core.model import (ADVICE, FAILS, REGRESSES, REJECTED, SLOWER, UNVERIFIED, VERIFIED, Break, CostCheck, Fix,
-                                  FixTarget, Report, TargetResult, from_dict, new_report, to_dict)
+from graphmend.core.model import (ADVICE, FAILS, PARTIAL, REGRESSES, REJECTED, SLOWER, UNVERIFIED, VERIFIED, Break, CostCheck,
+                                  Fix, FixTarget, Report, TargetResult, from_dict, new_report, to_dict)
 from graphmend.core.sources import SourceError, SourceText, report_root, split_lines
 
 CONTROL_RULES = ("GM101", "GM102", "GM103", "GM401", "GM402")
@@ -55,6 +55,7 @@ class FixOptions:
     unsafe: bool = False  # also offer fixes that change the program's cost (--unsafe-fixes)
     cache: bool = True  # reuse earlier captures and verdicts whose inputs are unchanged (--no-cache)
     allow_slower: bool = False  # the patches include fixes the cost gate measured slower (--allow-slower)
+    accept_partial: bool = False  # the patches include fixes verified with a check skipped (--accept-partial)
 
 
 # (target, the patches about to be written, the target's verdict key) -> each target's cost
@@ -75,6 +76,20 @@ class SiteRecord:
     notes: list[str] = field(default_factory=list)  # what a verified fix left behind it
     checks: list[str] = field(default_factory=list)  # what the passing runs proved
     skipped: dict[str, str] = field(default_factory=dict)  # check -> why it could not run
+
+    def partial(self) -> list[str]:
+        """What this site's proof lacks: each skipped check that could have seen a difference
+        ("check: why"), and its family's caveat ("caveat: ..."); empty: a whole proof."""
+        from graphmend.verify import NOTHING_TO_TRAIN
+
+        gaps = [f"{k}: {why}" for k, why in self.skipped.items() if k not in self.checks and why != NOTHING_TO_TRAIN]
+        caveat = getattr(self.site, "caveat", "")
+        return gaps + ([f"caveat: {caveat}"] if caveat else [])
+
+    def accepted(self, options: "FixOptions") -> bool:
+        """Whether the run's flags accept what a partial proof lacks: a skipped check
+        --accept-partial, a caveat --unsafe-fixes (which alone plans such a fix)."""
+        return all(options.unsafe if g.startswith("caveat: ") else options.accept_partial for g in self.partial())
 
     def condition_keys(self) -> list[str]:
         """How the verify worker's arm recorder names this site's conditions."""
@@ -202,6 +217,7 @@ class FixRun:
     remaining: dict[str, list[Break]] = field(default_factory=dict)
     # the targets whose verification an earlier run's verdict stood in for (graphmend.core.cache)
     reused: list[str] = field(default_factory=list)
+    held: int = 0  # partially verified fixes the run's flags did not accept: never in ``patches``
 
     def in_tree_patches(self) -> dict[str, str]:
         return {p: t for p, t in self.patches.items() if self.candidates[p].in_tree}
@@ -481,13 +497,15 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
             if failed:
                 s.status, s.reason = failed[0]
             elif s.outcomes:
-                s.status = VERIFIED
+                # every check that ran passed; a proof with a gap is partial, written only when accepted
+                s.status = PARTIAL if s.partial() else VERIFIED
             else:
                 s.status = UNVERIFIED
                 s.reason = "no mend_target runs the rewritten code, so the rewrite could not be verified"
     # 5. cost (--bench): a target whose program the verified fixes make slower turns them to regresses
     if cost is not None:
-        _gate(cost, [(ft, o) for ft, _, o, _ in done], got.specs, _settled(cands, options, report, {VERIFIED}), keys)
+        _gate(cost, [(ft, o) for ft, _, o, _ in done], got.specs, _settled(cands, options, report, {VERIFIED}), keys,
+              options)
     patches = _settled(cands, options, report, {VERIFIED, REGRESSES} if options.allow_slower else {VERIFIED})
     report.fix_targets = fix_targets
     # the fix report's targets[] carry the outcome too (the shape `mend fix --format json`
@@ -498,18 +516,24 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
     from graphmend.correlate import diagnose
 
     diagnose(report)
-    return FixRun(report, patches, cands, remaining, [n for n in (t.name for t in before) if n in reused])
+    held = sum(s.status == PARTIAL and not s.accepted(options) for c in cands.values() for s in c.sites)
+    return FixRun(report, patches, cands, remaining, [n for n in (t.name for t in before) if n in reused], held)
 
 
 def _settled(cands: dict[str, "FileCandidate"], options: FixOptions, report: Report,
              statuses: set[str]) -> dict[str, str]:
-    """{path: text} with the rewrites whose sites have one of ``statuses`` applied; a text
-    the file's encoding cannot hold rejects its sites (said once, in report.errors)."""
+    """{path: text} with the rewrites whose sites have one of ``statuses`` applied (and the
+    partially verified ones the run's flags accept); a text the file's encoding cannot hold
+    rejects its sites (said once, in report.errors)."""
     patches: dict[str, str] = {}
+
+    def applied(s: SiteRecord) -> bool:
+        return s.status in statuses or s.status == PARTIAL and s.accepted(options)
+
     for c in cands.values():
         ok_lines: set[int] = set()
         for s in c.sites:
-            if s.status in statuses:
+            if applied(s):
                 ok_lines |= s.trigger
         if not ok_lines:
             continue
@@ -524,14 +548,15 @@ def _settled(cands: dict[str, "FileCandidate"], options: FixOptions, report: Rep
             if not any(e.message == why and e.file == c.path for e in report.errors):
                 report.errors.append(_file_error(c.path, why))
             for s in c.sites:
-                if s.status in statuses:
+                if applied(s):
                     s.status, s.reason = REJECTED, why
         elif r.changed and not r.error:
             patches[c.path] = r.new_source
     return patches
 
 
-def _gate(cost: CostGate, done: list, specs: list, patches: dict[str, str], keys: dict[str, Optional[str]]) -> None:
+def _gate(cost: CostGate, done: list, specs: list, patches: dict[str, str], keys: dict[str, Optional[str]],
+          options: Optional[FixOptions] = None) -> None:
     """Time every target some verified fix changed, compiled before and after; a target
     whose mended program is slower in a mode turns the verified fixes it ran to REGRESSES.
     ``keys``: each target's verdict key, under which the gate may keep what it measured."""
@@ -539,7 +564,8 @@ def _gate(cost: CostGate, done: list, specs: list, patches: dict[str, str], keys
     for spec, (ft, outcome) in zip(specs, done):
         if outcome is None:
             continue
-        passed = [s for s in outcome.sites if s.status == VERIFIED and outcome.passes(s)]
+        passed = [s for s in outcome.sites if outcome.passes(s) and (
+            s.status == VERIFIED or s.status == PARTIAL and s.accepted(options or FixOptions()))]
         if outcome.final is not None and passed and any(s.file in patches for s in passed):
             gated.append((ft, spec, passed))
     if not gated:
@@ -553,7 +579,7 @@ def _gate(cost: CostGate, done: list, specs: list, patches: dict[str, str], keys
         why = "; ".join(_slower_reason(c) for c in worse)
         how = "got slower" if all(c.verdict == SLOWER for c in worse) else "regresses"
         for s in passed:
-            if s.status == VERIFIED:
+            if s.status in (VERIFIED, PARTIAL):
                 s.status, s.reason = REGRESSES, f"verified, but the compiled program {how}: {why}"
             elif s.status == REGRESSES and why not in s.reason:
                 s.reason += f"; {why}"
@@ -875,13 +901,13 @@ def _fix_records(cands: dict[str, FileCandidate], findings, before: list[TargetR
         for s in c.sites:
             r = c.fix(s.trigger, options.rules)
             label = c.label
-            proven = s.status in (VERIFIED, REGRESSES)  # behaviour proven either way
+            proven = s.status in (VERIFIED, PARTIAL, REGRESSES)  # behaviour proven either way
             fixes.append(Fix(file=c.path, line=s.site.line, end_line=s.site.end_line, rule=s.site.rule,
-                             status=s.status, reason=s.reason or _described(s),
+                             status=s.status, reason=s.reason or _described(s, options),
                              diff=unified_diff(c.source, r.new_source, label) if r.changed else "",
                              import_root=c.import_root, checks=list(s.checks) if proven else [],
                              skipped_checks=[f"{k}: {why}" for k, why in s.skipped.items() if k not in s.checks]
-                             if proven else []))
+                             if proven else [], partial=s.partial() if s.status == PARTIAL else []))
             covered.update((c.path, l) for l in range(s.site.line, s.site.end_line + 1))
         for ref in c.refusals:
             if (c.path, ref.line) in covered:
@@ -904,10 +930,15 @@ def _fix_records(cands: dict[str, FileCandidate], findings, before: list[TargetR
     return fixes
 
 
-def _described(s: SiteRecord) -> str:
-    if s.status != VERIFIED or not s.notes:
-        return s.site.description
-    return "; ".join([s.site.description, *s.notes])
+def _described(s: SiteRecord, options: FixOptions) -> str:
+    text = "; ".join([s.site.description, *s.notes]) if s.status in (VERIFIED, PARTIAL) else s.site.description
+    if s.status == PARTIAL:  # what the proof lacks is in Fix.partial; the flags that accept it, here
+        gaps = s.partial()
+        flags = " and ".join([*(["--accept-partial"] if any(not g.startswith("caveat: ") for g in gaps) else []),
+                              *(["--unsafe-fixes"] if any(g.startswith("caveat: ") for g in gaps) else [])])
+        text += f"; partially verified: written with {flags}" if s.accepted(options) else \
+            f"; partially verified: not written without {flags}"
+    return text
 
 
 def verified_patches(paths: Sequence[str | os.PathLike[str]], config: Optional[Config] = None,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from graphmend.core.model import VERIFIED, CheckResult, Report
+from graphmend.core.model import PARTIAL, VERIFIED, CheckResult, Report
 from reports.paths import cost_text, printable
 
 
@@ -21,6 +21,10 @@ def fix_listing(report: Report) -> str:
         if f.status == VERIFIED:  # verified, but not in every mode: say which did not run
             out.append(f"{where}: {f.rule} [verified: {', '.join(f.checks)}; not checked: "
                        f"{'; '.join(f.skipped_checks)}] {f.reason}\n")
+            continue
+        if f.status == PARTIAL:  # what ran, and what the proof lacks
+            out.append(f"{where}: {f.rule} [{f.status}: {', '.join(f.checks)}; lacks: {'; '.join(f.partial)}] "
+                       f"{f.reason}\n")
             continue
         out.append(f"{where}: {f.rule} [{f.status}] {f.reason}\n")
         if f.advice:

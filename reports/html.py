@@ -50,6 +50,7 @@ padding:0 6px}
 .badge.confirmed,.badge.dynamic,.badge.rejected,.badge.regresses,.badge.unverified,.badge.error,.badge.new{background:#fde8e4;color:var(--red)}
 .badge.potential,.badge.unreached,.badge.advice,.badge.stale,.badge.uncounted{background:#fdf3dc;color:#9a6a06}
 .badge.verified,.badge.ok{background:#e2f5ec;color:var(--green)}
+.badge.partially{background:#fdf3dc;color:#9a6a06}
 td pre.src{white-space:pre-wrap}
 pre.src{background:#fbfbfc;border:1px solid var(--line);border-radius:6px;padding:8px 10px;margin:8px 0;overflow-x:auto}
 pre.src .ln{color:#9aa3b2;user-select:none}
@@ -263,7 +264,8 @@ def _summary(r: Report) -> str:
                   "bad" if s.issues else "good"),
                  (s.frames_skipped, "skipped frames", "bad" if s.frames_skipped else ""),
                  (s.fixable, "with a candidate fix", "good" if s.fixable else ""),
-                 (s.fixes_verified, "verified fixes", "good" if s.fixes_verified else "")]
+                 (s.fixes_verified, "verified fixes", "good" if s.fixes_verified else ""),
+                 (s.fixes_partial, "partially verified fixes", "")]
     if s.errors or s.targets_failed:
         stats.append((s.errors, "errors", "bad"))
     return '<div class="cards">' + "".join(
@@ -387,7 +389,8 @@ def _fixes(r: Report) -> str:
                    f'{" in <code>" + _e(f.function) + "</code>" if f.function else ""}</div>'
                    + (f'<div class="why">{_e(f.reason)}</div>' if f.reason else "")
                    + (f'<div class="small">checked: {_e(", ".join(f.checks))}</div>' if f.checks else "")
-                   + "".join(f'<div class="small">not checked: {_e(x)}</div>' for x in f.skipped_checks)
+                   + "".join(f'<div class="small">proof lacks: {_e(x)}</div>' for x in f.partial)
+                   + "".join(f'<div class="small">not checked: {_e(x)}</div>' for x in ([] if f.partial else f.skipped_checks))
                    + (f'<div class="small">import root <code>{_e(f.import_root)}</code></div>' if f.import_root else "")
                    + (_diff(f.diff) if f.diff else "")
                    + (f'<pre class="src">{_e(f.advice)}</pre>' if f.advice else "") + "</div>")

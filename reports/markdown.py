@@ -64,7 +64,8 @@ def render_markdown(r: Report) -> str:
             if s.fixable or s.fixable_unsafe:
                 parts.append(f"**{s.fixable}** with a candidate fix" + (f" (+{s.fixable_unsafe} unsafe)" if s.fixable_unsafe else ""))
         if r.fixes:
-            parts.append(f"fixes: **{s.fixes_verified}** verified, {s.fixes_unverified} unverified, "
+            parts.append(f"fixes: **{s.fixes_verified}** verified, {s.fixes_partial} partially verified, "
+                         f"{s.fixes_unverified} unverified, "
                          f"{s.fixes_rejected} rejected, " + (f"{s.fixes_regresses} slower, " if s.fixes_regresses else "")
                          + f"{s.fixes_advice} advice")
         if s.errors:
@@ -160,7 +161,9 @@ def render_markdown(r: Report) -> str:
                 line += f" — {_esc(f.reason)}"
             if f.checks:
                 line += f" (checked: {_esc(', '.join(f.checks))})"
-            if f.skipped_checks:
+            if f.partial:  # a partial proof names what it lacks (its skipped checks among them)
+                line += f" (proof lacks: {_esc('; '.join(f.partial))})"
+            elif f.skipped_checks:
                 line += f" (not checked: {_esc('; '.join(f.skipped_checks))})"
             out.append(line)
             if f.diff:

@@ -10,13 +10,13 @@ from __future__ import annotations
 import io
 from typing import Optional
 
-from graphmend.core.model import (ADVICE, CONFIRMED, DYNAMIC, REGRESSES, REJECTED, SLOWER, UNREACHED, UNVERIFIED, VERIFIED,
+from graphmend.core.model import (ADVICE, CONFIRMED, DYNAMIC, PARTIAL, REGRESSES, REJECTED, SLOWER, UNREACHED, UNVERIFIED, VERIFIED,
                                   Issue, Report)
 from reports.paths import (UNSTABLE_NOTE, bench_setting, cost_text, location, mode_note, printable, rel, run_setting,
                            short_path, skipped_sentence, target_label)
 
 WIDTH = 120
-_STATUS_STYLE = {VERIFIED: "green", REJECTED: "red", REGRESSES: "red", UNVERIFIED: "red", ADVICE: "yellow", CONFIRMED: "red", DYNAMIC: "red",
+_STATUS_STYLE = {VERIFIED: "green", PARTIAL: "yellow", REJECTED: "red", REGRESSES: "red", UNVERIFIED: "red", ADVICE: "yellow", CONFIRMED: "red", DYNAMIC: "red",
                  "potential": "yellow", UNREACHED: "yellow"}
 
 
@@ -248,7 +248,8 @@ def _diff(w: _Writer, diff: str, indent: str = "    ") -> None:
 def _fixes(w: _Writer, r: Report) -> None:
     s = r.summary
     if r.fixes:
-        w.heading(f"Fixes: {s.fixes_verified} verified, {s.fixes_unverified} unverified, {s.fixes_rejected} rejected, "
+        w.heading(f"Fixes: {s.fixes_verified} verified, {s.fixes_partial} partially verified, "
+                  f"{s.fixes_unverified} unverified, {s.fixes_rejected} rejected, "
                   + (f"{s.fixes_regresses} slower, " if s.fixes_regresses else "")
                   + f"{s.fixes_advice} advice" if s else "Fixes")
         for f in r.fixes:
@@ -262,7 +263,10 @@ def _fixes(w: _Writer, r: Report) -> None:
                 w.line("    ", ("reason: ", "dim"), f.reason)
             if f.checks:
                 w.line("    ", ("checked: ", "dim"), ", ".join(f.checks))
-            for item in f.skipped_checks:
+            # a partial proof names what it lacks (its skipped checks among them)
+            for item in f.partial:
+                w.line("    ", ("proof lacks: ", "yellow"), item)
+            for item in ([] if f.partial else f.skipped_checks):
                 w.line("    ", ("not checked: ", "yellow"), item)
             if f.import_root:
                 w.line("    ", ("import root: ", "dim"), f.import_root)

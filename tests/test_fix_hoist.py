@@ -124,3 +124,27 @@ def test_mended_longrope_compiles_whole_without_recompiles(tmp_path):
     # one compile: no guard on the cache's ``hasattr`` (filled on every compiled call) nor on
     # the buffer's identity (stored without register_buffer); the tables share one graph
     assert per_call == [1, 0, 0, 0, 0, 0], per_call
+
+
+GROWING = PROGRAM.parent / "hoist_rope_cache_growing.py"
+
+
+def test_a_cache_filled_from_the_call_is_not_hoisted(tmp_path):
+    """A lazy cache whose fill reads ``seq_len`` (dynamic NTK scaling builds the long table
+    for the sequence that first needs it): hoisted, a short prompt first would fill it and a
+    longer one after it would reuse the short one's table. mend refuses, naming the value."""
+    src = GROWING.read_text(encoding="utf-8")
+    line = next(i for i, text in enumerate(src.splitlines(), 1) if 'if seq_len > self.config["original_max"]' in text)
+    r = fix_source(src, lines={line}, tensor_lines={line})
+    assert not r.changed, r.new_source
+    assert any("reads `seq_len`, a value of this call" in x.reason for x in r.refused), [x.reason for x in r.refused]
+    # what the hoist did (the program's NAIVE form): a short call, then a longer one, differ in eager
+    original = _load(src, tmp_path, "growing_original")
+    hoisted = _load(original.NAIVE, tmp_path, "growing_hoisted")
+    outs = []
+    for mod in (original, hoisted):
+        t = mod.mend_target_hoist_rope_cache_growing()
+        with torch.no_grad():
+            outs.append(t.fn(*t.args))
+    assert outs[0][0] == outs[1][0]  # the short prompt: the short table either way
+    assert (outs[0][1] - outs[1][1]).abs() > 0.1, outs  # the long one: a table built for the short prompt

@@ -43,3 +43,20 @@ def test_check_summary_says_why_a_hook_failed():
         "mend check: stale baseline entries (fixed breaks); prune them with 'mend check --update-baseline'"]
     written = CheckResult(baseline="b.json", stale=[entry], updated=True)
     assert check_summary(written, errors=0) == ["mend check: 0 new, 0 known, 1 stale (baseline written b.json)"]
+
+
+def test_fix_listing_says_what_a_partial_proof_lacks():
+    from graphmend.core.model import PARTIAL, summarize
+
+    here = os.path.abspath("m.py")
+    report = Report(command="fix", fixes=[
+        Fix(file=here, line=4, rule="GM101", status=PARTIAL, checks=["eval", "bf16"],
+            reason="torch.where; partially verified: not written without --accept-partial",
+            skipped_checks=["train+grad: the original is not deterministic in this mode"],
+            partial=["train+grad: the original is not deterministic in this mode"]),
+        Fix(file=here, line=7, rule="GM101", status=VERIFIED, reason="torch.where")])
+    assert fix_listing(report).splitlines() == [
+        "m.py:4: GM101 [partially verified: eval, bf16; lacks: train+grad: the original is not deterministic in "
+        "this mode] torch.where; partially verified: not written without --accept-partial"]
+    totals = summarize(report)
+    assert (totals.fixes_verified, totals.fixes_partial) == (1, 1)

@@ -37,7 +37,12 @@ def fix(
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_ADDRESS_HELP),
     no_follow: bool = typer.Option(False, "--no-follow", help="Do not fix breaks in files outside PATH."),
     unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="Also offer fixes that keep the outputs but "
-                                      "change the program's cost (GM501/GM502 dense expert dispatch); verified the same way."),
+                                      "change the program's cost (GM501/GM502 dense expert dispatch), or whose "
+                                      "documented caveat no check can show (a warning lost under torch.compile, "
+                                      "a masked max on an empty mask); verified the same way."),
+    accept_partial: bool = typer.Option(False, "--accept-partial", help="Also apply the 'partially verified' "
+                                        "fixes: every check that ran passed, but one that could show a difference "
+                                        "did not run (the original raises or is not deterministic in that mode)."),
     train: bool = typer.Option(False, "--train", help=TRAIN_HELP + " The breaks to fix are the ones a train step hits."),
     modes: Optional[str] = typer.Option(None, "--modes", help="The one run mode breaks are captured and re-traced in: "
                                         "eval (default) or train; verification checks both either way."),
@@ -100,7 +105,7 @@ def fix(
         try:
             run = run_fix(paths, config, FixOptions(rules=rules, jobs=jobs, timeout=timeout, follow=not no_follow,
                                                     unsafe=unsafe_fixes, cache=not no_cache,
-                                                    allow_slower=allow_slower),
+                                                    allow_slower=allow_slower, accept_partial=accept_partial),
                           progress=progress, cost=cost)
         except ConfigError as exc:  # a suppression comment naming no rule
             raise fail(str(exc))
@@ -139,6 +144,9 @@ def fix(
                 written += 1
         if not quiet and written:
             say(f"mend: wrote {written} file(s)")
+        if run.held and not quiet:
+            say(f"mend: {run.held} partially verified fix(es) not written (a check did not run); "
+                "--accept-partial writes them")
         if out_tree and not quiet:
             say(f"mend: {len(out_tree)} verified fix(es) are in installed packages, never written in place; "
                 "use --patch FILE")
@@ -152,9 +160,9 @@ def fix(
             roots = sorted({run.candidates[p].import_root or "" for p in out_tree})
             say(f"mend: wrote {patch} ({len(out_tree)} file(s)); apply with: patch -p1 -d {roots[0] if roots else '<dir>'} < {patch}")
     unapplied = (len(in_tree) - written) + (0 if patch is not None else len(out_tree))
-    # a candidate fix that was rejected or left unverified is a finding, as an unapplied one is
-    failed = any(f.status in (REJECTED, UNVERIFIED) or (f.status == REGRESSES and not allow_slower)
-                 for f in report.fixes)
+    # a candidate fix that was rejected, left unverified or held back is a finding, as an unapplied one is
+    failed = run.held > 0 or any(f.status in (REJECTED, UNVERIFIED) or (f.status == REGRESSES and not allow_slower)
+                                 for f in report.fixes)
     raise typer.Exit(EXIT_FINDINGS if unapplied > 0 or failed else EXIT_CLEAN)
 
 

@@ -37,6 +37,10 @@ ADVICE = "advice"  # no automatic fix: what to do by hand, and why
 # a fix that passed verification but whose compiled program measured slower than the
 # original's beyond noise (mend fix --bench): written only with --allow-slower
 REGRESSES = "regresses"
+# a fix that passed every check that ran, on a partial proof (Fix.partial says why): a check
+# that could observe a difference did not run, or a caveat its family documents applies;
+# written only with --accept-partial (a caveat: --unsafe-fixes, which alone plans it)
+PARTIAL = "partially verified"
 # Issue statuses beyond CONFIRMED and POTENTIAL (a Finding's status is one of the four too)
 DYNAMIC = "dynamic"  # a dynamic break no static rule found
 UNREACHED = "unreached"  # a static finding inside a frame Dynamo skipped: it ran in eager, never traced
@@ -210,7 +214,7 @@ class Fix:
     file: str
     line: int
     rule: str
-    status: str  # VERIFIED | UNVERIFIED | REJECTED | REGRESSES | ADVICE
+    status: str  # VERIFIED | PARTIAL | UNVERIFIED | REJECTED | REGRESSES | ADVICE
     reason: str = ""
     diff: str = ""
     function: Optional[str] = None
@@ -223,6 +227,9 @@ class Fix:
     # not run, each "check: why" (a verified fix with "train+grad" here is verified eval only)
     checks: list[str] = field(default_factory=list)
     skipped_checks: list[str] = field(default_factory=list)
+    # PARTIAL: what the proof lacks, one "check: why" per skipped check that could have seen a
+    # difference, and "caveat: ..." for a documented one (the status's reason, in one place)
+    partial: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -362,6 +369,7 @@ class Summary:
     confirmed: int = 0
     potential: int = 0
     fixes_verified: int = 0
+    fixes_partial: int = 0  # passed every check that ran, on a partial proof (Fix.partial)
     fixes_rejected: int = 0
     fixes_unverified: int = 0
     fixes_advice: int = 0
@@ -640,6 +648,7 @@ def summarize(report: Report) -> Summary:
         confirmed=status.count(CONFIRMED),
         potential=status.count(POTENTIAL),
         fixes_verified=fixes.count(VERIFIED),
+        fixes_partial=fixes.count(PARTIAL),
         fixes_rejected=fixes.count(REJECTED),
         fixes_unverified=fixes.count(UNVERIFIED),
         fixes_advice=fixes.count(ADVICE),

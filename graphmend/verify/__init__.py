@@ -40,5 +40,12 @@ PROOF = (
     "rewritten branch no input took leaves it `unverified`; neither is written by `--write`, and "
     "`mend fix` exits 1. A mode the original itself cannot run in (no parameters, raises in train "
     "mode, not deterministic, raises under vmap, differs from itself once compiled) is skipped and "
-    "named in the fix's `skipped_checks`."
+    "named in the fix's `skipped_checks`; the fix is then "
+    "`partially verified` (what the proof lacks in its `partial`), written only with `--accept-partial`. "
+    "A fix whose family documents a caveat no check can show (`--unsafe-fixes` plans it) is partially "
+    "verified too."
 )
+
+# the one skipped check that leaves no gap in the proof: a train check of a function with no
+# parameters and no floating-point input, which has no gradient and no train mode to observe
+NOTHING_TO_TRAIN = "no parameters and no floating-point input to take gradients of"

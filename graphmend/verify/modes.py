@@ -56,6 +56,7 @@ import random
 from typing import Any, Optional
 
 from graphmend.core.modes import EVAL, TRAIN, training_loss
+from graphmend.verify import NOTHING_TO_TRAIN
 from graphmend.verify.compare import compare, to_plain
 from graphmend.verify.inputs import map_tensors, tensors
 
@@ -418,7 +419,7 @@ def train_unusable(rec: dict, module, has_leaves: bool) -> Optional[str]:
     if rec.get("status") == "raised":
         return f"the original raises in train mode: {rec['exc'][:200]}"
     if module is None and not has_leaves:
-        return "no parameters and no floating-point input to take gradients of"
+        return NOTHING_TO_TRAIN
     if not rec.get("differentiable"):
         return "no floating-point output requires grad"
     return None

@@ -89,6 +89,8 @@ DESC = {
  "CheckEntry.source": "The whitespace-normalised source line.",
  "Fix.checks": "mend fix: what verification proved for a verified fix (eval, train+grad, autocast, train+grad autocast, train+grad float64, bf16, inputs, exceptions, arms, retrace).",
  "Fix.skipped_checks": "mend fix: checks that could not run for a verified fix, each 'check: why' (train+grad here: verified eval only).",
+ "Fix.partial": "mend fix, partially verified only: what the proof lacks, each 'check: why' for a skipped check that could have shown a difference, or 'caveat: ...' for the fix family's documented caveat; written only with --accept-partial (a caveat: --unsafe-fixes).",
+ "Summary.fixes_partial": "Fixes that passed every check that ran on a partial proof (Fix.partial); not written by a plain --write.",
  "FileError": "A file or target that could not be processed; the run went on without it.",
  "Summary": "Totals over one report.",
  "Summary.break_rules": "Rule code -> distinct dynamic breaks.",
@@ -100,7 +102,7 @@ DESC = {
  "Recompile": "One recompilation Dynamo recorded.",
 }
 ENUMS = {"Finding.status": ["confirmed", "potential", "unreached"],
-         "Issue.status": ["confirmed", "dynamic", "potential", "unreached"], "Fix.status": ["verified", "unverified", "rejected", "regresses", "advice"],
+         "Issue.status": ["confirmed", "dynamic", "potential", "unreached"], "Fix.status": ["verified", "partially verified", "unverified", "rejected", "regresses", "advice"],
          "Break.kind": ["graph_break", "frame_skipped"], "Break.category": None,
          "CostCheck.verdict": ["slower", "fails", "not slower", "untold"]}
 defs: dict = {}

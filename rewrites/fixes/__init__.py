@@ -44,9 +44,12 @@ def fixes_for(code: str) -> tuple[str, ...]:
 @functools.lru_cache(maxsize=None)
 def rewriting_cases(code: str) -> tuple[bool, bool]:
     """(whether a case of a family fixing ``code`` rewrites without --unsafe-fixes, whether
-    any case rewrites at all): what ``Rule.fix_kind`` is derived from."""
-    rewrites = [c for m in family_modules() if code in m.RULES for c in m.CASES if c.after is not None]
-    return any(not c.unsafe for c in rewrites), bool(rewrites)
+    any case rewrites at all): what ``Rule.fix_kind`` is derived from. A family fixing several
+    rules names those it rewrites only unsafely in ``UNSAFE_RULES`` (tests/test_rules_catalog.py
+    holds it to its cases)."""
+    families = [m for m in family_modules() if code in m.RULES]
+    rewrites = [(m, c) for m in families for c in m.CASES if c.after is not None]
+    return any(not c.unsafe and code not in getattr(m, "UNSAFE_RULES", ()) for m, c in rewrites), bool(rewrites)
 
 
 @dataclass

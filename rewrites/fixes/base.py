@@ -33,6 +33,9 @@ class Site:
     # ORIGINAL source; verification records which arm each of them took.
     conditions: list[tuple[int, int, int, int]] = field(default_factory=list)
     strategy: str = ""  # "where" | "cond" | "defer" | "guard" | "assert_async" | ...
+    # what the rewrite changes that verification may never see (its family's documented
+    # caveat): planned only with --unsafe-fixes (offer_unsafe), reported as partially verified
+    caveat: str = ""
 
 
 @dataclass

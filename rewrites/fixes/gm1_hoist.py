@@ -28,7 +28,12 @@ attribute onto itself, ``self.a = self.a.to(device)`` (``.cpu()``, ``.cuda()``,
 ``.contiguous()``). Both only ever give the attribute the value eager code would give it
 when it gets there: the cache is filled on the first call instead of the first call that
 takes its arm (so the call that fills it, which mend cannot see into, runs once, earlier;
-verification runs both arms), and the move keeps the values. Each arm must then end in
+verification runs both arms), and the move keeps the values. That holds only for a fill
+that reads nothing of the call: a cache whose value reads a parameter or a local computed
+from one (``seq_len=seq_len``: a table scaled for the sequence that first needs it, as
+dynamic NTK scaling builds it) would be filled from the first call of any length -- a short
+prompt -- and reused for every later long one; it is refused, naming the value. A device
+(``device``, ``x.device``) is no such value: it moves the table, it does not change it. Each arm must then end in
 ``self.register_buffer("b", <value>, ...)``, the same buffer and keywords in both, with a
 pure value that calls nothing outside torch; a plain ``if`` with no ``else``, an ``elif``,
 any other statement, two arms that touch the same attribute, a hoisted statement that
@@ -67,7 +72,7 @@ from typing import Optional
 import libcst as cst
 
 from rewrites.fixes.base import (Analysis, Case, Context, Edit, FunctionFacts, Plan, Refusal, Site, call,
-                                 calls_outside_torch, code, impurity, strip_parens)
+                                 calls_outside_torch, code, impurity, names_in, strip_parens)
 from rewrites.fixes.gm1_where import Refuse, _block_stmts, convert_condition
 
 RULES = ("GM101",)
@@ -176,7 +181,50 @@ def _device_only(c: cst.Call) -> bool:
     return (isinstance(v, cst.Name) and "device" in v.value) or (isinstance(v, cst.Attribute) and v.attr.value == "device")
 
 
-def _hoistable(stmt: cst.CSTNode, part: _Part) -> None:
+def _without_devices(node: cst.CSTNode) -> cst.CSTNode:
+    """``node`` with each ``<expr>.device`` read as the name ``device`` (a device is no value)."""
+
+    class T(cst.CSTTransformer):
+        def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+            return cst.Name("device") if updated.attr.value == "device" else updated
+
+    return node.visit(T())
+
+
+def _of_this_call(value: cst.CSTNode, facts: FunctionFacts, seen: frozenset = frozenset()) -> Optional[str]:
+    """The first name ``value`` reads that holds a value of this call: a parameter, or a local
+    bound (anywhere in the function) to an expression that reads one; a device is none."""
+    for name in sorted(names_in(value)):
+        if name == "self" or "device" in name or name in seen:
+            continue
+        if name in facts.params:
+            return name
+        for _, _, bound in (b for b in facts.bindings if b[0] == name):
+            if bound is None or _of_this_call(bound, facts, seen | {name}):
+                return name
+    return None
+
+
+def _set_outside(fn: cst.FunctionDef, node: cst.If) -> set[str]:
+    """The ``self.x`` the function assigns outside ``node``: values each call may change."""
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_If(self, n: cst.If) -> bool:
+            return n is not node
+
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            found.update(_self_attrs(n.target) if isinstance(n.target, (cst.Tuple, cst.List)) else
+                         {a for a in [_self_attr(n.target)] if a})
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            found.update(a for a in [_self_attr(n.target)] if a)
+
+    fn.body.visit(V())
+    return found
+
+
+def _hoistable(stmt: cst.CSTNode, part: _Part, facts: FunctionFacts, per_call: set[str]) -> None:
     attr = _move(stmt)
     if attr is not None:
         part.writes.add(attr)
@@ -194,6 +242,11 @@ def _hoistable(stmt: cst.CSTNode, part: _Part) -> None:
                 raise Refuse(f"the lazy cache of `self.{attr}` does more than store it: `{code(s).strip()}`")
             if impurity(s.body[0].value):
                 raise Refuse(f"the lazy cache of `self.{attr}` {impurity(s.body[0].value)}")
+            read = _of_this_call(_without_devices(s.body[0].value), facts) or next(
+                (f"self.{a}" for a in sorted(_self_attrs(s.body[0].value) & per_call)), None)
+            if read is not None:
+                raise Refuse(f"the lazy cache of `self.{attr}` reads `{read}`, a value of this call: hoisted, it "
+                             "would be filled from the first call of any size and reused for a later, longer one")
             part.reads |= _self_attrs(s.body[0].value)
         part.writes.add(attr)
         part.stmts.append(stmt)
@@ -225,7 +278,7 @@ class Decision:
         self.parts = parts
 
 
-def decide(node: cst.If) -> Decision:
+def decide(node: cst.If, facts: FunctionFacts, per_call: set[str] = frozenset()) -> Decision:
     if isinstance(node.orelse, cst.If):
         raise Refuse("an `elif` chain: only `if`/`else` with one buffer registration per arm is hoisted")
     if node.orelse is None:
@@ -237,7 +290,7 @@ def decide(node: cst.If) -> Decision:
             raise Refuse("an arm does not end in `self.register_buffer(\"<name>\", <value>, ...)`")
         part = _Part()
         for s in stmts[:-1]:
-            _hoistable(s, part)
+            _hoistable(s, part, facts, per_call)
         name, c = _register(stmts[-1])  # type: ignore[misc]
         value = c.args[1].value
         why = impurity(value)
@@ -356,7 +409,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         except Refuse:
             continue  # a Python condition: not a break (gm1_where says so where Dynamo broke)
         try:
-            d = decide(node)
+            d = decide(node, facts, _set_outside(fn, node))
         except Refuse as exc:
             # gm1_where refuses the same statement in its own words; this adds what the
             # hoisting could not do
@@ -469,6 +522,16 @@ CASES += [
          reason="neither a lazy cache, a device move"),
     Case(_ROPE.replace('if not hasattr(self, "long_inv_freq"):', "if self.original_max > 4:"),
          reason="is not a lazy cache"),
+    # a table built for the sequence that first needs it: hoisted, the first call of any length would build it
+    Case(_ROPE.replace("self.long_inv_freq, _ = self.long_table(device)",
+                       "self.long_inv_freq, _ = self.long_table(device, seq_len)"),
+         reason="reads `seq_len`, a value of this call"),
+    # ... or from an attribute each call sets
+    Case(_ROPE.replace("self.long_inv_freq, _ = self.long_table(device)",
+                       "self.long_inv_freq, _ = self.long_table(device, self.seen)")
+         .replace("        seq_len = torch.max(position_ids) + 1\n",
+                  "        seq_len = torch.max(position_ids) + 1\n        self.seen = x.shape[1]\n"),
+         reason="reads `self.seen`, a value of this call"),
     Case(_ROPE.replace("                self.long_inv_freq, _ = self.long_table(device)\n",
                        "                self.long_inv_freq, _ = self.long_table(device)\n                print('cached')\n"),
          reason="does more than store it"),

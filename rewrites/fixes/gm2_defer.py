@@ -32,8 +32,12 @@ indented under it, as a reviewer would write it::
 * under ``torch.compile``: the call is skipped -- the message is NOT emitted, on any call of
   the compiled function. What the user loses: that message (a deprecation notice, a "slow
   path" note) from compiled code; every message eager code emits is still emitted there.
-  This stays a safe fix because the message does not depend on the data: it is the one
-  message the region emits on every call, and the eager run shows it.
+  A log message or a print stays a safe fix because it does not depend on the data: it is
+  the one message the region emits on every call, and the eager run shows it. A
+  ``warnings.warn`` is UNSAFE (``--unsafe-fixes``; its ``Site.caveat`` says why): a warning
+  is also control flow -- under ``-W error`` or a ``simplefilter("error")`` the original
+  raises there, compiled as well (the call runs in the break), and the guarded call raises
+  in eager code only; verification runs with the default filters and cannot see it.
 
 Why not deferred like ``print``: Dynamo replays a function of
 ``reorderable_logging_functions`` only with Tensors, constants and string formatters as
@@ -67,6 +71,7 @@ from rewrites.fixes.base import (LOG_METHODS, Analysis, Case, Context, Edit, Fun
 from rewrites.tensors import META_ATTRS, META_METHODS
 
 RULES = ("GM201", "GM202", "GM203")
+UNSAFE_RULES = ("GM203",)  # a warning skipped under torch.compile: WARNING_CAVEAT
 ORDER = 20
 
 PRINT_HELPER = Helper('''def _mend_print(*args, **kwargs):
@@ -194,13 +199,14 @@ def _plan_logging_ifs(an: Analysis, ctx: Context, result: Plan) -> set[int]:
             continue  # a Python condition (``if self.size_average is not None``): Dynamo decides it while
             # tracing, and each call in it gets the guard a lone call gets
         taken.update(id(c) for c in calls)
+        lost = (f"this {'warning' if rule == 'GM203' else 'log message'} no longer fires in compiled code (eager "
+                "code is unchanged): the message eager code emits when the tensor condition holds is lost under "
+                "torch.compile")
         if not offer_unsafe(ctx, result, rule, start, what="Skipping the condition and the call under torch.compile",
-                            cost=f"this {'warning' if rule == 'GM203' else 'log message'} no longer fires in compiled "
-                                 "code (eager code is unchanged): the message eager code emits when the tensor "
-                                 "condition holds is lost under torch.compile"):
+                            cost=lost):
             continue
         site = Site(rule, start, end, "an `if` that only logs: condition and call skipped under torch.compile "
-                    "(eager unchanged; unsafe: the message is lost in compiled code)", strategy="guard_if")
+                    "(eager unchanged; unsafe: the message is lost in compiled code)", strategy="guard_if", caveat=lost)
 
         def build(updated: cst.If):
             inner = updated.test
@@ -212,6 +218,11 @@ def _plan_logging_ifs(an: Analysis, ctx: Context, result: Plan) -> set[int]:
 
         result.edits.append(Edit(node, build, site))
     return taken
+
+
+# what a guarded warnings.warn changes that no check sees (the checks run the default filters)
+WARNING_CAVEAT = ("this warning no longer fires in compiled code: under `-W error` (or a filter that raises) the "
+                  "original raises there, the guarded call only in eager code")
 
 
 # operands that bind looser than (or as loose as) ``and``: parenthesised behind ``not is_compiling() and``
@@ -259,8 +270,11 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             what = "warnings.warn" if rule == "GM203" else (full_name(callnode.func) or "logging call")
             why = "" if unreplayable is None else (f" (`{unreplayable}` is not a tensor or a constant: Dynamo "
                                                    "cannot replay the print after the graph)")
+            caveat = WARNING_CAVEAT if rule == "GM203" else ""
+            if caveat and not offer_unsafe(ctx, result, rule, start, caveat, "Skipping the warning under torch.compile"):
+                continue
             site = Site(rule, start, end, f"{what} skipped under torch.compile (eager unchanged){why}",
-                        strategy="guard")
+                        strategy="guard", caveat=caveat)
 
             def build_guard(updated: cst.SimpleStatementLine):
                 # the guard takes the call's place (and the comments above it); the call, its
@@ -292,17 +306,17 @@ CASES = [
         "    if not torch.compiler.is_compiling():\n        logger.warning_once('slow path %s', 3)\n"
         "    return x * 2\n",
     ),
-    Case(
+    Case(  # unsafe: the warning (an exception under -W error) is lost in compiled code
         "import warnings\ndef f(x):\n    warnings.warn('deprecated')\n    return x * 2\n",
         "import warnings\nimport torch\n\ndef f(x):\n    if not torch.compiler.is_compiling():\n        warnings.warn('deprecated')\n"
-        "    return x * 2\n",
+        "    return x * 2\n", unsafe=True,
     ),
     Case(  # an ``if`` that only warns on a Python value: Dynamo decides it; the call gets the lone guard
         "import warnings\ndef f(self, x):\n    if self.size_average is not None:\n"
         "        warnings.warn('deprecated', FutureWarning)\n    return x * 2\n",
         "import warnings\nimport torch\n\ndef f(self, x):\n    if self.size_average is not None:\n"
         "        if not torch.compiler.is_compiling():\n            warnings.warn('deprecated', FutureWarning)\n"
-        "    return x * 2\n",
+        "    return x * 2\n", unsafe=True,
     ),
     Case(  # the comment above the call stays above the guard; the call keeps its own comment
         "import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(x):\n    y = x + 1\n\n"
@@ -349,6 +363,8 @@ CASES += [Case(
 CASES += [
     Case("import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(h):\n    if torch.isnan(h).any():\n"
          "        logger.warning('nan')\n    return h\n", reason="no longer fires in compiled code"),
+    Case("import warnings\ndef f(x):\n    warnings.warn('deprecated')\n    return x * 2\n",
+         reason="under `-W error`"),
     Case("print('module level')\n"),
     Case("def f(x):\n    y = print\n    return x\n"),
     Case("def f(x):\n    if x: logger.info('a')\n    return x\n"),

@@ -5,8 +5,11 @@ Mask-then-reduce (GM502) becomes masked arithmetic of a fixed shape:
 * ``x[m].sum()``  -> ``torch.where(m, x, 0).sum()``
 * ``x[m].mean()`` -> ``(torch.where(m, x, 0).sum() / m.sum())``  (empty mask: nan, as before)
 * ``x[m].max()``  -> ``torch.where(m, x, float("-inf")).max()`` -- ``min`` with ``+inf``.
-  Caveat: on an EMPTY mask the original raises and the rewrite returns -inf/+inf; and an
-  integer ``x`` becomes float (verification then rejects it).
+  Caveat: on an EMPTY mask (an all-padding batch) the original raises and the rewrite
+  returns -inf/+inf, which flows on as a number (``-inf - -inf`` is nan); so this form is
+  UNSAFE (``--unsafe-fixes``; its ``Site.caveat`` says so): no example input has to hold an
+  empty mask, and verification cannot show what it never ran. An integer ``x`` becomes
+  float (verification then rejects it).
 
 Valid when ``m`` has the shape of ``x`` (verification checks outputs on real inputs). Other
 GM5xx ops (``nonzero``, ``unique``, ``repeat_interleave``, ``masked_select``) get advice:
@@ -20,7 +23,7 @@ from __future__ import annotations
 import libcst as cst
 
 from rewrites.fixes.base import (Analysis, Case, Context, Edit, FunctionFacts, Plan, Site, call, full_name,
-                                 paren)
+                                 offer_unsafe, paren)
 from rewrites.tensors import BOOL_RESULTS
 
 RULES = ("GM502",)
@@ -28,6 +31,11 @@ ORDER = 50
 
 _REDUCE = {"sum": "0", "mean": "0", "max": 'float("-inf")', "min": 'float("inf")', "amax": 'float("-inf")',
            "amin": 'float("inf")'}
+
+
+# what the masked max/min changes that no check may see (no input need hold an empty mask)
+EMPTY_CAVEAT = ("on an empty mask (an all-padding batch) the original `x[mask].{op}()` raises and the rewrite "
+                "returns {fill}")
 
 
 def maskish(m: cst.BaseExpression, bindings) -> bool:
@@ -72,8 +80,11 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         if not (maskish(mask, facts.bindings) or dyn):
             continue
         op = node.func.attr.value
-        caveat = " (empty mask: returns inf instead of raising)" if op not in ("sum", "mean") else ""
-        site = Site("GM502", start, end, f"x[mask].{op}() -> masked {op}{caveat}", strategy="mask")
+        caveat = "" if op in ("sum", "mean") else EMPTY_CAVEAT.format(op=op, fill=_REDUCE[op])
+        if caveat and not offer_unsafe(ctx, result, "GM502", start, caveat, f"a masked {op}"):
+            continue
+        site = Site("GM502", start, end, f"x[mask].{op}() -> masked {op}" + (" (unsafe: empty mask)" if caveat else ""),
+                    strategy="mask", caveat=caveat)
 
         # ``sum / count`` needs parentheses only where an operator binds it
         bare = isinstance(an.parent(node), _DELIMITED)
@@ -103,10 +114,15 @@ CASES = [
         "import torch\ndef f(x):\n    return torch.where(x > 0, x, 0).sum()\n",
     ),
     Case(
-        "import torch\ndef f(x, y):\n    keep = y != 0\n    return x[keep].mean() + x[keep].max()\n",
+        "import torch\ndef f(x, y):\n    keep = y != 0\n    return x[keep].mean() + x[keep].sum()\n",
+        "import torch\ndef f(x, y):\n    keep = y != 0\n"
+        "    return (torch.where(keep, x, 0).sum() / keep.sum()) + torch.where(keep, x, 0).sum()\n",
+    ),
+    Case(  # unsafe: an empty mask raises in the original, gives -inf here
+        "import torch\ndef f(x, y):\n    keep = y != 0\n    return x[keep].max() - x[keep].min()\n",
         "import torch\ndef f(x, y):\n    keep = y != 0\n    return (\n"
-        "        (torch.where(keep, x, 0).sum() / keep.sum())\n"
-        '        + torch.where(keep, x, float("-inf")).max()\n    )\n',
+        '        torch.where(keep, x, float("-inf")).max()\n'
+        '        - torch.where(keep, x, float("inf")).min()\n    )\n', unsafe=True,
     ),
     Case(  # any call the detectors know gives a boolean tensor is a mask (torch.isin)
         "import torch\ndef f(x, ids):\n    return x[torch.isin(ids, x)].sum()\n",
@@ -125,6 +141,7 @@ CASES += [
 
 # left alone
 CASES += [
+    Case("import torch\ndef f(x):\n    return x[x > 0].min()\n", reason="all-padding batch"),
     Case("import torch\ndef f(x, i):\n    return x[i].sum()\n"),
     Case("import torch\ndef f(x):\n    return x[0].sum()\n"),
 ]
