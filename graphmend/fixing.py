@@ -80,9 +80,9 @@ class SiteRecord:
     def partial(self) -> list[str]:
         """What this site's proof lacks: each skipped check that could have seen a difference
         ("check: why"), and its family's caveat ("caveat: ..."); empty: a whole proof."""
-        from graphmend.verify import NOTHING_TO_TRAIN
+        from graphmend.verify.modes import proof_gap
 
-        gaps = [f"{k}: {why}" for k, why in self.skipped.items() if k not in self.checks and why != NOTHING_TO_TRAIN]
+        gaps = [f"{k}: {why}" for k, why in self.skipped.items() if k not in self.checks and proof_gap(k, why)]
         caveat = getattr(self.site, "caveat", "")
         return gaps + ([f"caveat: {caveat}"] if caveat else [])
 

@@ -123,3 +123,18 @@ def test_unsafe_fixes_write_the_caveats_and_say_them(project):
         assert f["status"] == "partially verified", f
         assert len(f["partial"]) == 1 and f["partial"][0].startswith("caveat: ") and words in f["partial"][0]
         assert "written with --unsafe-fixes" in f["reason"]
+
+
+def test_a_way_of_running_the_original_does_not_support_is_no_gap():
+    """Data-dependent branches raise under vmap in the original too: nothing to keep, so the
+    proof is whole. A check the original runs but could not be compared in is a gap, and so
+    is a core mode skipped for any reason but having nothing to train."""
+    from graphmend.verify import NOTHING_TO_TRAIN
+    from graphmend.verify.modes import (CHECK_NAMES, COMPILED, COMPILED_DIFFERS, HOOKS, NOT_DETERMINISTIC, TRAIN,
+                                        VMAP, proof_gap)
+
+    assert not proof_gap(CHECK_NAMES[VMAP], "the original raises under torch.func.vmap: RuntimeError: data-dependent")
+    assert not proof_gap(CHECK_NAMES[TRAIN], NOTHING_TO_TRAIN)
+    assert proof_gap(CHECK_NAMES[HOOKS], f"{NOT_DETERMINISTIC} (output differs)")
+    assert proof_gap(CHECK_NAMES[COMPILED], f"{COMPILED_DIFFERS} on input example (output differs)")
+    assert proof_gap(CHECK_NAMES[TRAIN], "the original raises in train mode: ValueError: labels")

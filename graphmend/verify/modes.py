@@ -442,6 +442,26 @@ def observer_unusable(rec: dict, mode: str, module, has_leaves: bool) -> Optiona
     return None
 
 
+# why a check was skipped although the original runs that way: nothing was compared there
+NOT_DETERMINISTIC = "the original is not deterministic in this mode"
+COMPILED_DIFFERS = f"the original under torch.compile(backend={COMPILE_BACKEND!r}) differs from eager"
+OBSERVER_CHECKS = {CHECK_NAMES[m] for m in (HOOKS, HOOKS_FORWARD, DOUBLE, FUNC_GRAD, VMAP, REPLICA, COMPILED)}
+
+
+def proof_gap(check: str, why: str) -> bool:
+    """Whether skipping ``check`` (a CHECK_NAMES value) for ``why`` leaves the proof partial.
+    A core mode (train, autocast, bf16, ...) skipped for any reason but NOTHING_TO_TRAIN is a
+    gap. A way of running the module that the original itself does not support (it raises
+    under vmap, has no second derivative, no module to hook) is not: there is no behaviour
+    of the original to keep; only one it runs but could not be compared in (not
+    deterministic, compiled differs from eager) is."""
+    if why == NOTHING_TO_TRAIN:
+        return False
+    if check in OBSERVER_CHECKS:
+        return why.startswith((NOT_DETERMINISTIC, COMPILED_DIFFERS))
+    return True
+
+
 def compare_outcome(want: dict, got: dict, tolerance: Optional[dict], scaled: bool = False) -> Optional[str]:
     """What the call returned or raised, and the gradients it produced: None when ``got``
     shows what ``want`` showed, else the first difference (``scaled``: as ``compare``)."""

@@ -27,8 +27,8 @@ from typing import Any
 from graphmend.core.cache import reading
 from graphmend.core.jobs import worker_main
 from graphmend.verify.modes import (ALIASING, AUTOCAST, AUTOCAST_TRAIN, BF16, CHECK_NAMES, COMPILE_BACKEND, COMPILED,
-                                   DOUBLE, EVAL, F64, FUNC_GRAD, GENERATORS, HOOKS, HOOKS_FORWARD, REPLICA, TRAIN,
-                                   VMAP)
+                                   COMPILED_DIFFERS, DOUBLE, EVAL, F64, FUNC_GRAD, GENERATORS, HOOKS, HOOKS_FORWARD,
+                                   NOT_DETERMINISTIC, REPLICA, TRAIN, VMAP)
 
 MIN_VARIANTS = 3  # example, negated, random: always, even when every arm is covered sooner
 PER_INPUT = (EVAL, TRAIN, AUTOCAST)
@@ -186,7 +186,7 @@ def _run_original(loaded, module, keys, recorder, seed: int, constants: list):
                 # cannot tell a patched program from it
                 again = repeat()
                 if compare_outcome(rec, again, None) is not None:
-                    why = f"the original is not deterministic in this mode ({compare_outcome(rec, again, None)})"
+                    why = f"{NOT_DETERMINISTIC} ({compare_outcome(rec, again, None)})"
             if why:
                 skipped[m] = why
     _run_observers(loaded, module, seed, inputs["example"], plan, records, skipped)
@@ -265,7 +265,7 @@ def _run_observers(loaded, module, seed: int, example: tuple, plan: list, record
             if why is None and probe["status"] == "raised":
                 why = f"the original raises under torch.compile(backend={COMPILE_BACKEND!r}): {probe['exc'][:200]}"
             if why is None and compare_outcome(rec, probe, None) is not None:
-                why = (f"the original under torch.compile(backend={COMPILE_BACKEND!r}) differs from eager on input "
+                why = (f"{COMPILED_DIFFERS} on input "
                        f"{name} ({compare_outcome(rec, probe, None)})")
             if why:
                 skipped[COMPILED] = why
@@ -290,7 +290,7 @@ def _observe(loaded, fn, module, a, k, m: str, seed: int, plan: list, records: l
         records.append(again)
         diff = compare_outcome(rec, again, None)
         if diff is not None:
-            why = f"the original is not deterministic in this mode ({diff})"
+            why = f"{NOT_DETERMINISTIC} ({diff})"
     if why:
         skipped[m] = why
 
