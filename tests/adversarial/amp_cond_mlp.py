@@ -1,4 +1,4 @@
-"""A ``torch.cond``-worthy arm calling an MLP, the other arm the input itself: under
+"""A ``torch.cond``-worthy arm calling an MLP, the other arm the input scaled: under
 autocast bf16 the arms return bfloat16 and float32 (cond refuses, where promotes)."""
 
 import torch
@@ -19,7 +19,7 @@ class Refine(nn.Module):
         if x.mean() > 0:
             y = self.mlp(x)
         else:
-            y = x
+            y = x * 0.5
         return y
 
 
@@ -33,7 +33,7 @@ NAIVE = naive(__file__, """
         if x.mean() > 0:
             y = self.mlp(x)
         else:
-            y = x
+            y = x * 0.5
 """, """
-        y = torch.where(x.mean() > 0, self.mlp(x), x)
+        y = torch.where(x.mean() > 0, self.mlp(x), x * 0.5)
 """)
