@@ -26,9 +26,9 @@ MODEL = textwrap.dedent("""
             self.fc = torch.nn.Linear(4, 4)
 
         def forward(self, x):
-            h = self.fc(x)
+            h = scale(self.fc(x))  # helper.py: a file every target runs
             if h.sum() > 0:
-                h = scale(h)
+                h = h * 2
             else:
                 h = h - 1
             return h

@@ -207,4 +207,5 @@ def test_conditional_warning_dropped_under_compile_is_only_an_unsafe_fix():
     for c in cases:
         r = fix_source(c.before)
         assert not r.changed and any("no longer fires in compiled code" in x.reason for x in r.refused)
-        assert [s.rule for s in fix_source(c.before, unsafe=True).applied] == ["GM202"]
+        # a logger call (GM202) or a warnings.warn (GM203): both lost in compiled code
+        assert [s.rule for s in fix_source(c.before, unsafe=True).applied] in (["GM202"], ["GM203"])

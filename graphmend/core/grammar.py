@@ -6,11 +6,15 @@ syntax", not a typo. Only called for a file that failed to parse: never on the c
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Optional
 
 PEP695 = "PEP 695 type parameters or a type statement, Python 3.12"
 PEP701 = "an f-string that reuses its quote or holds a backslash in {...} (PEP 701, Python 3.12)"
+# a text with none of these holds neither construct: libcst (a large import the static path
+# otherwise never pays) is not asked about a plain typo
+_MAYBE = re.compile(r"^[ \t]*type[ \t]+\w|(def|class)[ \t]+\w+[ \t]*\[|[fF][rRbB]?['\"]|[rR][fF]['\"]", re.M)
 
 
 def newer_syntax(text: str, line: Optional[int]) -> Optional[str]:
@@ -18,6 +22,8 @@ def newer_syntax(text: str, line: Optional[int]) -> Optional[str]:
     text does not parse with the newer grammar either or holds none there."""
     if sys.version_info >= (3, 12) or line is None:
         return None  # this Python already reads both
+    if not _MAYBE.search(text):
+        return None
     try:
         import libcst as cst
         from libcst.metadata import MetadataWrapper, PositionProvider

@@ -12,8 +12,10 @@ from torch import nn
 
 from _adv import target
 
-EXPECT = "fix"
-ACCEPT_REASONS = ()
+# an empty batch in float64 leaves the selected buffer's dtype other than the original's:
+# verification's edge shapes reject the fix
+EXPECT = "refuse"
+ACCEPT_REASONS = ("empty_batch",)
 
 
 def _longrope_parameters(config, device, seq_len=None):

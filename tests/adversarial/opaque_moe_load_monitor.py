@@ -7,8 +7,10 @@ from torch import nn
 
 from _adv import target
 
-EXPECT = "fix"
-ACCEPT_REASONS = ("hook", "buffer", "load", "twice", "recompute")
+# the router's parameters get no gradient in the original (argmax); the mended program
+# compiled gives them zeros, which verification's compiled run sees (None vs a tensor)
+EXPECT = "refuse"
+ACCEPT_REASONS = ("hook", "buffer", "load", "twice", "recompute", "gradient of parameter")
 
 
 class Moe(nn.Module):
@@ -18,7 +20,13 @@ class Moe(nn.Module):
         self.router = nn.Linear(dim, n)
         self.register_buffer("load", torch.zeros(n))
         for i, e in enumerate(self.experts):
-            e.register_forward_hook(lambda mod, args, out, i=i: self.load[i].add_(args[0].shape[0]))
+            e.register_forward_hook(self._monitor(i))
+
+    def _monitor(self, i):
+        def hook(mod, args, out):  # returns None: the expert's output stays its own
+            self.load[i].add_(args[0].shape[0])
+
+        return hook
 
     def forward(self, x):
         expert = self.router(x).argmax(-1)
