@@ -532,9 +532,9 @@ def _start(job: Job, argv: list[str], env: dict[str, str], base_env: dict[str, s
     return _Spawned(job, argv, env, cwd, out, err)
 
 
-@atexit.register
-def close_warm() -> None:
-    """End the warm processes (and any worker still running: nothing waits for it any more)."""
+def _end_workers(drain: bool) -> None:
+    """Kill every running worker with everything it started, then end the warm processes:
+    closed after draining for ``drain``, else killed."""
     with _live_lock:
         trees = list(_live)
     for t in trees:
@@ -543,7 +543,16 @@ def close_warm() -> None:
         warm = list(_warm.values())
         _warm.clear()
     for w in warm:
-        w.close(wait=_DRAIN_S)
+        if drain:
+            w.close(wait=_DRAIN_S)
+        else:
+            w.kill()
+
+
+@atexit.register
+def close_warm() -> None:
+    """End the warm processes (and any worker still running: nothing waits for it any more)."""
+    _end_workers(drain=True)
 
 
 # -- mend stopping ------------------------------------------------------------------------
@@ -562,15 +571,7 @@ def end_all() -> None:
     here on a job is not started (its outcome says why). For mend's signal handlers."""
     global _ending
     _ending = True
-    with _live_lock:
-        trees = list(_live)
-    for t in trees:
-        t.kill()
-    with _warm_lock:
-        warm = list(_warm.values())
-        _warm.clear()
-    for w in warm:
-        w.kill()
+    _end_workers(drain=False)
 
 
 def _alive(pid: int) -> bool:
