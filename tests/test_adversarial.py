@@ -540,7 +540,8 @@ def outcomes(tmp_path_factory) -> dict[str, Outcome]:
             o.oracle = oracle(path.read_text(encoding="utf-8"), patched, oracle_tmp)
         elif fixes:
             o = Outcome(stem, meta.EXPECT, ",".join(sorted({f.status for f in fixes})),
-                        "; ".join(f"{f.rule} line {f.line} {f.status}: {f.reason}" for f in fixes))
+                        "; ".join(f"{f.rule} line {f.line} {f.status}: {f.reason}"
+                                  + (f" (lacks: {'; '.join(f.partial)})" if f.partial else "") for f in fixes))
         else:
             o = Outcome(stem, meta.EXPECT, "none", "mend proposed nothing for this program")
         result[stem] = o

@@ -12,9 +12,7 @@ from torch import nn
 
 from _adv import target
 
-# an empty batch in float64 leaves the selected buffer's dtype other than the original's:
-# verification's edge shapes reject the fix
-EXPECT = "refuse"
+EXPECT = "refuse"  # an empty batch in float64: the buffer's dtype differs; the edge shapes reject it
 ACCEPT_REASONS = ("empty_batch",)
 
 
