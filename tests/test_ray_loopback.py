@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from graphmend.core.jobs import _descendants, _proc_table
+
 
 def _listening() -> dict[int, str]:
     """socket inode -> local address of every listening TCP socket (IPv4 and IPv6)."""
@@ -28,22 +30,7 @@ def _listening() -> dict[int, str]:
 
 def _mine() -> set[int]:
     """This process and every process below it."""
-    table = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                data = Path(f"/proc/{name}/stat").read_bytes()
-            except OSError:
-                continue
-            table[int(name)] = int(data[data.rindex(b")") + 2:].split()[1])
-    found, stack = {os.getpid()}, [os.getpid()]
-    while stack:
-        p = stack.pop()
-        for c, ppid in table.items():
-            if ppid == p and c not in found:
-                found.add(c)
-                stack.append(c)
-    return found
+    return {os.getpid(), *_descendants([os.getpid()], _proc_table())}
 
 
 def _sockets(pid: int) -> set[int]:

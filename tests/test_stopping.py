@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from graphmend.core.jobs import _proc_table
+
 ROOT = Path(__file__).resolve().parents[1]
 
 TARGET = '''
@@ -25,17 +27,7 @@ def mend_target_spins():
 '''
 
 
-def _table() -> dict[int, tuple[int, int]]:
-    out = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                data = Path(f"/proc/{name}/stat").read_bytes()
-            except OSError:
-                continue
-            fields = data[data.rindex(b")") + 2:].split()
-            out[int(name)] = (int(fields[1]), int(fields[19]))
-    return out
+_table = _proc_table  # pid -> (parent pid, start time), as mend itself reads /proc
 
 
 def _below(pid: int) -> dict[int, int]:
