@@ -2,7 +2,7 @@
 # GPU numbers for docs/benchmarks.md: `mend bench` on CUDA (Inductor -> Triton), fp16, in
 # default and reduce-overhead modes, for corpus targets and three transformers models.
 #
-#   benchmarks/gpu_bench.sh [corpus|hf|all] [default|reduce-overhead|both]     (defaults: all both)
+#   benchmarks/gpu_bench.sh [corpus|families|hf|all] [default|reduce-overhead|both]     (defaults: all both)
 #
 # Run from the repository root; writes one JSON report and its Markdown rendering per
 # (set, mode) to $OUT (default ./gpu-bench-out), plus versions.txt. Each invocation stays
@@ -14,7 +14,8 @@
 #   then delete from it what the box has (typing_extensions; PYTHONPATH comes before site-packages,
 #   so only packages the box lacks may be there) and carry build/gpu-site.
 # MEND_EXTRA_SITE names the folder (default .gpu-site, or build/gpu-site when that exists). Env: OUT, RUNS, WARMUP, TIMEOUT, MEND_TARGETS,
-# MEND_BENCH_FLAGS (extra `mend bench` flags, e.g. --unsafe-fixes).
+# MEND_BENCH_FLAGS (extra `mend bench` flags, e.g. --unsafe-fixes or --train), ARMS (default all four),
+# STEM_SUFFIX (appended to the output names, e.g. -train).
 # Without libcst the mended arm is reported as unavailable, with the reason; the others run.
 set -u
 cd "$(dirname "$0")/.."
@@ -40,6 +41,28 @@ CORPUS_TARGETS=(
   corpus/losses.py::mend_target_lm_loss_guards
   corpus/audio.py::mend_target_audio_frame_masking
   corpus/decoding.py::mend_target_early_exit_decoder
+)
+# every corpus target with a verified fix, one or more per fix family (where, side effects,
+# guards, host scalars, unbacked sizes, hoisting, the opaque MoE op, the Hugging Face models)
+FAMILY_TARGETS=(
+  corpus/attention.py::mend_target_padded_attention
+  corpus/audio.py::mend_target_audio_utterance_norm
+  corpus/cache.py::mend_target_kv_cache_update
+  corpus/cache.py::mend_target_sliding_cache_warning_once
+  corpus/decoding.py::mend_target_repetition_penalty_and_or
+  corpus/detection.py::mend_target_box_score_filter
+  corpus/losses.py::mend_target_lm_loss_guards
+  corpus/losses.py::mend_target_masked_token_loss
+  corpus/mlp_stack.py::mend_target_mlp_stack
+  corpus/moe.py::mend_target_moe_router
+  corpus/moe.py::mend_target_moe_topk_dispatch
+  corpus/norms.py::mend_target_rmsnorm_item_stats
+  corpus/rotary.py::mend_target_longrope_ternary
+  corpus/hf_models.py::mend_target_hf_bigbird
+  corpus/hf_models.py::mend_target_hf_reformer
+  corpus/hf_models.py::mend_target_hf_switch_transformers
+  corpus/hf_models.py::mend_target_hf_xlm
+  corpus/hf_models.py::mend_target_hf_nllb_moe
 )
 HF_TARGETS=(
   corpus/hf_models.py::mend_target_hf_xlm
@@ -73,14 +96,18 @@ case "$SET" in all) SETS=(corpus hf) ;; *) SETS=("$SET") ;; esac
 
 status=0
 for set_name in "${SETS[@]}"; do
-  if [ "$set_name" = corpus ]; then TARGETS=("${CORPUS_TARGETS[@]}"); else TARGETS=("${HF_TARGETS[@]}"); fi
+  case "$set_name" in
+    corpus) TARGETS=("${CORPUS_TARGETS[@]}") ;;
+    families) TARGETS=("${FAMILY_TARGETS[@]}") ;;
+    *) TARGETS=("${HF_TARGETS[@]}") ;;
+  esac
   # MEND_TARGETS="a.py::t b.py::u" replaces the list (a quick check, or one target per call)
   [ -n "${MEND_TARGETS:-}" ] && read -r -a TARGETS <<< "$MEND_TARGETS"
   for mode in "${MODE_LIST[@]}"; do
-    stem="$OUT/bench-$set_name-$mode-fp16"
+    stem="$OUT/bench-$set_name-$mode-fp16${STEM_SUFFIX:-}"
     echo "== $set_name / $mode -> $stem.{json,md}"
     python3 -m graphmend bench "${TARGETS[@]}" --device cuda --dtype float16 --mode "$mode" \
-      --runs "$RUNS" --warmup "$WARMUP" --timeout "$TIMEOUT" --quiet --format json --output "$stem.json" \
+      --runs "$RUNS" --warmup "$WARMUP" --arms "${ARMS:-eager,original,mended,reference}" --timeout "$TIMEOUT" --quiet --format json --output "$stem.json" \
       ${MEND_BENCH_FLAGS:-} \
       2> "$stem.stderr.txt"
     rc=$?
