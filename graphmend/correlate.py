@@ -142,6 +142,26 @@ def diagnose(report: Report, read_sources: bool = True) -> None:
     report.issues = [issues[i] for i in order]
     ordered_groups = [groups[i] for i in order]
     _skipped_frames(report, ordered_groups, norm, read_sources)
+    _link_fixes(report, norm)
+
+
+def _link_fixes(report: Report, norm) -> None:
+    """Each fix proposed (``mend fix``) to the issue it repairs: the issue at the fix's first
+    line, else the first one inside its span, in that file; so that every format shows a fix
+    with its issue (SARIF's ``fixes`` sit on the result) without matching places itself."""
+    for i in report.issues:
+        i.fixes = []
+    at: dict[tuple, list[int]] = {}
+    for n, i in enumerate(report.issues):
+        if i.file is not None and i.line is not None:
+            at.setdefault((norm(i.file), i.line), []).append(n)
+    for k, f in enumerate(report.fixes):
+        file = norm(f.file)
+        span = [f.line] + list(range(f.line + 1, (f.end_line or f.line) + 1))
+        home = next((at[(file, line)] for line in span if (file, line) in at), None)
+        if home:
+            issue = next((n for n in home if report.issues[n].rule == f.rule), home[0])
+            report.issues[issue].fixes.append(k)
 
 
 def with_issues(report: Report) -> Report:

@@ -33,7 +33,7 @@ from graphmend.core.cache import Cache, text_digest
 from graphmend.core.config import Config
 from graphmend.core.env import torch_version
 from graphmend.core.model import (ADVICE, FAILS, PARTIAL, REGRESSES, REJECTED, SLOWER, UNVERIFIED, VERIFIED, Break, CostCheck,
-                                  Fix, FixTarget, Report, TargetResult, from_dict, new_report, to_dict)
+                                  Fix, FixTarget, Replacement, Report, TargetResult, from_dict, new_report, to_dict)
 from graphmend.core.sources import SourceError, SourceText, report_root, split_lines
 
 CONTROL_RULES = ("GM101", "GM102", "GM103", "GM401", "GM402")
@@ -269,6 +269,25 @@ def diff_bytes(source: SourceText, new: str, label: Optional[str] = None) -> byt
         header = i < 2 or line.startswith("@@")
         out.append(line.encode("utf-8", "surrogateescape") if header else line.encode(codec))
     return b"".join(out)
+
+
+def replacements(source: SourceText, new: str) -> list[Replacement]:
+    """The edits that turn the file ``source`` was read from into ``new`` written back (the
+    file's own line endings), whole lines at a time, each against the original file; a
+    position past the last line is the end of the text. The BOM is no column of line 1."""
+    old_lines = split_lines(source.render(source.text).removeprefix("\ufeff"))
+    new_lines = split_lines(source.render(new).removeprefix("\ufeff"))
+
+    def start(k: int) -> tuple[int, int]:  # where the original's line k (0-based) starts
+        if k < len(old_lines) or not old_lines or old_lines[-1].endswith(("\n", "\r")):
+            return k + 1, 0
+        return len(old_lines), len(old_lines[-1])  # after a last line without an ending
+
+    out = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False).get_opcodes():
+        if tag != "equal":
+            out.append(Replacement(*start(i1), *start(i2), "".join(new_lines[j1:j2])))
+    return out
 
 
 def _break_files(t: TargetResult) -> set[str]:
@@ -907,7 +926,8 @@ def _fix_records(cands: dict[str, FileCandidate], findings, before: list[TargetR
                              diff=unified_diff(c.source, r.new_source, label) if r.changed else "",
                              import_root=c.import_root, checks=list(s.checks) if proven else [],
                              skipped_checks=[f"{k}: {why}" for k, why in s.skipped.items() if k not in s.checks]
-                             if proven else [], partial=s.partial() if s.status == PARTIAL else []))
+                             if proven else [], partial=s.partial() if s.status == PARTIAL else [],
+                             replacements=replacements(c.source, r.new_source) if r.changed else []))
             covered.update((c.path, l) for l in range(s.site.line, s.site.end_line + 1))
         for ref in c.refusals:
             if (c.path, ref.line) in covered:

@@ -49,7 +49,7 @@ def render_github(r: Report) -> str:
             lines.append(command("error", t.error, rel(t.file, r.root), title=f"mend: {t.name}"))
     for i in r.issues:
         level = "error" if i.status in (CONFIRMED, DYNAMIC) else "warning"
-        parts = issue_parts(i, r.root, r.issues, detail=False)
+        parts = issue_parts(i, r.root, r.issues, detail=False, fixes=r.fixes)
         parts.append(f"({i.status})")
         message = "\n".join(parts)
         if i.file is None:

@@ -113,10 +113,23 @@ UNSTABLE_NOTE = ("unstable: the timings' IQR is a large part of their median (a 
                  "machine or with more --runs")
 
 
-def issue_parts(i, root: str, issues: list, detail: bool = True) -> list[str]:
+def fix_sentence(f) -> str:
+    """A fix record (``mend fix``) in a line: its verdict, what applies it, and why."""
+    from graphmend.core.model import PARTIAL, VERIFIED
+
+    if f.status == VERIFIED:
+        return f"Fix verified (mend fix --write applies it): {f.reason}"
+    if f.status == PARTIAL:
+        return (f"Fix partially verified (a plain mend fix --write does not apply it): {f.reason}"
+                + (f"; the proof lacks: {'; '.join(f.partial)}" if f.partial else ""))
+    return f"Fix {f.status}: {f.reason}"
+
+
+def issue_parts(i, root: str, issues: list, detail: bool = True, fixes: list = ()) -> list[str]:
     """An issue as the lines of a machine format's message: the static words, Dynamo's
     (with its explanation and hints when ``detail``), the fix, the frame it made Dynamo skip
-    or the skip that hid it, its targets and fan-out."""
+    or the skip that hid it, its targets and fan-out, and the verdicts of the fixes
+    ``mend fix`` proposed for it (``fixes``: the report's)."""
     parts = [i.message]
     if i.reason and i.reason != i.message:
         parts.append(f"Dynamo: {i.reason}" + (f" ({i.explanation})" if i.explanation and not detail else ""))
@@ -134,6 +147,7 @@ def issue_parts(i, root: str, issues: list, detail: bool = True) -> list[str]:
                      + (f" ({mode_note(i)})" if mode_note(i) else ""))
     if i.fan_out > 1:
         parts.append(f"Fan-out: {i.fan_out} breaks from this one line.")
+    parts += [fix_sentence(fixes[k]) for k in getattr(i, "fixes", ()) if k < len(fixes)]
     return parts
 
 

@@ -20,7 +20,7 @@ from typing import Optional
 from urllib.parse import quote
 
 from graphmend import PROJECT_URL
-from graphmend.core.model import CONFIRMED, DYNAMIC, Report, json_text
+from graphmend.core.model import CONFIRMED, DYNAMIC, VERIFIED, Report, json_text
 from reports.paths import is_under, issue_parts, rel, skipped_sentence
 from rewrites.rules import get_rule
 from rewrites.rules.base import GRAPH_BREAKS_INDEX
@@ -70,6 +70,28 @@ def _location(path: str, root: str, line: Optional[int], col: Optional[int], end
             region["snippet"] = {"text": snippet.rstrip("\n")}
         physical["region"] = region
     return {"physicalLocation": physical}
+
+
+def _region(line: int, col: int, end_line: int, end_col: int) -> dict:
+    return {"startLine": line, "startColumn": col + 1, "endLine": end_line, "endColumn": end_col + 1}
+
+
+def _fix(f, root: str) -> dict:
+    """A verified fix record as SARIF's ``fix``: its edits (``Fix.replacements``, made by the
+    fix stage) on the file, each a deleted region and the text inserted there."""
+    return {"description": {"text": f"mend fix ({f.status}): {f.reason}"},
+            "artifactChanges": [{"artifactLocation": _artifact(f.file, root),
+                                 "replacements": [{"deletedRegion": _region(x.line, x.col, x.end_line, x.end_col),
+                                                   "insertedContent": {"text": x.text}}
+                                                  for x in f.replacements]}]}
+
+
+def _fix_properties(f) -> dict:
+    return {"rule": f.rule, "status": f.status, "line": f.line,
+            **({"end_line": f.end_line} if f.end_line is not None else {}),
+            **({"checks": f.checks} if f.checks else {}),
+            **({"skipped_checks": f.skipped_checks} if f.skipped_checks else {}),
+            **({"partial": f.partial} if f.partial else {})}
 
 
 def _rule(code: str, category: str) -> dict:
@@ -164,7 +186,8 @@ def sarif_with_notes(r: Report) -> tuple[str, list[str]]:
     keyed: list[tuple[dict, tuple, Optional[int]]] = []  # (result, fingerprint key, line)
 
     for i in r.issues:
-        text = "\n".join(issue_parts(i, r.root, r.issues))
+        text = "\n".join(issue_parts(i, r.root, r.issues, fixes=r.fixes))
+        fixes = [r.fixes[k] for k in i.fixes if k < len(r.fixes)]
         if i.file:
             loc = _location(i.file, r.root, i.line, i.col, i.end_line, i.end_col, i.source_line)
             path = rel(i.file, r.root)
@@ -186,8 +209,14 @@ def sarif_with_notes(r: Report) -> tuple[str, list[str]]:
                            **({"only_in_mode": i.only_in_mode} if i.only_in_mode else {}),
                            **({"phase": i.phase} if i.phase != "forward" else {}),
                            **({"gb_type": i.gb_type} if i.gb_type else {}),
-                           **({"registry_id": i.registry_id} if i.registry_id else {})},
+                           **({"registry_id": i.registry_id} if i.registry_id else {}),
+                           **({"fixes": [_fix_properties(f) for f in fixes]} if fixes else {})},
         }
+        # only a verified fix is offered for applying: a SARIF viewer's one-click fix knows no
+        # "partially verified", and would bypass the --accept-partial gate
+        offered = [_fix(f, r.root) for f in fixes if f.status == VERIFIED and f.replacements]
+        if offered:
+            result["fixes"] = offered
         related = [{"message": {"text": f"in {fr.function}"},
                     **_location(fr.file, r.root, fr.line, None, None, None, None)} for fr in i.stack]
         related += [{"message": {"text": skipped_sentence(f, r.root)},

@@ -75,15 +75,20 @@ def project(tmp_path_factory):
     return root
 
 
-def _fix(root: Path, *flags: str) -> tuple[subprocess.CompletedProcess, dict, str]:
-    """``mend fix --write --format json FLAGS`` on a fresh copy of PROGRAM: (the run, its
-    report's fixes by rule, the file's text after it)."""
+def _fix(root: Path, *flags: str, fmt: str = "json") -> tuple[subprocess.CompletedProcess, dict, str]:
+    """``mend fix --write --format FMT FLAGS`` on a fresh copy of PROGRAM: (the run, its
+    report's fixes by rule, the file's text after it). SARIF: each fix's entry of its
+    result's ``properties.fixes``, with the result itself under ``result``."""
     path = root / "proj" / "models.py"
     path.write_text(PROGRAM)
-    r = subprocess.run([sys.executable, "-m", "graphmend", "fix", "--write", "--format", "json", *flags,
+    r = subprocess.run([sys.executable, "-m", "graphmend", "fix", "--write", "--format", fmt, *flags,
                         str(root / "proj")], capture_output=True, text=True, cwd=root, timeout=900,
                        env={**os.environ, "PYTHONPATH": str(REPO), "MEND_CACHE_DIR": str(root / "cache")})
-    fixes = {f["rule"]: f for f in json.loads(r.stdout)["fixes"]}
+    if fmt == "sarif":
+        fixes = {f["rule"]: {**f, "result": res} for res in json.loads(r.stdout)["runs"][0]["results"]
+                 for f in res["properties"].get("fixes", ())}
+    else:
+        fixes = {f["rule"]: f for f in json.loads(r.stdout)["fixes"]}
     return r, fixes, path.read_text()
 
 
@@ -107,11 +112,18 @@ def test_plain_write_writes_no_partial_proof(project):
 
 
 def test_accept_partial_writes_the_fix_a_check_skipped(project):
-    r, fixes, text = _fix(project, "--accept-partial")
-    assert fixes["GM101"]["status"] == "partially verified"
+    # (in SARIF: a partially verified fix is marked so on its result, and never offered as a
+    # SARIF fix a viewer would apply, even where --accept-partial writes it)
+    r, fixes, text = _fix(project, "--accept-partial", fmt="sarif")
+    f = fixes["GM101"]
+    assert f["status"] == "partially verified"
+    assert f["partial"][0].startswith("train+grad: the original is not deterministic")
     assert WHERE in text, text
     assert MASKED not in text and GUARD not in text  # --accept-partial is no --unsafe-fixes
-    assert "written with --accept-partial" in fixes["GM101"]["reason"]
+    message = f["result"]["message"]["text"]
+    assert "Fix partially verified (a plain mend fix --write does not apply it)" in message
+    assert "written with --accept-partial" in message and "the proof lacks: train+grad" in message
+    assert "fixes" not in f["result"]
 
 
 def test_unsafe_fixes_write_the_caveats_and_say_them(project):

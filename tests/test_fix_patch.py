@@ -64,3 +64,36 @@ def test_patch_applies_to_a_copy_and_equals_the_verified_source(run):
     assert "y = torch.where(h.sum() > 0, h * 2, h - 1)" in patched
     assert (ext / "mend_ext" / "layers.py").read_text() == original  # never written in place
     assert "apply with: patch -p1 -d" in r.stderr
+
+
+# -- a fix as edits of the original file (SARIF's replacements) ----------------------------
+
+def _apply(text: str, reps) -> str:
+    """``reps`` (each against the original ``text``) applied, last first."""
+    starts = [0]
+    for line in text.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    at = lambda line, col: starts[line - 1] + col  # noqa: E731
+    for r in sorted(reps, key=lambda r: (r.line, r.col), reverse=True):
+        text = text[:at(r.line, r.col)] + r.text + text[at(r.end_line, r.end_col):]
+    return text
+
+
+@pytest.mark.parametrize("raw, new", [
+    (b"a\r\nb\r\nc\r\n", "import torch\na\nB\nc\n"),  # CRLF kept in what is inserted; an insertion at the top
+    (b"\xef\xbb\xbfa\nb", "a\nb\nc\n"),  # a BOM (no column of line 1) and a last line without an ending
+    (b"x\ny\nz", "x\nz"),  # a deletion
+    (b"x\ny\n", ""),  # everything, up to the end of the text
+    (b"def f(x):\n    if x.sum() > 0:\n        x = x * 2\n    return x\n",
+     "import torch\n\n\ndef f(x):\n    x = torch.where(x.sum() > 0, x * 2, x)\n    return x\n"),
+])
+def test_replacements_turn_the_original_file_into_the_fixed_one(raw, new):
+    from graphmend.core.sources import SourceText
+    from graphmend.fixing import replacements
+
+    source = SourceText.decode(raw)
+    reps = replacements(source, new)
+    assert reps and all((r.line, r.col) <= (r.end_line, r.end_col) for r in reps)
+    original = raw.decode(source.encoding).removeprefix("\ufeff")
+    assert _apply(original, reps) == source.render(new).removeprefix("\ufeff")
+    assert replacements(source, source.text) == []

@@ -304,3 +304,41 @@ def test_cli_says_on_stderr_what_sarif_left_out(sample, tmp_path):
     assert r.exit_code == 0, r.output
     assert "mend: warning:" in r.stderr and "results left out of the SARIF log" in r.stderr
     assert len(json.loads((tmp_path / "out.sarif").read_text())["runs"][0]["results"]) == 5000
+
+
+# -- SARIF: the fixes mend fix proposed ---------------------------------------------------
+
+def test_sarif_offers_verified_fixes_as_replacements_and_marks_partial_ones(sample, sarif, sarif_validator):
+    """A verified fix is the result's SARIF ``fixes`` entry, its replacements the fix record's
+    own (made by the fix stage); a partially verified one is named in the message and
+    properties with what its proof lacks, and not offered for applying."""
+    assert _errors(sarif_validator, sarif) == []
+    results = {(r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"]): r
+               for r in sarif["runs"][0]["results"] if "region" in r["locations"][0]["physicalLocation"]}
+    verified = next(f for f in sample.fixes if f.status == "verified")
+    gate = results[("GM101", 18)]
+    (fix,) = gate["fixes"]
+    (change,) = fix["artifactChanges"]
+    assert change["artifactLocation"] == {"uri": "models/gate.py", "uriBaseId": "PROJECTROOT"}
+    assert [(x["deletedRegion"], x["insertedContent"]["text"]) for x in change["replacements"]] == [
+        ({"startLine": r.line, "startColumn": r.col + 1, "endLine": r.end_line, "endColumn": r.end_col + 1}, r.text)
+        for r in verified.replacements] == [
+        ({"startLine": 18, "startColumn": 1, "endLine": 22, "endColumn": 1},
+         "        h = torch.where(h.sum() > 0, h * 2, h - 1)\n")]
+    assert gate["properties"]["fixes"][0]["status"] == "verified"
+    assert "Fix verified (mend fix --write applies it)" in gate["message"]["text"]
+    partial = results[("GM101", 12)]
+    assert "fixes" not in partial
+    (props,) = partial["properties"]["fixes"]
+    assert props["status"] == "partially verified" and props["partial"][0].startswith("train+grad: ")
+    assert "Fix partially verified (a plain mend fix --write does not apply it)" in partial["message"]["text"]
+    rejected = results[("GM201", 21)]  # neither verified nor partial: named, never offered
+    assert "fixes" not in rejected and rejected["properties"]["fixes"][0]["status"] == "rejected"
+
+
+def test_github_annotations_name_the_fix_verdicts(sample):
+    lines = render(sample, "github").splitlines()
+    gate = next(ln for ln in lines if "line=18" in ln and "GM101" in ln)
+    assert "Fix verified (mend fix --write applies it)" in gate
+    loop = next(ln for ln in lines if "line=12" in ln and "GM101" in ln)
+    assert "Fix partially verified (a plain mend fix --write does not apply it)" in loop and "proof lacks" in loop

@@ -296,8 +296,10 @@ def test_the_original_side_runs_each_way_once_on_the_example_and_names_the_check
     loaded = LoadedTarget(fn=m, args=(torch.randn(2, 4),), kwargs={}, target=Target(fn=m))
     plan, records, skipped = _run_original(loaded, m, [], ArmRecorder(), 0, [])
     assert not skipped, skipped
-    for mode in (HOOKS, DOUBLE, FUNC_GRAD, VMAP, REPLICA):  # twice: the repeat that tells a non-deterministic one
+    for mode in (HOOKS, FUNC_GRAD, VMAP, REPLICA):  # twice: the repeat that tells a non-deterministic one
         assert [name for mo, name in plan if mo == mode] == ["example"] * 2, mode
+    # the double backward: twice on the example, then once on every other input
+    assert [name for mo, name in plan if mo == DOUBLE] == ["example", "example", "negated", "random"]
     assert [name for mo, name in plan if mo == COMPILED] == ["example", "example, batch 3"]
     grown = [r for r in records if r["mode"] == COMPILED][1]
     assert grown["args"][0].shape == (3, 4)
@@ -305,6 +307,50 @@ def test_the_original_side_runs_each_way_once_on_the_example_and_names_the_check
     # amplifies, is not a difference
     double = next(i for i, (mo, _) in enumerate(plan) if mo == DOUBLE)
     assert plan[double - 1][0] == "float64" and records[double]["grads_first"][0].dtype == torch.float64
+
+
+class _ClipOrRelu(nn.Module):
+    """A conv block whose hot maps are clipped, others rectified; ``where``: the branch as
+    ``torch.where`` (what GM101 writes)."""
+
+    def __init__(self, where: bool):
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv, self.bn = nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4)
+        self.where = where
+
+    def forward(self, x):
+        f = self.bn(self.conv(x))
+        if self.where:
+            return torch.where(f.abs().amax() > 4.0, f.clamp(-4.0, 4.0), f.relu())
+        return f.clamp(-4.0, 4.0) if f.abs().amax() > 4.0 else f.relu()
+
+
+def test_the_double_backward_runs_on_every_input_the_original_serves():
+    """A second derivative differs only on the arm an input takes: clamp's backward reads no
+    operand, relu's reads its output, so the gradient penalty of the torch.where form reaches
+    the norm's bias (zeros) where the clamped original's never does (None). The example
+    takes the relu arm; the input that takes the other must be run too, and one the original
+    cannot serve (it raises there) is left out."""
+    from graphmend import Target
+    from graphmend.core.targets import LoadedTarget
+    from graphmend.verify.arms import ArmRecorder
+    from graphmend.verify.worker import _run_original
+
+    x = torch.randn(2, 3, 6, 6).contiguous(memory_format=torch.channels_last)
+    hot = x.clone()
+    hot[0, 0, 0, 0] = 500.0
+    assert _diff(_ClipOrRelu(False), _ClipOrRelu(True), (x,), DOUBLE) is None  # the example shows nothing
+    why = _diff(_ClipOrRelu(False), _ClipOrRelu(True), (hot,), DOUBLE)
+    assert why == "double_backward on input example: the gradient of parameter bn.bias: NoneType vs Tensor"
+
+    m = _ClipOrRelu(False)
+    wrong = torch.randn(2, 5, 6, 6)  # five channels: the original raises on it
+    loaded = LoadedTarget(fn=m, args=(x,), kwargs={}, target=Target(fn=m, inputs=[((hot,), {}), ((wrong,), {})]))
+    plan, records, skipped = _run_original(loaded, m, [], ArmRecorder(), 0, [])
+    assert DOUBLE not in skipped, skipped
+    # input_1, which the original cannot serve, is not compared
+    assert [name for mo, name in plan if mo == DOUBLE] == ["example", "example", "input_0", "negated", "random"]
 
 
 def test_a_way_the_original_cannot_run_is_skipped_with_its_reason():

@@ -136,6 +136,10 @@ def test_shaped_inputs_cut_the_batch_and_the_sequence_consistently():
     assert a[0].shape == (1, 4, 5) and a[1].shape == (1, 4)
     (a, _) = shaped("empty_sequence", (x, m), {})
     assert a[0].shape == (3, 0, 5) and a[1].shape == (3, 0)
+    # an empty batch padded to its longest sequence: both empty, the positions cut with them
+    (a, k) = shaped("empty_batch_and_sequence", (x, m), {"pos": pos})
+    assert a[0].shape == (0, 0, 5) and a[1].shape == (0, 0) and k["pos"].shape == (1, 0)
+    assert shaped("empty_batch_and_sequence", (torch.randn(3),), {}) is None  # no sequence: empty_batch's
     (a, _) = shaped("full_sequence", (x, m), {})
     assert bool(a[1].all()) and torch.equal(a[0], x)
 

@@ -12,13 +12,16 @@ import typer
 
 from graphmend.cli.common import (EXECUTOR_HELP, EXIT_CLEAN, EXIT_FINDINGS, Executor, MEMORY_LIMIT_HELP,
                                   RAY_ADDRESS_HELP, TRAIN_HELP, check_paths, emit, executor_choice, executor_scope,
-                                  fail, load_checked_config, memory_limit_flag, progress_hook, require_torch,
+                                  fail, load_checked_config, memory_limit_flag, progress_hook, render_or_fail,
+                                  require_torch,
                                   rule_codes_flag, run_modes_flag, say, warn_refused_cache, wrote)
 
 
 class FixFormat(str, Enum):
     diff = "diff"
     json = "json"
+    sarif = "sarif"
+    github = "github"
 
 
 def fix(
@@ -26,7 +29,8 @@ def fix(
                                                  "(with --from-run: default, the recorded program's folder)."),
     write: bool = typer.Option(False, "--write", help="Apply the verified fixes to the files under PATH (atomically)."),
     rule: Optional[List[str]] = typer.Option(None, "--rule", help="Only these rule codes or prefixes (GM101,GM201)."),
-    format: FixFormat = typer.Option(FixFormat.diff, "--format", "-f", help="diff (default) or json (the Report)."),
+    format: FixFormat = typer.Option(FixFormat.diff, "--format", "-f", help="diff (default), json (the Report), "
+                                 "sarif (verified fixes as SARIF fixes on their results) or github (annotations)."),
     patch: Optional[Path] = typer.Option(None, "--patch", help="Write verified fixes to installed packages as one "
                                          "git-style diff here (apply with patch -p1 -d <site-packages>)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the diff / JSON here instead of stdout."),
@@ -114,6 +118,8 @@ def fix(
     labels = {p: run.candidates[p].label for p in run.patches}
     if format is FixFormat.json:
         emit(report.to_json(), output)
+    elif format in (FixFormat.sarif, FixFormat.github):
+        render_or_fail(report, format.value, output)
     else:
         # bytes: each file's part in its own encoding, line endings and BOM, so that it applies
         text = b"".join(diff_bytes(run.candidates[p].source, t, labels[p]) for p, t in sorted(run.patches.items()))

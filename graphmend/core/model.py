@@ -196,6 +196,7 @@ class Issue:
     fix: Optional[str] = None
     findings: list[int] = field(default_factory=list)  # indexes into Report.findings
     breaks: list[list[int]] = field(default_factory=list)  # [target index, break index] pairs
+    fixes: list[int] = field(default_factory=list)  # indexes into Report.fixes: the rewrites of this site
 
 
 @dataclass
@@ -205,6 +206,20 @@ class FileError:
     file: str
     message: str
     target: Optional[str] = None
+
+
+@dataclass
+class Replacement:
+    """One edit of a fix, as SARIF's ``replacements`` take it: the text from (line, col) to
+    (end_line, end_col) is replaced by ``text``. Lines 1-based, columns 0-based, the end
+    exclusive; line endings in ``text`` are the file's own. Applied in order of position,
+    each against the original file (a pure insertion deletes nothing: end == start)."""
+
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    text: str
 
 
 @dataclass
@@ -230,6 +245,8 @@ class Fix:
     # PARTIAL: what the proof lacks, one "check: why" per skipped check that could have seen a
     # difference, and "caveat: ..." for a documented one (the status's reason, in one place)
     partial: list[str] = field(default_factory=list)
+    # the rewrite as edits of the original file (``diff`` structured): what SARIF's ``fixes`` carry
+    replacements: list[Replacement] = field(default_factory=list)
 
 
 @dataclass

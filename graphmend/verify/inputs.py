@@ -19,12 +19,14 @@ VARIANTS: list[str] = ["example", "negated", "random", "scaled_x10", "scaled_x0.
 
 # the shapes and layouts where an operation of a torch.where arm stops being total
 # (rewrites/fixes/total.py): an empty batch (``x.max()`` raises), a batch of one (unbiased
-# ``var`` is NaN), an empty sequence, every position of a sequence kept, a row of a mask all
+# ``var`` is NaN), an empty sequence, both at once (an empty batch padded to the longest of
+# its sequences: a condition vacuously true over no rows can take an arm that reduces over
+# the empty sequence), every position of a sequence kept, a row of a mask all
 # masked (``softmax`` of a row all -inf is NaN), ``channels_last`` 4-D maps and strided views
 # (``view`` raises); the same values otherwise. Run on every target whose patch rewrote a
 # condition, each one that changes the example.
-SHAPES: list[str] = ["empty_batch", "batch_of_one", "empty_sequence", "full_sequence", "masked_row",
-                     "channels_last", "strided"]
+SHAPES: list[str] = ["empty_batch", "batch_of_one", "empty_sequence", "empty_batch_and_sequence", "full_sequence",
+                     "masked_row", "channels_last", "strided"]
 
 
 def map_tensors(obj: Any, fn: Callable) -> Any:
@@ -123,6 +125,12 @@ def shaped(name: str, args: tuple, kwargs: dict) -> Optional[tuple[tuple, dict]]
             out = t[:1].clone()
         elif name == "empty_sequence" and t.dim() >= 2 and t.shape[1] == seq and seq > 0:
             out = t[:, :0].clone()
+        elif name == "empty_batch_and_sequence" and batch and seq and t.dim() >= 1:
+            if t.shape[0] == batch:
+                out = out[:0]
+            if t.dim() >= 2 and t.shape[1] == seq:
+                out = out[:, :0]
+            out = out.clone()
         elif name == "full_sequence" and t.dtype == torch.bool and t.numel() and not bool(t.all()):
             out = torch.ones_like(t)
         elif name == "masked_row" and t.dim() >= 2 and t.numel():

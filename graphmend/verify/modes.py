@@ -24,7 +24,8 @@ Modes (``eval`` and ``train`` are the run modes of ``graphmend.core.modes``):
 * ``bf16``: ``eval`` with the module and the floating inputs cast to bfloat16 (run last:
   the cast is in place).
 
-Ways a user runs the same module, each on the example input only (a fix's cost stays small):
+Ways a user runs the same module, each on the example input only (a fix's cost stays small;
+the double backward also on every other input, as the float64 runs):
 * ``hooks``: ``train`` with a forward pre-hook and a full backward hook on every submodule:
   which submodule ran (by qualified name), in which order and how often forward, how often
   backward (a rewrite may not call a module more or fewer times; a ``torch.cond`` arm runs

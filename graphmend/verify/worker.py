@@ -136,7 +136,7 @@ def _candidates(loaded, seed: int, constants: list, shapes: bool = False):
 
 
 def _run_original(loaded, module, keys, recorder, seed: int, constants: list):
-    from graphmend.verify.modes import compare_outcome, device_of, run_call, train_unusable
+    from graphmend.verify.modes import compare_outcome, device_of, observer_unusable, run_call, train_unusable
 
     plan: list[tuple[str, str]] = []  # (mode, input name), in the order they ran
     records: list[dict] = []
@@ -211,6 +211,20 @@ def _run_original(loaded, module, keys, recorder, seed: int, constants: list):
         a, k = inputs["example"]
         _observe(loaded, fn, module, convert(a, device, torch.float64), convert(k, device, torch.float64), DOUBLE,
                  seed, plan, records, skipped)
+        # and on every other input, as the float64 train runs: a second derivative differs
+        # only on the arm that input takes (a clamp's backward reads no operand a relu's does:
+        # rewritten as torch.where, the penalty reaches a bias the original's never did)
+        for name, (a, k) in inputs.items():
+            if DOUBLE in skipped or name == "example":
+                continue
+            snap = _snapshot(module)
+            rec = run_call(fn, module, convert(a, device, torch.float64), convert(k, device, torch.float64), DOUBLE,
+                           seed + len(records), _loss(loaded))
+            if observer_unusable(rec, DOUBLE, module, _has_float(a, k)) is None:
+                plan.append((DOUBLE, name))
+                records.append(rec)
+            else:  # the original cannot serve on this input: not compared, its state change undone
+                _restore(module, snap)
     fn = prepare_callable(loaded.fn, device, torch.bfloat16)
     for name, (a, k) in inputs.items():
         rec = run_call(fn, module, convert(a, device, torch.bfloat16), convert(k, device, torch.bfloat16), BF16,
