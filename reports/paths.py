@@ -65,6 +65,29 @@ def target_label(name: str, run_mode: str) -> str:
     return f"{name} [{run_mode}]" if run_mode == "train" else name
 
 
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def break_counts(breaks: int, recompiles: int, explain: int) -> str:
+    """``1 break, 1 recompile (explain counts 3)``: the distinct breaks and the recompiles
+    apart, with torch._dynamo.explain's graph_break_count (graphs - 1: every recompile's graphs
+    included) beside them, named as such. Every format says it in these words."""
+    return f"{plural(breaks, 'break')}, {plural(recompiles, 'recompile')} (explain counts {explain})"
+
+
+def recompile_text(rc, root: str) -> str:
+    """One recompile: the function, the guard that failed (Dynamo's words) and the user line
+    whose value it checks, where the record names it."""
+    where = f" ({location(rc.file, rc.line, root)})" if rc.file else ""
+    text = f"recompiled {rc.function}{where}: guard failed: {rc.reason}"
+    if getattr(rc, "guard_line", None) is not None:
+        text += f"; it guards {location(rc.guard_file, rc.guard_line, root) if rc.guard_file else f'line {rc.guard_line}'}"
+        if rc.guard_source:
+            text += f": {rc.guard_source}"
+    return text
+
+
 def mode_note(b) -> str:
     """What a break's run mode adds to its listing: ``train only`` (the target ran in both
     modes and only train hit it), ``in the backward`` (compiled autograd), or ""."""

@@ -12,7 +12,7 @@ from typing import Optional
 
 from graphmend.core.model import (ADVICE, CONFIRMED, DYNAMIC, PARTIAL, REGRESSES, REJECTED, SLOWER, UNREACHED, UNVERIFIED, VERIFIED,
                                   Issue, Report)
-from reports.paths import (UNSTABLE_NOTE, bench_setting, cost_text, location, mode_note, printable, rel, run_setting,
+from reports.paths import (UNSTABLE_NOTE, bench_setting, break_counts, cost_text, recompile_text, location, mode_note, printable, rel, run_setting,
                            short_path, skipped_sentence, target_label)
 
 WIDTH = 120
@@ -110,25 +110,32 @@ def _header(w: _Writer, r: Report) -> None:
 def _targets(w: _Writer, r: Report, verbose: bool) -> None:
     if not r.targets:
         return
-    cols = [("target", "left"), ("graphs", "right"), ("breaks", "right"), ("skipped", "right"),
-            ("recompiled", "right"), ("s", "right"), ("status", "left")]
-    rows = [[target_label(t.name, t.run_mode), str(t.graph_count), str(t.graph_break_count), str(t.frames_skipped), str(len(t.recompiles)),
-             f"{t.duration_s:.2f}", "error" if t.error else "ok"] for t in r.targets]
+    cols = [("target", "left"), ("graphs", "right"), ("breaks", "right"), ("recompiles", "right"),
+            ("skipped", "right"), ("explain", "right"), ("s", "right"), ("status", "left")]
+    rows = [[target_label(t.name, t.run_mode), str(t.graph_count), str(len(t.breaks)), str(len(t.recompiles)),
+             str(t.frames_skipped), str(t.graph_break_count), f"{t.duration_s:.2f}", "error" if t.error else "ok"]
+            for t in r.targets]
     w.console.print()
     w.table("Targets", cols, rows)
+    w.line("  ", ("breaks: distinct graph breaks; recompiles: guard failures (not breaks); "
+                  "explain: torch._dynamo.explain's graph_break_count (graphs - 1, recompiles included)", "dim"))
     for t in r.targets:
         if t.error:
             w.line("  ", (target_label(t.name, t.run_mode), "bold"), ": ", (t.error, "red"))
         if t.backward_graph_count is not None:
             w.line("  ", (target_label(t.name, t.run_mode), "bold"), f": backward: {t.backward_graph_count} graphs "
                    "(compiled autograd)")
-    if verbose:  # guard dumps: what a user chasing a recompile reads, not the first screen
-        for t in r.targets:
-            for rc in t.recompiles:
-                w.line("  ", (t.name, "bold"), ": recompiled ", rc.function,
-                       f" ({location(rc.file, rc.line, r.root)})" if rc.file else "", ": ", rc.reason)
-    elif r.summary and r.summary.recompiles:
-        w.line("  ", (f"{r.summary.recompiles} recompiles; their guards: --verbose", "dim"))
+    shown = 0
+    for t in r.targets:
+        for rc in t.recompiles:
+            if verbose or shown < RECOMPILES_SHOWN:
+                w.line("  ", (target_label(t.name, t.run_mode), "bold"), ": ", recompile_text(rc, r.root))
+            shown += 1
+    if shown > RECOMPILES_SHOWN and not verbose:
+        w.line("  ", (f"{shown - RECOMPILES_SHOWN} more recompiles: --verbose", "dim"))
+
+
+RECOMPILES_SHOWN = 5
 
 
 def _skipped(w: _Writer, r: Report) -> None:
@@ -370,7 +377,7 @@ def _totals(w: _Writer, r: Report) -> None:
         parts += [f"{s.graphs} graphs", f"{s.check_new} new", f"{s.check_known} known", f"{s.check_stale} stale",
                   f"{r.files_scanned} files scanned"]
     else:
-        parts += [f"{s.graphs} graphs", f"{s.graph_breaks} breaks counted by explain",
+        parts += [f"{s.graphs} graphs", break_counts(s.breaks, s.recompiles, s.graph_breaks),
                   f"{s.issues} issues ({s.fan_out} break occurrences)", f"{s.frames_skipped} skipped frames",
                   f"{r.files_scanned} files scanned"]
     if s.errors:

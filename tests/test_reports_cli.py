@@ -30,7 +30,7 @@ def test_json_round_trip_is_unchanged(runner, tmp_path):
 
 
 @pytest.mark.parametrize("fmt, needle", [
-    ("md", "| `models/loop.py::mend_target_loop` | 1 | 0 | 1 | 0 | 0.87 |"),
+    ("md", "| `models/loop.py::mend_target_loop` | 1 | 3 | 0 | 1 | 0 | 0.87 |"),
     ("text", "models/gate.py:21:9 in GateBlock.forward"),
     ("github", "::warning file=models/guard.py,line=7"),
     ("sarif", '"ruleId": "GM401"'),

@@ -88,10 +88,16 @@ class Break:
 
 @dataclass
 class Recompile:
+    """Dynamo compiled a function again: a guard of its cached graph failed. Not a graph break."""
+
     function: str
-    reason: str
-    file: Optional[str] = None
+    reason: str  # the guard that failed, in Dynamo's words
+    file: Optional[str] = None  # the recompiled function's
     line: Optional[int] = None
+    # the user line whose value the failed guard checks, where Dynamo's record names it
+    guard_file: Optional[str] = None
+    guard_line: Optional[int] = None
+    guard_source: Optional[str] = None  # that line's text, stripped
 
 
 @dataclass
