@@ -110,11 +110,15 @@ def capture_targets(specs: Sequence[TargetSpec], jobs: int = 1, timeout: float =
     if caching:
         assert cache is not None
         for s in specs:
-            keys[s] = cache.key("capture", dataclasses.asdict(s), modes, compiled_autograd, memory_limit,
-                                nested_graph_breaks)
+            # keyed on what runs, not on its name: the name is relative to how the folder was
+            # spelled (`mend fix rec`, `--from-run rec`, `--from-run rec .` share one capture)
+            where = {k: v for k, v in dataclasses.asdict(s).items() if k != "name"}
+            keys[s] = cache.key("capture", where, modes, compiled_autograd, memory_limit, nested_graph_breaks)
             entry = cache.get_valid("capture", keys[s],
                                     lambda e: ([from_dict(TargetResult, d) for d in e["results"]], e["deps"]))
             if entry is not None:
+                for r in entry[0]:
+                    r.name = s.name
                 results[s] = entry[0]
                 cache.captured[s.name] = (keys[s], entry[1])
                 if on_done:

@@ -1,0 +1,58 @@
+"""A newcomer's first hour on a repository: the user's own files are written in place (only
+installed ones are not), one capture serves every spelling of a recorded folder, and the
+scripted hour itself (mend run --record, analyze, fix --from-run --write, check)."""
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from graphmend.core.cache import Cache
+from graphmend.core.discovery import TargetSpec
+from graphmend.core.sources import installed, own_root, users_file
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_repository_is_the_users_and_site_packages_is_installed(tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "pkg").mkdir()
+    (repo / "scripts").mkdir()
+    monkeypatch.chdir(repo / "scripts")
+    assert own_root() == repo.resolve()  # the git top level, not the folder mend ran in
+    assert users_file(repo / "pkg" / "model.py")
+    assert not users_file(repo / ".venv" / "lib" / "python3.11" / "site-packages" / "m.py")
+    assert installed(Path(sys.prefix) / "lib" / "m.py") and not users_file(tmp_path / "elsewhere.py")
+    plain = tmp_path / "plain"
+    (plain / "sub").mkdir(parents=True)
+    monkeypatch.chdir(plain)  # not in git: the working directory is the user's
+    assert own_root() == plain.resolve() and users_file(plain / "sub" / "m.py")
+
+
+def test_one_capture_serves_every_spelling_of_the_target_path(tmp_path, monkeypatch):
+    import tracer.capture as capture
+    from graphmend.core.jobs import JobOutcome
+    from graphmend.core.model import TargetResult, to_dict
+
+    monkeypatch.setenv("MEND_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "t.py").write_text("def mend_target_f():\n    return abs, (1,)\n")
+    file = str((tmp_path / "t.py").resolve())
+
+    def worker(job):  # the capture a worker returns for `mend fix rec` (named rec/t.py::...)
+        got = TargetResult(name="rec/t.py::mend_target_f", file=file, function="mend_target_f", graph_count=1)
+        return JobOutcome(result={"results": [{**to_dict(got), "ran_files": [file]}]}, error=None)
+
+    monkeypatch.setattr(capture, "run_job", worker)
+    capture.capture_targets([TargetSpec("rec/t.py::mend_target_f", "mend_target_f", file=file)], cache=Cache.for_run())
+
+    def no_worker(job):
+        raise AssertionError("captured again: the cache did not serve the other spelling")
+
+    monkeypatch.setattr(capture, "run_job", no_worker)
+    again = Cache.for_run()  # `mend fix --from-run rec .`: the same file, named from another folder
+    got = capture.capture_targets([TargetSpec("t.py::mend_target_f", "mend_target_f", file=file)], cache=again)
+    # the same capture, under the name this run gives it
+    assert [(r.name, r.graph_count) for r in got] == [("t.py::mend_target_f", 1)]
+    assert "t.py::mend_target_f" in again.captured
