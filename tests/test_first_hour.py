@@ -56,3 +56,17 @@ def test_one_capture_serves_every_spelling_of_the_target_path(tmp_path, monkeypa
     # the same capture, under the name this run gives it
     assert [(r.name, r.graph_count) for r in got] == [("t.py::mend_target_f", 1)]
     assert "t.py::mend_target_f" in again.captured
+
+
+def test_mends_own_options_before_the_script_are_mends(tmp_path):
+    from typer.testing import CliRunner
+
+    from graphmend.cli.app import app
+
+    runner = CliRunner()
+    # --verbose is mend's (the report's details), read before the script: the script is next
+    r = runner.invoke(app, ["run", "--verbose", str(tmp_path / "train.py"), "--verbose"])
+    assert r.exit_code == 2 and f"script does not exist: {tmp_path / 'train.py'}" in r.output, r.output
+    # an option mend does not know, before the script, is named as one, not taken for the script
+    r = runner.invoke(app, ["run", "--bogus", "train.py"])
+    assert r.exit_code == 2 and "unknown option --bogus for mend run" in r.output, r.output
