@@ -70,3 +70,44 @@ def test_mends_own_options_before_the_script_are_mends(tmp_path):
     # an option mend does not know, before the script, is named as one, not taken for the script
     r = runner.invoke(app, ["run", "--bogus", "train.py"])
     assert r.exit_code == 2 and "unknown option --bogus for mend run" in r.output, r.output
+
+
+def test_fix_with_every_target_failing_to_import_exits_1_in_one_line(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    from typer.testing import CliRunner
+
+    import graphmend.fixing as fixing
+    from graphmend.cli.app import app
+    from graphmend.core.model import TargetResult, new_report
+
+    def run_fix(paths, config, options, progress=None, cost=None):  # what the stage returns then
+        report = new_report("fix", root=str(tmp_path))
+        report.targets = [TargetResult(name="t.py::mend_target_a", file="t.py", function="mend_target_a",
+                                       error="importing t.py raised ModuleNotFoundError: No module named 'x'")]
+        return fixing.FixRun(report=report, patches={}, candidates={})
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(fixing, "run_fix", run_fix)
+    (tmp_path / "t.py").write_text("import x\n\n\ndef mend_target_a():\n    return abs, (1,)\n")
+    r = CliRunner().invoke(app, ["fix", "t.py", "-q"])
+    assert r.exit_code == 1, r.output  # a broken environment is not a clean run
+    assert r.output == ("mend: no target ran: all 1 failed (t.py::mend_target_a: importing t.py raised "
+                        "ModuleNotFoundError: No module named 'x')\n")
+
+
+def test_a_targets_error_does_not_repeat_its_name(tmp_path, monkeypatch):
+    import tracer.capture as capture
+    from graphmend.core.jobs import JobOutcome
+    from graphmend.core.model import TargetResult, to_dict
+
+    name = "t.py::mend_target_a"
+
+    def worker(job):  # the worker's message starts with the target's name, for its logs
+        got = TargetResult(name=name, file="t.py", function="mend_target_a",
+                           error=f"{name}: importing t.py raised ModuleNotFoundError: No module named 'x'")
+        return JobOutcome(result={"results": [to_dict(got)]}, error=None)
+
+    monkeypatch.setattr(capture, "run_job", worker)
+    (got,) = capture.capture_targets([TargetSpec(name, "mend_target_a", file=str(tmp_path / "t.py"))])
+    # every listing prints the name beside the error: "t.py::mend_target_a: importing t.py raised ..."
+    assert got.error == "importing t.py raised ModuleNotFoundError: No module named 'x'"
