@@ -455,7 +455,7 @@ def _check(r: Report) -> str:
     items = [f'<li><span class="badge error">failed target</span> {_e(x)}</li>' for x in c.failed_targets]
     items += [f'<li><span class="badge new">new</span> <span class="badge">{_e(e.origin)}{" " + _e(e.run_mode) if e.run_mode not in (None, "eval") else ""}</span> <span class="rule">{_e(e.rule)}</span> '
              f'<span class="loc">{_e(location(e.file, e.line, r.root, e.col))}</span> in <code>{_e(e.function)}</code>: '
-             f'{_e(e.message)} <code>{_e(e.source)}</code>'
+             f'{_e(e.message)} <code>{_e(e.source_line or e.source)}</code>'
              + (f' <span class="hint">{_e(e.fix_hint)}</span>' if e.fix_hint else "") + "</li>" for e in c.new]
     items += [f'<li><span class="badge stale">stale</span> <span class="rule">{_e(e.rule)}</span> '
               f'<code>{_e(rel(e.file, r.root))}</code> in <code>{_e(e.function)}</code>: <code>{_e(e.source)}</code>'

@@ -219,7 +219,7 @@ def render_markdown(r: Report) -> str:
             out.append(f"- **failed target** {_esc(failed)}")
         for e in c.new:
             out.append(f"- **new** ({e.origin}{' ' + e.run_mode if e.run_mode not in (None, 'eval') else ''}) {e.rule} {_code(location(e.file, e.line, r.root))} in {_code(e.function)}: "
-                       f"{_esc(e.message)} {_code(e.source)}" + (f" — fix: {_code(e.fix_hint)}" if e.fix_hint else ""))
+                       f"{_esc(e.message)} {_code(e.source_line or e.source)}" + (f" — fix: {_code(e.fix_hint)}" if e.fix_hint else ""))
         for e in c.stale:
             out.append(f"- stale {e.rule} {_code(rel(e.file, r.root))} in {_code(e.function)}: {_code(e.source)}")
         out.append("")

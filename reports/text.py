@@ -346,7 +346,7 @@ def _check(w: _Writer, r: Report) -> None:
                f", target {e.target})" if e.target else ")")
         if e.message:
             w.line("    ", e.message)
-        w.line("    ", ("source: ", "dim"), e.source)
+        w.line("    ", ("source: ", "dim"), e.source_line or e.source)
         if e.fix_hint:
             w.line("    ", ("fix: ", "green"), e.fix_hint)
     for failed in c.failed_targets:

@@ -337,7 +337,7 @@ class CheckEntry:
     file: str
     rule: str
     function: str
-    source: str  # whitespace-normalised source line
+    source: str  # whitespace-normalised source line (the key)
     count: int = 1
     line: Optional[int] = None
     message: str = ""
@@ -347,6 +347,8 @@ class CheckEntry:
     target: Optional[str] = None  # the target that hit a dynamic break
     run_mode: Optional[str] = None  # the run mode that hit a dynamic break ("eval" | "train")
     nested_graph_breaks: bool = False  # a dynamic break found with Dynamo's nested graph breaks on
+    # the line as the file has it (stripped), what views show; None for a stale entry (only its key is kept)
+    source_line: Optional[str] = None
 
 
 @dataclass
