@@ -45,7 +45,12 @@ def rel(path: Optional[str], root: str) -> str:
 
 
 def is_under(path: Optional[str], root: str) -> bool:
-    return bool(path) and rel(path, root) != path
+    """Under the root: a path that starts with it, or a relative one (a JSON report writes the
+    paths under its root relative to it)."""
+    if not path:
+        return False
+    relative = not path.startswith(("/", "\\", "<")) and not re.match(r"[A-Za-z]:", path)
+    return relative or rel(path, root) != path
 
 
 def location(path: Optional[str], line: Optional[int], root: str, col: Optional[int] = None) -> str:

@@ -113,7 +113,9 @@ def fix(
     in_tree, out_tree = run.in_tree_patches(), run.out_of_tree_patches()
     labels = {p: run.candidates[p].label for p in run.patches}
     if format is FixFormat.json:
-        emit(report.to_json(), output)
+        from reports.json_report import render_json
+
+        emit(render_json(report), output)
     else:
         # bytes: each file's part in its own encoding, line endings and BOM, so that it applies
         text = b"".join(diff_bytes(run.candidates[p].source, t, labels[p]) for p, t in sorted(run.patches.items()))
