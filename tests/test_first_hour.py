@@ -111,3 +111,16 @@ def test_a_targets_error_does_not_repeat_its_name(tmp_path, monkeypatch):
     (got,) = capture.capture_targets([TargetSpec(name, "mend_target_a", file=str(tmp_path / "t.py"))])
     # every listing prints the name beside the error: "t.py::mend_target_a: importing t.py raised ..."
     assert got.error == "importing t.py raised ModuleNotFoundError: No module named 'x'"
+
+
+@pytest.mark.parametrize("index, expected", [
+    ("x > 0", "boolean-mask index `x[keep_mask]` has a data-dependent shape"),
+    ("torch.argsort(x)", "index `x[keep_mask]` by a tensor named like a mask: a data-dependent shape if it is "
+                         "boolean (an integer index is not)"),
+])
+def test_an_index_is_called_a_boolean_mask_only_when_it_is_one(index, expected):
+    from rewrites.scan import scan_source
+
+    src = (f"import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n        keep_mask = {index}\n"
+           "        return x[keep_mask]\n")
+    assert [f.message for f, *_ in scan_source(src, "m.py").findings] == [expected]
