@@ -124,3 +124,69 @@ def test_an_index_is_called_a_boolean_mask_only_when_it_is_one(index, expected):
     src = (f"import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n        keep_mask = {index}\n"
            "        return x[keep_mask]\n")
     assert [f.message for f, *_ in scan_source(src, "m.py").findings] == [expected]
+
+
+MODEL = '''import torch
+from torch import nn
+
+
+class TinyNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x):
+        y = self.lin(x)
+        if y.sum() > 0:
+            y = y * 2
+        return y.relu()
+'''
+
+# a training script in a subfolder, its model in the repository's own package, no mend_target
+TRAIN = '''import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import torch
+from pkg.model import TinyNet
+
+torch.manual_seed(0)
+model = TinyNet()
+step = torch.compile(model, backend="aot_eager")
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x = torch.randn(4, 8)
+step(x).sum().backward()
+opt.step()
+with torch.no_grad():  # grad mode off: a recompile, not a break
+    step(x)
+'''
+
+
+def test_a_first_hour_on_a_repository_without_targets(tmp_path):
+    """mend run --record, analyze, fix --from-run --write, check: what a newcomer reads."""
+    pytest.importorskip("torch")
+    import subprocess
+
+    repo = tmp_path / "repo"
+    for rel, text in {"pkg/__init__.py": "", "pkg/model.py": MODEL, "scripts/train.py": TRAIN}.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    (repo / ".git").mkdir()  # the repository's top level: its files are the user's
+    env = {**os.environ, "PYTHONPATH": str(REPO), "MEND_CACHE_DIR": str(tmp_path / "cache")}
+
+    def mend(*args):
+        return subprocess.run([sys.executable, "-m", "graphmend", *args], cwd=repo, env=env, capture_output=True,
+                              text=True, timeout=600)
+
+    run = mend("run", "--record", "rec", "scripts/train.py")
+    assert run.returncode == 0, run.stderr
+    # one break, one recompile (grad mode), apart; explain's figure beside them, named
+    assert "1 break, 1 recompile (explain counts 3)" in run.stderr, run.stderr
+    assert "recompiled forward (pkg/model.py:10): guard failed: GLOBAL_STATE changed: grad_mode" in run.stderr
+    analyze = mend("analyze", "rec", "-q")
+    assert analyze.returncode == 1 and "GM101" in analyze.stdout and "pkg/model.py:12" in analyze.stdout, analyze
+    fix = mend("fix", "--from-run", "rec", "--write")
+    assert "installed packages" not in fix.stderr and "mend: wrote 1 file(s)" in fix.stderr, fix.stderr
+    assert "y = torch.where(y.sum() > 0, y * 2, y)" in (repo / "pkg" / "model.py").read_text()
+    check = mend("check", "pkg")
+    assert check.returncode == 0 and "accept today's with `mend check pkg --update-baseline`" in check.stderr, check
