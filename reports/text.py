@@ -72,12 +72,15 @@ class _Writer:
         # (prose the details repeat in full) cut to what is left of the width (layout only)
         widths = [max([len(name)] + [len(row[i]) for row in rows]) for i, (name, _) in enumerate(columns)]
         rest = max(WIDTH - sum(widths[:last]) - 3 * len(columns) - 2, 12)
+        # the first column names the thing (a target): wrapped only when the row cannot fit,
+        # and then it alone; a figure or a status is never cut to a column one character wide
+        fits = sum(widths) + 3 * len(columns) + 2 <= WIDTH
         for i, (name, justify) in enumerate(columns):
-            # the first column names the thing (a target): never wrapped
             clip = clip_last and i == last
             table.add_column(name, justify=justify, overflow="ellipsis" if clip else "fold",
-                             no_wrap=no_wrap or i == 0 or clip_last,
-                             width=(rest if clip else widths[i]) if clip_last else None)
+                             no_wrap=no_wrap or (i == 0 and fits) or clip_last or i > 0,
+                             width=(rest if clip else widths[i]) if clip_last else None,
+                             min_width=None if clip_last or i == 0 else widths[i])
         for row in rows:
             table.add_row(*(Text(cell) for cell in row))
         self.console.print(table)

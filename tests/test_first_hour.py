@@ -183,6 +183,8 @@ def test_a_first_hour_on_a_repository_without_targets(tmp_path):
     # one break, one recompile (grad mode), apart; explain's figure beside them, named
     assert "1 break, 1 recompile (explain counts 3)" in run.stderr, run.stderr
     assert "recompiled forward (pkg/model.py:10): guard failed: GLOBAL_STATE changed: grad_mode" in run.stderr
+    # the compiled function by its qualified name and its file relative to the repository
+    assert "  TinyNet.forward (pkg/model.py)  " in run.stderr, run.stderr
     analyze = mend("analyze", "rec", "-q")
     assert analyze.returncode == 1 and "GM101" in analyze.stdout and "pkg/model.py:12" in analyze.stdout, analyze
     fix = mend("fix", "--from-run", "rec", "--write")
@@ -190,3 +192,35 @@ def test_a_first_hour_on_a_repository_without_targets(tmp_path):
     assert "y = torch.where(y.sum() > 0, y * 2, y)" in (repo / "pkg" / "model.py").read_text()
     check = mend("check", "pkg")
     assert check.returncode == 0 and "accept today's with `mend check pkg --update-baseline`" in check.stderr, check
+
+
+def test_a_long_target_name_wraps_alone_and_no_column_collapses():
+    from graphmend.core.model import Report, TargetResult
+    from reports import render
+
+    name = "EncoderBlockOfAVisionTransformerWithAVeryLongName.forward (models/vision/transformer_encoder_blocks.py)"
+    report = Report(command="run", root="/r", targets=[
+        TargetResult(name=name, file="/r/m.py", function="forward", graph_count=13, graph_break_count=12,
+                     frames_skipped=1)])
+    lines = render(report, "text").splitlines()
+    head = next(l for l in lines if l.lstrip().startswith("target"))
+    assert head.split() == ["target", "graphs", "breaks", "recompiles", "skipped", "explain", "s", "status"]
+    row = next(l for l in lines if l.lstrip().startswith("EncoderBlock"))
+    assert row.split()[1:] == ["13", "0", "0", "1", "12", "0.00", "ok"], row  # every figure whole
+
+
+def test_run_names_a_compiled_function_short_and_relative(tmp_path):
+    from graphmend.core.model import Break, TargetResult
+    from tracer.run_script import _qualname, short_names
+
+    (tmp_path / "pkg").mkdir()
+    model = tmp_path / "pkg" / "model.py"
+    model.write_text(MODEL + "\n\nclass Decoder(nn.Module):\n    def forward(self, x):\n        return x\n")
+    # encoder and decoder of one model: two rows, each by its class
+    assert _qualname(str(model), "forward", 10) == "TinyNet.forward"
+    assert _qualname(str(model), "forward", 18) == "Decoder.forward"
+    key = f"forward ({model})"
+    t = TargetResult(name=key, file=str(model), function="TinyNet.forward",
+                     breaks=[Break(rule="GM101", category="control-flow", reason="r", compiled_function=key)])
+    short_names([t], str(tmp_path))
+    assert t.name == t.breaks[0].compiled_function == "TinyNet.forward (pkg/model.py)"

@@ -63,7 +63,7 @@ def run(
     from graphmend.core.config import find_pyproject
     from graphmend.core.model import new_report
     from graphmend.core.sources import report_root, write_atomic
-    from tracer.run_script import run_script
+    from tracer.run_script import run_script, short_names
 
     to_stdout = output is None and not quiet and format is not Format.text
     # the program may os.chdir: paths given here mean what they meant before it ran
@@ -76,6 +76,7 @@ def run(
     report.run_modes = [SCRIPT_MODE]
     for t in result.targets:
         t.run_mode = SCRIPT_MODE
+    short_names(result.targets, report.root)
     report.targets.extend(result.targets)
     from graphmend.correlate import diagnose
 
