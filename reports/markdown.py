@@ -56,6 +56,10 @@ def render_markdown(r: Report) -> str:
         if r.command == "check" and s.check_new is not None:  # mend check lists its verdict, not the findings: count that
             parts += [f"**{s.graphs}** graphs", f"**{s.check_new}** new", f"{s.check_known} known",
                       f"{s.check_stale} stale", f"{r.files_scanned} files scanned"]
+        elif r.bench and not r.targets:  # mend bench: its tables, not captures it did not make
+            parts = [f"**{s.bench_targets}** target{'s' if s.bench_targets != 1 else ''} benchmarked",
+                     f"{s.bench_arms} arms run"]
+            parts += [f"{n} {what}" for n, what in ((s.bench_unstable, "unstable"), (s.bench_failed, "failed")) if n]
         else:
             parts += [f"**{s.graphs}** graphs", f"**{s.breaks}** breaks, **{s.recompiles}** recompiles "
                       f"(explain counts {s.graph_breaks})",

@@ -138,7 +138,8 @@ def skipped_sentence(frame, root: str, short: bool = False) -> str:
 # said under a bench table that holds a median flagged unstable (BenchRow.unstable)
 UNSTABLE_NOTE = ("unstable: the timings' IQR is a large part of their median (a busy machine, or noise), "
                  "so the figure and the ratios built on it are not measurements to act on; rerun on an idle "
-                 "machine or with more --runs")
+                 "machine or with more --runs (on CPU, OMP_NUM_THREADS=1 when the machine cannot be kept free: "
+                 "OpenMP's threads wait for each other behind a busy process)")
 
 
 def issue_parts(i, root: str, issues: list, detail: bool = True) -> list[str]:

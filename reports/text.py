@@ -83,6 +83,16 @@ class _Writer:
                              min_width=None if clip_last or i == 0 else widths[i])
         for row in rows:
             table.add_row(*(Text(cell) for cell in row))
+        if no_wrap and not fits:
+            # rows of figures that cannot fit the width: the table wider than the page, every
+            # cell whole ("skipped", "cpp/openmp"), rather than cells cut to a few characters
+            from rich.console import Console
+
+            wide = Console(file=self.buf, force_terminal=self.console.is_terminal, no_color=self.console.no_color,
+                           width=sum(widths) + 3 * len(columns) + 2, highlight=False, emoji=False,
+                           color_system=self.console.color_system)
+            wide.print(table)
+            return
         self.console.print(table)
 
     def source(self, line_no: Optional[int], source_line: Optional[str], col, end_col, indent: str = "    ") -> None:
@@ -326,6 +336,8 @@ def _bench(w: _Writer, r: Report) -> None:
             if b.target == target and b.error:
                 w.line("  ", (f"{b.arm}: ", "bold"), ("skipped: " if b.skipped else "", "yellow"),
                        (b.error, "yellow" if b.skipped else "red"))
+            if b.target == target and b.unstable_why:
+                w.line("  ", (f"{b.arm}: ", "bold"), ("unstable: ", "yellow"), b.unstable_why)
             if b.target == target and b.mismatch:
                 w.line("  ", (f"{b.arm}: ", "bold"), ("outputs differ: ", "red"), b.mismatch)
         ratios = [x for x in r.ratios if x.target == target]
@@ -379,6 +391,9 @@ def _totals(w: _Writer, r: Report) -> None:
     if r.command == "check" and s.check_new is not None:  # mend check lists its verdict, not the findings: count that
         parts += [f"{s.graphs} graphs", f"{s.check_new} new", f"{s.check_known} known", f"{s.check_stale} stale",
                   f"{r.files_scanned} files scanned"]
+    elif r.bench and not r.targets:  # mend bench: its tables, not captures it did not make
+        parts = [f"{s.bench_targets} target{'s' if s.bench_targets != 1 else ''} benchmarked", f"{s.bench_arms} arms run"]
+        parts += [f"{n} {what}" for n, what in ((s.bench_unstable, "unstable"), (s.bench_failed, "failed")) if n]
     else:
         parts += [f"{s.graphs} graphs", break_counts(s.breaks, s.recompiles, s.graph_breaks),
                   f"{s.issues} issues ({s.fan_out} break occurrences)", f"{s.frames_skipped} skipped frames",

@@ -224,3 +224,20 @@ def test_run_names_a_compiled_function_short_and_relative(tmp_path):
                      breaks=[Break(rule="GM101", category="control-flow", reason="r", compiled_function=key)])
     short_names([t], str(tmp_path))
     assert t.name == t.breaks[0].compiled_function == "TinyNet.forward (pkg/model.py)"
+
+
+def test_a_wide_bench_table_keeps_every_cell_whole():
+    from graphmend.core.model import BenchRow, Report
+    from reports import render
+
+    report = Report(command="bench", bench=[
+        BenchRow("models/gate.py::mend_target_gate", "original", "cpu", "reduce-overhead", run_mode="train",
+                 optimizer="adamw", cold_s=12.5, median_ms=400.123, iqr_ms=210.5, unstable=True, graph_count=3,
+                 break_count=2, kernel_count=15, backend="cpp/openmp", peak_mem_mb=1234.5, outputs_match=True),
+        BenchRow("models/gate.py::mend_target_gate", "mended", "cpu", "reduce-overhead", skipped=True,
+                 error="no verified fix")])
+    text = render(report, "text")
+    row = next(l for l in text.splitlines() if l.lstrip().startswith("original "))
+    assert "cpp/openmp" in row and "1234.5" in row and "match" in row, text
+    assert next(l for l in text.splitlines() if l.lstrip().startswith("mended ")).rstrip().endswith("skipped")
+    assert "Total: 1 target benchmarked, 1 arms run, 1 unstable" in text and "0 targets" not in text

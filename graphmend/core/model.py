@@ -299,6 +299,7 @@ class BenchRow:
     iqr_ms: Optional[float] = None
     # the IQR is above graphmend.bench.stats.UNSTABLE_IQR_RATIO of the median: noise, not a fact
     unstable: bool = False
+    unstable_why: str = ""  # unstable: the figures that make it so (graphmend.bench.stats.unstable_reason)
     graph_count: Optional[int] = None
     break_count: Optional[int] = None
     kernel_count: Optional[int] = None
@@ -402,6 +403,11 @@ class Summary:
     check_new: Optional[int] = None  # entries not in the baseline (static and dynamic)
     check_known: Optional[int] = None  # entries the baseline knows
     check_stale: Optional[int] = None  # baseline entries no longer found (fixed)
+    # mend bench: what its tables hold
+    bench_targets: int = 0
+    bench_arms: int = 0  # arms run (skipped ones not counted)
+    bench_unstable: int = 0
+    bench_failed: int = 0
 
 
 @dataclass
@@ -678,6 +684,10 @@ def summarize(report: Report) -> Summary:
         check_new=len(check.new) if check else None,
         check_known=check.known if check else None,
         check_stale=len(check.stale) if check else None,
+        bench_targets=len({b.target for b in report.bench}),
+        bench_arms=sum(1 for b in report.bench if not b.skipped),
+        bench_unstable=sum(1 for b in report.bench if b.unstable),
+        bench_failed=sum(1 for b in report.bench if b.error and not b.skipped),
     )
 
 
