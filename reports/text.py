@@ -334,8 +334,11 @@ def _bench(w: _Writer, r: Report) -> None:
         w.table(f"Benchmark: {target}", cols, rows, no_wrap=True)
         for b in r.bench:
             if b.target == target and b.error:
+                # one line an arm: a compiler's error can run to pages (Inductor's IR); JSON keeps it whole
+                first, *more = b.error.strip().splitlines() or [""]
                 w.line("  ", (f"{b.arm}: ", "bold"), ("skipped: " if b.skipped else "", "yellow"),
-                       (b.error, "yellow" if b.skipped else "red"))
+                       (first, "yellow" if b.skipped else "red"),
+                       (f" ({len(more)} more lines in the JSON report)" if more else "", "dim"))
             if b.target == target and b.unstable_why:
                 w.line("  ", (f"{b.arm}: ", "bold"), ("unstable: ", "yellow"), b.unstable_why)
             if b.target == target and b.mismatch:

@@ -241,3 +241,15 @@ def test_a_wide_bench_table_keeps_every_cell_whole():
     assert "cpp/openmp" in row and "1234.5" in row and "match" in row, text
     assert next(l for l in text.splitlines() if l.lstrip().startswith("mended ")).rstrip().endswith("skipped")
     assert "Total: 1 target benchmarked, 1 arms run, 1 unstable" in text and "0 targets" not in text
+
+
+def test_a_failed_bench_arm_is_one_line():
+    from graphmend.core.model import BenchRow, Report
+    from reports import render
+
+    ir = "\n".join(f"  buf{i} = ComputedBuffer(layout=FixedLayout('cpu', torch.float32, size=[{i}]))" for i in range(40))
+    report = Report(command="bench", bench=[BenchRow("m.py::t", "original", "cpu", "default", error=(
+        "m.py::t [original]: InductorError: LoweringException: NotImplementedError: unique\n" + ir))])
+    lines = [l for l in render(report, "text").splitlines() if "original:" in l or "ComputedBuffer" in l]
+    assert lines == ["  original: m.py::t [original]: InductorError: LoweringException: NotImplementedError: unique "
+                     "(40 more lines in the JSON report)"], lines
