@@ -28,12 +28,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _absolute(report: dict) -> dict:
+    """The report's findings and breaks with absolute files (JSON writes those under its root relative)."""
+    root = report.get("root") or ""
+    for item in [*report.get("findings", []), *(b for t in report.get("targets", []) for b in t["breaks"])]:
+        if item.get("file") and not os.path.isabs(item["file"]):
+            item["file"] = os.path.join(root, item["file"])
+    return report
+
+
 def _static(*paths: Path) -> list[dict]:
     out = subprocess.run([sys.executable, "-m", "graphmend", "analyze", *map(str, paths), "--static-only",
                           "--format", "json", "-q"], capture_output=True, text=True, cwd=ROOT)
     if out.returncode not in (0, 1):
         sys.exit(f"static scan failed: {out.stderr.strip()}")
-    return json.loads(out.stdout)["findings"]
+    return _absolute(json.loads(out.stdout))["findings"]
 
 
 def _manifest_sites(corpus: Path) -> tuple[list[tuple[str, int, str]], set[str]]:
@@ -108,13 +117,13 @@ def main(argv=None) -> int:
         breaks = [(f, line, rule, _function_of(f, line)) for f, line, rule in sites]
     else:
         if args.report:
-            report = json.loads(Path(args.report).read_text())
+            report = _absolute(json.loads(Path(args.report).read_text()))
         else:
             out = subprocess.run([sys.executable, "-m", "graphmend", "analyze", str(corpus), "--format", "json",
                                   "-q", "--jobs", args.jobs], capture_output=True, text=True, cwd=ROOT)
             if out.returncode not in (0, 1):
                 sys.exit(f"mend analyze failed: {out.stderr.strip()[-2000:]}")
-            report = json.loads(out.stdout)
+            report = _absolute(json.loads(out.stdout))
         findings = report["findings"]
         breaks = [(b["file"], b["line"], b["rule"], b.get("function") or "")
                   for t in report["targets"] for b in t["breaks"] if b.get("file") and b.get("line")]

@@ -134,7 +134,7 @@ def entries_from_findings(findings: Iterable[Finding], base_dir: Path) -> list[t
         source = f.source_line if f.source_line is not None else lines.get(f.file, f.line)
         out.append((CheckEntry(file=str(Path(f.file).resolve()), rule=f.rule, function=f.function or MODULE_FUNCTION,
                                source=normalize_source(source), line=f.line, col=f.col, message=f.message,
-                               fix_hint=f.fix_hint, origin="static"), f))
+                               fix_hint=f.fix_hint, origin="static", source_line=(source or "").strip() or None), f))
     return out
 
 
@@ -159,7 +159,8 @@ def entries_from_targets(targets: Iterable[TargetResult]) -> list[CheckEntry]:
                                   source=normalize_source(source) if b.file else normalize_source(b.reason),
                                   line=b.line, col=b.col, message=b.reason,
                                   fix_hint="; ".join(b.hints), origin="dynamic", target=t.name,
-                                  run_mode=t.run_mode, nested_graph_breaks=bool(t.nested_graph_breaks)))
+                                  run_mode=t.run_mode, nested_graph_breaks=bool(t.nested_graph_breaks),
+                                  source_line=(source or "").strip() or None if b.file else None))
     return out
 
 

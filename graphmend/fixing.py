@@ -34,7 +34,7 @@ from graphmend.core.config import Config
 from graphmend.core.env import torch_version
 from graphmend.core.model import (ADVICE, FAILS, PARTIAL, REGRESSES, REJECTED, SLOWER, UNVERIFIED, VERIFIED, Break, CostCheck,
                                   Fix, FixTarget, Replacement, Report, TargetResult, from_dict, new_report, to_dict)
-from graphmend.core.sources import SourceError, SourceText, report_root, split_lines
+from graphmend.core.sources import SourceError, SourceText, own_root, report_root, split_lines, users_file
 
 CONTROL_RULES = ("GM101", "GM102", "GM103", "GM401", "GM402")
 _NUMPY_CALL = re.compile(r"\b(np|numpy)\.\w+\(")
@@ -313,9 +313,12 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
     report = new_report("fix", root=root, torch_version=torch_version())
     report.run_modes = list(config.modes[:1])
     tree = [_real(str(Path(p).resolve())) for p in paths]
+    own = own_root()
 
     def in_tree(f: str) -> bool:
-        return any(f == t or f.startswith(t + os.sep) for t in tree)
+        # the user's: under PATH, or anywhere in the repository (the git top level of the working
+        # directory, else that directory) outside site-packages; the rest is installed (--patch)
+        return any(f == t or f.startswith(t + os.sep) for t in tree) or users_file(f, own)
 
     # 1. find: one run mode (the CLI refuses more), so one capture per target, which
     # verify_one pairs with its spec; captured with Dynamo's own nesting, no compiled autograd
@@ -427,6 +430,7 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
                 kept = None  # it judged other texts than these: verified again
             if kept is not None:
                 ft, left, outcome = kept
+                ft.name = t.name  # kept under another spelling of the same target's path
                 reused.append(t.name)
             elif sites:
                 left, outcome = _verify_sites(spec, t, sites, cands, dict(texts), options, config, ft)

@@ -13,7 +13,7 @@ from html import escape
 from typing import Optional
 
 from graphmend.core.model import SLOWER, Break, Report, TargetResult
-from reports.paths import (UNSTABLE_NOTE, bench_setting, cost_text, location, mode_note, printable, rel, run_setting, skipped_sentence,
+from reports.paths import (UNSTABLE_NOTE, bench_setting, break_counts, cost_text, recompile_text, location, mode_note, printable, rel, run_setting, skipped_sentence,
                            target_label)
 
 ARM_COLORS = {"eager": "#8a94a6", "original": "#e06c3c", "mended": "#2f9e6e", "reference": "#3b6fd8"}
@@ -133,7 +133,7 @@ def _graph_bar(t: TargetResult, root: str) -> str:
     labels = _label_lanes(t, root, width, top, bar_h) if n > 1 and counted else {}
     lanes = max((lane for _, _, lane in labels.values()), default=-1) + 1
     height = top + bar_h + (14 + LANE_H * lanes if lanes else 8)
-    label = f"{t.name}: {n} graphs, {t.graph_break_count} breaks, {t.frames_skipped} skipped frames"
+    label = f"{t.name}: {n} graphs, {break_counts(len(t.breaks), len(t.recompiles), t.graph_break_count)}, {t.frames_skipped} skipped frames"
     parts = [f'<svg class="graph-bar" data-target="{_e(t.name)}" viewBox="0 0 {width} {height}" width="{width}" '
              f'height="{height}" role="img" aria-label="{_e(label)}"><title>{_e(label)}</title>']
     if n <= 0 and not t.frames_skipped:
@@ -259,7 +259,9 @@ def _summary(r: Report) -> str:
                  (s.check_stale, "stale", ""), (r.files_scanned, "files scanned", "")]
     else:
         stats = [(s.targets, "targets", ""), (s.graphs, "graphs", ""),
-                 (s.graph_breaks, "breaks counted by explain", "bad" if s.graph_breaks else "good"),
+                 (s.breaks, "breaks", "bad" if s.breaks else "good"),
+                 (s.recompiles, "recompiles", "bad" if s.recompiles else ""),
+                 (s.graph_breaks, "explain's graph_break_count (recompiles included)", ""),
                  (s.issues, f"issues ({s.issues_confirmed} confirmed, {s.fan_out} break occurrences)",
                   "bad" if s.issues else "good"),
                  (s.frames_skipped, "skipped frames", "bad" if s.frames_skipped else ""),
@@ -282,8 +284,9 @@ def _targets(r: Report) -> str:
     for t in r.targets:
         badge = '<span class="badge error">error</span>' if t.error else '<span class="badge ok">ran</span>'
         out.append(f'<div class="card target"><div class="target-head"><span class="target-name">{_e(target_label(t.name, t.run_mode))}</span>'
-                   f'<span class="figures">{t.graph_count} graphs · {t.graph_break_count} breaks · '
-                   f'{t.frames_skipped} skipped frames · {len(t.recompiles)} recompiles · {t.duration_s:.2f} s {badge}'
+                   f'<span class="figures">{t.graph_count} graphs · '
+                   f'{_e(break_counts(len(t.breaks), len(t.recompiles), t.graph_break_count))} · '
+                   f'{t.frames_skipped} skipped frames · {t.duration_s:.2f} s {badge}'
                    f'</span></div>{_graph_bar(t, r.root)}')
         if t.error:
             out.append(f'<p class="err">{_e(t.error)}</p>')
@@ -294,8 +297,7 @@ def _targets(r: Report) -> str:
                 f'<span class="loc">{_e(location(b.file, b.line, r.root, b.col))}</span>: {_e(b.reason)} '
                 f'<span class="small">(not counted by explain)</span></li>' for b in hidden) + "</ul>")
         for rc in t.recompiles:
-            out.append(f'<p class="small">recompiled <code>{_e(rc.function)}</code>'
-                       f'{" at " + _e(location(rc.file, rc.line, r.root)) if rc.file else ""}: {_e(rc.reason)}</p>')
+            out.append(f'<p class="small">{_e(recompile_text(rc, r.root))}</p>')
         out.append("</div>")
     out.append("</section>")
     return "".join(out)
@@ -453,7 +455,7 @@ def _check(r: Report) -> str:
     items = [f'<li><span class="badge error">failed target</span> {_e(x)}</li>' for x in c.failed_targets]
     items += [f'<li><span class="badge new">new</span> <span class="badge">{_e(e.origin)}{" " + _e(e.run_mode) if e.run_mode not in (None, "eval") else ""}</span> <span class="rule">{_e(e.rule)}</span> '
              f'<span class="loc">{_e(location(e.file, e.line, r.root, e.col))}</span> in <code>{_e(e.function)}</code>: '
-             f'{_e(e.message)} <code>{_e(e.source)}</code>'
+             f'{_e(e.message)} <code>{_e(e.source_line or e.source)}</code>'
              + (f' <span class="hint">{_e(e.fix_hint)}</span>' if e.fix_hint else "") + "</li>" for e in c.new]
     items += [f'<li><span class="badge stale">stale</span> <span class="rule">{_e(e.rule)}</span> '
               f'<code>{_e(rel(e.file, r.root))}</code> in <code>{_e(e.function)}</code>: <code>{_e(e.source)}</code>'

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from graphmend.core.model import Report
-from reports.paths import (UNSTABLE_NOTE, bench_setting, cost_text, location, mode_note, printable, rel, run_setting,
+from reports.paths import (UNSTABLE_NOTE, bench_setting, break_counts, cost_text, recompile_text, location, mode_note, printable, rel, run_setting,
                            skipped_sentence, target_label)
 
 
@@ -56,8 +56,13 @@ def render_markdown(r: Report) -> str:
         if r.command == "check" and s.check_new is not None:  # mend check lists its verdict, not the findings: count that
             parts += [f"**{s.graphs}** graphs", f"**{s.check_new}** new", f"{s.check_known} known",
                       f"{s.check_stale} stale", f"{r.files_scanned} files scanned"]
+        elif r.bench and not r.targets:  # mend bench: its tables, not captures it did not make
+            parts = [f"**{s.bench_targets}** target{'s' if s.bench_targets != 1 else ''} benchmarked",
+                     f"{s.bench_arms} arms run"]
+            parts += [f"{n} {what}" for n, what in ((s.bench_unstable, "unstable"), (s.bench_failed, "failed")) if n]
         else:
-            parts += [f"**{s.graphs}** graphs", f"**{s.graph_breaks}** breaks counted by explain",
+            parts += [f"**{s.graphs}** graphs", f"**{s.breaks}** breaks, **{s.recompiles}** recompiles "
+                      f"(explain counts {s.graph_breaks})",
                       f"**{s.issues}** issues ({s.issues_confirmed} confirmed, {s.issues_dynamic} dynamic only, "
                       f"{s.issues_potential} potential, {s.issues_unreached} never traced; {s.fan_out} break occurrences)",
                       f"**{s.frames_skipped}** skipped frames"]
@@ -101,11 +106,17 @@ def render_markdown(r: Report) -> str:
                 out += [""] + ["  " + x if x else "" for x in _fence("\n".join(rest), "python")] + [""]
 
     if r.targets:
-        out += ["", "### Targets", "", "| target | graphs | breaks | skipped frames | recompiles | time (s) | error |",
-                "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+        out += ["", "### Targets", "", "| target | graphs | breaks | recompiles | skipped frames | explain's count | time (s) | error |",
+                "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
         for t in r.targets:
-            out.append(f"| {_code(target_label(t.name, t.run_mode))} | {t.graph_count} | {t.graph_break_count} | {t.frames_skipped} | "
-                       f"{len(t.recompiles)} | {t.duration_s:.2f} | {_cell(t.error or '')} |")
+            out.append(f"| {_code(target_label(t.name, t.run_mode))} | {t.graph_count} | {len(t.breaks)} | {len(t.recompiles)} | "
+                       f"{t.frames_skipped} | {t.graph_break_count} | {t.duration_s:.2f} | {_cell(t.error or '')} |")
+        out += ["", "*breaks*: distinct graph breaks; *recompiles*: guard failures, not breaks; *explain's count*: "
+                "`torch._dynamo.explain`'s graph_break_count (graphs - 1, recompiles included)."]
+        recompiles = [f"- {_cell(target_label(t.name, t.run_mode))}: {_cell(recompile_text(rc, r.root))}"
+                      for t in r.targets for rc in t.recompiles]
+        if recompiles:
+            out += ["", "#### Recompiles", ""] + recompiles
 
     if s is not None and s.issues:
         out += ["", "### Issues", ""]
@@ -212,7 +223,7 @@ def render_markdown(r: Report) -> str:
             out.append(f"- **failed target** {_esc(failed)}")
         for e in c.new:
             out.append(f"- **new** ({e.origin}{' ' + e.run_mode if e.run_mode not in (None, 'eval') else ''}) {e.rule} {_code(location(e.file, e.line, r.root))} in {_code(e.function)}: "
-                       f"{_esc(e.message)} {_code(e.source)}" + (f" — fix: {_code(e.fix_hint)}" if e.fix_hint else ""))
+                       f"{_esc(e.message)} {_code(e.source_line or e.source)}" + (f" — fix: {_code(e.fix_hint)}" if e.fix_hint else ""))
         for e in c.stale:
             out.append(f"- stale {e.rule} {_code(rel(e.file, r.root))} in {_code(e.function)}: {_code(e.source)}")
         out.append("")

@@ -45,7 +45,12 @@ def rel(path: Optional[str], root: str) -> str:
 
 
 def is_under(path: Optional[str], root: str) -> bool:
-    return bool(path) and rel(path, root) != path
+    """Under the root: a path that starts with it, or a relative one (a JSON report writes the
+    paths under its root relative to it)."""
+    if not path:
+        return False
+    relative = not path.startswith(("/", "\\", "<")) and not re.match(r"[A-Za-z]:", path)
+    return relative or rel(path, root) != path
 
 
 def location(path: Optional[str], line: Optional[int], root: str, col: Optional[int] = None) -> str:
@@ -63,6 +68,29 @@ def location(path: Optional[str], line: Optional[int], root: str, col: Optional[
 def target_label(name: str, run_mode: str) -> str:
     """A target as reports name it: ``file.py::fn``, with ``[train]`` when it ran in train mode."""
     return f"{name} [{run_mode}]" if run_mode == "train" else name
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def break_counts(breaks: int, recompiles: int, explain: int) -> str:
+    """``1 break, 1 recompile (explain counts 3)``: the distinct breaks and the recompiles
+    apart, with torch._dynamo.explain's graph_break_count (graphs - 1: every recompile's graphs
+    included) beside them, named as such. Every format says it in these words."""
+    return f"{plural(breaks, 'break')}, {plural(recompiles, 'recompile')} (explain counts {explain})"
+
+
+def recompile_text(rc, root: str) -> str:
+    """One recompile: the function, the guard that failed (Dynamo's words) and the user line
+    whose value it checks, where the record names it."""
+    where = f" ({location(rc.file, rc.line, root)})" if rc.file else ""
+    text = f"recompiled {rc.function}{where}: guard failed: {rc.reason}"
+    if getattr(rc, "guard_line", None) is not None:
+        text += f"; it guards {location(rc.guard_file, rc.guard_line, root) if rc.guard_file else f'line {rc.guard_line}'}"
+        if rc.guard_source:
+            text += f": {rc.guard_source}"
+    return text
 
 
 def mode_note(b) -> str:
@@ -110,7 +138,8 @@ def skipped_sentence(frame, root: str, short: bool = False) -> str:
 # said under a bench table that holds a median flagged unstable (BenchRow.unstable)
 UNSTABLE_NOTE = ("unstable: the timings' IQR is a large part of their median (a busy machine, or noise), "
                  "so the figure and the ratios built on it are not measurements to act on; rerun on an idle "
-                 "machine or with more --runs")
+                 "machine or with more --runs (on CPU, OMP_NUM_THREADS=1 when the machine cannot be kept free: "
+                 "OpenMP's threads wait for each other behind a busy process)")
 
 
 def fix_sentence(f) -> str:

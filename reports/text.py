@@ -12,7 +12,7 @@ from typing import Optional
 
 from graphmend.core.model import (ADVICE, CONFIRMED, DYNAMIC, PARTIAL, REGRESSES, REJECTED, SLOWER, UNREACHED, UNVERIFIED, VERIFIED,
                                   Issue, Report)
-from reports.paths import (UNSTABLE_NOTE, bench_setting, cost_text, location, mode_note, printable, rel, run_setting,
+from reports.paths import (UNSTABLE_NOTE, bench_setting, break_counts, cost_text, recompile_text, location, mode_note, printable, rel, run_setting,
                            short_path, skipped_sentence, target_label)
 
 WIDTH = 120
@@ -72,14 +72,27 @@ class _Writer:
         # (prose the details repeat in full) cut to what is left of the width (layout only)
         widths = [max([len(name)] + [len(row[i]) for row in rows]) for i, (name, _) in enumerate(columns)]
         rest = max(WIDTH - sum(widths[:last]) - 3 * len(columns) - 2, 12)
+        # the first column names the thing (a target): wrapped only when the row cannot fit,
+        # and then it alone; a figure or a status is never cut to a column one character wide
+        fits = sum(widths) + 3 * len(columns) + 2 <= WIDTH
         for i, (name, justify) in enumerate(columns):
-            # the first column names the thing (a target): never wrapped
             clip = clip_last and i == last
             table.add_column(name, justify=justify, overflow="ellipsis" if clip else "fold",
-                             no_wrap=no_wrap or i == 0 or clip_last,
-                             width=(rest if clip else widths[i]) if clip_last else None)
+                             no_wrap=no_wrap or (i == 0 and fits) or clip_last or i > 0,
+                             width=(rest if clip else widths[i]) if clip_last else None,
+                             min_width=None if clip_last or i == 0 else widths[i])
         for row in rows:
             table.add_row(*(Text(cell) for cell in row))
+        if no_wrap and not fits:
+            # rows of figures that cannot fit the width: the table wider than the page, every
+            # cell whole ("skipped", "cpp/openmp"), rather than cells cut to a few characters
+            from rich.console import Console
+
+            wide = Console(file=self.buf, force_terminal=self.console.is_terminal, no_color=self.console.no_color,
+                           width=sum(widths) + 3 * len(columns) + 2, highlight=False, emoji=False,
+                           color_system=self.console.color_system)
+            wide.print(table)
+            return
         self.console.print(table)
 
     def source(self, line_no: Optional[int], source_line: Optional[str], col, end_col, indent: str = "    ") -> None:
@@ -110,25 +123,32 @@ def _header(w: _Writer, r: Report) -> None:
 def _targets(w: _Writer, r: Report, verbose: bool) -> None:
     if not r.targets:
         return
-    cols = [("target", "left"), ("graphs", "right"), ("breaks", "right"), ("skipped", "right"),
-            ("recompiled", "right"), ("s", "right"), ("status", "left")]
-    rows = [[target_label(t.name, t.run_mode), str(t.graph_count), str(t.graph_break_count), str(t.frames_skipped), str(len(t.recompiles)),
-             f"{t.duration_s:.2f}", "error" if t.error else "ok"] for t in r.targets]
+    cols = [("target", "left"), ("graphs", "right"), ("breaks", "right"), ("recompiles", "right"),
+            ("skipped", "right"), ("explain", "right"), ("s", "right"), ("status", "left")]
+    rows = [[target_label(t.name, t.run_mode), str(t.graph_count), str(len(t.breaks)), str(len(t.recompiles)),
+             str(t.frames_skipped), str(t.graph_break_count), f"{t.duration_s:.2f}", "error" if t.error else "ok"]
+            for t in r.targets]
     w.console.print()
     w.table("Targets", cols, rows)
+    w.line("  ", ("breaks: distinct graph breaks; recompiles: guard failures (not breaks); "
+                  "explain: torch._dynamo.explain's graph_break_count (graphs - 1, recompiles included)", "dim"))
     for t in r.targets:
         if t.error:
             w.line("  ", (target_label(t.name, t.run_mode), "bold"), ": ", (t.error, "red"))
         if t.backward_graph_count is not None:
             w.line("  ", (target_label(t.name, t.run_mode), "bold"), f": backward: {t.backward_graph_count} graphs "
                    "(compiled autograd)")
-    if verbose:  # guard dumps: what a user chasing a recompile reads, not the first screen
-        for t in r.targets:
-            for rc in t.recompiles:
-                w.line("  ", (t.name, "bold"), ": recompiled ", rc.function,
-                       f" ({location(rc.file, rc.line, r.root)})" if rc.file else "", ": ", rc.reason)
-    elif r.summary and r.summary.recompiles:
-        w.line("  ", (f"{r.summary.recompiles} recompiles; their guards: --verbose", "dim"))
+    shown = 0
+    for t in r.targets:
+        for rc in t.recompiles:
+            if verbose or shown < RECOMPILES_SHOWN:
+                w.line("  ", (target_label(t.name, t.run_mode), "bold"), ": ", recompile_text(rc, r.root))
+            shown += 1
+    if shown > RECOMPILES_SHOWN and not verbose:
+        w.line("  ", (f"{shown - RECOMPILES_SHOWN} more recompiles: --verbose", "dim"))
+
+
+RECOMPILES_SHOWN = 5
 
 
 def _skipped(w: _Writer, r: Report) -> None:
@@ -314,8 +334,13 @@ def _bench(w: _Writer, r: Report) -> None:
         w.table(f"Benchmark: {target}", cols, rows, no_wrap=True)
         for b in r.bench:
             if b.target == target and b.error:
+                # one line an arm: a compiler's error can run to pages (Inductor's IR); JSON keeps it whole
+                first, *more = b.error.strip().splitlines() or [""]
                 w.line("  ", (f"{b.arm}: ", "bold"), ("skipped: " if b.skipped else "", "yellow"),
-                       (b.error, "yellow" if b.skipped else "red"))
+                       (first, "yellow" if b.skipped else "red"),
+                       (f" ({len(more)} more lines in the JSON report)" if more else "", "dim"))
+            if b.target == target and b.unstable_why:
+                w.line("  ", (f"{b.arm}: ", "bold"), ("unstable: ", "yellow"), b.unstable_why)
             if b.target == target and b.mismatch:
                 w.line("  ", (f"{b.arm}: ", "bold"), ("outputs differ: ", "red"), b.mismatch)
         ratios = [x for x in r.ratios if x.target == target]
@@ -339,7 +364,7 @@ def _check(w: _Writer, r: Report) -> None:
                f", target {e.target})" if e.target else ")")
         if e.message:
             w.line("    ", e.message)
-        w.line("    ", ("source: ", "dim"), e.source)
+        w.line("    ", ("source: ", "dim"), e.source_line or e.source)
         if e.fix_hint:
             w.line("    ", ("fix: ", "green"), e.fix_hint)
     for failed in c.failed_targets:
@@ -369,8 +394,11 @@ def _totals(w: _Writer, r: Report) -> None:
     if r.command == "check" and s.check_new is not None:  # mend check lists its verdict, not the findings: count that
         parts += [f"{s.graphs} graphs", f"{s.check_new} new", f"{s.check_known} known", f"{s.check_stale} stale",
                   f"{r.files_scanned} files scanned"]
+    elif r.bench and not r.targets:  # mend bench: its tables, not captures it did not make
+        parts = [f"{s.bench_targets} target{'s' if s.bench_targets != 1 else ''} benchmarked", f"{s.bench_arms} arms run"]
+        parts += [f"{n} {what}" for n, what in ((s.bench_unstable, "unstable"), (s.bench_failed, "failed")) if n]
     else:
-        parts += [f"{s.graphs} graphs", f"{s.graph_breaks} breaks counted by explain",
+        parts += [f"{s.graphs} graphs", break_counts(s.breaks, s.recompiles, s.graph_breaks),
                   f"{s.issues} issues ({s.fan_out} break occurrences)", f"{s.frames_skipped} skipped frames",
                   f"{r.files_scanned} files scanned"]
     if s.errors:

@@ -198,3 +198,15 @@ def test_every_format_counts_what_check_listed(project, monkeypatch):
     assert s["findings"] == len(data["findings"]) == len(data["check"]["new"]) == 1
     sarif = json.loads(outputs["sarif"].stdout)
     assert [r["locations"][0]["physicalLocation"]["region"]["startLine"] for r in sarif["runs"][0]["results"]] == [13]
+
+
+def test_without_a_baseline_check_says_how_to_make_one_and_shows_lines_as_written(project, monkeypatch):
+    (project / "pkg" / "gate.py").write_text("import torch\n\n\nclass Gate(torch.nn.Module):\n    def forward(self, x):\n"
+                                             "        if x.sum()  >  0:\n            return x\n        return -x\n")
+    r = mend(project, monkeypatch, "pkg")
+    assert r.exit_code == 1, r.output
+    assert ("no baseline at " in r.output and "accept today's with `mend check pkg --update-baseline` "
+            "(then commit .mend-baseline.json)" in r.output), r.output
+    assert "source: if x.sum()  >  0:" in r.output  # the line as written; the key alone is normalised
+    assert mend(project, monkeypatch, "pkg", "--update-baseline").exit_code == 0
+    assert "no baseline" not in mend(project, monkeypatch, "pkg").output

@@ -89,7 +89,8 @@ def _lock_folder(folder: Path):
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     root = tmp_path_factory.mktemp("safety")
-    proj, ext = root / "proj", root / "ext"
+    # the installed module: site-packages is never the user's, even under the working directory
+    proj, ext = root / "proj", root / "site-packages"
     for rel, data in FILES.items():
         (proj / rel).parent.mkdir(parents=True, exist_ok=True)
         (proj / rel).write_bytes(data)
@@ -210,10 +211,10 @@ def test_printed_diff_applies_to_the_originals_with_patch_and_git_apply(run):
 
 def test_patch_file_applies_to_the_original_crlf_module(run):
     root, pristine, patch, r = run
-    assert (root / "ext" / "ext_crlf.py").read_bytes() == EXT  # never written in place
+    assert (root / "site-packages" / "ext_crlf.py").read_bytes() == EXT  # never written in place
     for tool in (["patch", "-p1"], ["git", "apply", "-p1"]):
         copy = root / f"ext-{tool[0]}"
-        shutil.copytree(pristine / "ext", copy)
+        shutil.copytree(pristine / "site-packages", copy)
         p = subprocess.run(tool, stdin=patch.open("rb"), cwd=copy, capture_output=True, timeout=60)
         assert p.returncode == 0, (tool, p.stdout, p.stderr)
         removed, added, _ = _changed(EXT, (copy / "ext_crlf.py").read_bytes())

@@ -70,7 +70,7 @@ def _fix(tmp_path: Path, model: str, cache: Path) -> tuple[dict, str]:
     run = subprocess.run([sys.executable, "-m", "graphmend", "fix", "--format", "json", str(tmp_path / "tree")],
                          capture_output=True, text=True, timeout=900, cwd=tmp_path,
                          env={**os.environ, "PYTHONPATH": str(REPO), "MEND_CACHE_DIR": str(cache)})
-    assert run.returncode == 1, run.stderr  # verified fixes, unwritten (a followed file: --patch only)
+    assert run.returncode == 1, run.stderr  # verified fixes, unwritten (no --write)
     return json.loads(run.stdout), run.stderr
 
 
@@ -83,7 +83,7 @@ def test_the_break_a_fix_exposes_is_fixed_in_the_same_run_and_the_verdict_is_reu
     fixes = [(f["rule"], f["line"], f["status"]) for f in report["fixes"]]
     assert fixes == [("GM401", 13, "verified"), ("GM401", 15, "verified")], report["fixes"]
     assert target["breaks_after"] == 0 and target["remaining"] == [] and target["outputs_equal"] is True, target
-    # both asserts are in the one diff --patch writes
+    # both asserts are in the one diff
     diffs = [f["diff"] for f in report["fixes"]]
     assert all("_mend_check" in d or "torch._check" in d for d in diffs), diffs
     # once more with the same cache: both rounds' verdicts are reused, not redone

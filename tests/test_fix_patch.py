@@ -22,8 +22,11 @@ REPO = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     root = tmp_path_factory.mktemp("outside")
-    shutil.copytree(FIXTURE, root / "outside")
-    ext, proj = root / "outside" / "extlib", root / "outside" / "proj"
+    # the 'installed' module under a site-packages folder: what the working directory holds
+    # outside site-packages is the user's own, written in place
+    ext, proj = root / "site-packages", root / "outside" / "proj"
+    shutil.copytree(FIXTURE / "extlib", ext)
+    shutil.copytree(FIXTURE / "proj", proj)
     patch = root / "ext.patch"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(ext)])}
     r = subprocess.run([sys.executable, "-m", "graphmend", "fix", "--format", "json", "--patch", str(patch), str(proj)],

@@ -95,7 +95,8 @@ def test_text_groups_issues_by_rule_and_shows_totals(rendered):
     details = text[text.index("Details:"):]
     assert details.index("GM101 control-flow  2 issues") < details.index("GM201 side-effect  1 issue") < details.index("GM900")
     assert "models/gate.py:18:12 [confirmed] in GateBlock.forward  x2" in text
-    assert "Total: 3 targets, 1 failed, 4 graphs, 2 breaks counted by explain, 7 issues" in text
+    # breaks and recompiles apart, explain's figure beside them and named as such
+    assert "Total: 3 targets, 1 failed, 4 graphs, 5 breaks, 1 recompile (explain counts 2), 7 issues" in text
     assert "\x1b[" not in text
 
 
@@ -108,9 +109,12 @@ def test_text_first_screen_is_the_summary(rendered, sample):
              "Next: 6 of 7 issues have a candidate fix: mend fix models", "Targets", "Details:"]
     at = [text.index(x) for x in order]
     assert at == sorted(at)
-    assert ": recompiled " not in text and "why: " not in text and "1 recompiles; their guards: --verbose" in text
+    # each recompile on the first screen: the guard that failed and the user line it guards
+    assert ("mend_target_gate: recompiled GateBlock.forward (models/gate.py:14): guard failed: tensor 'x' size "
+            "mismatch at index 0. expected 8, actual 16; it guards models/gate.py:15: h = self.proj(x)") in text
+    assert "why: " not in text
     verbose = render(sample, "text", verbose=True)
-    assert ": recompiled " in verbose and "why: " in verbose and "hint: " in verbose
+    assert "why: " in verbose and "hint: " in verbose
 
 
 def test_one_result_per_issue_in_every_machine_format(rendered, sample):
@@ -131,7 +135,7 @@ def test_text_colour_only_when_asked(sample):
 
 def test_markdown_has_locations_and_fenced_diffs(rendered):
     md = rendered["md"]
-    assert "| `models/gate.py::mend_target_gate` | 3 | 2 | 0 | 1 | 1.23 |  |" in md
+    assert "| `models/gate.py::mend_target_gate` | 3 | 2 | 1 | 0 | 2 | 1.23 |  |" in md
     assert "- `models/gate.py:18` in `GateBlock.forward` ×2" in md
     assert "  ```diff\n  --- a/models/gate.py" in md
     assert "&lt;condition&gt; &amp; message" in md  # no raw HTML reaches the PR comment

@@ -196,3 +196,19 @@ def test_skipped_frame_is_read_from_the_loop_message():
     p = parse_log_record(case["text"])
     assert (p.skipped_frame.function, p.skipped_frame.file, p.skipped_frame.line) == ("loop", "/src/message_cases.py", 36)
     assert parse_reason("Data-dependent branching\n  Explanation: e\n").skipped_frame is None
+
+
+def test_recompile_names_the_user_line_its_guard_checks():
+    # torch 2.13's `recompiles` artifact, as logged (the comment's path is cut by Dynamo)
+    text = ("Recompiling function f in /tmp/p/shapes.py:2\n"
+            "    triggered by the following guard failure(s):\n"
+            "    - 0/0: n == 5                                                   # if n > 3:  # mp/p/shapes.py:4 in f\n"
+            "    - User stack trace:\n"
+            "    -   File \"/tmp/p/shapes.py\", line 4, in f\n"
+            "    -     if n > 3:")
+    r = parse_recompile(text)
+    assert (r["reason"], r["guard_file"], r["guard_line"], r["guard_source"]) == ("n == 5", "/tmp/p/shapes.py", 4, "if n > 3:")
+    # a global-state guard checks no line: none is made up
+    r = parse_recompile("Recompiling function f in /s.py:3\n    triggered by the following guard failure(s):\n"
+                        "    - 0/0: GLOBAL_STATE changed: grad_mode ")
+    assert r["reason"] == "GLOBAL_STATE changed: grad_mode" and "guard_line" not in r

@@ -47,6 +47,14 @@ def nested_graph_breaks_supported() -> bool:
     return hasattr(torch._dynamo.config, NESTED)
 
 
+def unlabelled(error: Optional[str], name: str) -> Optional[str]:
+    """A target's error without its name in front (the worker's messages start with it, for the
+    logs): every listing shows the name beside the error already."""
+    if error and error.startswith(name + ": "):
+        return error[len(name) + 2:]
+    return error
+
+
 def _failed(spec: TargetSpec, outcome: JobOutcome, why: str, mode: str) -> TargetResult:
     return TargetResult(name=spec.name, file=spec.display_file, function=spec.function, run_mode=mode,
                         duration_s=round(outcome.duration_s, 3), error=why)
@@ -110,17 +118,23 @@ def capture_targets(specs: Sequence[TargetSpec], jobs: int = 1, timeout: float =
     if caching:
         assert cache is not None
         for s in specs:
-            keys[s] = cache.key("capture", dataclasses.asdict(s), modes, compiled_autograd, memory_limit,
-                                nested_graph_breaks)
+            # keyed on what runs, not on its name: the name is relative to how the folder was
+            # spelled (`mend fix rec`, `--from-run rec`, `--from-run rec .` share one capture)
+            where = {k: v for k, v in dataclasses.asdict(s).items() if k != "name"}
+            keys[s] = cache.key("capture", where, modes, compiled_autograd, memory_limit, nested_graph_breaks)
             entry = cache.get_valid("capture", keys[s],
                                     lambda e: ([from_dict(TargetResult, d) for d in e["results"]], e["deps"]))
             if entry is not None:
+                for r in entry[0]:
+                    r.name = s.name
                 results[s] = entry[0]
                 cache.captured[s.name] = (keys[s], entry[1])
                 if on_done:
                     on_done(s.name, results[s])
 
     def done(spec: TargetSpec, got: list[TargetResult], files: list[str]) -> None:
+        for r in got:
+            r.error = unlabelled(r.error, spec.name)
         if caching and files and not any(r.error for r in got):
             assert cache is not None
             deps = cache.put_valid("capture", keys[spec], {"results": [to_dict(r) for r in got]}, files)

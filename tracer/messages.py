@@ -233,6 +233,33 @@ _RECOMPILE_RE = re.compile(r"Recompiling function (?P<fn>\S+) in (?P<file>.+?):(
 
 
 _GUARD_ENTRY_RE = re.compile(r"^\s*-\s*\d+/\d+:\s*(.+)$", re.M)
+_GUARD_HEAD_RE = re.compile(r"^\s*-\s*\d+/\d+:", re.M)
+_STACK_FILE_RE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
+# "guard   # source line  # path/tail.py:LINE in fn": the comments Dynamo puts after a guard
+_GUARD_COMMENT_RE = re.compile(r"#\s*(?P<src>.*?)\s+#\s*(?P<tail>\S+?):(?P<line>\d+)\b")
+
+
+def _guarded_line(entry: str, function_file: str) -> dict:
+    """The user line whose value the newest failed guard checks: the last frame of the
+    entry's user stack (the line and its text), else the guard's own source comment (whose
+    path Dynamo shortens: kept only when it is the recompiled function's file)."""
+    out: dict = {}
+    frames = list(_STACK_FILE_RE.finditer(entry))
+    if frames:
+        last = frames[-1]
+        out["guard_file"], out["guard_line"] = last.group("file"), int(last.group("line"))
+        after = entry[last.end():].split("\n")[1:2]
+        src = after[0].strip().lstrip("-").strip() if after else ""
+        if src and not src.startswith(("File ", "- ")):
+            out["guard_source"] = src
+    c = _GUARD_COMMENT_RE.search(entry.split("\n")[0])
+    if c:
+        out.setdefault("guard_source", c.group("src").strip() or None)
+        if "guard_line" not in out:
+            out["guard_line"] = int(c.group("line"))
+            if function_file.endswith(c.group("tail")):
+                out["guard_file"] = function_file
+    return out
 
 
 def parse_recompile(text: str) -> Optional[dict]:
@@ -242,14 +269,19 @@ def parse_recompile(text: str) -> Optional[dict]:
         return None
     rest = text[m.end():].strip()
     # One "- N/M: guard  # source  # file:line ..." entry per cached version, newest first,
-    # each followed by its user stack: the newest entry's guard is the reason; the source
-    # comments and stacks only repeat what file/line already say.
+    # each followed by its user stack: the newest entry's guard is the reason; its source
+    # comment and stack name the user line whose value the guard checks.
     entries = [g.split("  #")[0].strip() for g in _GUARD_ENTRY_RE.findall(rest)]
+    guarded: dict = {}
     if entries:
         reason = entries[0]
         if len(entries) > 1:
             reason += f" ({len(entries) - 1} older compiled version(s) failed their guards too)"
+        heads = list(_GUARD_HEAD_RE.finditer(rest))
+        newest = rest[heads[0].start():heads[1].start() if len(heads) > 1 else len(rest)]
+        guarded = _guarded_line(newest, m.group("file"))
     else:
         lines = [l.strip() for l in rest.splitlines() if l.strip() and not l.strip().startswith("triggered by")]
         reason = lines[0] if lines else rest
-    return {"function": m.group("fn"), "file": m.group("file"), "line": int(m.group("line")), "reason": reason}
+    return {"function": m.group("fn"), "file": m.group("file"), "line": int(m.group("line")), "reason": reason,
+            **guarded}

@@ -208,8 +208,9 @@ class Recorder:
         if record.name.endswith("__recompiles"):
             r = parse_recompile(text)
             if r:
-                self.recording.recompiles.append(Recompile(function=r["function"], reason=r["reason"],
-                                                           file=r["file"], line=r["line"]))
+                self.recording.recompiles.append(Recompile(
+                    function=r["function"], reason=r["reason"], file=r["file"], line=r["line"],
+                    guard_file=r.get("guard_file"), guard_line=r.get("guard_line"), guard_source=r.get("guard_source")))
             return
         parsed = parse_log_record(text)
         if parsed is None:

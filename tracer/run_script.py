@@ -142,6 +142,7 @@ def group_by_function(breaks: list[Break], recompiles) -> list[TargetResult]:
     except Exception:
         pass
     groups: dict[str, TargetResult] = {}
+    first_lines: dict[str, int] = {}  # key -> the compiled function's def line (not a resume function's)
 
     def group(key: str, file: str = "", function: str = "") -> TargetResult:
         if key not in groups:
@@ -155,6 +156,8 @@ def group_by_function(breaks: list[Break], recompiles) -> list[TargetResult]:
         from tracer.recorder import function_name
 
         t = group(compiled_key(name, file), file, function_name(name))
+        if function_name(name) == name and getattr(m, "co_firstlineno", None):
+            first_lines.setdefault(t.name, int(m.co_firstlineno))
         ops = getattr(m, "graph_op_count", None)
         if ops:
             t.graph_count += 1
@@ -174,7 +177,53 @@ def group_by_function(breaks: list[Break], recompiles) -> list[TargetResult]:
                 break
     for t in groups.values():
         t.graph_break_count = max(t.graph_count - 1, 0)
+        # after the recompiles are matched (they name the code, not the class)
+        t.function = _qualname(t.file, t.function, first_lines.get(t.name))
     return list(groups.values())
+
+
+def _qualname(file: str, function: str, line: Optional[int]) -> str:
+    """``TinyNet.forward`` for the ``forward`` defined at ``line`` of ``file`` (the one def of
+    that name when the line is unknown); ``function`` as it is when the source does not say."""
+    import ast
+
+    try:
+        with open(file, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return function
+    found: list[tuple[str, int]] = []
+
+    def walk(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                qual = f"{prefix}{child.name}"
+                if not isinstance(child, ast.ClassDef) and child.name == function:
+                    first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
+                    found.append((qual, first))
+                walk(child, qual + ("." if isinstance(child, ast.ClassDef) else ".<locals>."))
+
+    walk(tree, "")
+    at = [q for q, first in found if first == line] if line is not None else []
+    if at:
+        return at[0]
+    return found[0][0] if len(found) == 1 else function
+
+
+def short_names(targets: list[TargetResult], root: str) -> None:
+    """Each compiled function named as a reader looks for it, ``TinyNet.forward (pkg/model.py)``:
+    its qualified name and its file relative to the report's root (the breaks' name for it too)."""
+    for t in targets:
+        if not t.file:
+            continue
+        path = t.file
+        if root and (path + os.sep).startswith(root.rstrip(os.sep) + os.sep):
+            path = os.path.relpath(path, root).replace(os.sep, "/")
+        label = f"{t.function} ({path})"
+        for b in t.breaks:
+            if b.compiled_function == t.name:
+                b.compiled_function = label
+        t.name = label
 
 
 class CompileHooks:

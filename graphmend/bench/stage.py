@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from graphmend.bench.arms import ARMS, BenchItem, PatchSource, resolve
-from graphmend.bench.stats import ratio, slower, unstable
+from graphmend.bench.stats import ratio, slower, unstable, unstable_reason
 from graphmend.core.config import Config
 from graphmend.core.jobs import Job, JobOutcome, run_job
 from graphmend.core.model import BenchRatio, BenchRow, Report, new_report
@@ -124,6 +124,7 @@ def fill_row(row: BenchRow, outcome: JobOutcome) -> None:
         if name in result and result[name] is not None:
             setattr(row, name, result[name])
     row.unstable = unstable(row.median_ms, row.iqr_ms)
+    row.unstable_why = unstable_reason(row.median_ms, row.iqr_ms)
 
 
 def ratios_for(target: str, rows: Sequence[BenchRow], options: BenchOptions) -> list[BenchRatio]:

@@ -27,6 +27,16 @@ def iqr(values: Sequence[float]) -> Optional[float]:
 UNSTABLE_IQR_RATIO = 0.25
 
 
+def unstable_reason(median_value: Optional[float], iqr_value: Optional[float],
+                    threshold: float = UNSTABLE_IQR_RATIO) -> str:
+    """Why :func:`unstable` said so, in figures ("" when it did not)."""
+    if not unstable(median_value, iqr_value, threshold):
+        return ""
+    assert median_value is not None and iqr_value is not None
+    share = f"{iqr_value / median_value:.0%} of" if median_value > 0 else "a spread around"
+    return f"IQR {iqr_value:.3f} ms is {share} the median {median_value:.3f} ms (above {threshold:.0%})"
+
+
 def unstable(median_value: Optional[float], iqr_value: Optional[float],
              threshold: float = UNSTABLE_IQR_RATIO) -> bool:
     """The IQR is more than ``threshold`` times the median (a median of 0 with any spread

@@ -69,6 +69,7 @@ def check(
     baseline_path = baseline if baseline is not None else config.root / config.baseline
     if baseline_path.is_dir():
         raise fail(f"--baseline {baseline_path} is a folder; give a file path")
+    first_run = not baseline_path.exists() and not update_baseline
     tv = require_torch("check --dynamic") if dynamic else None
     where, address = executor_choice(config, executor, ray_address, needs="" if dynamic else "--dynamic")
     if dynamic:
@@ -99,6 +100,10 @@ def check(
 
         for line in check_summary(result, len(report.errors)):
             say(line)
+        if first_run:
+            gate = " ".join(["mend check", *(["--dynamic"] if dynamic else []), *(str(f) for f in files or ())])
+            say(f"mend check: no baseline at {baseline_path} yet, so every break is new; accept today's with "
+                f"`{gate} --update-baseline` (then commit {baseline_path.name}): later runs fail only on new ones")
     if result.failed_targets or report.errors:
         raise typer.Exit(EXIT_FINDINGS)
     if update_baseline:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence
 
 import typer
 
-from reports.paths import printable
+from reports.paths import plural, printable
 
 if TYPE_CHECKING:
     from graphmend.core.config import Config
@@ -259,8 +259,8 @@ def outcome_note(outcome) -> str:
         parts = []
         for r in outcome:
             mode = f"{r.run_mode}: " if len(outcome) > 1 else ""
-            n = len(r.breaks)
-            what = f"{n} break{'s' if n != 1 else ''}"
+            # the targets table's words and figures: distinct breaks and recompiles apart
+            what = f"{plural(len(r.breaks), 'break')}, {plural(len(r.recompiles), 'recompile')}"
             parts.append(f"{mode}{what}, error: {r.error}" if r.error else f"{mode}{what}")
         return "; ".join(parts) + f" ({sum(r.duration_s for r in outcome):.1f} s)"
     if hasattr(outcome, "breaks_before") and hasattr(outcome, "breaks_after"):

@@ -117,7 +117,9 @@ def fix(
     in_tree, out_tree = run.in_tree_patches(), run.out_of_tree_patches()
     labels = {p: run.candidates[p].label for p in run.patches}
     if format is FixFormat.json:
-        emit(report.to_json(), output)
+        from reports.json_report import render_json
+
+        emit(render_json(report), output)
     elif format in (FixFormat.sarif, FixFormat.github):
         render_or_fail(report, format.value, output)
     else:
@@ -165,6 +167,11 @@ def fix(
         if not quiet:
             roots = sorted({run.candidates[p].import_root or "" for p in out_tree})
             say(f"mend: wrote {patch} ({len(out_tree)} file(s)); apply with: patch -p1 -d {roots[0] if roots else '<dir>'} < {patch}")
+    if report.targets and all(t.error for t in report.targets):
+        # a broken environment must not look like a clean run
+        first = report.targets[0]
+        say(f"mend: no target ran: all {len(report.targets)} failed ({first.name}: {first.error})")
+        raise typer.Exit(EXIT_FINDINGS)
     unapplied = (len(in_tree) - written) + (0 if patch is not None else len(out_tree))
     # a candidate fix that was rejected, left unverified or held back is a finding, as an unapplied one is
     failed = run.held > 0 or any(f.status in (REJECTED, UNVERIFIED) or (f.status == REGRESSES and not allow_slower)

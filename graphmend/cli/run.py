@@ -18,7 +18,8 @@ from typing import Optional
 
 import typer
 
-from graphmend.cli.common import EXIT_ERROR, EXIT_FINDINGS, Format, fail, render_noted, require_torch, say
+from graphmend.cli.common import (EXIT_ERROR, EXIT_FINDINGS, VERBOSE_HELP, Format, fail, render_noted, require_torch,
+                                  say)
 from graphmend.core.modes import SCRIPT_MODE
 
 RECORD_HELP = ("Also save, for every compiled function or module the program calls, its first call's inputs "
@@ -36,6 +37,7 @@ def run(
                                   "the others to stdout (the program's stdout then goes to stderr)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report here instead."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No report (only --output, if given)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
     fail_on_breaks: bool = typer.Option(False, "--fail-on-breaks", help=FAIL_HELP),
     record: Optional[Path] = typer.Option(None, "--record", metavar="DIR", help=RECORD_HELP),
     record_max_bytes: str = typer.Option("64M", "--record-max-bytes", metavar="SIZE", help=MAX_BYTES_HELP),
@@ -49,6 +51,9 @@ def run(
     if train:
         raise fail("--train does not apply to mend run: the script decides whether it trains "
                    "(put --train after the script to pass it to the script)")
+    if str(script).startswith("-") and not script.exists():
+        # options after the script are the script's own; before it, only mend's are known
+        raise fail(f"unknown option {script} for mend run (mend's options go before the script, the script's own after it)")
     if not script.exists():
         raise fail(f"script does not exist: {script}")
     if not script.is_file():
@@ -58,7 +63,7 @@ def run(
     from graphmend.core.config import find_pyproject
     from graphmend.core.model import new_report
     from graphmend.core.sources import report_root, write_atomic
-    from tracer.run_script import run_script
+    from tracer.run_script import run_script, short_names
 
     to_stdout = output is None and not quiet and format is not Format.text
     # the program may os.chdir: paths given here mean what they meant before it ran
@@ -71,18 +76,19 @@ def run(
     report.run_modes = [SCRIPT_MODE]
     for t in result.targets:
         t.run_mode = SCRIPT_MODE
+    short_names(result.targets, report.root)
     report.targets.extend(result.targets)
     from graphmend.correlate import diagnose
 
     diagnose(report)
     if output is not None:
-        text = render_noted(report, format.value)
+        text = render_noted(report, format.value, verbose=verbose)
         try:
             write_atomic(output, text if text.endswith("\n") else text + "\n")
         except OSError as exc:
             raise fail(f"cannot write --output {output}: {exc.strerror or exc}")
     elif not quiet:
-        text = render_noted(report, format.value)
+        text = render_noted(report, format.value, verbose=verbose)
         stream = sys.stdout if to_stdout else sys.stderr
         stream.write(text if text.endswith("\n") else text + "\n")
         stream.flush()

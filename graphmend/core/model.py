@@ -88,10 +88,16 @@ class Break:
 
 @dataclass
 class Recompile:
+    """Dynamo compiled a function again: a guard of its cached graph failed. Not a graph break."""
+
     function: str
-    reason: str
-    file: Optional[str] = None
+    reason: str  # the guard that failed, in Dynamo's words
+    file: Optional[str] = None  # the recompiled function's
     line: Optional[int] = None
+    # the user line whose value the failed guard checks, where Dynamo's record names it
+    guard_file: Optional[str] = None
+    guard_line: Optional[int] = None
+    guard_source: Optional[str] = None  # that line's text, stripped
 
 
 @dataclass
@@ -310,6 +316,7 @@ class BenchRow:
     iqr_ms: Optional[float] = None
     # the IQR is above graphmend.bench.stats.UNSTABLE_IQR_RATIO of the median: noise, not a fact
     unstable: bool = False
+    unstable_why: str = ""  # unstable: the figures that make it so (graphmend.bench.stats.unstable_reason)
     graph_count: Optional[int] = None
     break_count: Optional[int] = None
     kernel_count: Optional[int] = None
@@ -348,7 +355,7 @@ class CheckEntry:
     file: str
     rule: str
     function: str
-    source: str  # whitespace-normalised source line
+    source: str  # whitespace-normalised source line (the key)
     count: int = 1
     line: Optional[int] = None
     message: str = ""
@@ -358,6 +365,8 @@ class CheckEntry:
     target: Optional[str] = None  # the target that hit a dynamic break
     run_mode: Optional[str] = None  # the run mode that hit a dynamic break ("eval" | "train")
     nested_graph_breaks: bool = False  # a dynamic break found with Dynamo's nested graph breaks on
+    # the line as the file has it (stripped), what views show; None for a stale entry (only its key is kept)
+    source_line: Optional[str] = None
 
 
 @dataclass
@@ -411,6 +420,11 @@ class Summary:
     check_new: Optional[int] = None  # entries not in the baseline (static and dynamic)
     check_known: Optional[int] = None  # entries the baseline knows
     check_stale: Optional[int] = None  # baseline entries no longer found (fixed)
+    # mend bench: what its tables hold
+    bench_targets: int = 0
+    bench_arms: int = 0  # arms run (skipped ones not counted)
+    bench_unstable: int = 0
+    bench_failed: int = 0
 
 
 @dataclass
@@ -687,6 +701,10 @@ def summarize(report: Report) -> Summary:
         check_new=len(check.new) if check else None,
         check_known=check.known if check else None,
         check_stale=len(check.stale) if check else None,
+        bench_targets=len({b.target for b in report.bench}),
+        bench_arms=sum(1 for b in report.bench if not b.skipped),
+        bench_unstable=sum(1 for b in report.bench if b.unstable),
+        bench_failed=sum(1 for b in report.bench if b.error and not b.skipped),
     )
 
 

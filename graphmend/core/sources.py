@@ -11,6 +11,7 @@ import os
 import re
 import signal
 import stat
+import sys
 import tempfile
 import tokenize
 from collections import Counter
@@ -443,6 +444,40 @@ def analysed_root(paths: Sequence[str | os.PathLike[str]]) -> str:
     return str(first.parent if first.is_file() else first)
 
 
+def git_top(folder: str | os.PathLike[str]) -> Optional[Path]:
+    """The git top level at or above ``folder`` (``.git`` a folder, or a file in worktrees and
+    submodules; no git process), or None."""
+    base = Path(folder).resolve()
+    for d in (base, *base.parents):
+        if (d / ".git").exists():
+            return d
+    return None
+
+
+def own_root() -> Path:
+    """Where the user's own files are: the git top level of the working directory, else the
+    working directory itself."""
+    cwd = Path.cwd().resolve()
+    return git_top(cwd) or cwd
+
+
+def installed(path: str | os.PathLike[str]) -> bool:
+    """A file pip or the interpreter put there (site-packages, dist-packages, the Python
+    prefix): never the user's to rewrite in place."""
+    real = os.path.realpath(path)
+    if {"site-packages", "dist-packages"} & set(Path(real).parts):
+        return True
+    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix) if p}
+    return any(real.startswith(p + os.sep) for p in prefixes)
+
+
+def users_file(path: str | os.PathLike[str], root: Optional[Path] = None) -> bool:
+    """A file of the user's repository (under ``own_root()``, or ``root``) that is not installed."""
+    real = os.path.realpath(path)
+    top = str(root if root is not None else own_root())
+    return real.startswith(top.rstrip(os.sep) + os.sep) and not installed(real)
+
+
 def report_root(paths: Sequence[str | os.PathLike[str]], config_root: Optional[Path] = None) -> str:
     """The folder every report's paths are relative to (``Report.root``): the repository
     root, so that ``--format github`` and SARIF locations attach to files in CI
@@ -451,9 +486,9 @@ def report_root(paths: Sequence[str | os.PathLike[str]], config_root: Optional[P
     submodules; no git process), else ``config_root`` (the pyproject.toml's folder) when the
     analysed folder lies under it, else the analysed folder itself."""
     base = Path(analysed_root(paths))
-    for d in (base, *base.parents):
-        if (d / ".git").exists():
-            return str(d)
+    top = git_top(base)
+    if top is not None:
+        return str(top)
     if config_root is not None:
         top = config_root.resolve()
         if top == base or top in base.parents:

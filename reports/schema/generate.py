@@ -25,7 +25,10 @@ DESC = {
  "TargetResult": "The dynamic capture of one target.",
  "TargetResult.name": "<path relative to the analysed root>::<function>.",
  "TargetResult.graph_count": "Graphs, as torch._dynamo.explain counts them.",
- "TargetResult.graph_break_count": "Graph breaks, as torch._dynamo.explain counts them.",
+ "TargetResult.graph_break_count": "Graph breaks, as torch._dynamo.explain counts them (graphs - 1: every "
+                                    "recompile's graphs included); the distinct breaks are `breaks`, the recompiles "
+                                    "`recompiles`.",
+ "TargetResult.recompiles": "Each time Dynamo compiled a function again because a guard failed: not graph breaks.",
  "TargetResult.frames_skipped": "Frames Dynamo skipped (a break inside a loop skips the whole frame).",
  "TargetResult.error": "Null, or why the target could not be captured.",
  "TargetResult.breaks": "Every distinct break Dynamo's log shows, counted by explain or not.",
@@ -103,6 +106,8 @@ DESC = {
  "Summary.check_stale": "mend check only: baseline entries no longer found (fixed breaks).",
  "Frame": "One user frame of a break's stack.",
  "Recompile": "One recompilation Dynamo recorded.",
+ "Recompile.reason": "The guard that failed, in Dynamo's words.",
+ "Recompile.guard_line": "The user line whose value the failed guard checks, where Dynamo's record names it.",
 }
 ENUMS = {"Finding.status": ["confirmed", "potential", "unreached"],
          "Issue.status": ["confirmed", "dynamic", "potential", "unreached"], "Fix.status": ["verified", "partially verified", "unverified", "rejected", "regresses", "advice"],

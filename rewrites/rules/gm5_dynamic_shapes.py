@@ -237,8 +237,12 @@ def _check_subscript(node: ast.Subscript, ctx) -> None:
             # indexing by a bool tensor is data-dependent for any tensor-like base; a name
             # heuristic needs the base to be known as a tensor
             if base in TENSORISH or (base == OTHER and ctx.kind(e) == BOOL):
-                ctx.report("GM502", node, f"boolean-mask index `{snippet(node, 50)}` has a data-dependent shape",
-                           "masked arithmetic for mask-then-reduce")
+                if ctx.kind(e) == BOOL:
+                    what = f"boolean-mask index `{snippet(node, 50)}` has a data-dependent shape"
+                else:  # only its name says mask: an integer (advanced) index keeps a fixed shape
+                    what = (f"index `{snippet(node, 50)}` by a tensor named like a mask: a data-dependent shape "
+                            "if it is boolean (an integer index is not)")
+                ctx.report("GM502", node, what, "masked arithmetic for mask-then-reduce")
             return
 
 
