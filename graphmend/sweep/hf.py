@@ -125,6 +125,36 @@ def version() -> str:
     return transformers.__version__
 
 
+SELECTION = ("every model class in the auto mappings of transformers (base models and every task head, "
+             "every modality)")
+_CLASSES: dict[str, dict] = {}
+
+
+def _classes() -> dict[str, dict]:
+    if not _CLASSES:
+        _CLASSES.update((u["class"], u) for u in enumerate_classes())
+    return _CLASSES
+
+
+def enumerate_models() -> tuple[list[str], dict[str, str]]:
+    """Every class of ``enumerate_classes``, in mapping order; none skipped (a class transformers
+    lists but cannot build is a row ``not built`` with why)."""
+    return list(_classes()), {}
+
+
+def modality(name: str) -> str:
+    """A class's modality (its tasks'); a model type (``--only bert``) is built on tokens: text."""
+    unit = _classes().get(name) if is_class(name) else None
+    return unit["modality"] if unit else "text"
+
+
+def accepts(name: str) -> bool:
+    """--only also takes a model type (``bert``): its base model on a token batch (``build``)."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    return not is_class(name) and name in CONFIG_MAPPING_NAMES
+
+
 def enumerate_text() -> tuple[list[str], dict[str, str]]:
     """(the text architectures' model types in mapping order, {model type: why it is not text}
     for every other model type that has a config)."""
@@ -344,7 +374,8 @@ GENERIC_MORE = [
     (64, ["max_source_positions"]),
     (16, ["context_length"]), (4, ["prediction_length"]), ([1, 2, 3], ["lags_sequence"]),
     (1, ["num_time_features"]),
-    (32, ["projection_dim", "text_embed_dim", "vision_embed_dim", "out_hidden_size", "proj_dim"]),
+    (32, ["projection_dim", "text_embed_dim", "vision_embed_dim", "proj_dim"]),
+    (HIDDEN, ["out_hidden_size"]),  # qwen-vl: the merged vision features join the text's hidden size
     (16, ["image_seq_length", "num_query_tokens", "mm_tokens_per_image"]),
 ]
 # list-valued sizes of hierarchical backbones (swin, convnext, resnet, ...): one block a stage
@@ -362,14 +393,16 @@ def tiny_config_kwargs(cfg_cls, extra: Optional[dict] = None) -> dict:
     except (TypeError, ValueError):
         params = set()
     kw.update({n: v for v, names in GENERIC_MORE for n in names if n in params})
+    defaults = _defaults(cfg_cls)
     for name in LISTS_OF_ONES:
-        if name in params:
-            try:
-                default = getattr(cfg_cls(), name)
-            except Exception:
-                default = None
-            if isinstance(default, (list, tuple)):
-                kw[name] = [1] * len(default)
+        if name in params and isinstance(defaults.get(name), (list, tuple)):
+            kw[name] = [1] * len(defaults[name])
+    # a size the config keeps per stage (swin's num_heads, pvt's num_attention_heads): one a stage
+    for name, value in list(kw.items()):
+        default = defaults.get(name)
+        if isinstance(value, int) and isinstance(default, (list, tuple)) and default \
+                and all(isinstance(d, int) for d in default):
+            kw[name] = [value] * len(default)
     for key, spec in (getattr(cfg_cls, "sub_configs_defaults", None) or {}).items():
         if key in extra or key == "backbone_config":  # backbones may be timm's; the default is kept
             continue
@@ -382,6 +415,14 @@ def tiny_config_kwargs(cfg_cls, extra: Optional[dict] = None) -> dict:
         kw[key] = sub
     kw.update(extra)
     return kw
+
+
+def _defaults(cfg_cls) -> dict:
+    """The config's default attribute values (empty when its defaults do not build)."""
+    try:
+        return dict(vars(cfg_cls()))
+    except Exception:
+        return {}
 
 
 def _sub_config_class(spec):
@@ -422,12 +463,61 @@ def _size(value, default: int = 64) -> tuple[int, int]:
 
 
 def _token(cfg, *names) -> Optional[int]:
-    for holder in (cfg, _sub(cfg, "text_config")):
+    for holder in _holders(cfg):
         for n in names:
             v = getattr(holder, n, None)
             if isinstance(v, int):
                 return v
     return None
+
+
+def _holders(cfg) -> list:
+    """The config and its text/decoder sub-configs, each once: where token ids live."""
+    out = []
+    for h in (cfg, _sub(cfg, "text_config"), _sub(cfg, "decoder"), _sub(cfg, "text_encoder"), _sub(cfg, "encoder")):
+        if all(h is not o for o in out):
+            out.append(h)
+    return out
+
+
+def _is_token_attr(attr: str) -> bool:
+    return attr.endswith(("_token_id", "_token_index", "_token_ids"))
+
+
+def _fit_special_ids(cfg) -> None:
+    """Special token ids (pad/bos/eos, image/video/audio placeholders) of the full-size vocabulary
+    would index past the tiny one: each id at or past it is moved to a distinct id at its top
+    (the same id the same new one in every sub-config, so an image token stays one token)."""
+    text_vocab = getattr(_sub(cfg, "text_config", "decoder"), "vocab_size", None)
+    moved: dict[int, int] = {}
+    for holder in _holders(cfg):
+        vocab = getattr(holder, "vocab_size", None)
+        vocab = vocab if isinstance(vocab, int) else text_vocab
+        if not isinstance(vocab, int) or vocab < 8:
+            continue
+        for attr, val in list(vars(holder).items()):
+            if not _is_token_attr(attr):
+                continue
+            vals = val if isinstance(val, list) else [val]
+            if not all(isinstance(v, int) for v in vals) or all(v < vocab for v in vals):
+                continue
+            for v in vals:
+                if v >= vocab and v not in moved:
+                    moved[v] = vocab - 1 - len(moved)
+            new = [moved.get(v, v) if v >= vocab else v for v in vals]
+            try:
+                setattr(holder, attr, new if isinstance(val, list) else new[0])
+            except Exception:
+                pass  # a read-only property derives it
+
+
+def _special_ids(cfg) -> set:
+    ids: set = set()
+    for holder in _holders(cfg):
+        for attr, val in vars(holder).items():
+            if _is_token_attr(attr):
+                ids.update(v for v in (val if isinstance(val, list) else [val]) if isinstance(v, int))
+    return ids
 
 
 def class_inputs(model, cfg, accepted, image_tokens: int = 0) -> dict:
@@ -439,17 +529,20 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0) -> dict:
 
     text = _sub(cfg, "text_config", "decoder")
     vocab = getattr(text, "vocab_size", None) or VOCAB
-    low = min(5, vocab - 1)
+    specials = _special_ids(cfg)
+    low = next((i for i in range(3, vocab) if i not in specials), min(5, vocab - 1))
     x: dict[str, Any] = {}
     if "input_ids" in accepted:
         ids = torch.randint(low, vocab, (B, SEQ + image_tokens))
         img = _token(cfg, "image_token_id", "image_token_index")
-        for tok in (img, _token(cfg, "video_token_id", "audio_token_id", "boi_token_id", "eoi_token_id")):
-            if isinstance(tok, int) and tok < vocab:
+        for tok in specials:
+            if 0 <= tok < vocab:
                 ids[ids == tok] = low  # a random id that happens to be a special token
         if image_tokens and isinstance(img, int):
             ids[:, 1:1 + image_tokens] = img  # after the first token, as a chat template places it
         x["input_ids"] = ids
+        if "mm_token_type_ids" in accepted:  # multimodal rope: 1 on image placeholders
+            x["mm_token_type_ids"] = (ids == img).long() if isinstance(img, int) else torch.zeros_like(ids)
         if "attention_mask" in accepted:
             mask = torch.ones_like(ids)
             mask[1, -4:] = 0
@@ -459,7 +552,11 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0) -> dict:
         dvocab = getattr(_sub(cfg, "decoder", "text_config"), "vocab_size", None) or vocab
         x["decoder_input_ids"] = torch.randint(min(5, dvocab - 1), dvocab, (B, 8))
     vision = _sub(cfg, "vision_config", "encoder")
-    if "pixel_values" in accepted:
+    if "image_grid_thw" in accepted and "pixel_values" in accepted:
+        grid, _, patch = _grid(cfg)
+        x["image_grid_thw"] = torch.tensor([grid] * B)
+        x["pixel_values"] = torch.randn(B * grid[0] * grid[1] * grid[2], patch)
+    elif "pixel_values" in accepted:
         h, w = _size(getattr(vision, "image_size", None) or getattr(cfg, "image_size", None))
         c = getattr(vision, "num_channels", None) or 3
         frames = getattr(vision, "num_frames", None)
@@ -504,6 +601,10 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0) -> dict:
     if "bbox" in accepted and "input_ids" in x:  # layout models: boxes x0 <= x1, y0 <= y1 in 0..1000
         lo = torch.randint(0, 500, (B, x["input_ids"].shape[1], 2))
         x["bbox"] = torch.cat([lo, lo + 10], -1)
+    if type(model).__name__.endswith("ForMultipleChoice"):  # (batch, choices, seq): two choices
+        for k in ("input_ids", "attention_mask", "token_type_ids", "bbox"):
+            if k in x:
+                x[k] = x[k].unsqueeze(1).expand(B, 2, *x[k].shape[1:]).contiguous()
     return {k: v for k, v in x.items() if k in accepted}
 
 
@@ -547,12 +648,7 @@ def _build_class(cls, cfg_cls, extra: dict, from_config: dict) -> tuple[Any, dic
         cfg = cfg_cls(**tiny_config_kwargs(cfg_cls, extra))
     except Exception as exc:
         raise NotBuilt(f"config: {describe(exc)}") from None
-    for holder in (cfg, _sub(cfg, "text_config"), _sub(cfg, "decoder")):
-        vocab = getattr(holder, "vocab_size", None)
-        for attr in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id", "sep_token_id"):
-            val = getattr(holder, attr, None)
-            if isinstance(val, int) and isinstance(vocab, int) and val >= vocab:
-                setattr(holder, attr, 2)
+    _fit_special_ids(cfg)
     torch.manual_seed(0)
     try:
         model = cls._from_config(cfg, **from_config) if hasattr(cls, "_from_config") else cls(cfg)
@@ -566,22 +662,65 @@ def _build_class(cls, cfg_cls, extra: dict, from_config: dict) -> tuple[Any, dic
     image_tokens = 0
     if "pixel_values" in accepted and "input_ids" in accepted and _token(cfg, "image_token_id", "image_token_index"):
         image_tokens = getattr(cfg, "image_seq_length", None) or getattr(cfg, "mm_tokens_per_image", None) or 1
-    last: Optional[Exception] = None
+    if "image_grid_thw" in accepted and "input_ids" in accepted:
+        image_tokens = _grid(cfg)[1]
+    first: Optional[Exception] = None
     for _ in range(3):
         inputs = class_inputs(model, cfg, accepted, image_tokens)
-        try:
-            _eager(model, inputs, accepted)
-            return model, inputs
-        except _Retry as retry:
-            inputs = retry.inputs
-            return model, inputs
-        except Exception as exc:
-            last = exc
-            m = _MISMATCH.search(str(exc))
-            if not m or int(m.group(2)) % B:
-                break
-            image_tokens = int(m.group(2)) // B
-    raise NotBuilt(f"eager forward: {describe(last)}") from None
+        last: Optional[Exception] = None
+        # the inputs as derived, then each layout variant the modality is known in
+        for variant in [inputs] + [v for v in (f(inputs) for f in VARIANTS) if v is not None]:
+            try:
+                _eager(model, variant, accepted)
+                return model, variant
+            except _Retry as retry:
+                return model, retry.inputs
+            except Exception as exc:
+                last = last or exc
+        first = first or last
+        m = _MISMATCH.search(str(last))
+        if not m or int(m.group(2)) % B or int(m.group(2)) // B == image_tokens:
+            break
+        image_tokens = int(m.group(2)) // B
+    raise NotBuilt(f"eager forward: {describe(first)}") from None
+
+
+def _grid(cfg) -> tuple[tuple[int, int, int], int, int]:
+    """Qwen-VL style patch inputs: (grid t, h, w) of one image, its tokens after the spatial merge,
+    and one patch's flattened size (channels x temporal patch x patch x patch)."""
+    vision = _sub(cfg, "vision_config")
+    p = getattr(vision, "patch_size", 14) or 14
+    tp = getattr(vision, "temporal_patch_size", 1) or 1
+    m = getattr(vision, "spatial_merge_size", 2) or 2
+    c = getattr(vision, "in_channels", None) or getattr(vision, "num_channels", None) or 3
+    h = w = 2 * m
+    return (1, h, w), h * w // (m * m), c * tp * p * p
+
+
+# Layout variants tried when the derived inputs fail, one at a time (a modality's tensors come in
+# more than one layout across architectures; the config does not say which):
+def _channels_audio(x: dict) -> Optional[dict]:  # codecs and raw-audio encoders: (batch, 1, samples)
+    v = x.get("input_values")
+    return {**x, "input_values": v.unsqueeze(1)} if v is not None and v.dim() == 2 else None
+
+
+def _time_major_features(x: dict) -> Optional[dict]:  # conformers: (batch, frames, mel), whisper (batch, mel, frames)
+    v = x.get("input_features")
+    return {**x, "input_features": v.transpose(1, 2).contiguous()} if v is not None and v.dim() == 3 else None
+
+
+def _images_per_sample(x: dict) -> Optional[dict]:  # idefics-like: (batch, images, channels, h, w)
+    v = x.get("pixel_values")
+    return {**x, "pixel_values": v.unsqueeze(1)} if v is not None and v.dim() == 4 else None
+
+
+def _without_pixels(x: dict) -> Optional[dict]:  # a multimodal head that also runs on text alone
+    if "pixel_values" not in x or "input_ids" not in x:
+        return None
+    return {k: v for k, v in x.items() if k not in ("pixel_values", "image_grid_thw")}
+
+
+VARIANTS = (_channels_audio, _time_major_features, _images_per_sample)
 
 
 class _Retry(Exception):
