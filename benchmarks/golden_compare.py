@@ -2,7 +2,7 @@
 ``corpus/golden_set.json`` (github.com/penguinwu/oss-model-graph-break-corpus; torch 2.11,
 transformers 5.5.3; per class a status in eval and in train).
 
-Mapping, per (class, mode): mend's ``clean`` is the golden ``full_graph``, ``breaks`` is
+Mapping, per (class, mode): mend's ``one graph`` is the golden ``full_graph``, ``breaks`` is
 ``graph_break``; mend's ``not built`` and ``failed`` and the golden ``create_error``,
 ``eager_error``, ``compile_error``, ``timeout``, ``zombie`` are not a capture of the model. A pair
 is compared when both sides captured it; agreement is the share of those pairs with the same
@@ -27,7 +27,8 @@ import sys
 from pathlib import Path
 
 GOLDEN_CAPTURED = {"full_graph": "clean", "graph_break": "breaks"}
-MEND_CAPTURED = {"clean": "clean", "breaks": "breaks"}
+# mend's row statuses (graphmend.core.model SWEEP_CLEAN, SWEEP_BREAKS)
+MEND_CAPTURED = {"one graph": "clean", "breaks": "breaks"}
 MODES = ("eval", "train")
 
 

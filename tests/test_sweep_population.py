@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from graphmend.cli.app import app
+from graphmend.core.model import SWEEP_BREAKS, SWEEP_CLEAN, SWEEP_NOT_BUILT
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -119,12 +120,12 @@ def test_golden_comparison_maps_statuses_and_explains_each_disagreement():
         {"name": "B", "eval": {"status": "graph_break"}, "train": {"status": "graph_break"}},
         {"name": "C", "eval": {"status": "eager_error"}, "train": {"status": "eager_error"}},
         {"name": "D", "eval": {"status": "full_graph"}, "train": {"status": "full_graph"}}]}))
-    rows = [{"model": "A", "run_mode": "eval", "status": "clean"},
-            {"model": "A", "run_mode": "train", "status": "clean"},  # golden breaks: a capture bug
-            {"model": "B", "run_mode": "eval", "status": "breaks", "graph_break_count": 1, "where": ["m.py:3"]},
-            {"model": "C", "run_mode": "eval", "status": "clean"},  # golden did not build it
-            {"model": "D", "run_mode": "eval", "status": "breaks", "graph_break_count": 2, "where": ["d.py:9"]},
-            {"model": "D", "run_mode": "train", "status": "not built", "why": "config: x"}]
+    rows = [{"model": "A", "run_mode": "eval", "status": SWEEP_CLEAN},
+            {"model": "A", "run_mode": "train", "status": SWEEP_CLEAN},  # golden breaks: a capture bug
+            {"model": "B", "run_mode": "eval", "status": SWEEP_BREAKS, "graph_break_count": 1, "where": ["m.py:3"]},
+            {"model": "C", "run_mode": "eval", "status": SWEEP_CLEAN},  # golden did not build it
+            {"model": "D", "run_mode": "eval", "status": SWEEP_BREAKS, "graph_break_count": 2, "where": ["d.py:9"]},
+            {"model": "D", "run_mode": "train", "status": SWEEP_NOT_BUILT, "why": "config: x"}]
     res = gc.compare(golden, rows)
     assert (res["compared"], res["agree"]) == (4, 2)
     assert res["by_mode"] == {"eval": {"agree": 2, "compared": 3}, "train": {"agree": 0, "compared": 1}}

@@ -102,6 +102,8 @@ OVERRIDES: dict[str, tuple[dict, dict]] = {
     "fsmt": ({"langs": ["en", "de"]}, {}),
     "switch_transformers": ({"num_layers": 1, "num_decoder_layers": 1, "num_experts": 2, "expert_capacity": 8,
                              "num_sparse_encoder_layers": 1, "num_sparse_decoder_layers": 1}, {}),
+    "mamba2": ({"num_heads": 8, "expand": 2}, {}),  # hidden x expand must be heads x head_dim (16)
+    "apertus1p5": ({"codebook_dim": HIDDEN}, {}),  # no projection around the quantizer: codebook = hidden
     "nllb-moe": ({"num_experts": 2, "encoder_sparse_step": 2, "decoder_sparse_step": 2, "expert_capacity": 8}, {}),
 }
 
@@ -280,7 +282,7 @@ def _build(model_type: str, extra: dict, opts: dict, from_config: dict) -> tuple
         with torch.no_grad():
             model(**inputs)
     except Exception as exc:
-        if "use_cache" not in accepted:
+        if "use_cache" not in accepted and not any(p.kind == p.VAR_KEYWORD for p in accepted.values()):
             raise NotBuilt(f"eager forward: {describe(exc)}") from None
         try:
             with torch.no_grad():
@@ -511,6 +513,18 @@ def _fit_special_ids(cfg) -> None:
                 pass  # a read-only property derives it
 
 
+def _fit_pad(cfg) -> None:
+    """A config with no pad token (llama, falcon) cannot pool a padded batch of 2 for sequence
+    classification: id 0, which random ids avoid (``class_inputs``), pads."""
+    for holder in _holders(cfg):
+        if "pad_token_id" in vars(holder) and holder.pad_token_id is None and isinstance(
+                getattr(holder, "vocab_size", None), int):
+            try:
+                holder.pad_token_id = 0
+            except Exception:
+                pass
+
+
 def _special_ids(cfg) -> set:
     ids: set = set()
     for holder in _holders(cfg):
@@ -572,7 +586,9 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0) -> dict:
             frames = 2 * getattr(audio, "max_source_positions", 32) if hasattr(audio, "max_source_positions") else 64
             x["input_features"] = torch.randn(B, mel, frames)
         else:
-            feat = (getattr(audio, "input_feat_per_channel", 0) * getattr(audio, "input_channels", 1)
+            # w2v-bert, seamless: stacked frames, the projection's input size is feature_size x stride
+            feat = (getattr(audio, "feature_projection_input_dim", 0)
+                    or getattr(audio, "input_feat_per_channel", 0) * getattr(audio, "input_channels", 1)
                     or getattr(audio, "feature_size", None) or 80)
             x["input_features"] = torch.randn(B, 64, feat)
     if "input_values" in accepted:
@@ -601,6 +617,11 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0) -> dict:
     if "bbox" in accepted and "input_ids" in x:  # layout models: boxes x0 <= x1, y0 <= y1 in 0..1000
         lo = torch.randint(0, 500, (B, x["input_ids"].shape[1], 2))
         x["bbox"] = torch.cat([lo, lo + 10], -1)
+    eos = _token(cfg, "eos_token_id")
+    if ("input_ids" in x and isinstance(eos, int) and 0 <= eos < vocab and getattr(cfg, "is_encoder_decoder", False)
+            and type(model).__name__.endswith("ForSequenceClassification")):
+        x["input_ids"][:, -1] = eos  # bart-like heads pool the hidden state at each sample's eos
+        x.pop("decoder_input_ids", None)  # ... of the decoder, which they run on the input shifted
     if type(model).__name__.endswith("ForMultipleChoice"):  # (batch, choices, seq): two choices
         for k in ("input_ids", "attention_mask", "token_type_ids", "bbox"):
             if k in x:
@@ -649,6 +670,7 @@ def _build_class(cls, cfg_cls, extra: dict, from_config: dict) -> tuple[Any, dic
     except Exception as exc:
         raise NotBuilt(f"config: {describe(exc)}") from None
     _fit_special_ids(cfg)
+    _fit_pad(cfg)
     torch.manual_seed(0)
     try:
         model = cls._from_config(cfg, **from_config) if hasattr(cls, "_from_config") else cls(cfg)
@@ -737,7 +759,7 @@ def _eager(model, inputs: dict, accepted) -> None:
         with torch.no_grad():
             model(**inputs)
     except Exception as exc:
-        if "use_cache" not in accepted:
+        if "use_cache" not in accepted and not any(p.kind == p.VAR_KEYWORD for p in accepted.values()):
             raise
         try:
             with torch.no_grad():
