@@ -352,13 +352,21 @@ def enumerate_classes() -> list[dict]:
     for unit in found.values():
         mods = unit.pop("modalities") or type_modalities.get(unit["model_type"], set())
         if not mods:  # a type with only a base model: its config says what it takes
-            mods = {_config_modality(CONFIG_MAPPING_NAMES.get(unit["model_type"], ""))}
+            mods = {_config_modality(CONFIG_MAPPING_NAMES.get(unit["model_type"], ""), unit["model_type"])}
         unit["modality"] = next(m for m in MODALITIES if m in mods)
         out.append(unit)
     return out
 
 
-def _config_modality(config_name: str) -> str:
+def _config_modality(config_name: str, model_type: str = "") -> str:
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    try:  # a composite of a text model and a vision or audio one (clip-like, aimv2)
+        subs = " ".join(getattr(CONFIG_MAPPING[model_type], "sub_configs", None) or {})
+    except Exception:
+        subs = ""
+    if "text" in subs and re.search(r"vision|image|audio|speech", subs):
+        return "multimodal"
     low = config_name.lower()
     for word, modality in (("video", "video"), ("timeseries", "time series"), ("audio", "audio"),
                            ("speech", "audio"), ("vision", "vision"), ("image", "vision")):
