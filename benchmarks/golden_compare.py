@@ -139,8 +139,8 @@ def main(argv=None) -> int:
             "torch": sweep.get("torch_version"), "transformers": sweep.get("library_version"),
             "selection": "; ".join(s.get("selection", "") for s in sweeps),
             "wall_s": sum(s.get("totals", {}).get("wall_s", 0) for s in sweeps), "sample": args.sample}
-    write_atomic(args.out.with_suffix(".json"), json.dumps({"meta": meta, **res}, indent=1) + "\n")
-    write_atomic(args.out.with_suffix(".md"), _markdown(res, meta))
+    write_atomic(Path(f"{args.out}.json"), json.dumps({"meta": meta, **res}, indent=1) + "\n")
+    write_atomic(Path(f"{args.out}.md"), _markdown(res, meta))
     print(f"{res['agree']}/{res['compared']} agree", file=sys.stderr)
     return 0
 

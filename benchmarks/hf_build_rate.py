@@ -105,7 +105,7 @@ def main(argv=None) -> int:
                "wall_s": round(time.perf_counter() - start, 1), "jobs": args.jobs, "cpus": os.cpu_count(),
                "timeout_s": args.timeout}
     out = Path(args.out)
-    write_atomic(out.with_suffix(".json"), json.dumps({"summary": summary, "classes": rows}, indent=1) + "\n")
+    write_atomic(Path(f"{out}.json"), json.dumps({"summary": summary, "classes": rows}, indent=1) + "\n")
     lines = [f"# transformers {summary['transformers']}: classes built tiny and run to an eager forward", "",
              f"`python benchmarks/hf_build_rate.py` ({summary['selection']}, {args.jobs} processes, "
              f"{args.timeout} s a class, {summary['wall_s']} s wall on {summary['cpus']} CPUs)", "",
@@ -121,7 +121,7 @@ def main(argv=None) -> int:
     for key, rs in sorted(groups.items(), key=lambda kv: -len(kv[1])):
         lines.append(f"- {len(rs)} × `{rs[0]['why'][:200]}`: {', '.join(r['class'] for r in rs[:12])}"
                      + (" …" if len(rs) > 12 else ""))
-    write_atomic(out.with_suffix(".md"), "\n".join(lines) + "\n")
+    write_atomic(Path(f"{out}.md"), "\n".join(lines) + "\n")
     print(f"{built}/{len(rows)} built ({100 * summary['share']:.1f} %)", file=sys.stderr)
     return 0
 
