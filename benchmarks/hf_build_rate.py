@@ -6,6 +6,7 @@ per-class timeout, so a hang or a crash costs only its class.
     python benchmarks/hf_build_rate.py --out benchmarks/results/hf-build-rate-5.25 -j 2
     python benchmarks/hf_build_rate.py --only BertModel WhisperForConditionalGeneration --out /tmp/b
     python benchmarks/hf_build_rate.py --every 10 --out /tmp/b            # every 10th class
+    python benchmarks/hf_build_rate.py --every 5 --from-log LOG --wall S --out ...   # a stopped run's log
 
 Writes ``OUT.json`` (per class: modality, built, seconds, why not) and ``OUT.md`` (the share
 built per modality, then the reasons of the classes not built, grouped).
@@ -18,6 +19,7 @@ import collections
 import json
 import multiprocessing as mp
 import os
+import re
 import signal
 import sys
 import time
@@ -61,8 +63,6 @@ def _one(args: tuple[str, int]) -> dict:
 
 def _group(why: str) -> str:
     """A reason without its specifics (numbers, names in quotes), to group like failures."""
-    import re
-
     why = re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", why)
     return re.sub(r"\d+", "N", why)[:140]
 
@@ -74,6 +74,9 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=int, default=120, help="seconds per class")
     ap.add_argument("--only", nargs="*", default=None)
     ap.add_argument("--every", type=int, default=1, help="every k-th class of the enumeration")
+    ap.add_argument("--from-log", default=None, help="summarise a stopped run from its progress lines "
+                    "(reasons cut to 100 characters, no times)")
+    ap.add_argument("--wall", type=float, default=None, help="with --from-log: the run's wall seconds")
     args = ap.parse_args(argv)
     import transformers
 
@@ -83,13 +86,24 @@ def main(argv=None) -> int:
     names = args.only or list(units)[::args.every]
     start = time.perf_counter()
     rows = []
-    # a fresh worker every few classes: a model's memory and patched globals stay with it
-    with mp.get_context("spawn").Pool(args.jobs, maxtasksperchild=25) as pool:
-        for i, r in enumerate(pool.imap_unordered(_one, [(n, args.timeout) for n in names], chunksize=1)):
-            r["modality"] = units.get(r["class"], {}).get("modality", "?")
-            rows.append(r)
-            print(f"[{i + 1}/{len(names)}] {r['class']}: {'built' if r['built'] else r['why'][:100]}",
-                  file=sys.stderr, flush=True)
+    if args.from_log:  # a run stopped before its end: its progress lines, the rest without a result
+        seen = {}
+        for line in Path(args.from_log).read_text(encoding="utf-8").splitlines():
+            m = re.match(r"\[\d+/\d+\] (\w+): (.*)$", line)
+            if m:
+                seen[m.group(1)] = m.group(2)
+        for n in names:
+            why = seen.get(n, "no result: the run was stopped before this class finished")
+            rows.append({"class": n, "built": why == "built", "why": "" if why == "built" else why,
+                         "modality": units.get(n, {}).get("modality", "?")})
+    else:
+        # a fresh worker every few classes: a model's memory and patched globals stay with it
+        with mp.get_context("spawn").Pool(args.jobs, maxtasksperchild=25) as pool:
+            for i, r in enumerate(pool.imap_unordered(_one, [(n, args.timeout) for n in names], chunksize=1)):
+                r["modality"] = units.get(r["class"], {}).get("modality", "?")
+                rows.append(r)
+                print(f"[{i + 1}/{len(names)}] {r['class']}: {'built' if r['built'] else r['why'][:100]}",
+                      file=sys.stderr, flush=True)
     order = {n: i for i, n in enumerate(names)}
     rows.sort(key=lambda r: order[r["class"]])
     by_mod: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
@@ -102,7 +116,7 @@ def main(argv=None) -> int:
                (f"every {args.every}th class" if not args.only else "--only"),
                "built": built, "share": round(built / max(1, len(rows)), 4),
                "by_modality": {m: {"tried": t, "built": b} for m, (t, b) in sorted(by_mod.items())},
-               "wall_s": round(time.perf_counter() - start, 1), "jobs": args.jobs, "cpus": os.cpu_count(),
+               "wall_s": args.wall if args.from_log else round(time.perf_counter() - start, 1), "jobs": args.jobs, "cpus": os.cpu_count(),
                "timeout_s": args.timeout}
     out = Path(args.out)
     write_atomic(Path(f"{out}.json"), json.dumps({"summary": summary, "classes": rows}, indent=1) + "\n")
