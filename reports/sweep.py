@@ -29,6 +29,23 @@ def render_sweep(r: SweepReport, fmt: str) -> str:
     raise ValueError(f"unknown --format {fmt!r}; choose one of {', '.join(SWEEP_FORMATS)}")
 
 
+def render_plan(library: str, version: str, selection: str, listing: list[dict], skipped: dict[str, str],
+                fmt: str) -> str:
+    """``mend sweep --list``: what a sweep would run, one model a line (``listing`` as the stage's
+    ``Plan.listing`` gives it), and the library's models left out with why."""
+    if fmt == "json":
+        import json
+
+        return json.dumps({"library": library, "library_version": version, "selection": selection,
+                           "models": listing, "skipped": skipped}, indent=2) + "\n"
+    wide = max((len(e["model"]) for e in listing), default=5)
+    lines = [f"mend sweep {library} {version}: {len(listing)} models, {selection}"]
+    lines += [f"{e['library']}  {e['model']:<{wide}}  {e['modality'] or '-':<11}  {','.join(e['modes'])}"
+              for e in listing]
+    lines += [f"skipped {name}: {why}" for name, why in skipped.items()]
+    return "\n".join(lines) + "\n"
+
+
 def _title(r: SweepReport) -> str:
     return f"mend sweep {r.library} {r.library_version}".rstrip()
 

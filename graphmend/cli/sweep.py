@@ -28,9 +28,10 @@ def _names(values: Optional[List[str]]) -> list[str]:
 
 
 def sweep(
-    library: str = typer.Argument(..., help="The library whose architectures to run: transformers."),
-    only: Optional[List[str]] = typer.Option(None, "--only", help="Model types to run (bert,gpt2 or repeated); "
-                                             "a type the enumeration leaves out runs when named."),
+    library: str = typer.Argument(..., help="The library whose models to run: transformers."),
+    only: Optional[List[str]] = typer.Option(None, "--only", help="Models to run (BertModel,WhisperModel or "
+                                             "repeated; for transformers also a model type, bert: its base model "
+                                             "on tokens); one the enumeration leaves out runs when named."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N architectures."),
     format: SweepFormat = typer.Option(SweepFormat.text, "--format", "-f", help="Output format."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report here instead of stdout."),
@@ -51,14 +52,30 @@ def sweep(
     train: bool = typer.Option(False, "--train", help=TRAIN_HELP),
     mode: Optional[str] = typer.Option(None, "--modes", help=MODE_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
+    list_only: bool = typer.Option(False, "--list", help="Print what the sweep would run (library, model, modality, "
+                                   "modes) and exit, running nothing."),
 ) -> None:
-    """Build every text architecture of LIBRARY tiny from its config, capture each, report breaks and root causes."""
+    """Build every model class of LIBRARY tiny from its config with inputs of its modality, capture each, report
+    breaks and root causes."""
     from graphmend.core.config import Config, ConfigError
     from graphmend.core.model import SweepReport
-    from graphmend.sweep.stage import LIBRARIES, SweepError, SweepOptions, run_sweep
+    from graphmend.sweep.stage import LIBRARIES, SweepError, SweepOptions, plan, run_sweep
 
     if library not in LIBRARIES:
         raise fail(f"unknown library {library!r}: mend sweep knows {', '.join(sorted(LIBRARIES))}")
+    if list_only:
+        if format not in (SweepFormat.text, SweepFormat.json):
+            raise fail("--list prints text or JSON (-f text, -f json)")
+        try:
+            modes = Config().with_flags(modes=run_modes_flag(train, mode)).modes
+            p = plan(SweepOptions(library=library, only=_names(only), limit=limit))
+        except (SweepError, ConfigError) as exc:
+            raise fail(str(exc))
+        from reports.sweep import render_plan
+
+        emit(render_plan(p.library, p.version, p.selection, p.listing(modes), p.skipped,
+                         format.value), output)
+        raise typer.Exit(EXIT_CLEAN)
     if targets_dir is not None:
         from graphmend.core.sources import OutputDirError, prepare_output_dir
 

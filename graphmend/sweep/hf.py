@@ -1,6 +1,13 @@
-"""transformers: which architectures a sweep runs, and how each is built tiny.
+"""transformers: which model classes a sweep runs, and how each is built tiny.
 
-Enumeration (parent side, imports transformers' auto mappings): an architecture is *text*
+Enumeration (parent side, imports transformers' auto mappings, not the models): every
+class any ``MODEL_*_MAPPING_NAMES`` maps a model type to (base models and every task head),
+with the modality its tasks serve (``enumerate_classes``). A class is built by
+``build_class``: its own config class, shrunk (sub-configs too), random weights, and inputs
+of its modality chosen by its forward's signature (``class_inputs``).
+
+The older unit is a model type (``--only bert``): its base model on a token batch
+(``build``). An architecture is *text*
 when its model type has a base model (``MODEL_MAPPING_NAMES``), a head of a text task
 (causal / masked / seq2seq LM, sequence / token classification, question answering,
 multiple choice, text encoding, next-sentence prediction), no entry in any mapping of
@@ -95,6 +102,8 @@ OVERRIDES: dict[str, tuple[dict, dict]] = {
     "fsmt": ({"langs": ["en", "de"]}, {}),
     "switch_transformers": ({"num_layers": 1, "num_decoder_layers": 1, "num_experts": 2, "expert_capacity": 8,
                              "num_sparse_encoder_layers": 1, "num_sparse_decoder_layers": 1}, {}),
+    "mamba2": ({"num_heads": 8, "expand": 2}, {}),  # hidden x expand must be heads x head_dim (16)
+    "apertus1p5": ({"codebook_dim": HIDDEN}, {}),  # no projection around the quantizer: codebook = hidden
     "nllb-moe": ({"num_experts": 2, "encoder_sparse_step": 2, "decoder_sparse_step": 2, "expert_capacity": 8}, {}),
 }
 
@@ -116,6 +125,36 @@ def version() -> str:
     import transformers
 
     return transformers.__version__
+
+
+SELECTION = ("every model class in the auto mappings of transformers (base models and every task head, "
+             "every modality)")
+_CLASSES: dict[str, dict] = {}
+
+
+def _classes() -> dict[str, dict]:
+    if not _CLASSES:
+        _CLASSES.update((u["class"], u) for u in enumerate_classes())
+    return _CLASSES
+
+
+def enumerate_models() -> tuple[list[str], dict[str, str]]:
+    """Every class of ``enumerate_classes``, in mapping order; none skipped (a class transformers
+    lists but cannot build is a row ``not built`` with why)."""
+    return list(_classes()), {}
+
+
+def modality(name: str) -> str:
+    """A class's modality (its tasks'); a model type (``--only bert``) is built on tokens: text."""
+    unit = _classes().get(name) if is_class(name) else None
+    return unit["modality"] if unit else "text"
+
+
+def accepts(name: str) -> bool:
+    """--only also takes a model type (``bert``): its base model on a token batch (``build``)."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    return not is_class(name) and name in CONFIG_MAPPING_NAMES
 
 
 def enumerate_text() -> tuple[list[str], dict[str, str]]:
@@ -155,6 +194,7 @@ def enumerate_text() -> tuple[list[str], dict[str, str]]:
 
 
 def config_kwargs(cls, extra: dict) -> dict:
+    """The generic tiny sizes for the parameters ``cls.__init__`` names, then ``extra``."""
     try:
         params = set(inspect.signature(cls.__init__).parameters)
     except (TypeError, ValueError):
@@ -242,7 +282,7 @@ def _build(model_type: str, extra: dict, opts: dict, from_config: dict) -> tuple
         with torch.no_grad():
             model(**inputs)
     except Exception as exc:
-        if "use_cache" not in accepted:
+        if "use_cache" not in accepted and not any(p.kind == p.VAR_KEYWORD for p in accepted.values()):
             raise NotBuilt(f"eager forward: {describe(exc)}") from None
         try:
             with torch.no_grad():
@@ -253,7 +293,491 @@ def _build(model_type: str, extra: dict, opts: dict, from_config: dict) -> tuple
     return model, inputs
 
 
-def target(model_type: str) -> tuple[Any, tuple, dict]:
-    """What a generated ``mend_target_*`` returns: ``(model, (), inputs)``."""
-    model, inputs = build(model_type)
+def target(unit: str) -> tuple[Any, tuple, dict]:
+    """What a generated ``mend_target_*`` returns: ``(model, (), inputs)``, for a class name
+    (``build_class``) or a model type (``build``)."""
+    model, inputs = build_class(unit) if is_class(unit) else build(unit)
     return model, (), inputs
+
+
+# -- every class, every modality -------------------------------------------------------------
+
+# A task mapping's modality, first match wins (MODEL_FOR_<TASK>_MAPPING_NAMES); a class in
+# mappings of several modalities takes the first of MODALITIES that it serves.
+MODALITIES = ("video", "time series", "multimodal", "audio", "vision", "tabular", "reinforcement", "text")
+TASK_MODALITY = [
+    ("video", re.compile(r"VIDEO")),
+    ("time series", re.compile(r"TIME_SERIES")),
+    ("multimodal", re.compile(r"IMAGE_TEXT|MULTIMODAL|VISUAL_QUESTION|ZERO_SHOT|DOCUMENT|TEXT_RECOGNITION|"
+                              r"TABLE_RECOGNITION|RETRIEVAL")),
+    ("audio", re.compile(r"AUDIO|CTC|SPEECH|SPECTROGRAM|WAVEFORM|RNNT|TDT")),
+    ("vision", re.compile(r"IMAGE|DEPTH|DETECTION|SEGMENTATION|KEYPOINT|POSE|MASK_GENERATION|MATTING|BACKBONE|"
+                          r"NORMAL_ESTIMATION|POINTMAP")),
+    ("tabular", re.compile(r"TABLE_QUESTION")),
+    ("reinforcement", re.compile(r"DECISION")),
+]
+GENERAL_TASKS = ("", "PRETRAINING")  # the base model and pre-training heads: the model type's modality
+
+
+def task_modality(task: str) -> Optional[str]:
+    """The modality a task mapping serves; None for the base model and pre-training heads."""
+    if task in GENERAL_TASKS:
+        return None
+    return next((m for m, rx in TASK_MODALITY if rx.search(task)), "text")
+
+
+def enumerate_classes() -> list[dict]:
+    """Every class the auto mappings name, in mapping order (the base models first), each
+    ``{"class", "model_type", "modality", "tasks"}``. Imports no model module: a class that
+    transformers lists but does not export is enumerated, and is not built."""
+    from transformers.models.auto import modeling_auto as M
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    names = ["MODEL_MAPPING_NAMES"] + sorted(n for n in dir(M) if n.startswith("MODEL_FOR_")
+                                               and n.endswith("_MAPPING_NAMES"))
+    found: dict[str, dict] = {}
+    type_modalities: dict[str, set] = {}
+    for name in names:
+        task = name[len("MODEL_FOR_"):-len("_MAPPING_NAMES")] if name.startswith("MODEL_FOR_") else ""
+        modality = task_modality(task)
+        for model_type, value in getattr(M, name).items():
+            for cls in (value if isinstance(value, (list, tuple)) else [value]):
+                unit = found.setdefault(cls, {"class": cls, "model_type": model_type, "modalities": set(),
+                                              "tasks": []})
+                unit["tasks"].append(task.lower() or "base")
+                if modality:
+                    unit["modalities"].add(modality)
+                    type_modalities.setdefault(model_type, set()).add(modality)
+    out = []
+    for unit in found.values():
+        mods = unit.pop("modalities") or type_modalities.get(unit["model_type"], set())
+        if not mods:  # a type with only a base model: its config says what it takes
+            mods = {_config_modality(CONFIG_MAPPING_NAMES.get(unit["model_type"], ""), unit["model_type"])}
+        unit["modality"] = next(m for m in MODALITIES if m in mods)
+        out.append(unit)
+    return out
+
+
+def _config_modality(config_name: str, model_type: str = "") -> str:
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    try:  # a composite of a text model and a vision or audio one (clip-like, aimv2)
+        subs = " ".join(getattr(CONFIG_MAPPING[model_type], "sub_configs", None) or {})
+    except Exception:
+        subs = ""
+    if "text" in subs and re.search(r"vision|image|audio|speech", subs):
+        return "multimodal"
+    low = config_name.lower()
+    for word, modality in (("video", "video"), ("timeseries", "time series"), ("audio", "audio"),
+                           ("speech", "audio"), ("vision", "vision"), ("image", "vision")):
+        if word in low:
+            return modality
+    return "text"
+
+
+# Vision, audio, time series and layout sizes, generic like GENERIC: passed only where a config's
+# __init__ names them. Image 64 px keeps a stride-32 backbone at 2x2; audio sizes keep a
+# whisper-like encoder at 2 x 64 frames.
+GENERIC_MORE = [
+    (64, ["image_size", "crop_size"]),
+    (4, ["num_frames"]),
+    (64, ["max_source_positions"]),
+    (16, ["context_length"]), (4, ["prediction_length"]), ([1, 2, 3], ["lags_sequence"]),
+    (1, ["num_time_features"]),
+    (32, ["projection_dim", "text_embed_dim", "vision_embed_dim", "proj_dim"]),
+    (HIDDEN, ["out_hidden_size"]),  # qwen-vl: the merged vision features join the text's hidden size
+    (16, ["image_seq_length", "num_query_tokens", "mm_tokens_per_image"]),
+]
+# list-valued sizes of hierarchical backbones (swin, convnext, resnet, ...): one block a stage
+LISTS_OF_ONES = ("depths", "num_layers_per_stage", "stage_depths")
+
+
+def tiny_config_kwargs(cfg_cls, extra: Optional[dict] = None) -> dict:
+    """``config_kwargs`` plus the vision/audio/time-series sizes, list-valued depths cut to one
+    block a stage, and every sub-config (text/vision/audio/encoder/decoder) shrunk the same way,
+    passed as a dict (with the sub-config's model type, which a composite needs to pick its class)."""
+    extra = dict(extra or {})
+    kw = config_kwargs(cfg_cls, {})
+    try:
+        params = set(inspect.signature(cfg_cls.__init__).parameters)
+    except (TypeError, ValueError):
+        params = set()
+    kw.update({n: v for v, names in GENERIC_MORE for n in names if n in params})
+    defaults = _defaults(cfg_cls)
+    for name in LISTS_OF_ONES:
+        if name in params and isinstance(defaults.get(name), (list, tuple)):
+            kw[name] = [1] * len(defaults[name])
+    # a size the config keeps per stage (swin's num_heads, pvt's num_attention_heads): one a stage
+    for name, value in list(kw.items()):
+        default = defaults.get(name)
+        if isinstance(value, int) and isinstance(default, (list, tuple)) and default \
+                and all(isinstance(d, int) for d in default):
+            kw[name] = [value] * len(default)
+    for key, spec in (getattr(cfg_cls, "sub_configs_defaults", None) or {}).items():
+        if key in extra or key == "backbone_config":  # backbones may be timm's; the default is kept
+            continue
+        sub_cls = _sub_config_class(spec)
+        if sub_cls is None:
+            continue
+        sub = {**(getattr(spec, "init_kwargs", None) or {}), **tiny_config_kwargs(sub_cls)}
+        if getattr(spec, "model_type", None):
+            sub["model_type"] = spec.model_type
+        kw[key] = sub
+    kw.update(extra)
+    return kw
+
+
+def _defaults(cfg_cls) -> dict:
+    """The config's default attribute values (empty when its defaults do not build)."""
+    try:
+        return dict(vars(cfg_cls()))
+    except Exception:
+        return {}
+
+
+def _sub_config_class(spec):
+    from transformers.configuration_utils import PreTrainedConfig
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    cls = getattr(spec, "config_class", None)
+    if isinstance(cls, type) and issubclass(cls, PreTrainedConfig):
+        return cls
+    try:
+        return CONFIG_MAPPING[spec.model_type]
+    except Exception:
+        return None
+
+
+# class name -> (config kwargs, why): where the generic build fails for that class
+CLASS_OVERRIDES: dict[str, tuple[dict, str]] = {}
+
+B = 2  # batch: two samples, the second text right-padded
+SEQ = 16
+
+
+def _sub(cfg, *names):
+    """The first of cfg's sub-configs ``names`` that exists, else cfg itself."""
+    for n in names:
+        sub = getattr(cfg, n, None)
+        if sub is not None and not isinstance(sub, (dict, str)):
+            return sub
+    return cfg
+
+
+def _size(value, default: int = 64) -> tuple[int, int]:
+    if isinstance(value, (list, tuple)) and len(value) >= 2:
+        return int(value[0]), int(value[1])
+    if isinstance(value, dict):
+        return int(value.get("height", default)), int(value.get("width", default))
+    return (int(value), int(value)) if isinstance(value, int) else (default, default)
+
+
+def _token(cfg, *names) -> Optional[int]:
+    for holder in _holders(cfg):
+        for n in names:
+            v = getattr(holder, n, None)
+            if isinstance(v, int):
+                return v
+    return None
+
+
+def _holders(cfg) -> list:
+    """The config and its text/decoder sub-configs, each once: where token ids live."""
+    out = []
+    for h in (cfg, _sub(cfg, "text_config"), _sub(cfg, "decoder"), _sub(cfg, "text_encoder"), _sub(cfg, "encoder")):
+        if all(h is not o for o in out):
+            out.append(h)
+    return out
+
+
+def _is_token_attr(attr: str) -> bool:
+    return attr.endswith(("_token_id", "_token_index", "_token_ids"))
+
+
+def _fit_special_ids(cfg) -> None:
+    """Special token ids (pad/bos/eos, image/video/audio placeholders) of the full-size vocabulary
+    would index past the tiny one: each id at or past it is moved to a distinct id at its top
+    (the same id the same new one in every sub-config, so an image token stays one token)."""
+    text_vocab = getattr(_sub(cfg, "text_config", "decoder"), "vocab_size", None)
+    moved: dict[int, int] = {}
+    for holder in _holders(cfg):
+        vocab = getattr(holder, "vocab_size", None)
+        vocab = vocab if isinstance(vocab, int) else text_vocab
+        if not isinstance(vocab, int) or vocab < 8:
+            continue
+        for attr, val in list(vars(holder).items()):
+            if not _is_token_attr(attr):
+                continue
+            vals = val if isinstance(val, list) else [val]
+            if not all(isinstance(v, int) for v in vals) or all(v < vocab for v in vals):
+                continue
+            for v in vals:
+                if v >= vocab and v not in moved:
+                    moved[v] = vocab - 1 - len(moved)
+            new = [moved.get(v, v) if v >= vocab else v for v in vals]
+            try:
+                setattr(holder, attr, new if isinstance(val, list) else new[0])
+            except Exception:
+                pass  # a read-only property derives it
+
+
+def _fit_pad(cfg) -> None:
+    """A config with no pad token (llama, falcon) cannot pool a padded batch of 2 for sequence
+    classification: id 0, which random ids avoid (``class_inputs``), pads."""
+    for holder in _holders(cfg):
+        if "pad_token_id" in vars(holder) and holder.pad_token_id is None and isinstance(
+                getattr(holder, "vocab_size", None), int):
+            try:
+                holder.pad_token_id = 0
+            except Exception:
+                pass
+
+
+def _special_ids(cfg) -> set:
+    ids: set = set()
+    for holder in _holders(cfg):
+        for attr, val in vars(holder).items():
+            if _is_token_attr(attr):
+                ids.update(v for v in (val if isinstance(val, list) else [val]) if isinstance(v, int))
+    return ids
+
+
+def class_inputs(model, cfg, accepted, image_tokens: int = 0) -> dict:
+    """Keyword inputs of the class's own modality, for the parameters its forward names:
+    tokens (with ``image_tokens`` image placeholders where the config names an image token),
+    pixels from the vision config's image size and channels, mel features from its mel bins,
+    raw audio, video frames, past values of a time series, boxes for layout models."""
+    import torch
+
+    text = _sub(cfg, "text_config", "decoder")
+    vocab = getattr(text, "vocab_size", None) or VOCAB
+    specials = _special_ids(cfg)
+    low = next((i for i in range(3, vocab) if i not in specials), min(5, vocab - 1))
+    x: dict[str, Any] = {}
+    if "input_ids" in accepted:
+        ids = torch.randint(low, vocab, (B, SEQ + image_tokens))
+        img = _token(cfg, "image_token_id", "image_token_index")
+        for tok in specials:
+            if 0 <= tok < vocab:
+                ids[ids == tok] = low  # a random id that happens to be a special token
+        if image_tokens and isinstance(img, int):
+            ids[:, 1:1 + image_tokens] = img  # after the first token, as a chat template places it
+        x["input_ids"] = ids
+        if "mm_token_type_ids" in accepted:  # multimodal rope: 1 on image placeholders
+            x["mm_token_type_ids"] = (ids == img).long() if isinstance(img, int) else torch.zeros_like(ids)
+        if "attention_mask" in accepted:
+            mask = torch.ones_like(ids)
+            mask[1, -4:] = 0
+            x["attention_mask"] = mask
+    if "decoder_input_ids" in accepted and (getattr(cfg, "is_encoder_decoder", False) or
+                                            model.main_input_name != "input_ids"):
+        dvocab = getattr(_sub(cfg, "decoder", "text_config"), "vocab_size", None) or vocab
+        x["decoder_input_ids"] = torch.randint(min(5, dvocab - 1), dvocab, (B, 8))
+    vision = _sub(cfg, "vision_config", "encoder")
+    if "image_grid_thw" in accepted and "pixel_values" in accepted:
+        grid, _, patch = _grid(cfg)
+        x["image_grid_thw"] = torch.tensor([grid] * B)
+        x["pixel_values"] = torch.randn(B * grid[0] * grid[1] * grid[2], patch)
+    elif "pixel_values" in accepted:
+        h, w = _size(getattr(vision, "image_size", None) or getattr(cfg, "image_size", None))
+        c = getattr(vision, "num_channels", None) or 3
+        frames = getattr(vision, "num_frames", None)
+        if isinstance(frames, int) and model.main_input_name == "pixel_values" and "video" in type(model).__name__.lower() \
+                or frames and "Video" in type(cfg).__name__:
+            x["pixel_values"] = torch.randn(B, frames, c, h, w)
+        else:
+            x["pixel_values"] = torch.randn(B, c, h, w)
+    audio = _sub(cfg, "audio_config", "encoder_config", "encoder")
+    if "input_features" in accepted:
+        mel = getattr(audio, "num_mel_bins", None)
+        if mel:
+            frames = 2 * getattr(audio, "max_source_positions", 32) if hasattr(audio, "max_source_positions") else 64
+            x["input_features"] = torch.randn(B, mel, frames)
+        else:
+            # w2v-bert, seamless: stacked frames, the projection's input size is feature_size x stride
+            feat = (getattr(audio, "feature_projection_input_dim", 0)
+                    or getattr(audio, "input_feat_per_channel", 0) * getattr(audio, "input_channels", 1)
+                    or getattr(audio, "feature_size", None) or 80)
+            x["input_features"] = torch.randn(B, 64, feat)
+    if "input_values" in accepted:
+        mel, length = getattr(audio, "num_mel_bins", None), getattr(audio, "max_length", None)
+        x["input_values"] = torch.randn(B, length, mel) if mel and length else torch.randn(B, 4000)
+    if "past_values" in accepted:
+        ctx = getattr(cfg, "context_length", None) or 16
+        lags = getattr(cfg, "lags_sequence", None)
+        if lags:  # time-series transformer, informer, autoformer: the lags come before the context
+            t = ctx + max(lags)
+            size = getattr(cfg, "input_size", 1)
+            shape = (B, t) if size == 1 else (B, t, size)
+            x["past_values"] = torch.randn(*shape)
+            x["past_observed_mask"] = torch.ones(*shape)
+            nf = getattr(cfg, "num_time_features", 0) + getattr(cfg, "num_dynamic_real_features", 0)
+            pred = getattr(cfg, "prediction_length", 4)
+            if "past_time_features" in accepted:
+                x["past_time_features"] = torch.randn(B, t, nf)
+            if "future_time_features" in accepted:
+                x["future_time_features"] = torch.randn(B, pred, nf)
+            if "future_values" in accepted:
+                x["future_values"] = torch.randn(B, pred) if size == 1 else torch.randn(B, pred, size)
+        else:  # patch models: (batch, context, channels)
+            ch = getattr(cfg, "num_input_channels", None) or getattr(cfg, "input_size", None) or 1
+            x["past_values"] = torch.randn(B, ctx, ch)
+    if "bbox" in accepted and "input_ids" in x:  # layout models: boxes x0 <= x1, y0 <= y1 in 0..1000
+        lo = torch.randint(0, 500, (B, x["input_ids"].shape[1], 2))
+        x["bbox"] = torch.cat([lo, lo + 10], -1)
+    eos = _token(cfg, "eos_token_id")
+    if ("input_ids" in x and isinstance(eos, int) and 0 <= eos < vocab and getattr(cfg, "is_encoder_decoder", False)
+            and type(model).__name__.endswith("ForSequenceClassification")):
+        x["input_ids"][:, -1] = eos  # bart-like heads pool the hidden state at each sample's eos
+        x.pop("decoder_input_ids", None)  # ... of the decoder, which they run on the input shifted
+    if type(model).__name__.endswith("ForMultipleChoice"):  # (batch, choices, seq): two choices
+        for k in ("input_ids", "attention_mask", "token_type_ids", "bbox"):
+            if k in x:
+                x[k] = x[k].unsqueeze(1).expand(B, 2, *x[k].shape[1:]).contiguous()
+    return {k: v for k, v in x.items() if k in accepted}
+
+
+_MISMATCH = re.compile(r"tokens:? *(\d+),? *features:? *(\d+)", re.I)
+
+
+def build_class(name: str, from_config: Optional[dict] = None) -> tuple[Any, dict]:
+    """The tiny model of class ``name`` (eval) and its keyword inputs, after one eager forward;
+    ``NotBuilt`` with why not. Generic second tries as ``build``'s (as many key/value heads as
+    query heads; ``use_cache=False``), and one for image placeholders: a model that counts
+    its image features and says how many tokens it expected gets that many."""
+    try:
+        import transformers as T
+    except Exception as exc:
+        raise NotBuilt(f"transformers does not import: {describe(exc)}") from None
+    try:
+        cls = getattr(T, name)
+    except Exception as exc:
+        raise NotBuilt(f"class: {describe(exc)}" if not isinstance(exc, AttributeError)
+                       else f"class: transformers exports no {name}") from None
+    cfg_cls = getattr(cls, "config_class", None)
+    if cfg_cls is None:
+        raise NotBuilt("class: no config_class")
+    extra, _ = OVERRIDES.get(getattr(cfg_cls, "model_type", ""), ({}, {}))
+    extra = {**extra, **CLASS_OVERRIDES.get(name, ({}, ""))[0]}
+    tries = [extra] + ([{**extra, "num_key_value_heads": HEADS}] if "num_key_value_heads" not in extra else [])
+    first: Optional[NotBuilt] = None
+    for kwargs in tries:
+        try:
+            return _build_class(cls, cfg_cls, kwargs, from_config or {})
+        except NotBuilt as exc:
+            first = first or exc
+    assert first is not None
+    raise first
+
+
+def _build_class(cls, cfg_cls, extra: dict, from_config: dict) -> tuple[Any, dict]:
+    import torch
+
+    try:
+        cfg = cfg_cls(**tiny_config_kwargs(cfg_cls, extra))
+    except Exception as exc:
+        raise NotBuilt(f"config: {describe(exc)}") from None
+    _fit_special_ids(cfg)
+    _fit_pad(cfg)
+    torch.manual_seed(0)
+    try:
+        model = cls._from_config(cfg, **from_config) if hasattr(cls, "_from_config") else cls(cfg)
+        model.eval()
+    except Exception as exc:
+        raise NotBuilt(f"model: {describe(exc)}") from None
+    try:
+        accepted = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        accepted = {}
+    image_tokens = 0
+    if "pixel_values" in accepted and "input_ids" in accepted and _token(cfg, "image_token_id", "image_token_index"):
+        image_tokens = getattr(cfg, "image_seq_length", None) or getattr(cfg, "mm_tokens_per_image", None) or 1
+    if "image_grid_thw" in accepted and "input_ids" in accepted:
+        image_tokens = _grid(cfg)[1]
+    first: Optional[Exception] = None
+    for _ in range(3):
+        inputs = class_inputs(model, cfg, accepted, image_tokens)
+        last: Optional[Exception] = None
+        # the inputs as derived, then each layout variant the modality is known in
+        for variant in [inputs] + [v for v in (f(inputs) for f in VARIANTS) if v is not None]:
+            try:
+                _eager(model, variant, accepted)
+                return model, variant
+            except _Retry as retry:
+                return model, retry.inputs
+            except Exception as exc:
+                last = last or exc
+        first = first or last
+        m = _MISMATCH.search(str(last))
+        if not m or int(m.group(2)) % B or int(m.group(2)) // B == image_tokens:
+            break
+        image_tokens = int(m.group(2)) // B
+    raise NotBuilt(f"eager forward: {describe(first)}") from None
+
+
+def _grid(cfg) -> tuple[tuple[int, int, int], int, int]:
+    """Qwen-VL style patch inputs: (grid t, h, w) of one image, its tokens after the spatial merge,
+    and one patch's flattened size (channels x temporal patch x patch x patch)."""
+    vision = _sub(cfg, "vision_config")
+    p = getattr(vision, "patch_size", 14) or 14
+    tp = getattr(vision, "temporal_patch_size", 1) or 1
+    m = getattr(vision, "spatial_merge_size", 2) or 2
+    c = getattr(vision, "in_channels", None) or getattr(vision, "num_channels", None) or 3
+    h = w = 2 * m
+    return (1, h, w), h * w // (m * m), c * tp * p * p
+
+
+# Layout variants tried when the derived inputs fail, one at a time (a modality's tensors come in
+# more than one layout across architectures; the config does not say which):
+def _channels_audio(x: dict) -> Optional[dict]:  # codecs and raw-audio encoders: (batch, 1, samples)
+    v = x.get("input_values")
+    return {**x, "input_values": v.unsqueeze(1)} if v is not None and v.dim() == 2 else None
+
+
+def _time_major_features(x: dict) -> Optional[dict]:  # conformers: (batch, frames, mel), whisper (batch, mel, frames)
+    v = x.get("input_features")
+    return {**x, "input_features": v.transpose(1, 2).contiguous()} if v is not None and v.dim() == 3 else None
+
+
+def _images_per_sample(x: dict) -> Optional[dict]:  # idefics-like: (batch, images, channels, h, w)
+    v = x.get("pixel_values")
+    return {**x, "pixel_values": v.unsqueeze(1)} if v is not None and v.dim() == 4 else None
+
+
+def _without_pixels(x: dict) -> Optional[dict]:  # a multimodal head that also runs on text alone
+    if "pixel_values" not in x or "input_ids" not in x:
+        return None
+    return {k: v for k, v in x.items() if k not in ("pixel_values", "image_grid_thw")}
+
+
+VARIANTS = (_channels_audio, _time_major_features, _images_per_sample)
+
+
+class _Retry(Exception):
+    def __init__(self, inputs):
+        self.inputs = inputs
+
+
+def _eager(model, inputs: dict, accepted) -> None:
+    """One eager call (a batch the model rejects is a build problem, not a compile one); a
+    second with ``use_cache=False`` (raises ``_Retry`` with the inputs that ran)."""
+    import torch
+
+    try:
+        with torch.no_grad():
+            model(**inputs)
+    except Exception as exc:
+        if "use_cache" not in accepted and not any(p.kind == p.VAR_KEYWORD for p in accepted.values()):
+            raise
+        try:
+            with torch.no_grad():
+                model(**inputs, use_cache=False)
+        except Exception:
+            raise exc from None
+        raise _Retry({**inputs, "use_cache": False}) from None
+
+
+def is_class(unit: str) -> bool:
+    """A sweep unit is a class name (``BertForMaskedLM``) or a model type (``bert``)."""
+    return unit[:1].isupper()
+

@@ -26,7 +26,11 @@ from graphmend.core.config import Config
 from graphmend.core.model import (SWEEP_BREAKS, SWEEP_CLEAN, SWEEP_FAILED, SWEEP_NOT_BUILT, Report, SweepCause,
                                   SweepChange, SweepReport, SweepRow, SweepTotals, TargetResult)
 
-# library name -> (module with enumerate_text/version, target file prefix)
+# library name -> (module, target file prefix). A library module exposes ``version() -> str``,
+# ``enumerate_models() -> (names to run in order, {skipped name: why})``, ``modality(name) -> str``,
+# ``SELECTION`` (a phrase naming the population the enumeration is) and ``target(name) -> (model,
+# args, kwargs)``, raising ``NotBuilt`` for a model it cannot build. Optional: ``accepts(name)``,
+# for --only names beyond the enumeration's (transformers' model types).
 LIBRARIES = {"transformers": ("graphmend.sweep.hf", "hf")}
 NOT_BUILT_MARK = "raised NotBuilt: "
 FIX_NOTE = ("Static fixability of each root cause's rule, from the rule records: safe = a fix family mend fix "
@@ -43,7 +47,7 @@ class SweepError(ValueError):
 @dataclass
 class SweepOptions:
     library: str = "transformers"
-    only: Sequence[str] = ()  # model types to run (all the enumeration keeps when empty)
+    only: Sequence[str] = ()  # models to run (all the enumeration keeps when empty)
     limit: Optional[int] = None  # the first N of the enumeration
     jobs: int = 1
     timeout: Optional[float] = None  # per architecture and mode (default: config.timeout)
@@ -56,13 +60,19 @@ class SweepOptions:
 
 @dataclass
 class Plan:
-    """What a sweep will run: the architectures, and the library's others with why not."""
+    """What a sweep will run: the models with their modality, and the library's others with why not."""
 
     library: str
     version: str
     models: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     selection: str = ""
+    modalities: dict[str, str] = field(default_factory=dict)
+
+    def listing(self, modes: Sequence[str]) -> list[dict]:
+        """What ``mend sweep --list`` shows: one entry a model, in run order."""
+        return [{"library": self.library, "model": m, "modality": self.modalities.get(m, ""), "modes": list(modes)}
+                for m in self.models]
 
 
 def _library(name: str):
@@ -72,27 +82,41 @@ def _library(name: str):
     try:
         return importlib.import_module(module), prefix
     except ImportError as exc:
-        raise SweepError(f"mend sweep {name}: {exc}") from None
+        raise SweepError(_not_installed(name, exc)) from None
+
+
+def _not_installed(library: str, exc: BaseException) -> str:
+    missing = getattr(exc, "name", None) or library
+    return f"mend sweep {library}: {missing} is not installed (pip install {missing.split('.')[0]})"
+
+
+def close_names(wanted: str, known: Sequence[str], n: int = 5) -> list[str]:
+    """The known names nearest to ``wanted`` (difflib, case-insensitive), best first."""
+    import difflib
+
+    lower: dict[str, str] = {}
+    for k in known:
+        lower.setdefault(k.lower(), k)
+    return [lower[c] for c in difflib.get_close_matches(wanted.lower(), list(lower), n=n, cutoff=0.6)]
 
 
 def plan(options: SweepOptions) -> Plan:
-    """The architectures to run (imports the library's registry)."""
+    """The models to run (imports the library's registry, not its models)."""
     lib, _ = _library(options.library)
     try:
         version = lib.version()
-        models, skipped = lib.enumerate_text()
+        models, skipped = lib.enumerate_models()
     except ImportError as exc:
-        raise SweepError(f"mend sweep {options.library}: the library is not installed ({exc}); "
-                         f"pip install {options.library}") from None
-    selection = f"the text architectures in the auto mappings of {options.library} ({len(models)} of " \
-                f"{len(models) + len(skipped)} model types)"
+        raise SweepError(_not_installed(options.library, exc)) from None
+    selection = f"{lib.SELECTION} ({len(models)} of {len(models) + len(skipped)})"
     if options.only:
         known = set(models) | set(skipped)
-        unknown = [m for m in options.only if m not in known]
+        accepts = getattr(lib, "accepts", None)
+        unknown = [m for m in options.only if m not in known and not (accepts and accepts(m))]
         if unknown:
-            close = [k for k in sorted(known) if any(u.replace("_", "-") in k.replace("_", "-") for u in unknown)][:8]
-            raise SweepError(f"--only: no {options.library} model type {', '.join(map(repr, unknown))}"
-                             + (f" (close: {', '.join(close)})" if close else ""))
+            close = [c for u in unknown for c in close_names(u, sorted(known))]
+            raise SweepError(f"--only: no {options.library} model {', '.join(map(repr, unknown))}"
+                             + (f" (closest: {', '.join(dict.fromkeys(close))})" if close else ""))
         # named explicitly: run even one the enumeration would leave out
         models = list(dict.fromkeys(options.only))
         selection = f"--only {' '.join(models)}"
@@ -100,7 +124,8 @@ def plan(options: SweepOptions) -> Plan:
         models = models[:options.limit]
         selection += f", the first {len(models)}"
     return Plan(library=options.library, version=version, models=models,
-                skipped={} if options.only else skipped, selection=selection)
+                skipped={} if options.only else skipped, selection=selection,
+                modalities={m: lib.modality(m) for m in models})
 
 
 def _ident(model: str) -> str:

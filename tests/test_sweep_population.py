@@ -1,0 +1,135 @@
+"""``mend sweep transformers`` over every model class of every modality: the enumeration,
+inputs derived from the config for one tiny class per modality (built and run eagerly), the
+``--list`` / ``--only`` CLI, and the golden-set comparison's mapping (benchmarks/golden_compare.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from graphmend.cli.app import app
+from graphmend.core.model import SWEEP_BREAKS, SWEEP_CLEAN, SWEEP_NOT_BUILT
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def classes():
+    pytest.importorskip("transformers")
+    from graphmend.sweep.hf import enumerate_classes
+
+    return {u["class"]: u for u in enumerate_classes()}
+
+
+def test_enumeration_is_every_class_of_every_modality(classes):
+    from graphmend.sweep.hf import enumerate_models, modality
+
+    names, skipped = enumerate_models()
+    assert len(names) >= 700 and names == list(classes) and not skipped
+    mods = {u["modality"] for u in classes.values()}
+    assert {"text", "vision", "audio", "multimodal", "video", "time series"} <= mods
+    assert (modality("WhisperForConditionalGeneration"), modality("ViTForImageClassification"),
+            modality("BertForMaskedLM"), modality("bert")) == ("audio", "vision", "text", "text")
+
+
+# one tiny class per modality, and the input each must be given (derived from its config)
+PER_MODALITY = [
+    ("BertForMultipleChoice", "input_ids", 3),  # (batch, choices, seq)
+    ("ViTForImageClassification", "pixel_values", 4),
+    ("WhisperForConditionalGeneration", "input_features", 3),
+    ("Wav2Vec2ForCTC", "input_values", 2),  # raw audio
+    ("VivitForVideoClassification", "pixel_values", 5),
+    ("PatchTSTForPrediction", "past_values", 3),
+    ("Idefics3Model", "pixel_values", 5),  # images per sample, placeholders in the text
+]
+
+
+@pytest.mark.parametrize("name,key,dims", PER_MODALITY)
+def test_class_builds_with_inputs_of_its_modality(classes, name, key, dims):
+    import torch
+
+    from graphmend.sweep.hf import build_class
+
+    model, inputs = build_class(name)
+    assert inputs[key].dim() == dims
+    if "input_ids" in inputs:  # every token id inside the tiny vocabulary
+        vocab = model.get_input_embeddings().num_embeddings
+        assert int(inputs["input_ids"].max()) < vocab
+    with torch.no_grad():
+        model(**inputs)
+
+
+def test_special_token_ids_are_moved_inside_the_tiny_vocabulary():
+    pytest.importorskip("transformers")
+    from transformers import Idefics3Config
+
+    from graphmend.sweep.hf import _fit_special_ids, tiny_config_kwargs
+
+    cfg = Idefics3Config(**tiny_config_kwargs(Idefics3Config))
+    vocab = cfg.text_config.vocab_size
+    assert cfg.image_token_id >= vocab  # the full-size id
+    _fit_special_ids(cfg)
+    assert cfg.image_token_id < vocab
+
+
+def test_list_prints_library_class_modality_mode_without_running(classes):
+    got = CliRunner().invoke(app, ["sweep", "transformers", "--list", "--modes", "eval,train"])
+    assert got.exit_code == 0, got.output
+    lines = got.output.splitlines()
+    assert len(lines) == len(classes) + 1
+    assert any(ln.split() == ["transformers", "WhisperForConditionalGeneration", "audio", "eval,train"] for ln in lines)
+    js = CliRunner().invoke(app, ["sweep", "transformers", "--list", "-f", "json", "--only", "ViTModel,bert"])
+    assert js.exit_code == 0, js.output
+    data = json.loads(js.output)
+    assert [(m["model"], m["modality"], m["modes"]) for m in data["models"]] == [("ViTModel", "vision", ["eval"]),
+                                                                                ("bert", "text", ["eval"])]
+
+
+def test_only_unknown_class_is_a_usage_error_with_the_closest_names(classes):
+    got = CliRunner().invoke(app, ["sweep", "transformers", "--list", "--only", "WhisperForConditionalGeneraton"])
+    assert got.exit_code == 2
+    assert "WhisperForConditionalGeneraton" in got.output and "WhisperForConditionalGeneration" in got.output
+
+
+def test_library_not_installed_names_the_pip_install(monkeypatch):
+    from graphmend.sweep import hf, stage
+
+    def missing():
+        raise ModuleNotFoundError("No module named 'transformers'", name="transformers")
+
+    monkeypatch.setattr(hf, "version", missing)
+    with pytest.raises(stage.SweepError, match=r"transformers is not installed \(pip install transformers\)"):
+        stage.plan(stage.SweepOptions(library="transformers"))
+
+
+def _golden_compare():
+    spec = importlib.util.spec_from_file_location("golden_compare", ROOT / "benchmarks" / "golden_compare.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_golden_comparison_maps_statuses_and_explains_each_disagreement():
+    gc = _golden_compare()
+    golden = gc.load_golden(json.dumps({"models": [
+        {"name": "A", "eval": {"status": "full_graph"}, "train": {"status": "graph_break"}},
+        {"name": "B", "eval": {"status": "graph_break"}, "train": {"status": "graph_break"}},
+        {"name": "C", "eval": {"status": "eager_error"}, "train": {"status": "eager_error"}},
+        {"name": "D", "eval": {"status": "full_graph"}, "train": {"status": "full_graph"}}]}))
+    rows = [{"model": "A", "run_mode": "eval", "status": SWEEP_CLEAN},
+            {"model": "A", "run_mode": "train", "status": SWEEP_CLEAN},  # golden breaks: a capture bug
+            {"model": "B", "run_mode": "eval", "status": SWEEP_BREAKS, "graph_break_count": 1, "where": ["m.py:3"]},
+            {"model": "C", "run_mode": "eval", "status": SWEEP_CLEAN},  # golden did not build it
+            {"model": "D", "run_mode": "eval", "status": SWEEP_BREAKS, "graph_break_count": 2, "where": ["d.py:9"]},
+            {"model": "D", "run_mode": "train", "status": SWEEP_NOT_BUILT, "why": "config: x"}]
+    res = gc.compare(golden, rows)
+    assert (res["compared"], res["agree"]) == (4, 2)
+    assert res["by_mode"] == {"eval": {"agree": 2, "compared": 3}, "train": {"agree": 0, "compared": 1}}
+    why = {(d["class"], d["mode"]): d["why"] for d in res["disagreements"]}
+    assert "capture bug" in why["A", "train"] and "d.py:9" in why["D", "eval"]
+    assert {(d["class"], d["mode"]) for d in res["not_both_built"]} == {("C", "eval"), ("D", "train")}
+    assert gc.sample(golden, {"A", "B", "D"}, 2) == ["A", "D"]
