@@ -27,7 +27,10 @@ from graphmend.core.model import (SWEEP_BREAKS, SWEEP_CLEAN, SWEEP_FAILED, SWEEP
                                   SweepChange, SweepReport, SweepRow, SweepTotals, TargetResult)
 
 # library name -> (module with enumerate_text/version, target file prefix)
-LIBRARIES = {"transformers": ("graphmend.sweep.hf", "hf")}
+LIBRARIES = {"transformers": ("graphmend.sweep.hf", "hf"), "timm": ("graphmend.sweep.timm_models", "timm"),
+             "torchvision": ("graphmend.sweep.torchvision_models", "tv"),
+             "torchaudio": ("graphmend.sweep.torchaudio_models", "ta"),
+             "diffusers": ("graphmend.sweep.diffusers_models", "diffusers")}
 NOT_BUILT_MARK = "raised NotBuilt: "
 FIX_NOTE = ("Static fixability of each root cause's rule, from the rule records: safe = a fix family mend fix "
             "rewrites (applied only after verification), unsafe = only with --unsafe-fixes (may change cost), "
@@ -80,11 +83,12 @@ def plan(options: SweepOptions) -> Plan:
     lib, _ = _library(options.library)
     try:
         version = lib.version()
-        models, skipped = lib.enumerate_text()
+        models, skipped = (getattr(lib, "enumerate_models", None) or lib.enumerate_text)()
     except ImportError as exc:
         raise SweepError(f"mend sweep {options.library}: the library is not installed ({exc}); "
                          f"pip install {options.library}") from None
-    selection = f"the text architectures in the auto mappings of {options.library} ({len(models)} of " \
+    selection = f"{lib.SELECTION} ({len(models)} of {len(models) + len(skipped)})" if hasattr(lib, "SELECTION") else \
+        f"the text architectures in the auto mappings of {options.library} ({len(models)} of " \
                 f"{len(models) + len(skipped)} model types)"
     if options.only:
         known = set(models) | set(skipped)
