@@ -28,7 +28,7 @@ def _names(values: Optional[List[str]]) -> list[str]:
 
 
 def sweep(
-    library: str = typer.Argument(..., help="The library whose architectures to run: transformers."),
+    library: str = typer.Argument(..., help="The library whose architectures to run: transformers, timm, torchvision, torchaudio or diffusers."),
     only: Optional[List[str]] = typer.Option(None, "--only", help="Model types to run (bert,gpt2 or repeated); "
                                              "a type the enumeration leaves out runs when named."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N architectures."),

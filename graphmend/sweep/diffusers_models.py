@@ -161,8 +161,9 @@ def _schedulers() -> list[str]:
 def enumerate_models() -> tuple[list[str], dict[str, str]]:
     import diffusers
 
-    models = [n for n in MODELS if hasattr(diffusers, n)]
-    skipped = {n: "no tiny config here (its forward takes model-specific inputs)" for n in sorted(dir(diffusers))
+    names = set(dir(diffusers))  # the lazy module lists its names without importing them
+    models = [n for n in MODELS if n in names]
+    skipped = {n: "no tiny config here (its forward takes model-specific inputs)" for n in sorted(names)
                if n not in MODELS and not n.startswith("Flax")
                and (n.startswith(_FAMILY) or ("Transformer" in n and n[:1].isupper() and "Pipeline" not in n))}
     return models + [SCHEDULER + s for s in _schedulers()], skipped

@@ -58,7 +58,7 @@ def enumerate_models() -> tuple[list[str], dict[str, str]]:
     import torchvision.models as M
 
     tasks = _tasks()
-    skipped = {f"quantized_{n}": "an int8 (quantized) version of a classification model"
+    skipped = {n: "an int8 (quantized) version of a classification model"
                for n in M.list_models(module=M.quantization)}
     return list(tasks), skipped
 
