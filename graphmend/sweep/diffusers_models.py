@@ -198,7 +198,6 @@ def _loop_class():
 
 
 def _scheduler(cls_name: str):
-    import torch
     import diffusers
 
     unet, (sample, _), _ = _unet2d()
@@ -212,8 +211,8 @@ def _scheduler(cls_name: str):
 def target(name: str) -> tuple[Any, tuple, dict]:
     """What a generated ``mend_target_*`` returns; ``NotBuilt`` with why not."""
     try:
-        import torch
         import diffusers  # noqa: F401
+        import torch
     except Exception as exc:
         raise NotBuilt(f"diffusers does not import: {describe(exc)}") from None
     torch.manual_seed(0)

@@ -212,9 +212,8 @@ def version() -> str:
 
 
 def enumerate_models() -> tuple[list[str], dict[str, str]]:
-    import torchaudio.models as A
-
     import torch
+    import torchaudio.models as A
 
     skipped: dict[str, str] = {}
     for name in sorted(getattr(A, "__all__", dir(A))):
