@@ -28,7 +28,7 @@ def _names(values: Optional[List[str]]) -> list[str]:
 
 
 def sweep(
-    library: str = typer.Argument(..., help="The library whose models to run: transformers."),
+    library: str = typer.Argument(..., help="The library whose models to run: transformers, timm, torchvision, torchaudio or diffusers."),
     only: Optional[List[str]] = typer.Option(None, "--only", help="Models to run (BertModel,WhisperModel or "
                                              "repeated; for transformers also a model type, bert: its base model "
                                              "on tokens); one the enumeration leaves out runs when named."),

@@ -31,7 +31,10 @@ from graphmend.core.model import (SWEEP_BREAKS, SWEEP_CLEAN, SWEEP_FAILED, SWEEP
 # ``SELECTION`` (a phrase naming the population the enumeration is) and ``target(name) -> (model,
 # args, kwargs)``, raising ``NotBuilt`` for a model it cannot build. Optional: ``accepts(name)``,
 # for --only names beyond the enumeration's (transformers' model types).
-LIBRARIES = {"transformers": ("graphmend.sweep.hf", "hf")}
+LIBRARIES = {"transformers": ("graphmend.sweep.hf", "hf"), "timm": ("graphmend.sweep.timm_models", "timm"),
+             "torchvision": ("graphmend.sweep.torchvision_models", "tv"),
+             "torchaudio": ("graphmend.sweep.torchaudio_models", "ta"),
+             "diffusers": ("graphmend.sweep.diffusers_models", "diffusers")}
 NOT_BUILT_MARK = "raised NotBuilt: "
 FIX_NOTE = ("Static fixability of each root cause's rule, from the rule records: safe = a fix family mend fix "
             "rewrites (applied only after verification), unsafe = only with --unsafe-fixes (may change cost), "
