@@ -184,14 +184,14 @@ def test_dotted_file_names_load(mixed):
 def test_memory_limit_names_the_target_and_the_limit(mixed):
     _, report = mixed
     big = _target(report, "memory.py::mend_target_big")
-    assert big["error"] == "memory.py::mend_target_big: out of memory (limit 2 GiB) while calling mend_target_big()"
+    assert big["error"] == "out of memory (limit 2 GiB) while calling mend_target_big()"
     assert _target(report, "memory.py::mend_target_small")["graph_count"] == 1  # same file, same worker
 
 
 def test_timeout_is_the_one_set(mixed):
     _, report = mixed
     err = _target(report, "hang.py::mend_target_hang")["error"]
-    assert err.startswith("hang.py::mend_target_hang: timed out after 10 s (raise it with --timeout)"), err
+    assert err.startswith("timed out after 10 s (raise it with --timeout)"), err
     assert "start-up before that took" in err and "50 s" not in err
 
 

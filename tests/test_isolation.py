@@ -84,8 +84,7 @@ def test_os_exit_is_named_with_the_targets_own_last_output(tmp_path):
     '''))
     specs = discover([str(tmp_path)], Config()).targets
     got = {r.function: r for r in capture_targets(specs, timeout=120)}
-    assert got["mend_target_exits"].error == "exits.py::mend_target_exits: the target called os._exit(3); " \
-                                             "its last output: last words"
+    assert got["mend_target_exits"].error == "the target called os._exit(3); its last output: last words"
     assert got["mend_target_warns"].error is None and got["mend_target_after"].error is None
     assert got["mend_target_after"].graph_count == 1
 

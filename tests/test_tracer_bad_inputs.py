@@ -43,7 +43,7 @@ def test_each_failure_names_its_target(outcome):
     for fn, text in expect.items():
         r = res[fn]
         assert r.error and text in r.error, (fn, r.error)
-        assert fn in r.error
+        assert not r.error.startswith(r.name), r.error  # listings show the name beside the error
     clean = res["mend_target_clean"]
     assert clean.error is None and clean.graph_count == 1
 
@@ -75,9 +75,8 @@ def test_timeout_is_per_target_and_the_file_goes_on(tmp_path):
     assert set(targets) == {"mend_target_first", "mend_target_hangs", "mend_target_last",
                             "mend_target_before", "mend_target_segfault", "mend_target_after"}
     hung = targets["mend_target_hangs"]["error"]
-    assert hung.startswith("three.py::mend_target_hangs: timed out after 10 s (raise it with --timeout)"), hung
-    assert "SIGSEGV" in targets["mend_target_segfault"]["error"] and "mend_target_segfault" in \
-        targets["mend_target_segfault"]["error"]
+    assert hung.startswith("timed out after 10 s (raise it with --timeout)"), hung
+    assert "SIGSEGV" in targets["mend_target_segfault"]["error"]
     for fn in ("mend_target_first", "mend_target_last", "mend_target_before", "mend_target_after"):
         assert targets[fn]["error"] is None and targets[fn]["graph_count"] == 1, targets[fn]
     started = calls.read_text().split()
