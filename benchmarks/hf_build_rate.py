@@ -41,7 +41,8 @@ def _one(args: tuple[str, int]) -> dict:
     """Build one class in this worker; a SIGALRM stops one that runs past ``timeout``."""
     name, timeout = args
     from graphmend.core.jobs import describe
-    from graphmend.sweep.hf import NotBuilt, build_class
+    from graphmend.sweep.building import NotBuilt
+    from graphmend.sweep.hf import build_class
 
     signal.signal(signal.SIGALRM, _alarm)
     start = time.perf_counter()

@@ -27,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from rewrites.fixes import fix_source
+from test_adversarial_properties import _fn, rewrite  # one cache of rewritten programs
 from rewrites.fixes.total import OPS
 
 torch = pytest.importorskip("torch")
@@ -69,16 +69,6 @@ def program(family: str, cond: str, a: str, b: str) -> str:
             f"        y = {b}\n    return y\n")
 
 
-@functools.lru_cache(maxsize=None)
-def rewrite(src: str):
-    return fix_source(src)
-
-
-@functools.lru_cache(maxsize=None)
-def _fn(src: str):
-    ns: dict = {}
-    exec(compile(src, "<generated>", "exec"), ns)
-    return ns["f"]
 
 
 def _example(family: str) -> tuple:

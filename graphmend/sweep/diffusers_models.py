@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from graphmend.core.jobs import describe
-from graphmend.sweep.hf import NotBuilt
+from graphmend.sweep.building import NotBuilt, forward_checked
 
 SELECTION = ("diffusers UNets, DiT/transformer models and VAEs with a tiny config here, and every scheduler's "
              "sampling loop, random weights")
@@ -228,9 +228,4 @@ def target(name: str) -> tuple[Any, tuple, dict]:
         raise
     except Exception as exc:
         raise NotBuilt(f"model: {describe(exc)}") from None
-    try:
-        with torch.no_grad():
-            model(*args, **kwargs)
-    except Exception as exc:
-        raise NotBuilt(f"eager forward: {describe(exc)}") from None
-    return model, args, kwargs
+    return forward_checked(model, args, kwargs)

@@ -31,6 +31,7 @@ import re
 from typing import Any, Optional
 
 from graphmend.core.jobs import describe  # an exception in one line, as every worker says it
+from graphmend.sweep.building import NotBuilt
 
 VOCAB, HIDDEN, HEADS, FFN, LAYERS = 1000, 64, 4, 128, 2
 
@@ -115,10 +116,6 @@ OTHER_MODALITY = re.compile(r"IMAGE|AUDIO|VIDEO|VISION|VISUAL|SPEECH|CTC|SPECTRO
                             r"SEGMENTATION|KEYPOINT|POSE|TIME_SERIES|DOCUMENT|MULTIMODAL|MASK_GENERATION|MATTING|"
                             r"XVECTOR|NORMAL_ESTIMATION|POINTMAP|RNNT|TDT|TABLE_RECOGNITION|TEXT_RECOGNITION|BACKBONE")
 COMPOSITE = re.compile(r"audio|vision|image|speech|video|text_config")
-
-
-class NotBuilt(Exception):
-    """The architecture cannot be built tiny from its config (or its eager forward rejects the batch)."""
 
 
 def version() -> str:
@@ -221,13 +218,18 @@ def build(model_type: str, from_config: Optional[dict] = None,
     except Exception as exc:
         raise NotBuilt(f"transformers does not import: {describe(exc)}") from None
     extra, opts = override if override is not None else OVERRIDES.get(model_type, ({}, {}))
-    tries = [extra]
-    if "num_key_value_heads" not in extra:
-        tries.append({**extra, "num_key_value_heads": HEADS})
-    first: NotBuilt | None = None
+    return _first_built(extra, lambda kwargs: _build(model_type, kwargs, opts, from_config or {}))
+
+
+def _first_built(extra: dict, make):
+    """``make(extra)``, else ``make`` with as many key/value heads as attention heads (a
+    grouped-attention default that the tiny head count does not divide); NotBuilt with the
+    first failure's reason when neither builds."""
+    tries = [extra] + ([{**extra, "num_key_value_heads": HEADS}] if "num_key_value_heads" not in extra else [])
+    first: Optional[NotBuilt] = None
     for kwargs in tries:
         try:
-            return _build(model_type, kwargs, opts, from_config or {})
+            return make(kwargs)
         except NotBuilt as exc:
             first = first or exc
     assert first is not None
@@ -659,15 +661,7 @@ def build_class(name: str, from_config: Optional[dict] = None) -> tuple[Any, dic
         raise NotBuilt("class: no config_class")
     extra, _ = OVERRIDES.get(getattr(cfg_cls, "model_type", ""), ({}, {}))
     extra = {**extra, **CLASS_OVERRIDES.get(name, ({}, ""))[0]}
-    tries = [extra] + ([{**extra, "num_key_value_heads": HEADS}] if "num_key_value_heads" not in extra else [])
-    first: Optional[NotBuilt] = None
-    for kwargs in tries:
-        try:
-            return _build_class(cls, cfg_cls, kwargs, from_config or {})
-        except NotBuilt as exc:
-            first = first or exc
-    assert first is not None
-    raise first
+    return _first_built(extra, lambda kwargs: _build_class(cls, cfg_cls, kwargs, from_config or {}))
 
 
 def _build_class(cls, cfg_cls, extra: dict, from_config: dict) -> tuple[Any, dict]:

@@ -22,7 +22,7 @@ import re
 from typing import Any
 
 from graphmend.core.jobs import describe
-from graphmend.sweep.hf import NotBuilt
+from graphmend.sweep.building import NotBuilt
 
 SELECTION = "the smallest variant of every timm architecture family (the module it is registered in), random weights"
 SMALL = 64

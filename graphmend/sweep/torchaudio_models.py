@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from graphmend.core.jobs import describe
-from graphmend.sweep.hf import NotBuilt
+from graphmend.sweep.building import NotBuilt, forward_checked
 
 SELECTION = "every torchaudio.models architecture, built tiny from its builder's or class's config, random weights"
 B = 2
@@ -247,9 +247,4 @@ def target(name: str) -> tuple[Any, tuple, dict]:
         model.eval()
     except Exception as exc:
         raise NotBuilt(f"model: {describe(exc)}") from None
-    try:
-        with torch.no_grad():
-            model(*args, **kwargs)
-    except Exception as exc:
-        raise NotBuilt(f"eager forward: {describe(exc)}") from None
-    return model, args, kwargs
+    return forward_checked(model, args, kwargs)

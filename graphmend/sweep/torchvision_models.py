@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from graphmend.core.jobs import describe
-from graphmend.sweep.hf import NotBuilt
+from graphmend.sweep.building import NotBuilt, forward_checked
 
 SELECTION = ("every torchvision.models builder for classification, detection, segmentation, video and optical "
              "flow, random weights")
@@ -134,12 +134,7 @@ def _flow(name: str):
     except Exception as exc:
         raise NotBuilt(f"model: {describe(exc)}") from None
     a, b = torch.rand(2, 3, 128, 128), torch.rand(2, 3, 128, 128)
-    try:
-        with torch.no_grad():
-            model(a, b, num_flow_updates=FLOW_UPDATES)
-    except Exception as exc:
-        raise NotBuilt(f"eager forward: {describe(exc)}") from None
-    return model, (a, b), {"num_flow_updates": FLOW_UPDATES}
+    return forward_checked(model, (a, b), {"num_flow_updates": FLOW_UPDATES})
 
 
 def _sized(name: str, task: str):
