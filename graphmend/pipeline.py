@@ -23,6 +23,7 @@ class AnalyzeOptions:
     dynamic: bool = True
     jobs: int = 1
     timeout: Optional[float] = None
+    only: tuple[str, ...] = ()  # target function names run (all when empty)
 
 
 def analyze(paths: Sequence[str | os.PathLike[str]], config: Config, options: AnalyzeOptions,
@@ -34,7 +35,8 @@ def analyze(paths: Sequence[str | os.PathLike[str]], config: Config, options: An
     # of the same unchanged files to start from
     keep = Cache.for_run(reuse=False) if options.dynamic else None
     got = collect(paths, config, CollectOptions(static=options.static, dynamic=options.dynamic, jobs=options.jobs,
-                                                scan_jobs=options.jobs, timeout=options.timeout, cache=keep), progress)
+                                                scan_jobs=options.jobs, timeout=options.timeout, cache=keep,
+                                                only=options.only), progress)
     report.findings, report.errors, report.targets = got.findings, got.errors, got.targets
     report.files_scanned, report.nested_graph_breaks = got.files_scanned, got.nested_graph_breaks
     from graphmend.correlate import correlate, diagnose

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from graphmend.bench.gate import judge
+from graphmend.bench.gate import judge, judge_runs
 from graphmend.bench.stage import BenchOptions, ratios_for, regressed
 from graphmend.bench.stats import slower
 from reports.paths import cost_text
@@ -79,6 +79,36 @@ def test_judge_names_the_numbers_or_why_it_could_not_tell():
     both = judge("t.py::f", [_row("original", None, None, error="it died"),
                              _row("mended", None, None, error="it died too")], options)
     assert both.verdict == UNTOLD and "original arm failed" in both.why
+
+
+def test_a_verdict_must_hold_in_both_runs_and_beyond_how_far_an_arm_moved_between_them():
+    """The gate times each arm twice, each time in its own process. On an H100 one target's
+    original measured 0.81, 1.40 and 1.21 ms in three calls, each with an IQR near 0.1 ms:
+    the first call alone said the mended program was slower (1.02 ms)."""
+    options = BenchOptions(mode="default", device="cuda")
+    moved = judge_runs("t.py::f", [[_row("original", 0.81, 0.12), _row("mended", 1.02, 0.06)],
+                                   [_row("mended", 0.86, 0.02), _row("original", 1.40, 0.10)]], options)
+    assert judge("t.py::f", [_row("original", 0.81, 0.12), _row("mended", 1.02, 0.06)], options).verdict == SLOWER
+    assert moved.verdict == UNTOLD and moved.why.startswith("the two runs disagree: mended/original 1.26, then 0.61")
+    agree = judge_runs("t.py::f", [[_row("original", 1.40, 0.10), _row("mended", 0.86, 0.02)],
+                                   [_row("mended", 0.53, 0.12), _row("original", 1.21, 0.07)]], options)
+    assert agree.verdict == NOT_SLOWER and agree.original_ms == pytest.approx(1.305)
+    assert agree.original_iqr_ms == pytest.approx(0.19)  # the move between processes, above either IQR
+    assert agree.ratio == pytest.approx(0.695 / 1.305)
+    # both runs say slower, but the original moved between them by more than the gap
+    drift = judge_runs("t.py::f", [[_row("original", 1.0, 0.01), _row("mended", 1.2, 0.01)],
+                                   [_row("mended", 1.6, 0.01), _row("original", 1.5, 0.01)]], options)
+    assert drift.verdict == UNTOLD and drift.why.startswith("slower in both runs, by less than the arms moved")
+    # faster in both runs (the H100's second call): not slower, though the arms moved more than the gap
+    faster = judge_runs("t.py::f", [[_row("original", 0.797, 0.18), _row("mended", 0.51, 0.15)],
+                                    [_row("mended", 0.80, 0.08), _row("original", 0.997, 0.10)]], options)
+    assert faster.verdict == NOT_SLOWER
+    slow = judge_runs("t.py::f", [[_row("original", 1.0, 0.01), _row("mended", 2.0, 0.02)],
+                                  [_row("mended", 2.1, 0.02), _row("original", 1.05, 0.01)]], options)
+    assert slow.verdict == SLOWER and slow.ratio == pytest.approx(2.05 / 1.025)
+    fails = judge_runs("t.py::f", [[_row("original", 1.0, 0.01), _row("mended", None, None, error="it died")],
+                                   [_row("mended", 1.0, 0.01), _row("original", 1.0, 0.01)]], options)
+    assert fails.verdict == FAILS
 
 
 def test_mend_bench_flags_a_slower_mended_arm():

@@ -9,13 +9,13 @@ import typer
 
 from graphmend.cli.common import (COMPILED_AUTOGRAD_HELP, EXECUTOR_HELP, EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP,
                                   MODE_HELP, NESTED_HELP, RAY_ADDRESS_HELP, TRAIN_HELP, VERBOSE_HELP, Executor, Format,
-                                  check_paths, executor_choice, executor_scope, fail, load_checked_config,
+                                  check_paths, target_paths, executor_choice, executor_scope, fail, load_checked_config,
                                   memory_limit_flag, nested_flag, progress_hook, render_or_fail, require_nested_support,
                                   require_torch, run_modes_flag, warn_refused_cache, wrote)
 
 
 def analyze(
-    paths: List[Path] = typer.Argument(..., help="Files or folders to analyse."),
+    paths: List[Path] = typer.Argument(..., help="Files or folders to analyse, or targets as FILE::FUNCTION."),
     format: Format = typer.Option(Format.text, "--format", "-f", help="Output format."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report here instead of stdout."),
     static_only: bool = typer.Option(False, "--static-only", help="Scan sources only: run no user code, never import torch."),
@@ -47,6 +47,7 @@ def analyze(
     nested = nested_flag(nested_graph_breaks)
     if static_only and nested is not None:
         raise fail("--nested-graph-breaks chooses how targets run: it does nothing with --static-only")
+    paths, only = target_paths(paths)
     check_paths(paths)
     memory = memory_limit_flag(memory_limit)
     from graphmend.core.sources import iter_python_files
@@ -66,7 +67,7 @@ def analyze(
     with executor_scope(where, address, jobs), progress_hook(quiet) as progress:
         try:
             report = run_analyze(paths, config, AnalyzeOptions(static=not dynamic_only, dynamic=not static_only,
-                                                               jobs=jobs, timeout=timeout),
+                                                               jobs=jobs, timeout=timeout, only=only),
                                  progress=progress, torch_version=tv)
         except ConfigError as exc:  # a suppression comment naming no rule
             raise fail(str(exc))

@@ -169,6 +169,21 @@ def check_paths(paths: Sequence[Path]) -> None:
             raise fail(f"path does not exist: {p}")
 
 
+def target_paths(paths: Sequence[Path]) -> tuple[list[Path], tuple[str, ...]]:
+    """``FILE::FUNCTION`` arguments (as ``mend bench`` and the listings name targets) as the
+    files and the target functions to run in them; plain paths run every target."""
+    named = [str(p).rpartition("::") for p in paths]
+    if not any(sep for _, sep, _ in named):
+        return list(paths), ()
+    plain = [str(p) for p, (_, sep, _) in zip(paths, named) if not sep]
+    if plain:
+        raise fail(f"{plain[0]}: name its targets as FILE::FUNCTION too, or give no path that way")
+    for path, _, function in named:
+        if not function.isidentifier():
+            raise fail(f"{path}::{function}: a target is named FILE::FUNCTION, its mend_target function")
+    return list(dict.fromkeys(Path(path) for path, _, _ in named)), tuple(dict.fromkeys(f for _, _, f in named))
+
+
 TRAIN_HELP = "Run targets in train mode: .train(), grad on, a backward after each call ([tool.mend] train)."
 MODE_HELP = "Run modes: eval (.eval() under no_grad, the default), train, or eval,train for both ([tool.mend] modes)."
 COMPILED_AUTOGRAD_HELP = "Train mode traces the backward too (compiled autograd) and reports its breaks."

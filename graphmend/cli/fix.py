@@ -11,7 +11,7 @@ from typing import List, Optional
 import typer
 
 from graphmend.cli.common import (EXECUTOR_HELP, EXIT_CLEAN, EXIT_FINDINGS, Executor, MEMORY_LIMIT_HELP,
-                                  RAY_ADDRESS_HELP, TRAIN_HELP, check_paths, emit, executor_choice, executor_scope,
+                                  RAY_ADDRESS_HELP, TRAIN_HELP, check_paths, target_paths, emit, executor_choice, executor_scope,
                                   fail, load_checked_config, memory_limit_flag, progress_hook, render_or_fail,
                                   require_torch,
                                   rule_codes_flag, run_modes_flag, say, warn_refused_cache, wrote)
@@ -25,8 +25,9 @@ class FixFormat(str, Enum):
 
 
 def fix(
-    paths: Optional[List[Path]] = typer.Argument(None, help="Files or folders whose targets and sources to repair "
-                                                 "(with --from-run: default, the recorded program's folder)."),
+    paths: Optional[List[Path]] = typer.Argument(None, help="Files or folders whose targets and sources to repair, "
+                                                 "or targets as FILE::FUNCTION (with --from-run: default, the "
+                                                 "recorded program's folder)."),
     write: bool = typer.Option(False, "--write", help="Apply the verified fixes to the files under PATH (atomically)."),
     rule: Optional[List[str]] = typer.Option(None, "--rule", help="Only these rule codes or prefixes (GM101,GM201)."),
     format: FixFormat = typer.Option(FixFormat.diff, "--format", "-f", help="diff (default), json (the Report), "
@@ -77,6 +78,7 @@ def fix(
         paths, recorded = _from_run(from_run, paths)
     if not paths:
         raise fail("give the files or folders to fix (PATH...), or --from-run DIR")
+    paths, only = target_paths(paths)
     check_paths(paths)
     rules = tuple(rule_codes_flag(rule, "--rule") or ())
     memory = memory_limit_flag(memory_limit)
@@ -109,7 +111,8 @@ def fix(
         try:
             run = run_fix(paths, config, FixOptions(rules=rules, jobs=jobs, timeout=timeout, follow=not no_follow,
                                                     unsafe=unsafe_fixes, cache=not no_cache,
-                                                    allow_slower=allow_slower, accept_partial=accept_partial),
+                                                    allow_slower=allow_slower, accept_partial=accept_partial,
+                                                    only=only),
                           progress=progress, cost=cost)
         except ConfigError as exc:  # a suppression comment naming no rule
             raise fail(str(exc))

@@ -44,7 +44,9 @@ the double backward also on every other input, as the float64 runs):
   parameters;
 * ``compiled``: ``train`` with the patched program under ``torch.compile(backend="aot_eager")``
   against the original in eager, on the example and on it with the batch one larger (a
-  recompile with other shapes); the original under the same compile must agree with itself.
+  recompile with other shapes). The original under the same compile must agree with its eager
+  self, else the check cannot tell; that probe runs only where a patched program's compiled
+  run differs (``graphmend.verify.worker.probe_compiled``), once per target.
 
 Every record also holds, for each output tensor, whether it is one of the caller's inputs or
 the module's tensors or shares storage with one (``aliases``: ``out is x`` and views must

@@ -1,6 +1,7 @@
 """One side of a verification: ``python -m graphmend.verify.worker PAYLOAD RESULT``.
 
-PAYLOAD: ``spec`` (TargetSpec dict), ``mode`` ("original" | "patched"), ``patches``
+PAYLOAD: ``spec`` (TargetSpec dict), ``mode`` ("original" | "patched" | "probe": the
+original's compiled calls against its eager ones, from ``state``), ``patches``
 ({abs path: source}, served through the overlay), ``conditions`` ({abs path: [[l, c, el, ec],
 ...]}, original mode: instrumented to record arms), ``constants`` (numbers the rewritten
 conditions compare against: inputs filled with them are tried), ``state`` (a file: the
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import Any, Optional
 
 from graphmend.core.cache import reading
 from graphmend.core.jobs import worker_main
@@ -96,10 +97,14 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
         if payload.get("probe_dtype"):
             result["probe"] = _probe_dtype(loaded, payload["probe_dtype"])
         return result
-    # patched side: the same calls, in the same order, from the same weights
+    # patched side (or the original's compiled probe): the same calls, in the same order,
+    # from the same weights
     state = torch.load(payload["state"], weights_only=False)
     if module is not None and state.get("weights") is not None:
         module.load_state_dict(state["weights"], strict=False)
+    if mode == "probe":
+        result["compiled_differs"] = probe_compiled(loaded, module, state["records"])
+        return result
     mismatches = _run_patched(loaded, module, state, seed, tolerance, result, spec, payload.get("retrace", True),
                               payload.get("run_mode") or EVAL)
     result["mismatches"] = mismatches
@@ -257,34 +262,47 @@ def _run_observers(loaded, module, seed: int, example: tuple, plan: list, record
             _observe(loaded, loaded.fn, module, a, k, HOOKS_FORWARD, seed, plan, records, skipped)
     if TRAIN in skipped:
         return
-    # the eager original is the reference; the original compiled the same way must agree
-    # with it (compiled dropout draws its own numbers, say), else the check cannot tell
+    # the eager original is the reference. The original compiled the same way must agree with
+    # it (compiled dropout draws its own numbers, say), else the check cannot tell; that probe
+    # costs two more compiles, so it runs only where a patched program's compiled run differs
+    # (``probe_compiled``, from the state each call started in, kept here)
     grown = resized(a, k)
     shapes = [("example", a, k)] + ([(f"example, batch {grown[2]}", grown[0], grown[1])] if grown else [])
-    compiled = _compiled(loaded.fn)
-    try:
-        for name, sa, sk in shapes:
-            before = _snapshot(module)
-            rec = dict(run_call(loaded.fn, module, sa, sk, COMPILED, seed + len(records), _loss(loaded)),
-                       args=sa, kwargs=sk)
-            plan.append((COMPILED, name))
-            records.append(rec)
-            if COMPILED in skipped:
-                continue
-            after = _snapshot(module)
-            _restore(module, before)
-            probe = run_call(compiled, module, sa, sk, COMPILED, rec["seed"], _loss(loaded))
-            _restore(module, after)  # the patched side runs this call once: state as after one
+    for name, sa, sk in shapes:
+        before = _snapshot(module)
+        rec = dict(run_call(loaded.fn, module, sa, sk, COMPILED, seed + len(records), _loss(loaded)),
+                   args=sa, kwargs=sk, before=before)
+        plan.append((COMPILED, name))
+        records.append(rec)
+        if COMPILED not in skipped:
             why = observer_unusable(rec, COMPILED, module, _has_float(sa, sk))
-            if why is None and probe["status"] == "raised":
-                why = f"the original raises under torch.compile(backend={COMPILE_BACKEND!r}): {probe['exc'][:200]}"
-            if why is None and compare_outcome(rec, probe, None) is not None:
-                why = (f"{COMPILED_DIFFERS} on input "
-                       f"{name} ({compare_outcome(rec, probe, None)})")
             if why:
                 skipped[COMPILED] = why
+
+
+def probe_compiled(loaded, module, records: list) -> Optional[str]:
+    """Why the original under the compiled check's compile does not show what it shows in
+    eager (raises, or differs on one of its calls), or None: the compiled calls of
+    ``records`` again, each from the state it started in, compiled."""
+    from graphmend.verify.modes import compare_records, run_call
+
+    import torch
+
+    compiled = _compiled(loaded.fn)
+    try:
+        for rec in records:
+            if rec["mode"] != COMPILED:
+                continue
+            _restore(module, rec["before"])
+            probe = run_call(compiled, module, rec["args"], rec["kwargs"], COMPILED, rec["seed"], _loss(loaded))
+            if probe["status"] == "raised" and rec["status"] != "raised":
+                return f"the original raises under torch.compile(backend={COMPILE_BACKEND!r}): {probe['exc'][:200]}"
+            diff = compare_records(rec, probe, f"on input {rec['input']}", None)
+            if diff is not None:
+                return f"{COMPILED_DIFFERS} {diff}"
     finally:
         torch._dynamo.reset()
+    return None
 
 
 def _observe(loaded, fn, module, a, k, m: str, seed: int, plan: list, records: list, skipped: dict) -> None:
@@ -355,6 +373,12 @@ def _run_patched(loaded, module, state, seed: int, tolerance, result: dict, spec
             continue
         where = f"{CHECK_NAMES[m]} on input {name}"
         why = compare_records(want, got, where, tolerance)
+        if why and m == COMPILED:
+            # the parent asks the original's compiled probe whether this check can tell; the
+            # calls after this one start where the original's did: it again, eagerly
+            result["compiled_differs"] = True
+            _restore(module, snap)
+            run_call(loaded.fn, module, a, k, m, want["seed"], _loss(loaded))
         if why and m in ROUNDING_MODES and F64 not in skipped and compare_records(want, got, where, tolerance,
                                                                                  True) is None:
             # within the rounding of the tensor's scale: the float64 run of this input decides

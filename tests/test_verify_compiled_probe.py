@@ -1,0 +1,87 @@
+"""The compiled check's probe (graphmend/verify/worker.py, ``probe_compiled``): the original
+under the check's compile must show what it shows in eager, else the check cannot tell. The
+probe costs two more compiles of the original, so it runs only once a patched program's
+compiled run differs from the original's eager one, and once per target however many
+attempts ask."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+
+import graphmend.verify.run as verify_run  # noqa: E402
+from graphmend.core.discovery import TargetSpec  # noqa: E402
+from graphmend.core.model import TargetResult  # noqa: E402
+from graphmend.verify.modes import CHECK_NAMES, COMPILED, COMPILED_DIFFERS  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+SRC = '''import torch
+from torch import nn
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.fc(x)
+{body}        return torch.tanh(h)
+
+
+def mend_target():
+    torch.manual_seed(0)
+    return Head(), (torch.randn(2, 4),)
+'''
+SAME = ""
+DIFFERS = "        if torch.compiler.is_compiling():  # compiled, it scales\n            h = h * 2\n"
+
+
+@pytest.fixture
+def probes(monkeypatch):
+    """The modes of the verification workers started, in order."""
+    started: list[str] = []
+    real = verify_run.run_job
+
+    def counting(job, *a, **k):
+        started.append(job.payload["mode"])
+        return real(job, *a, **k)
+
+    monkeypatch.setattr(verify_run, "run_job", counting)
+    return started
+
+
+def _verify(tmp_path, original_body: str, patched_bodies: list[str]):
+    path = tmp_path / "head.py"
+    path.write_text(SRC.format(body=original_body), encoding="utf-8")
+    spec = TargetSpec(name="head.py::mend_target", function="mend_target", file=str(path))
+    original = verify_run.run_original(spec, {}, str(tmp_path), timeout=120)
+    assert original.error is None, original.error
+    before = TargetResult(name=spec.name, file=str(path), function="mend_target", graph_count=1)
+    return [verify_run.verify_target(original, {str(path): SRC.format(body=b) + "# patched\n"}, before, {},
+                                     timeout=120) for b in patched_bodies]
+
+
+def test_a_patched_program_that_agrees_compiled_never_runs_the_probe(tmp_path, probes):
+    (v,) = _verify(tmp_path, SAME, [SAME])
+    assert v.error is None and not v.mismatches, (v.error, v.mismatches)
+    assert CHECK_NAMES[COMPILED] in v.checks and CHECK_NAMES[COMPILED] not in v.skipped
+    assert probes == ["original", "patched"]
+
+
+def test_a_patched_program_that_differs_compiled_is_a_difference_the_probe_confirms(tmp_path, probes):
+    (v,) = _verify(tmp_path, SAME, [DIFFERS])
+    assert v.mismatches and v.mismatches[0].startswith(f"{CHECK_NAMES[COMPILED]} on input example"), v.mismatches
+    assert CHECK_NAMES[COMPILED] in v.checks
+    assert probes == ["original", "patched", "probe"]
+
+
+def test_an_original_that_differs_compiled_skips_the_check_once_for_every_attempt(tmp_path, probes):
+    first, second = _verify(tmp_path, DIFFERS, [DIFFERS, DIFFERS])
+    for v in (first, second):
+        assert v.error is None and not v.mismatches, v.mismatches
+        assert CHECK_NAMES[COMPILED] not in v.checks
+        assert v.skipped[CHECK_NAMES[COMPILED]].startswith(f"{COMPILED_DIFFERS} on input example: "), v.skipped
+    assert probes == ["original", "patched", "probe", "patched"]
