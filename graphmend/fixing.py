@@ -303,53 +303,39 @@ def _break_files(t: TargetResult) -> set[str]:
     return out
 
 
-def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: FixOptions,
-            progress: Optional[Callable[[str, int], Callable[..., None]]] = None,
-            cost: Optional[CostGate] = None) -> FixRun:
-    from rewrites.rules import advice_for
+def candidate(cands: dict[str, "FileCandidate"], f: str, in_tree: Callable[[str], bool], config: Config,
+              options: FixOptions, cache: Optional[Cache], report: Report) -> Optional["FileCandidate"]:
+    """``cands[f]``, read and added on first use; None for a file outside the tree when
+    ``options`` follows none, or one that cannot be read (an error of ``report``)."""
+    if f not in cands:
+        if not in_tree(f) and not options.follow:
+            return None
+        try:
+            source = SourceText.read(f)
+        except SourceError as exc:
+            # the scan already said so for a file in the tree; a followed file has no other voice
+            if not any(e.message == exc.message and _real(e.file) == f for e in report.errors):
+                report.errors.append(_file_error(f, exc.message))
+            return None
+        cands[f] = FileCandidate(f, source, set(), set(), in_tree(f), None if in_tree(f) else import_root_of(f),
+                                 unsafe=options.unsafe)
+        cands[f].line_length = config.line_length
+        cands[f].cache = cache
+    return cands[f]
+
+
+def propose(findings, before: Sequence[TargetResult], config: Config, options: FixOptions, report: Report,
+            cache: Optional[Cache], in_tree: Callable[[str], bool],
+            progress: Optional[Callable[[str, int], Callable[..., None]]] = None) -> dict[str, "FileCandidate"]:
+    """The files to rewrite, each planned at the lines the findings and Dynamo's breaks name:
+    its sites (what the rewrites would change) and refusals (why not), unverified. A file
+    that cannot be read or planned is an error of ``report``."""
     from tracer.messages import provenance
 
-    root = report_root(paths, config.project_root)
-    report = new_report("fix", root=root, torch_version=torch_version())
-    report.run_modes = list(config.modes[:1])
-    tree = [_real(str(Path(p).resolve())) for p in paths]
-    own = own_root()
-
-    def in_tree(f: str) -> bool:
-        # the user's: under PATH, or anywhere in the repository (the git top level of the working
-        # directory, else that directory) outside site-packages; the rest is installed (--patch)
-        return any(f == t or f.startswith(t + os.sep) for t in tree) or users_file(f, own)
-
-    # 1. find: one run mode (the CLI refuses more), so one capture per target, which
-    # verify_one pairs with its spec; captured with Dynamo's own nesting, no compiled autograd
-    cache = Cache.for_run(options.cache)
-    got = collect(paths, dataclasses.replace(config, modes=config.modes[:1], compiled_autograd=False,
-                                             nested_graph_breaks=None),
-                  CollectOptions(jobs=options.jobs, timeout=options.timeout, only=options.only, cache=cache),
-                  progress)
-    findings = [f for f in got.findings if config.rule_enabled(f.rule) and _selected(f.rule, options.rules)]
-    report.findings, report.errors, report.files_scanned = findings, got.errors, got.files_scanned
-    before: list[TargetResult] = got.targets
-
-    # 2. propose
     cands: dict[str, FileCandidate] = {}
 
     def cand(f: str) -> Optional[FileCandidate]:
-        if f not in cands:
-            if not in_tree(f) and not options.follow:
-                return None
-            try:
-                source = SourceText.read(f)
-            except SourceError as exc:
-                # the scan already said so for a file in the tree; a followed file has no other voice
-                if not any(e.message == exc.message and _real(e.file) == f for e in report.errors):
-                    report.errors.append(_file_error(f, exc.message))
-                return None
-            cands[f] = FileCandidate(f, source, set(), set(), in_tree(f), None if in_tree(f) else import_root_of(f),
-                                     unsafe=options.unsafe)
-            cands[f].line_length = config.line_length
-            cands[f].cache = cache
-        return cands[f]
+        return candidate(cands, f, in_tree, config, options, cache, report)
 
     for fd in findings:
         c = cand(_real(fd.file))
@@ -393,6 +379,72 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
         for s in r.applied:
             trig = {l for l in c.lines if s.line <= l <= s.end_line} or {s.line}
             c.sites.append(SiteRecord(c.path, s, trig))
+    return cands
+
+
+def users_files(paths: Sequence[str | os.PathLike[str]]) -> Callable[[str], bool]:
+    """Whether a (real) path is the user's: under ``paths``, or anywhere in the repository (the
+    git top level of the working directory, else that directory) outside site-packages; the
+    rest is installed (--patch)."""
+    tree = [_real(str(Path(p).resolve())) for p in paths]
+    own = own_root()
+    return lambda f: any(f == t or f.startswith(t + os.sep) for t in tree) or users_file(f, own)
+
+
+def plan_issues(report: Report, paths: Sequence[str | os.PathLike[str]], config: Config) -> None:
+    """Each issue's ``fix`` as the planner decides it at its own place, unverified and with no
+    run: ``safe`` where ``mend fix`` would plan a rewrite there, ``unsafe`` where only
+    ``--unsafe-fixes`` would, else None (advice) with the planner's reason in ``fix_why``: never
+    "its rule has a fixer". Only issues whose rules have a fixer are planned (no other can
+    get a rewrite); the plans are kept in mend's cache for the ``mend fix`` after."""
+    open_ = {id(i): i for i in report.issues if i.fix in ("safe", "unsafe") and i.file and i.line}
+    if not open_:
+        return
+    in_tree = users_files(paths)
+    scratch = new_report("fix", root=report.root)  # a file the planner cannot read is the scan's to report
+    cache = Cache.for_run(True)
+    why: dict[int, str] = {}
+    for unsafe in (False, True):
+        cands = propose(report.findings, report.targets, config, FixOptions(unsafe=unsafe), scratch, cache, in_tree)
+        for key, i in list(open_.items()):
+            c = cands.get(_real(i.file))
+            if c is not None and any(s.site.line <= i.line <= s.site.end_line for s in c.sites):
+                i.fix, i.fix_why = ("unsafe" if unsafe else "safe"), ""
+                del open_[key]
+            elif c is not None and not unsafe:
+                why[key] = next((r.reason for r in c.refusals if r.line == i.line), "")
+        if not open_:
+            break
+    for key, i in open_.items():
+        i.fix, i.fix_why = None, why.get(key) or "no rewrite is planned at this line"
+
+
+def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: FixOptions,
+            progress: Optional[Callable[[str, int], Callable[..., None]]] = None,
+            cost: Optional[CostGate] = None) -> FixRun:
+    from rewrites.rules import advice_for
+
+    root = report_root(paths, config.project_root)
+    report = new_report("fix", root=root, torch_version=torch_version())
+    report.run_modes = list(config.modes[:1])
+    in_tree = users_files(paths)
+
+    # 1. find: one run mode (the CLI refuses more), so one capture per target, which
+    # verify_one pairs with its spec; captured with Dynamo's own nesting, no compiled autograd
+    cache = Cache.for_run(options.cache)
+    got = collect(paths, dataclasses.replace(config, modes=config.modes[:1], compiled_autograd=False,
+                                             nested_graph_breaks=None),
+                  CollectOptions(jobs=options.jobs, timeout=options.timeout, only=options.only, cache=cache),
+                  progress)
+    findings = [f for f in got.findings if config.rule_enabled(f.rule) and _selected(f.rule, options.rules)]
+    report.findings, report.errors, report.files_scanned = findings, got.errors, got.files_scanned
+    before: list[TargetResult] = got.targets
+
+    # 2. propose
+    cands = propose(findings, before, config, options, report, cache, in_tree, progress)
+
+    def cand(f: str) -> Optional[FileCandidate]:  # a file a follow-up round reaches
+        return candidate(cands, f, in_tree, config, options, cache, report)
 
     # 3. verify, per target
     fix_targets: list[FixTarget] = []

@@ -24,6 +24,7 @@ class AnalyzeOptions:
     jobs: int = 1
     timeout: Optional[float] = None
     only: tuple[str, ...] = ()  # target function names run (all when empty)
+    plan: bool = True  # each issue's fix is the planner's verdict at its place (no run, libcst only)
 
 
 def analyze(paths: Sequence[str | os.PathLike[str]], config: Config, options: AnalyzeOptions,
@@ -44,6 +45,10 @@ def analyze(paths: Sequence[str | os.PathLike[str]], config: Config, options: An
     if options.static and options.dynamic:
         correlate(report)
     diagnose(report)
+    if options.plan:
+        from graphmend.fixing import plan_issues
+
+        plan_issues(report, paths, config)
     report.next_steps = next_steps(report, paths, got)
     return report
 

@@ -158,6 +158,8 @@ def render_markdown(r: Report) -> str:
                 if i.fix_hint:
                     out.append(f"  <br>Fix: {_code(i.fix_hint)}" + (" (`mend fix`)" if i.fix == "safe" else
                                                                     " (`mend fix --unsafe-fixes`)" if i.fix == "unsafe" else ""))
+                if i.fix_why:
+                    out.append(f"  <br>No rewrite here: {_esc(i.fix_why)}")
                 if i.targets:
                     out.append(f"  <br>Targets: {', '.join(_code(x) for x in i.targets)}")
             out.append("")

@@ -234,6 +234,8 @@ def _issue(w: _Writer, r: Report, i: Issue, verbose: bool) -> None:
     if i.fix_hint:
         w.line("    ", ("fix: ", "green"), i.fix_hint, ("  (mend fix)" if i.fix == "safe" else
                                                      "  (mend fix --unsafe-fixes)" if i.fix == "unsafe" else ""))
+    if i.fix_why:
+        w.line("    ", ("no rewrite here: ", "dim"), i.fix_why)
     if i.targets:
         w.line("    ", ("targets: ", "dim"), ", ".join(i.targets) if verbose else _few(i.targets))
     if verbose and len(i.stack) > 1:

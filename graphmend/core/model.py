@@ -198,8 +198,10 @@ class Issue:
     skipped: list[SkippedFrame] = field(default_factory=list)
     hidden_by: Optional[int] = None  # UNREACHED: index into Report.issues of the skip's cause
     # "safe": a fix family rewrites this rule (`mend fix`); "unsafe": only with --unsafe-fixes;
-    # None: advice only
+    # None: advice only. Where the analysis plans fixes (graphmend.fixing.plan_issues), the
+    # planner's verdict at this very place, and ``fix_why`` says why it plans none
     fix: Optional[str] = None
+    fix_why: str = ""
     findings: list[int] = field(default_factory=list)  # indexes into Report.findings
     breaks: list[list[int]] = field(default_factory=list)  # [target index, break index] pairs
     fixes: list[int] = field(default_factory=list)  # indexes into Report.fixes: the rewrites of this site
