@@ -2,7 +2,7 @@
 (mend fix's verified patches, served by mend's import overlay as the bench does), each in a
 process of its own: compiled in one mode, warmed up, timed, then ``torch.profiler`` over
 steady-state calls. Written to find why a mended program the cost gate calls slower is
-slower (docs/benchmarks.md, "The opaque MoE op on the GPU")::
+slower (docs/benchmarks.md, "The opaque MoE op (GM501), tiny models")::
 
     python benchmarks/arm_profile.py benchmarks/moe_gpu.py::mend_target_hf_qwen2_moe \\
         --device cuda --mode reduce-overhead --out build/profile.json

@@ -1,6 +1,6 @@
 """The transformers models whose fixes the eval table verifies and no earlier GPU run timed
 with the current fix pipeline, one unit per target, for the GPU cost gate (docs/benchmarks.md,
-"Session 15 on the GPU"); the real-size Mixtral last, so a sweep cut short by its deadline
+"GPU"); the real-size Mixtral last, so a sweep cut short by its deadline
 has the small ones::
 
     python3 benchmarks/cost_sweep.py benchmarks/hf_gpu.py --split benchmarks/hf_gpu.py \\

@@ -7,7 +7,7 @@ report and re-planned on the installed file (``rewrites.fixes.fix_source`` at th
 each arm runs in a fresh process, three training steps of one module compiled with
 ``aot_eager``, and prints the graphs each step compiled::
 
-    python benchmarks/ibert_recompiles.py benchmarks/results/fix-hf-5.24-train-session14.json
+    python benchmarks/ibert_recompiles.py benchmarks/results/fix-hf-5.24-train-torch2.13.json
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ equals eager, or the error::
 
     python benchmarks/opaque_paths.py [OUT.json]
 
-The measurement behind the runtime's torch-2.13 threshold (docs/benchmarks.md, "Session 16").
+The measurement behind the runtime's torch-2.13 threshold (docs/benchmarks.md, "The opaque op's two paths on torch 2.11").
 """
 
 from __future__ import annotations
