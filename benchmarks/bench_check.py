@@ -7,7 +7,7 @@ imports, scan, compare, render), median of N runs, and proves torch is never imp
     python benchmarks/bench_check.py            # 5 runs
     python benchmarks/bench_check.py --runs 11 --json
 
-Goal (issue 8): under 1 s wall on the 2-core dev machine, start-up included.
+Goal: under 1 s wall on the 2-core dev machine, start-up included.
 """
 
 from __future__ import annotations

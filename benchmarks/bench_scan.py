@@ -4,7 +4,7 @@
     python benchmarks/bench_scan.py --robustness     # also every file of torch and transformers
     python benchmarks/bench_scan.py --path DIR --jobs 4
 
-Goal (issue 3): >= 50,000 lines/s on the 2-core dev machine, start-up < 0.3 s. Throughput
+Goal: >= 50,000 lines/s on the 2-core dev machine, start-up < 0.3 s. Throughput
 is wall-clock lines / seconds of the whole command (process start, file walk, parse,
 detection, region analysis, JSON rendering). Start-up is the best of 5 runs of
 `mend analyze <one small file> --static-only` (the whole CLI: typer >= 0.2x imports pydantic

@@ -1,5 +1,5 @@
 """Is any mended program slower than its original? ``mend fix --bench`` over many targets,
-as a user runs it, and one table of what its cost gate measured (issue 19's sweep).
+as a user runs it, and one table of what its cost gate measured (the cost sweep).
 
     python benchmarks/cost_sweep.py corpus --split corpus/hf_models.py \\
         --survey mixtral qwen2_moe t5 --modes default,reduce-overhead --device cuda \\
@@ -11,7 +11,7 @@ FILE a file of its own, ``--survey TYPE`` a model survey_hf.py builds). Each uni
 whose report is there already is not run again, so a sweep cut short by ``--deadline`` (no
 unit starts after that many seconds) goes on where it stopped. ``--parallel`` units run at
 once: each times its arms one after another, so at most that many arms share the machine,
-and a unit's two arms may meet different loads (session 17 on the H200: the privacy filter's
+and a unit's two arms may meet different loads (on the H200: the privacy filter's
 default mode, 2.28x slower beside another lane, 0.73x when arm_profile.py timed it alone);
 take verdicts from --parallel 1.
 Then every report's cost checks are tabulated (``OUT/summary.md``, ``OUT/summary.json``).

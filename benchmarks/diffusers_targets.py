@@ -1,4 +1,4 @@
-"""Targets for diffusers models (issue 16: an ecosystem beyond transformers), each built from
+"""Targets for diffusers models (an ecosystem beyond transformers), each built from
 its constructor with tiny sizes and random weights (no downloads), so that a capture takes
 seconds on a CPU:
 

@@ -1,5 +1,5 @@
 """How long ``mend fix`` takes against a dynamic ``mend analyze`` of the same file, and how
-long a second ``mend fix`` takes with nothing changed (issue 19's ratios, in one run).
+long a second ``mend fix`` takes with nothing changed (ratios, in one run).
 
 Three fixes are timed: after the analyze (whose captures it starts from, as a user's
 ``mend analyze`` then ``mend fix`` does), cold (a cache of its own: it captures everything

@@ -1,4 +1,4 @@
-"""GraphMend's models at a real size, for the GPU cost gate (issue 16: "one real-size config"),
+"""GraphMend's models at a real size, for the GPU cost gate (one real-size config),
 with transformers 4.52.4 where their breaks are (docs/benchmarks.md, "GraphMend's
 models (transformers 4.52.4): Phi-3"). Random weights, no downloads; built on the GPU when there is one (too big to
 verify on a 2-core CPU in reasonable time)::

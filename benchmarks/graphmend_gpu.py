@@ -1,4 +1,4 @@
-"""The GraphMend models issue 16's fixes touch, for one GPU cost-gate run on transformers
+"""The GraphMend models mend's fixes touch, for one GPU cost-gate run on transformers
 4.52.4 (docs/benchmarks.md, "GraphMend's models (transformers 4.52.4): Phi-3"): Phi-3's LongRoPE (GM101) and
 Longformer's padding warning (GM202), tiny and at a real size::
 

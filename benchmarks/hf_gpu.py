@@ -43,7 +43,7 @@ def mend_target_hf_mixtral_base():
 
 
 def mend_target_hf_ctrl():
-    """CTRL's `nn.Buffer` table re-bound in `forward` (GM606's guard, session 19)."""
+    """CTRL's `nn.Buffer` table re-bound in `forward` (GM606's guard)."""
     return H.mend_target_hf_ctrl()
 
 
@@ -61,7 +61,7 @@ def mend_target_hf_nllb_moe():
 
 
 def mend_target_hf_xmod_two_languages():
-    """X-MOD's language adapters, a batch mixing two languages (GM502's opaque region, session 22)."""
+    """X-MOD's language adapters, a batch mixing two languages (GM502's opaque region)."""
     return H.mend_target_hf_xmod_two_languages()
 
 

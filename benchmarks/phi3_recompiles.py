@@ -1,4 +1,4 @@
-"""Compiles per call of Phi-3's LongRoPE model, original against mended (issue 16: "Phi-3 at 0
+"""Compiles per call of Phi-3's LongRoPE model, original against mended ("Phi-3 at 0
 breaks, with no recompile on the second call").
 
 Runs ``mend fix`` on ``benchmarks/graphmend_models.py``'s Phi-3 target (JSON), rebuilds the

@@ -1,5 +1,5 @@
 """The bench reference workload: a 12-block MLP stack with a logger call and a
-data-dependent clamp in each block (docs of issue 5: 4.3x on an H200 once hand-fixed)."""
+data-dependent clamp in each block (4.3x on an H200 once hand-fixed: docs/benchmarks.md)."""
 
 from __future__ import annotations
 

@@ -57,7 +57,7 @@ after the site (``_mend_<module>_<function>_<line>``), registers it once as the 
 * CUDA graphs: both ops are tagged ``torch.Tag.cudagraph_unsafe`` (the region syncs to read its
   sizes back, which a captured graph does not replay), so under ``reduce-overhead``
   Inductor's graph partition runs them between captured partitions (torch 2.11, the OpenAI privacy filter: five partitions, the two op calls
-  eager and three graphs replayed a call; docs/benchmarks.md, "Session 18 on the GPU").
+  eager and three graphs replayed a call; docs/benchmarks.md, "The OpenAI privacy filter").
 
 Chosen over ``torch._dynamo.nonstrict_trace`` (AOT autograd traces into it: with a ``nonzero``
 inside, torch 2.13 fails with ``PendingUnbackedSymbolNotFound``) and
