@@ -66,8 +66,12 @@ def summarise(run, seconds: float) -> dict:
                          graph_breaks_before=t.graph_breaks_before, graph_breaks_after=t.graph_breaks_after,
                          outputs_equal=t.outputs_equal, unexercised=t.unexercised_branches,
                          remaining=t.remaining, error=t.error) for t in rep.fix_targets],
-        "fixes": {s: sum(1 for f in rep.fixes if f.status == s) for s in ("verified", "rejected", "advice")},
+        "fixes": {s: sum(1 for f in rep.fixes if f.status == s)
+                  for s in ("verified", "partially verified", "rejected", "advice")},
         "verified": [f"{Path(f.file).name}:{f.line} {f.rule} {f.reason}" for f in rep.fixes if f.status == "verified"],
+        # written only with --accept-partial: what the proof lacks
+        "partial": [f"{Path(f.file).name}:{f.line} {f.rule}: " + "; ".join(f.skipped_checks or [])
+                    for f in rep.fixes if f.status == "partially verified"],
         "rejected": [f"{Path(f.file).name}:{f.line} {f.rule} {f.reason}" for f in rep.fixes if f.status == "rejected"],
         "seconds": round(seconds, 1),
     }
@@ -76,11 +80,12 @@ def summarise(run, seconds: float) -> dict:
 def render_md(results: dict, meta: str) -> str:
     """The per-model table of docs/real-models.md (formatting only)."""
     out = [meta, "", "| model | break sites before → after | Dynamo breaks before → after | outputs equal | "
-           "verified fixes | remaining sites |", "| --- | ---: | ---: | :---: | --- | --- |"]
+           "verified fixes | partially verified (--accept-partial) | remaining sites |",
+           "| --- | ---: | ---: | :---: | --- | --- | --- |"]
     tot = [0, 0, 0, 0]
     for name, r in results.items():
         if "targets" not in r:
-            out.append(f"| {name} | error: {r.get('error', '?')[:120]} | | | | |")
+            out.append(f"| {name} | error: {r.get('error', '?')[:120]} | | | | | |")
             continue
         for t in r["targets"]:
             g = (f"{t['graph_breaks_before']} → {t['graph_breaks_after']}"
@@ -90,16 +95,17 @@ def render_md(results: dict, meta: str) -> str:
             tot[2] += t.get("graph_breaks_before") or 0
             tot[3] += t.get("graph_breaks_after") or 0
             fixes = "<br>".join(v.split(" ", 2)[0] + " " + v.split(" ", 2)[1] for v in r["verified"]) or "–"
+            partial = "<br>".join(v.split(": ", 1)[0] for v in r.get("partial", [])) or "–"
             left: dict[str, int] = {}
             for x in t["remaining"]:
                 key = x.split(":", 1)[0] + ":" + x.split(":", 2)[1] if ":" in x else x
                 left[key] = left.get(key, 0) + 1
             rem = "<br>".join(f"{k} ×{n}" if n > 1 else k for k, n in left.items()) or "–"
             eq = {True: "yes", False: "**NO**", None: "–"}[t["outputs_equal"]]
-            out.append(f"| {name} | {t['breaks_before']} → {t['breaks_after']} | {g} | {eq} | {fixes} | {rem} |")
+            out.append(f"| {name} | {t['breaks_before']} → {t['breaks_after']} | {g} | {eq} | {fixes} | {partial} | {rem} |")
     share = lambda a, b: f" ({(a - b) / a * 100:.0f} % removed)" if a else ""  # noqa: E731
     out.append(f"| **total** | {tot[0]} → {tot[1]}{share(tot[0], tot[1])} | {tot[2]} → {tot[3]}{share(tot[2], tot[3])} "
-               "| | | |")
+               "| | | | |")
     return "\n".join(out) + "\n"
 
 
