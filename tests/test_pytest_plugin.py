@@ -110,6 +110,27 @@ def test_train_only_break_fails():
     torch.compile(dropout_logged, backend="eager")(model, torch.ones(2, 3)).sum().backward()
 
 
+def scaled(x, k):
+    return x * k
+
+
+@pytest.mark.mend(max_breaks=0, max_recompiles=0)
+def test_recompile_fails():
+    import torch
+    f = torch.compile(scaled, backend="eager")
+    f(torch.ones(3), 2.0)
+    f(torch.ones(3), 3.0)  # the float was specialised: the second call recompiles
+
+
+@pytest.mark.mend(max_breaks=0, max_recompiles=1)
+def test_one_recompile_allowed(mend_breaks):
+    import torch
+    f = torch.compile(scaled, backend="eager")
+    f(torch.ones(3), 2.0)
+    f(torch.ones(3), 3.0)
+    assert len(mend_breaks.recompiles) == 1 and mend_breaks.recompiles[0].function == "scaled"
+
+
 @pytest.mark.mend(max_breaks=0)
 def test_own_failure_wins():
     import torch
@@ -179,7 +200,13 @@ def test_marker_and_fixture_in_a_real_pytest_run(pytester):
     train_break = _section(out, "test_train_only_break_fails")
     train_line = _line(text, "the break only a training step hits")
     assert f"test_inner.py:{train_line}" in train_break
-    result.assert_outcomes(passed=4, failed=6)
+    # max_recompiles: a recompile over the limit fails, naming the function, its line and the guard
+    assert outcome["test_recompile_fails"] == "FAILED", out
+    recompiled = _section(out, "test_recompile_fails")
+    assert "1 recompile(s) in compiled calls, 0 allowed" in recompiled, recompiled
+    assert f"test_inner.py:{_line(text, 'def scaled(x, k):')}: scaled recompiled: " in recompiled
+    assert outcome["test_one_recompile_allowed"] == "PASSED", out
+    result.assert_outcomes(passed=5, failed=7)
 
 
 def test_parse_record_reads_every_log_form_torch_writes():
