@@ -391,7 +391,8 @@ def users_files(paths: Sequence[str | os.PathLike[str]]) -> Callable[[str], bool
     return lambda f: any(f == t or f.startswith(t + os.sep) for t in tree) or users_file(f, own)
 
 
-def plan_issues(report: Report, paths: Sequence[str | os.PathLike[str]], config: Config) -> None:
+def plan_issues(report: Report, paths: Sequence[str | os.PathLike[str]], config: Config,
+                progress: Optional[Callable[[str, int], Callable[..., None]]] = None) -> None:
     """Each issue's ``fix`` as the planner decides it at its own place, unverified and with no
     run: ``safe`` where ``mend fix`` would plan a rewrite there, ``unsafe`` where only
     ``--unsafe-fixes`` would, else None (advice) with the planner's reason in ``fix_why``: never
@@ -405,7 +406,8 @@ def plan_issues(report: Report, paths: Sequence[str | os.PathLike[str]], config:
     cache = Cache.for_run(True)
     why: dict[int, str] = {}
     for unsafe in (False, True):
-        cands = propose(report.findings, report.targets, config, FixOptions(unsafe=unsafe), scratch, cache, in_tree)
+        cands = propose(report.findings, report.targets, config, FixOptions(unsafe=unsafe), scratch, cache, in_tree,
+                        progress)
         for key, i in list(open_.items()):
             c = cands.get(_real(i.file))
             if c is not None and any(s.site.line <= i.line <= s.site.end_line for s in c.sites):

@@ -48,7 +48,7 @@ def analyze(paths: Sequence[str | os.PathLike[str]], config: Config, options: An
     if options.plan:
         from graphmend.fixing import plan_issues
 
-        plan_issues(report, paths, config)
+        plan_issues(report, paths, config, progress)
     report.next_steps = next_steps(report, paths, got)
     return report
 

@@ -53,7 +53,10 @@ def test_analyze_prints_a_line_per_target_and_where_it_wrote(tmp_path):
     assert out.returncode == 1, out.stderr
     assert out.stdout == ""  # the report went to the file; progress is stderr's
     lines = _lines(out.stderr)
-    assert [(n, total, stage) for n, total, stage, _, _ in lines] == [("1", "2", "capturing"), ("2", "2", "capturing")]
+    stages = [(n, total, stage) for n, total, stage, _, _ in lines]
+    assert stages[:2] == [("1", "2", "capturing"), ("2", "2", "capturing")], stages
+    # then the planner at each issue's place (what "candidate fix" counts), one line per file
+    assert [(stage, name) for _, _, stage, name, _ in lines[2:]] == [("planning", "models.py")], lines
     notes = {name: note for *_, name, note in lines}
     # the targets table's figures: breaks and recompiles apart
     assert re.fullmatch(r"1 break, 0 recompiles \(\d+\.\d s\)", notes["models.py::mend_target_print"]), notes
