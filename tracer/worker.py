@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-from pathlib import Path
 from typing import Any, Optional
 
 from graphmend.core.jobs import out_of_memory, run_isolated, unit_done, worker_main

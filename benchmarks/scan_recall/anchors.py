@@ -1,7 +1,6 @@
 """Anchor generation and target matching as two-stage detectors write them: grid anchors cached
 per feature-map size, IoU matching with a low-quality fallback, balanced sampling."""
 
-import math
 
 import torch
 from torch import nn

@@ -249,9 +249,7 @@ def _run_original(loaded, module, keys, recorder, seed: int, constants: list):
 def _run_observers(loaded, module, seed: int, example: tuple, plan: list, records: list, skipped: dict) -> None:
     """The example once in each of ``OBSERVERS`` (and repeated: a way the original itself
     differs in from run to run is skipped), then the compiled run on two shapes."""
-    from graphmend.verify.modes import compare_outcome, observer_unusable, resized, run_call
-
-    import torch
+    from graphmend.verify.modes import observer_unusable, resized, run_call
 
     a, k = example
     for m in OBSERVERS:
