@@ -211,7 +211,8 @@ def test_a_long_target_name_wraps_alone_and_no_column_collapses():
 
 def test_run_names_a_compiled_function_short_and_relative(tmp_path):
     from graphmend.core.model import Break, TargetResult
-    from tracer.run_script import _qualname, short_names
+    from tracer.recorder import qualname as _qualname
+    from tracer.run_script import short_names
 
     (tmp_path / "pkg").mkdir()
     model = tmp_path / "pkg" / "model.py"
