@@ -88,3 +88,7 @@ def test_cached_property_skip_names_the_standard_library_lock(analyzed):
     assert "cached_property.__get__ (functools.py:" in text and "with self.lock:" in text
     assert "<unknown location>" not in text
     assert all(i.file for i in report.issues)
+    from reports import render
+
+    md = render(report, "md").replace("\\", "")  # Markdown escapes the underscores
+    assert "Broke in library code it calls: cached_property.__get__ (functools.py:" in md
