@@ -201,6 +201,7 @@ def _issue(report: Report, g: _Group) -> Issue:
         reason=brk.reason if brk else "", explanation=brk.explanation if brk else "",
         hints=list(brk.hints) if brk else [], gb_type=brk.gb_type if brk else None,
         registry_id=brk.registry_id if brk else None, stack=list(brk.stack) if brk else [],
+        library=list(brk.library) if brk else [],
         # a frame-skip record is the same break seen from the caller Dynamo gave up on: it adds
         # no occurrence beside the graph breaks of the frame traced on its own
         targets=labels, fan_out=sum(b.occurrences for b in bs if b.kind == "graph_break")

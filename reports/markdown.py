@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from graphmend.core.model import Report
-from reports.paths import (UNSTABLE_NOTE, bench_setting, cost_text, recompile_text, location, mode_note, printable, rel, run_setting,
+from reports.paths import (UNSTABLE_NOTE, bench_setting, cost_text, recompile_text, library_cause, location, mode_note, printable, rel, run_setting,
                            skipped_sentence, target_label)
 
 
@@ -151,6 +151,8 @@ def render_markdown(r: Report) -> str:
                     ids = ", ".join(x for x in (i.registry_id,) if x)
                     out.append(f"  <br>Dynamo: {_esc(i.reason)}" + (f" ({ids})" if ids else "")
                                + ("" if i.counted else " *(not counted by explain)*"))
+                if library_cause(i.library, r.root):
+                    out.append(f"  <br>Broke in library code it calls: {_esc(library_cause(i.library, r.root))}")
                 if i.explanation:
                     out.append(f"  <br>{_esc(i.explanation)}")
                 for hint in i.hints:

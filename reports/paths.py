@@ -65,6 +65,30 @@ def location(path: Optional[str], line: Optional[int], root: str, col: Optional[
     return text
 
 
+_INSTALLED = re.compile(r".*[/\\](?:site-packages|dist-packages|lib[/\\]python\d+\.\d+)[/\\]")
+
+
+def library_path(path: str, root: str) -> str:
+    """A library file as a reader knows it: ``functools.py``, ``torch/_dynamo/polyfills/builtins.py``
+    (the path below site-packages or the standard library's folder); under the root, relative."""
+    shown = rel(path, root)
+    return _INSTALLED.sub("", shown) if shown == path else shown
+
+
+def library_cause(frames: list, root: str) -> Optional[str]:
+    """Where below the user's line Dynamo broke, in one line: the library frame that broke
+    (qualified name, file:line, its code), after the library frames that called it."""
+    if not frames:
+        return None
+    *calls, last = frames
+    text = f"{last.function or '<module>'} ({library_path(last.file, root)}:{last.line})"
+    if last.source:
+        text += f": {last.source}"
+    if calls:
+        text += "; called through " + " -> ".join(f"{f.function} ({library_path(f.file, root)}:{f.line})" for f in calls)
+    return text
+
+
 def target_label(name: str, run_mode: str) -> str:
     """A target as reports name it: ``file.py::fn``, with ``[train]`` when it ran in train mode."""
     return f"{name} [{run_mode}]" if run_mode == "train" else name

@@ -12,7 +12,7 @@ from typing import Optional
 
 from graphmend.core.model import (ADVICE, CONFIRMED, DYNAMIC, PARTIAL, REGRESSES, REJECTED, SLOWER, UNREACHED, UNVERIFIED, VERIFIED,
                                   Issue, Report)
-from reports.paths import (UNSTABLE_NOTE, bench_setting, break_counts, cost_text, recompile_text, location, mode_note, printable, rel, run_setting,
+from reports.paths import (UNSTABLE_NOTE, bench_setting, break_counts, cost_text, recompile_text, library_cause, location, mode_note, printable, rel, run_setting,
                            short_path, skipped_sentence, target_label)
 
 WIDTH = 120
@@ -226,6 +226,9 @@ def _issue(w: _Writer, r: Report, i: Issue, verbose: bool) -> None:
         ids = ", ".join(x for x in (i.gb_type if i.gb_type != i.reason else None, i.registry_id) if x)
         w.line("    ", ("dynamo: ", "dim"), i.reason, f" ({ids})" if ids else "",
                "" if i.counted or not i.targets else "; not counted by explain()")
+    cause = library_cause(i.library, r.root)
+    if cause:
+        w.line("    ", ("broke in library code it calls: ", "yellow"), cause)
     if verbose and i.explanation:
         w.line("    ", ("why: ", "dim"), i.explanation)
     if verbose:

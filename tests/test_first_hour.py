@@ -1,8 +1,9 @@
 """A newcomer's first hour on a repository: the user's own files are written in place (only
 installed ones are not), one capture serves every spelling of a recorded folder, and the
-scripted hour itself (mend run --record, analyze, fix --from-run --write, check)."""
+scripted hour itself (mend run --record, analyze, fix --from-run --write, bench, check)."""
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -163,7 +164,7 @@ with torch.no_grad():  # grad mode off: a recompile, not a break
 
 
 def test_a_first_hour_on_a_repository_without_targets(tmp_path):
-    """mend run --record, analyze, fix --from-run --write, check: what a newcomer reads."""
+    """mend run --record, analyze, fix --from-run --write, bench, check: what a newcomer reads."""
     pytest.importorskip("torch")
     import subprocess
 
@@ -190,6 +191,16 @@ def test_a_first_hour_on_a_repository_without_targets(tmp_path):
     fix = mend("fix", "--from-run", "rec", "--write")
     assert "installed packages" not in fix.stderr and "mend: wrote 1 file(s)" in fix.stderr, fix.stderr
     assert "y = torch.where(y.sum() > 0, y * 2, y)" in (repo / "pkg" / "model.py").read_text()
+    # the recorded target, mended, timed: a table with its arms, never Inductor's IR
+    bench = mend("bench", "rec", "--runs", "3", "--warmup", "1", "--arms", "eager,original")
+    assert bench.returncode == 0, bench.stdout + bench.stderr
+    assert "Total: 1 target benchmarked, 2 arms run" in bench.stdout, bench.stdout
+    arms = [line.split() for line in bench.stdout.splitlines() if line.lstrip().startswith(("eager ", "original "))]
+    assert [a[0] for a in arms] == ["eager", "original"] and all(a[-1] == "match" for a in arms), bench.stdout
+    assert arms[1][5:7] == ["1", "0"], bench.stdout  # one graph, no break: the fix is what was timed
+    for text in (bench.stdout, bench.stderr):
+        assert not re.search(r"ComputedBuffer|Pointwise\(|\bbuf\d+ = |def call\(args\)", text), text
+    assert all(line.startswith("[") for line in bench.stderr.splitlines()), bench.stderr  # progress lines only
     check = mend("check", "pkg")
     assert check.returncode == 0 and "accept today's with `mend check pkg --update-baseline`" in check.stderr, check
 
@@ -211,7 +222,8 @@ def test_a_long_target_name_wraps_alone_and_no_column_collapses():
 
 def test_run_names_a_compiled_function_short_and_relative(tmp_path):
     from graphmend.core.model import Break, TargetResult
-    from tracer.run_script import _qualname, short_names
+    from tracer.recorder import qualname as _qualname
+    from tracer.run_script import short_names
 
     (tmp_path / "pkg").mkdir()
     model = tmp_path / "pkg" / "model.py"

@@ -162,7 +162,14 @@ def _yaml_blocks(path: Path) -> list[str]:
 
 
 def _precommit_block(path: Path) -> str:
-    (block,) = [b for b in _yaml_blocks(path) if "id: mend-check" in b and "repos:" in b]
+    """The block that fetches the hooks from graphmend's repository."""
+    (block,) = [b for b in _yaml_blocks(path) if "id: mend-check" in b and "repos:" in b and "repo: local" not in b]
+    return block
+
+
+def _local_block(path: Path) -> str:
+    """The block that runs the installed ``mend`` with no clone."""
+    (block,) = [b for b in _yaml_blocks(path) if "id: mend-check" in b and "repo: local" in b]
     return block
 
 
@@ -236,3 +243,98 @@ def test_readme_precommit_block_runs_as_written(tmp_path):
     _git(project, "add", "-A", env=env)
     passed = pre_commit("run", "mend-check", "--files", "model.py")
     assert passed.returncode == 0, passed.stdout + passed.stderr
+
+
+# -- the README's local (no clone) pre-commit block, as written ----------------------------
+
+def _staged(project: Path, env: dict) -> list[str]:
+    out = _git(project, "diff", "--cached", "--name-only", "--diff-filter=ACMR", "-z", env=env).stdout
+    return [name for name in out.split("\0") if name]
+
+
+def _run_like_pre_commit(project: Path, config: Path, env: dict) -> subprocess.CompletedProcess:
+    """What ``pre-commit run`` does with a ``language: system`` hook at commit time: the
+    staged files its ``types`` select (``python``: a .py/.pyi name), appended to ``entry``
+    (split as a shell would) and ``args``, in one call (``require_serial``) from the
+    repository root, with the caller's environment (no hook environment is built)."""
+    import shlex
+
+    import yaml
+
+    (repo_entry,) = yaml.safe_load(config.read_text())["repos"]
+    (hook,) = repo_entry["hooks"]
+    assert repo_entry["repo"] == "local" and hook["language"] == "system"
+    assert hook.get("types") == ["python"] and hook.get("require_serial") is True
+    files = [f for f in _staged(project, env) if f.endswith((".py", ".pyi"))]
+    if not files and not hook.get("always_run"):
+        return subprocess.CompletedProcess([], 0, "(no files to check) Skipped", "")
+    argv = [*shlex.split(hook["entry"]), *hook.get("args", [])]
+    if hook.get("pass_filenames", True):
+        argv += files
+    return subprocess.run(argv, cwd=project, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_readme_local_precommit_block_runs_as_written(tmp_path):
+    """The README's ``repo: local`` block (``language: system``: the ``mend`` on PATH, no clone),
+    written unchanged into a temporary git repository's .pre-commit-config.yaml, blocks a
+    commit that adds a graph break and lets the fixed file through.
+
+    With the ``pre-commit`` package importable (the dev extra), the real ``pre-commit``
+    installs its git hook and ``git commit`` runs it. The test installs nothing: where
+    pre-commit is missing, and always as a cross-check, it parses the snippet and runs the
+    hook's ``entry`` on the staged files exactly as pre-commit would (``_run_like_pre_commit``).
+    ``mend`` is the installed console script; PYTHONPATH points its imports at this checkout."""
+    import importlib.util
+
+    import yaml
+
+    block = _local_block(ROOT / "README.md")
+    (entry,) = yaml.safe_load(block)["repos"]
+    assert entry["repo"] == "local"
+    (hook,) = entry["hooks"]
+    shipped = _hooks()["mend-check"]
+    # the local hook is the shipped one, run from the installed mend
+    assert hook["language"] == "system"
+    for key in ("id", "entry", "types", "require_serial"):
+        assert hook[key] == shipped[key], key
+    assert hook.get("pass_filenames", True) is shipped["pass_filenames"]
+    if shutil.which("mend") is None or shutil.which("git") is None:
+        pytest.fail("the 'mend' and 'git' commands must be on PATH (pip install -e .)")
+
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "PRE_COMMIT_HOME": str(home / "cache"), "GIT_AUTHOR_NAME": "t",
+           "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+           "NO_COLOR": "1", "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env.pop("GIT_DIR", None)
+    project = tmp_path / "project"
+    project.mkdir()
+    config = project / ".pre-commit-config.yaml"
+    config.write_text(block)
+    (project / "pyproject.toml").write_text('[project]\nname = "demo"\nversion = "0"\n\n[tool.mend]\n')
+    (project / "model.py").write_text(MODEL.replace("        return torch.relu(y)",
+                                                    "        print(y)\n        return torch.relu(y)"))
+    (project / "notes.txt").write_text("not python\n")
+    _git(project, "init", "-q", "-b", "main", env=env)
+    _git(project, "add", "-A", env=env)
+    real = importlib.util.find_spec("pre_commit") is not None
+    if real:
+        subprocess.run([sys.executable, "-m", "pre_commit", "install"], cwd=project, env=env, check=True,
+                       capture_output=True, timeout=120)
+
+    def verdicts() -> list[subprocess.CompletedProcess]:
+        runs = [_run_like_pre_commit(project, config, env)]
+        if real:
+            runs.append(_git(project, "commit", "-q", "-m", "change", env=env, check=False))
+        return runs
+
+    for out in verdicts():
+        text = out.stdout + out.stderr
+        assert out.returncode == 1, text
+        assert "GM201" in text and "model.py:12" in text and "1 new" in text, text
+    (project / "model.py").write_text(MODEL)
+    _git(project, "add", "-A", env=env)
+    for out in verdicts():
+        assert out.returncode == 0, out.stdout + out.stderr
+    if real:
+        assert _git(project, "log", "--format=%s", env=env).stdout.strip() == "change"

@@ -6,6 +6,7 @@ Used by the worker (one target at a time) and by ``mend run`` (a whole program).
 
 from __future__ import annotations
 
+import functools
 import linecache
 import logging
 import os
@@ -20,7 +21,7 @@ from typing import Any, Callable, Optional
 from graphmend.core.model import Break, Frame, Recompile
 from rewrites.rules import category_of
 from tracer.classify import classify
-from tracer.messages import ParsedBreak, parse_log_record, parse_recompile
+from tracer.messages import ParsedBreak, StackEntry, parse_log_record, parse_recompile
 from tracer.registry import registry_id
 
 _HERE = str(Path(__file__).resolve().parent)
@@ -60,6 +61,53 @@ def resume_line(code_name: str) -> Optional[int]:
     """``torch_dynamo_resume_in_forward_at_12`` -> 12 (where the resume function takes over); None otherwise."""
     m = _RESUME_RE.match(code_name)
     return int(m.group("line")) if m else None
+
+
+def _defs(file: str) -> tuple[tuple[str, str, int, int], ...]:
+    """(name, qualified name, first line with decorators, last line) of every def in ``file``."""
+    try:
+        st = os.stat(file)
+    except OSError:
+        return ()
+    return _defs_of(file, st.st_mtime_ns, st.st_size)  # a file rewritten since is parsed again
+
+
+@functools.lru_cache(maxsize=64)
+def _defs_of(file: str, mtime_ns: int, size: int) -> tuple[tuple[str, str, int, int], ...]:
+    import ast
+
+    try:
+        with open(file, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return ()
+    found: list[tuple[str, str, int, int]] = []
+
+    def walk(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                qual = f"{prefix}{child.name}"
+                if not isinstance(child, ast.ClassDef):
+                    first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
+                    found.append((child.name, qual, first, child.end_lineno or child.lineno))
+                walk(child, qual + ("." if isinstance(child, ast.ClassDef) else ".<locals>."))
+
+    walk(tree, "")
+    return tuple(found)
+
+
+def qualname(file: str, function: str, line: Optional[int]) -> str:
+    """``TinyNet.forward`` for the ``forward`` defined at ``line`` of ``file``, or whose body
+    holds ``line`` (``cached_property.__get__`` for functools.py:997), else the one def of that
+    name; ``function`` as it is when the source does not say."""
+    found = [(qual, first, last) for name, qual, first, last in _defs(file) if name == function]
+    if line is not None:
+        at = [q for q, first, _ in found if first == line]
+        if not at:  # the innermost def whose lines hold it
+            at = [q for q, first, last in sorted(found, key=lambda f: f[1], reverse=True) if first <= line <= last]
+        if at:
+            return at[0]
+    return found[0][0] if len(found) == 1 else function
 
 
 def compiled_key(co_name: str, co_filename: str) -> str:
@@ -234,8 +282,12 @@ class Recorder:
                 index[key].occurrences += 1
                 continue
             if raw.parsed.duplicate:
-                # a short duplicate whose full record we did not see: match on place alone
-                prior = next((x for x in out if (x.file, x.line) == (b.file, b.line)), None)
+                # a short duplicate whose full record we did not see: match on place alone (a
+                # repeat that broke in library code names only that place: match it there)
+                if b.file is None and b.library:
+                    prior = next((x for x in reversed(out) if _broke_at(x) == _broke_at(b)), None)
+                else:
+                    prior = next((x for x in out if (x.file, x.line) == (b.file, b.line)), None)
                 if prior is not None:
                     prior.occurrences += 1
                     continue
@@ -243,8 +295,9 @@ class Recorder:
                 b.counted = False  # explain counts the forward's graphs only
             elif b.kind == "graph_break" and not self.own_backend:
                 b.counted = True
-            elif b.kind == "graph_break" and (b.file, b.line) in counted_sites:
-                counted_sites.remove((b.file, b.line))
+            elif b.kind == "graph_break" and ((b.file, b.line) in counted_sites or _broke_at(b) in counted_sites):
+                # the graph's user_stack ends where Dynamo broke: the user line, or library code below it
+                counted_sites.remove((b.file, b.line) if (b.file, b.line) in counted_sites else _broke_at(b))
                 b.counted = True
             else:
                 b.counted = False
@@ -260,6 +313,11 @@ class Recorder:
             stack = stack[cut + 1:]
         user = [s for s in stack if is_user_file(s.file, self._torch_dir)]
         inner = user[-1] if user else None
+        # what ran below the user's line until Dynamo broke: a record that lists no stack (a
+        # repeat) names only its innermost place, which is library code when no user file
+        below = stack[stack.index(inner) + 1:] if inner else list(stack)
+        if not stack and p.file and not is_user_file(p.file, self._torch_dir):
+            below = [StackEntry(file=p.file, line=p.line or 0, function="")]
         file = inner.file if inner else (p.file if p.file and is_user_file(p.file, self._torch_dir) else None)
         line = inner.line if inner else (p.line if file else None)
         function = inner.function if inner else None
@@ -288,7 +346,30 @@ class Recorder:
             counted=False, kind=kind, compiled_function=raw.compiled, phase=raw.phase,
             skipped_frame=Frame(file=p.skipped_frame.file, line=p.skipped_frame.line, function=p.skipped_frame.function)
             if p.skipped_frame and is_user_file(p.skipped_frame.file, self._torch_dir) else None,
+            library=[_library_frame(s) for s in below],
         )
+
+
+def _broke_at(b: Break) -> tuple:
+    """The place Dynamo broke: the innermost library frame, else the user line."""
+    return (b.library[-1].file, b.library[-1].line) if b.library else (b.file, b.line)
+
+
+def _library_frame(s: StackEntry) -> Frame:
+    """A frame of library code, by its qualified name (``cached_property.__get__``, not
+    ``__get__``) and with its line's text (``with self.lock:``): the cause in its own words."""
+    source = s.source_line or (linecache.getline(s.file, s.line).strip() if s.line else "") or None
+    function = s.function
+    if s.line:
+        named = qualname(s.file, function, s.line) if function else _innermost_def(s.file, s.line)
+        function = named or function
+    return Frame(file=s.file, line=s.line, function=function, source=source)
+
+
+def _innermost_def(file: str, line: int) -> str:
+    """The qualified name of the innermost def whose lines hold ``line``; "" when none does."""
+    spans = [(first, qual) for _, qual, first, last in _defs(file) if first <= line <= last]
+    return max(spans)[1] if spans else ""
 
 
 def _is_launcher(path: str, launchers: tuple[str, ...]) -> bool:

@@ -175,39 +175,13 @@ def group_by_function(breaks: list[Break], recompiles) -> list[TargetResult]:
             if t.function == r.function and (not r.file or t.file == r.file):
                 t.recompiles.append(r)
                 break
+    from tracer.recorder import qualname
+
     for t in groups.values():
         t.graph_break_count = max(t.graph_count - 1, 0)
         # after the recompiles are matched (they name the code, not the class)
-        t.function = _qualname(t.file, t.function, first_lines.get(t.name))
+        t.function = qualname(t.file, t.function, first_lines.get(t.name))
     return list(groups.values())
-
-
-def _qualname(file: str, function: str, line: Optional[int]) -> str:
-    """``TinyNet.forward`` for the ``forward`` defined at ``line`` of ``file`` (the one def of
-    that name when the line is unknown); ``function`` as it is when the source does not say."""
-    import ast
-
-    try:
-        with open(file, encoding="utf-8") as fh:
-            tree = ast.parse(fh.read())
-    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
-        return function
-    found: list[tuple[str, int]] = []
-
-    def walk(node: ast.AST, prefix: str) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                qual = f"{prefix}{child.name}"
-                if not isinstance(child, ast.ClassDef) and child.name == function:
-                    first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
-                    found.append((qual, first))
-                walk(child, qual + ("." if isinstance(child, ast.ClassDef) else ".<locals>."))
-
-    walk(tree, "")
-    at = [q for q, first in found if first == line] if line is not None else []
-    if at:
-        return at[0]
-    return found[0][0] if len(found) == 1 else function
 
 
 def short_names(targets: list[TargetResult], root: str) -> None:

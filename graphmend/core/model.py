@@ -48,11 +48,12 @@ UNREACHED = "unreached"  # a static finding inside a frame Dynamo skipped: it ra
 
 @dataclass
 class Frame:
-    """One user frame of a break's stack."""
+    """One frame of a break's stack."""
 
     file: str
     line: int
     function: str
+    source: Optional[str] = None  # the line's text, stripped, where kept (library frames)
 
 
 @dataclass
@@ -84,6 +85,10 @@ class Break:
     # frame_skipped only: the frame Dynamo gave up on, as its message names it (the code's
     # name, maybe a resume function, and its first line); it ran in eager
     skipped_frame: Optional[Frame] = None
+    # the code below the innermost user frame that Dynamo broke in (the standard library, an
+    # installed package, a Dynamo polyfill), outermost first, the failing line last; empty
+    # when it broke on the user's own line. The user line is where it was called from.
+    library: list[Frame] = field(default_factory=list)
 
 
 @dataclass
@@ -189,6 +194,7 @@ class Issue:
     gb_type: Optional[str] = None
     registry_id: Optional[str] = None
     stack: list[Frame] = field(default_factory=list)
+    library: list[Frame] = field(default_factory=list)  # Break.library of that first break
     targets: list[str] = field(default_factory=list)  # target labels that hit it
     fan_out: int = 0  # dynamic occurrences over every target, mode, layer and recompile
     counted: bool = False  # torch._dynamo.explain counted it in some target
