@@ -25,6 +25,7 @@ from typing import Optional, Sequence
 from graphmend.core.config import Config
 from graphmend.core.model import (SWEEP_BREAKS, SWEEP_CLEAN, SWEEP_FAILED, SWEEP_NOT_BUILT, Report, SweepCause,
                                   SweepChange, SweepReport, SweepRow, SweepTotals, TargetResult)
+from graphmend.sweep.population import fix_breaking, fix_rows, population
 
 # library name -> (module, target file prefix). A library module exposes ``version() -> str``,
 # ``enumerate_models() -> (names to run in order, {skipped name: why})``, ``modality(name) -> str``,
@@ -52,6 +53,8 @@ class SweepOptions:
     library: str = "transformers"
     only: Sequence[str] = ()  # models to run (all the enumeration keeps when empty)
     limit: Optional[int] = None  # the first N of the enumeration
+    every: Optional[int] = None  # every Nth of the enumeration (a fixed sample), before --limit
+    fix: bool = False  # then mend fix (verification, nothing written) over every breaking pair: the population table
     jobs: int = 1
     timeout: Optional[float] = None  # per architecture and mode (default: config.timeout)
     targets_dir: Optional[Path] = None  # where the generated targets are written and kept
@@ -123,6 +126,9 @@ def plan(options: SweepOptions) -> Plan:
         # named explicitly: run even one the enumeration would leave out
         models = list(dict.fromkeys(options.only))
         selection = f"--only {' '.join(models)}"
+    if options.every is not None and options.every > 1:
+        models = models[::options.every]
+        selection += f", every {options.every}th ({len(models)})"
     if options.limit is not None:
         models = models[:options.limit]
         selection += f", the first {len(models)}"
@@ -184,10 +190,16 @@ def run_sweep(options: SweepOptions, config: Config, progress=None, torch_versio
     keep = options.targets_dir
     tmp = None if keep else tempfile.TemporaryDirectory(prefix="mend-sweep-")
     folder = Path(keep) if keep else Path(tmp.name)  # type: ignore[union-attr]
+    fix_runs: dict[str, object] = {}
+    fix_wall = 0.0
     try:
         files = write_targets(folder, p.library, p.models)
         report = (capture(folder, config, options.jobs, options.timeout, progress, options.collect, names=sorted(files))
                   if files else Report())
+        if options.fix:
+            fix_start = time.perf_counter()
+            fix_runs = fix_breaking(folder, files, report, config, options.jobs, options.timeout, progress)
+            fix_wall = time.perf_counter() - fix_start
     finally:
         if tmp is not None:
             tmp.cleanup()
@@ -204,6 +216,14 @@ def run_sweep(options: SweepOptions, config: Config, progress=None, torch_versio
     for e in report.errors:
         out.rows.append(SweepRow(model=files.get(Path(e.file).name, e.file), run_mode=config.modes[0],
                                  status=SWEEP_FAILED, why=e.message))
+    for row in out.rows:
+        row.library, row.modality = p.library, p.modalities.get(row.model, "")
+    if options.fix:
+        for mode, run in fix_runs.items():
+            fix_rep = run.report  # type: ignore[attr-defined]
+            fix_rows(out.rows, mode, fix_rep.fix_targets, fix_rep.targets, fix_rep.fixes, files)
+        out.population = population(out.rows, p.library)
+        out.fix_wall_s = round(fix_wall, 1)
     out.totals.wall_s = round(time.perf_counter() - start, 1)
     if out.totals.wall_s > 0:
         out.totals.runs_per_hour = round(len(out.rows) * 3600 / out.totals.wall_s, 1)
