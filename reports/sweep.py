@@ -238,6 +238,10 @@ def render_sweep_html(r: SweepReport) -> str:
              (t.causes, f"root causes ({t.breaks} breaks)", "bad" if t.causes else "good"),
              (t.causes_safe, f"with a safe fix ({t.breaks_fixable} breaks)", "good" if t.causes_safe else ""),
              (f"{t.runs_per_hour:g}", "runs per hour", "")]
+    if r.population:
+        total = r.population[-1]
+        stats.append((total.removed, f"of {total.breaks} breaks removed by verified fixes ({total.removed_pct:g} %)",
+                      "good" if total.removed else ""))
     if r.baseline is not None:
         stats.append((t.regressions, "regressions", "bad" if t.regressions else "good"))
     parts = [f"<header><h1>{_e(_title(r))}</h1><div class=\"meta\">{_e(_setting(r))}</div>",
