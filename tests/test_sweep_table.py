@@ -98,7 +98,7 @@ def test_renderers_show_the_population_table_and_each_rows_library_and_modality(
 def test_every_takes_a_fixed_sample_of_the_enumeration(monkeypatch):
     monkeypatch.setitem(stage.LIBRARIES, "fake", FAKE)
     p = stage.plan(stage.SweepOptions(library="fake", every=2))
-    assert p.models == ["Gate", "Broken"] and "every 2th" in p.selection
+    assert p.models == ["Gate", "Broken"] and "one in 2 (2)" in p.selection
     assert stage.plan(stage.SweepOptions(library="fake", every=2, limit=1)).models == ["Gate"]
 
 

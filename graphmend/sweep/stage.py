@@ -128,7 +128,7 @@ def plan(options: SweepOptions) -> Plan:
         selection = f"--only {' '.join(models)}"
     if options.every is not None and options.every > 1:
         models = models[::options.every]
-        selection += f", every {options.every}th ({len(models)})"
+        selection += f", one in {options.every} ({len(models)})"
     if options.limit is not None:
         models = models[:options.limit]
         selection += f", the first {len(models)}"
