@@ -8,7 +8,8 @@ The seam: ``write_targets`` makes an ordinary folder of target files and ``captu
 hands it to ``collect`` as ``mend analyze DIR --dynamic-only`` would, so whatever runs
 analyze's targets (jobs, an executor) runs a sweep's too, and each architecture's counts
 are those of ``mend analyze`` of its file. ``aggregate`` and ``compare`` are pure: they
-take the model's objects and import no torch.
+take the model's objects and import no torch. With ``fix``, ``mend fix`` then runs over the
+breaking targets and the population table is counted (graphmend.sweep.population).
 """
 
 from __future__ import annotations
@@ -39,8 +40,9 @@ LIBRARIES = {"transformers": ("graphmend.sweep.hf", "hf"), "timm": ("graphmend.s
 NOT_BUILT_MARK = "raised NotBuilt: "
 FIX_NOTE = ("Static fixability of each root cause's rule, from the rule records: safe = a fix family mend fix "
             "rewrites (applied only after verification), unsafe = only with --unsafe-fixes (may change cost), "
-            "advice = no automatic fix, none = no rule explains the break (GM9xx). Nothing was rewritten or "
-            "verified by the sweep: run mend fix on a model's target for that.")
+            "advice = no automatic fix, none = no rule explains the break (GM9xx). Nothing is rewritten or "
+            "verified for this column: mend sweep --fix (the population table) or mend fix of a model's target "
+            "verifies them.")
 _WHERE = 3  # break sites a row lists
 
 
