@@ -933,6 +933,7 @@ def _verify_sites_in(tmp: str, spec, before: TargetResult, sites: list[SiteRecor
     outcome = Outcome(sites, verdicts, final, list(exposed), read, judged.get(id(final), {}) if final else {})
     if final is not None:
         ft.breaks_after = final.breaks_after
+        ft.fixes = [f"{s.file}:{s.site.line}" for s in sites if outcome.passes(s)]
         if final.after is not None:
             ft.graph_breaks_after = final.after.graph_break_count
         ft.outputs_equal = True

@@ -76,6 +76,32 @@ def _headline(r: SweepReport) -> list[str]:
     return lines
 
 
+# the population table (mend sweep --fix): (heading, PopulationRow field)
+POPULATION = (("library", "library"), ("modality", "modality"), ("models", "enumerated"), ("built", "built"),
+              ("pairs", "pairs"), ("breaking", "breaking"), ("breaks", "breaks"), ("explain", "graph_breaks"),
+              ("removed", "removed"), ("removed %", "removed_pct"), ("to zero", "zeroed"),
+              ("partial removed", "removed_partial"), ("partial to zero", "zeroed_partial"),
+              ("not kept", "removed_not_kept"), ("fix errors", "fix_errors"))
+POPULATION_NOTE = ("pairs: (model, mode) pairs that ran; breaking: those that break; breaks: Dynamo's logged breaks "
+                   "over them (explain: torch._dynamo.explain's count). Then mend fix (verification only, nothing "
+                   "written) over every breaking pair: removed / to zero: logged breaks gone and pairs left with "
+                   "none where every rewrite applied is verified (what mend fix --write writes); partial: a "
+                   "partially verified rewrite took part (a skipped check or a caveat); not kept: one mend fix "
+                   "would not write. Neither of the last two counts as removed.")
+
+
+def _population(r: SweepReport) -> list[list[str]]:
+    return [[str(getattr(p, f)) for _, f in POPULATION] for p in r.population]
+
+
+def _fix_cell(row) -> str:
+    if not row.fix:
+        return ""
+    if row.breaks_after is None:
+        return f"{row.fix}: {row.fix_why}" if row.fix_why else row.fix
+    return f"{row.fix}: {row.breaks} -> {row.breaks_after}"
+
+
 def _models(c) -> str:
     shown = ", ".join(c.models[:8])
     return shown + (f" and {len(c.models) - 8} more" if len(c.models) > 8 else "")
@@ -88,6 +114,21 @@ def _sites(c) -> str:
 
 def render_sweep_text(r: SweepReport) -> str:
     out = [_title(r), _setting(r), ""] + _headline(r)
+    if r.population:
+        from rich.console import Console
+        from rich.table import Table
+
+        from rich import box
+
+        table = Table(box=box.SIMPLE_HEAD, title=f"Population table (mend fix took {r.fix_wall_s:.0f} s of it)",
+                      title_justify="left")
+        for i, (head, _) in enumerate(POPULATION):
+            table.add_column(head, justify="left" if i < 2 else "right", overflow="fold")
+        for cells in _population(r):
+            table.add_row(*cells)
+        console = Console(width=200, record=True, file=__import__("io").StringIO(), color_system=None)
+        console.print(table)
+        out += [""] + [line.rstrip() for line in console.export_text().rstrip().splitlines()] + [POPULATION_NOTE]
     if r.causes:
         out += ["", "Top root causes (one line of code, however many models and copies hit it):"]
         for i, c in enumerate(r.causes[:TOP], 1):
@@ -100,12 +141,14 @@ def render_sweep_text(r: SweepReport) -> str:
     if broken:
         out += ["", "Breaking:"]
         for row in broken:
-            out.append(f"  {row.model} [{row.run_mode}]: {row.graph_count} graphs, {row.graph_break_count} counted, "
-                       f"{row.breaks} listed; {', '.join(row.where)}")
+            out.append(f"  {row.library} {row.modality or '-'} {row.model} [{row.run_mode}]: {row.graph_count} graphs, "
+                       f"{row.graph_break_count} counted, {row.breaks} listed; {', '.join(row.where)}"
+                       + (f"; fix {_fix_cell(row)}" if row.fix else ""))
     failed = [row for row in r.rows if row.status in (SWEEP_FAILED, SWEEP_NOT_BUILT)]
     if failed:
         out += ["", "Not run:"]
-        out += [f"  {row.model} [{row.run_mode}]: {row.status}: {row.why}" for row in failed]
+        out += [f"  {row.library} {row.modality or '-'} {row.model} [{row.run_mode}]: {row.status}: {row.why}"
+                for row in failed]
     for title, changes in (("Regressions", r.regressions), ("Improvements", r.improvements)):
         if changes:
             out += ["", f"{title}:"]
@@ -116,6 +159,11 @@ def render_sweep_text(r: SweepReport) -> str:
 def render_sweep_md(r: SweepReport) -> str:
     out = [f"# {_cell(_title(r))}", "", _cell(_setting(r)), ""]
     out += [_cell(line) for line in _headline(r)]
+    if r.population:
+        out += ["", "## Population", "", "| " + " | ".join(h for h, _ in POPULATION) + " |",
+                "|---|---|" + "---:|" * (len(POPULATION) - 2)]
+        out += ["| " + " | ".join(_cell(c) for c in cells) + " |" for cells in _population(r)]
+        out += ["", _cell(POPULATION_NOTE) + f" mend fix took {r.fix_wall_s:.0f} s."]
     out += ["", "## By mode", "", "| mode | " + " | ".join(STATUSES) + " |", "|---|" + "---:|" * len(STATUSES)]
     for mode in r.run_modes:
         by = r.totals.by_mode.get(mode, {})
@@ -137,13 +185,14 @@ def render_sweep_md(r: SweepReport) -> str:
             out += [f"| {_cell(c.model)} | {c.run_mode} | {c.kind} | {_cell(c.before)} | {_cell(c.after)} |"
                     for c in changes]
     out += ["", "## Architectures", "",
-            "| model | mode | status | graphs | counted breaks | listed breaks | skipped frames | causes | "
-            "safe fix | where / why |", "|---|---|---|---:|---:|---:|---:|---|---:|---|"]
+            "| library | modality | model | mode | status | graphs | counted breaks | listed breaks | skipped frames | "
+            "causes | safe fix | mend fix | where / why |", "|---|---|---|---|---|---:|---:|---:|---:|---|---:|---|---|"]
     for row in r.rows:
         detail = row.why if row.status in (SWEEP_FAILED, SWEEP_NOT_BUILT) else ", ".join(row.where)
-        out.append(f"| {_cell(row.model)} | {row.run_mode} | {row.status} | {row.graph_count} | {row.graph_break_count} | "
+        out.append(f"| {_cell(row.library)} | {_cell(row.modality)} | {_cell(row.model)} | {row.run_mode} | "
+                   f"{row.status} | {row.graph_count} | {row.graph_break_count} | "
                    f"{row.breaks} | {row.frames_skipped} | {', '.join(str(i + 1) for i in row.causes)} | {row.fixable} | "
-                   f"{_cell(detail)} |")
+                   f"{_cell(_fix_cell(row))} | {_cell(detail)} |")
     if r.skipped:
         out += ["", f"## Left out by the enumeration ({len(r.skipped)})", ""]
         out += [f"- {_cell(m)}: {_cell(why)}" for m, why in r.skipped.items()]
@@ -189,6 +238,10 @@ def render_sweep_html(r: SweepReport) -> str:
              (t.causes, f"root causes ({t.breaks} breaks)", "bad" if t.causes else "good"),
              (t.causes_safe, f"with a safe fix ({t.breaks_fixable} breaks)", "good" if t.causes_safe else ""),
              (f"{t.runs_per_hour:g}", "runs per hour", "")]
+    if r.population:
+        total = r.population[-1]
+        stats.append((total.removed, f"of {total.breaks} breaks removed by verified fixes ({total.removed_pct:g} %)",
+                      "good" if total.removed else ""))
     if r.baseline is not None:
         stats.append((t.regressions, "regressions", "bad" if t.regressions else "good"))
     parts = [f"<header><h1>{_e(_title(r))}</h1><div class=\"meta\">{_e(_setting(r))}</div>",
@@ -196,6 +249,10 @@ def render_sweep_html(r: SweepReport) -> str:
                                              for v, k, cls in stats) + "</div></header>",
              "<h2>Summary</h2>" + "".join(f"<p>{_e(line)}</p>" for line in _headline(r)),
              "<h2>By mode</h2>" + _legend() + "".join(_mode_bar(r, m) for m in r.run_modes)]
+    if r.population:
+        parts.insert(3, "<h2>Population</h2>" + _table([(h, i >= 2) for i, (h, _) in enumerate(POPULATION)],
+                                                       [[_e(c) for c in cells] for cells in _population(r)])
+                     + f'<p class="small">{_e(POPULATION_NOTE)} mend fix took {_e(f"{r.fix_wall_s:.0f}")} s.</p>')
     for title, changes in (("Regressions", r.regressions), ("Improvements", r.improvements)):
         if changes:
             parts.append(f"<h2>{title} against <code>{_e(r.baseline)}</code></h2>" + _table(
@@ -211,11 +268,12 @@ def render_sweep_html(r: SweepReport) -> str:
               f"<code>{_e(c.source)}</code>" if c.source else _e(c.reason), _e(_sites(c)), _e(_models(c))]
              for i, c in enumerate(r.causes, 1)]))
     parts.append("<h2>Architectures</h2>" + _table(
-        [("model", False), ("mode", False), ("status", False), ("graphs", True), ("counted", True), ("listed", True),
-         ("skipped frames", True), ("causes", False), ("safe fix", True), ("where / why", False)],
-        [[f"<code>{_e(row.model)}</code>", _e(row.run_mode), _badge(row.status), str(row.graph_count),
-          str(row.graph_break_count), str(row.breaks), str(row.frames_skipped),
-          _e(", ".join(str(i + 1) for i in row.causes)), str(row.fixable),
+        [("library", False), ("modality", False), ("model", False), ("mode", False), ("status", False),
+         ("graphs", True), ("counted", True), ("listed", True), ("skipped frames", True), ("causes", False),
+         ("safe fix", True), ("mend fix", False), ("where / why", False)],
+        [[_e(row.library), _e(row.modality), f"<code>{_e(row.model)}</code>", _e(row.run_mode), _badge(row.status),
+          str(row.graph_count), str(row.graph_break_count), str(row.breaks), str(row.frames_skipped),
+          _e(", ".join(str(i + 1) for i in row.causes)), str(row.fixable), _e(_fix_cell(row)),
           _e(row.why if row.status in (SWEEP_FAILED, SWEEP_NOT_BUILT) else ", ".join(row.where))]
          for row in r.rows]))
     if r.skipped:

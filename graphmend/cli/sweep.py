@@ -33,6 +33,12 @@ def sweep(
                                              "repeated; for transformers also a model type, bert: its base model "
                                              "on tokens); one the enumeration leaves out runs when named."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N architectures."),
+    every: Optional[int] = typer.Option(None, "--every", min=1, help="Every Nth architecture of the enumeration "
+                                        "(a fixed sample; before --limit)."),
+    fix: bool = typer.Option(False, "--fix", help="Then mend fix (verification only, nothing written) over every "
+                             "breaking model and mode, and the population table: per modality, models built, pairs "
+                             "that break, Dynamo's logged breaks, breaks removed by verified fixes, pairs brought "
+                             "to zero (partially verified fixes counted apart)."),
     format: SweepFormat = typer.Option(SweepFormat.text, "--format", "-f", help="Output format."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report here instead of stdout."),
     md: Optional[Path] = typer.Option(None, "--md", help="Also write the Markdown dashboard here."),
@@ -68,7 +74,7 @@ def sweep(
             raise fail("--list prints text or JSON (-f text, -f json)")
         try:
             modes = Config().with_flags(modes=run_modes_flag(train, mode)).modes
-            p = plan(SweepOptions(library=library, only=_names(only), limit=limit))
+            p = plan(SweepOptions(library=library, only=_names(only), limit=limit, every=every))
         except (SweepError, ConfigError) as exc:
             raise fail(str(exc))
         from reports.sweep import render_plan
@@ -97,7 +103,8 @@ def sweep(
         raise fail(str(exc))
     tv = require_torch("sweep")
     where, address = executor_choice(config, executor, ray_address)
-    options = SweepOptions(library=library, only=_names(only), limit=limit, jobs=jobs, timeout=timeout,
+    options = SweepOptions(library=library, only=_names(only), limit=limit, every=every, fix=fix, jobs=jobs,
+                           timeout=timeout,
                            targets_dir=targets_dir.resolve() if targets_dir else None,
                            command=" ".join(["mend"] + [shlex.quote(a) for a in sys.argv[1:]]))
     with executor_scope(where, address, jobs), progress_hook(quiet) as progress:

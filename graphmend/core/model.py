@@ -279,6 +279,9 @@ class FixTarget:
     graph_breaks_before: Optional[int] = None
     graph_breaks_after: Optional[int] = None
     costs: list["CostCheck"] = field(default_factory=list)  # mend fix --bench: one per torch.compile mode
+    # "file:line" of each rewrite the passing set applied to this target (Fix.file, Fix.line):
+    # its Fix record's status says whether what this target lost is a verified fix's doing
+    fixes: list[str] = field(default_factory=list)
 
 
 # CostCheck.verdict
@@ -545,6 +548,44 @@ class SweepRow:
     fixable: int = 0  # of its distinct breaks, those whose cause has a safe fix
     fixable_unsafe: int = 0  # those only an --unsafe-fixes rewrite covers
     duration_s: float = 0.0
+    library: str = ""
+    modality: str = ""  # the library module's word for its inputs: text, vision, audio, ...
+    # after mend sweep --fix (mend fix over the pair's target, verification only): FIX_* or ""
+    # (not fixed: it did not break, or --fix was not asked)
+    fix: str = ""
+    breaks_after: Optional[int] = None  # logged breaks left with the target's passing fixes applied
+    breaks_removed: int = 0  # fix's breaks_before - breaks_after
+    fix_why: str = ""  # error / not kept: one line
+
+
+# SweepRow.fix: how the breaks mend fix removed from a pair were removed
+FIX_VERIFIED = "verified"  # every rewrite that removed them is verified: safe, what --write writes
+FIX_PARTIAL = "partial"  # one of them is partially verified (a skipped check, a caveat): counted apart
+FIX_NOT_KEPT = "not kept"  # one of them was rejected for another target, or measured slower: not written
+FIX_NONE = "none"  # no rewrite removed a break
+FIX_ERROR = "error"  # mend fix could not run the target
+
+
+@dataclass
+class PopulationRow:
+    """One line of the population table (``mend sweep --fix``): one library and modality, or
+    its total (modality "all"). Counted by the sweep stage from the rows; renderers show it."""
+
+    library: str
+    modality: str
+    enumerated: int = 0  # models the sweep ran
+    built: int = 0  # built in at least one mode
+    pairs: int = 0  # (model, mode) pairs that ran to a capture (clean or breaking)
+    breaking: int = 0  # of them, those that break
+    breaks: int = 0  # Dynamo's logged breaks over the breaking pairs (SweepRow.breaks)
+    graph_breaks: int = 0  # explain's graph_break_count over them
+    removed: int = 0  # logged breaks removed by verified (safe) fixes
+    zeroed: int = 0  # breaking pairs verified fixes bring to zero logged breaks
+    removed_partial: int = 0  # removed where a partially verified fix took part (not safe)
+    zeroed_partial: int = 0
+    removed_not_kept: int = 0  # removed by a rewrite mend fix would not write (rejected elsewhere, slower)
+    fix_errors: int = 0  # breaking pairs mend fix could not run
+    removed_pct: float = 0.0  # removed / breaks, in percent
 
 
 @dataclass
@@ -625,6 +666,9 @@ class SweepReport:
     improvements: list[SweepChange] = field(default_factory=list)
     totals: SweepTotals = field(default_factory=SweepTotals)
     fix_note: str = ""  # what "fixable" means in this report
+    # mend sweep --fix: per modality, then the library's total (modality "all")
+    population: list[PopulationRow] = field(default_factory=list)
+    fix_wall_s: float = 0.0  # of totals.wall_s, the time mend fix took
 
     def to_json(self, indent: Optional[int] = 1) -> str:
         return json.dumps(to_dict(self), indent=indent)

@@ -8,7 +8,8 @@ The seam: ``write_targets`` makes an ordinary folder of target files and ``captu
 hands it to ``collect`` as ``mend analyze DIR --dynamic-only`` would, so whatever runs
 analyze's targets (jobs, an executor) runs a sweep's too, and each architecture's counts
 are those of ``mend analyze`` of its file. ``aggregate`` and ``compare`` are pure: they
-take the model's objects and import no torch.
+take the model's objects and import no torch. With ``fix``, ``mend fix`` then runs over the
+breaking targets and the population table is counted (graphmend.sweep.population).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Optional, Sequence
 from graphmend.core.config import Config
 from graphmend.core.model import (SWEEP_BREAKS, SWEEP_CLEAN, SWEEP_FAILED, SWEEP_NOT_BUILT, Report, SweepCause,
                                   SweepChange, SweepReport, SweepRow, SweepTotals, TargetResult)
+from graphmend.sweep.population import fix_breaking, fix_rows, population
 
 # library name -> (module, target file prefix). A library module exposes ``version() -> str``,
 # ``enumerate_models() -> (names to run in order, {skipped name: why})``, ``modality(name) -> str``,
@@ -38,8 +40,9 @@ LIBRARIES = {"transformers": ("graphmend.sweep.hf", "hf"), "timm": ("graphmend.s
 NOT_BUILT_MARK = "raised NotBuilt: "
 FIX_NOTE = ("Static fixability of each root cause's rule, from the rule records: safe = a fix family mend fix "
             "rewrites (applied only after verification), unsafe = only with --unsafe-fixes (may change cost), "
-            "advice = no automatic fix, none = no rule explains the break (GM9xx). Nothing was rewritten or "
-            "verified by the sweep: run mend fix on a model's target for that.")
+            "advice = no automatic fix, none = no rule explains the break (GM9xx). Nothing is rewritten or "
+            "verified for this column: mend sweep --fix (the population table) or mend fix of a model's target "
+            "verifies them.")
 _WHERE = 3  # break sites a row lists
 
 
@@ -52,6 +55,8 @@ class SweepOptions:
     library: str = "transformers"
     only: Sequence[str] = ()  # models to run (all the enumeration keeps when empty)
     limit: Optional[int] = None  # the first N of the enumeration
+    every: Optional[int] = None  # every Nth of the enumeration (a fixed sample), before --limit
+    fix: bool = False  # then mend fix (verification, nothing written) over every breaking pair: the population table
     jobs: int = 1
     timeout: Optional[float] = None  # per architecture and mode (default: config.timeout)
     targets_dir: Optional[Path] = None  # where the generated targets are written and kept
@@ -123,6 +128,9 @@ def plan(options: SweepOptions) -> Plan:
         # named explicitly: run even one the enumeration would leave out
         models = list(dict.fromkeys(options.only))
         selection = f"--only {' '.join(models)}"
+    if options.every is not None and options.every > 1:
+        models = models[::options.every]
+        selection += f", one in {options.every} ({len(models)})"
     if options.limit is not None:
         models = models[:options.limit]
         selection += f", the first {len(models)}"
@@ -184,10 +192,16 @@ def run_sweep(options: SweepOptions, config: Config, progress=None, torch_versio
     keep = options.targets_dir
     tmp = None if keep else tempfile.TemporaryDirectory(prefix="mend-sweep-")
     folder = Path(keep) if keep else Path(tmp.name)  # type: ignore[union-attr]
+    fix_runs: dict[str, object] = {}
+    fix_wall = 0.0
     try:
         files = write_targets(folder, p.library, p.models)
         report = (capture(folder, config, options.jobs, options.timeout, progress, options.collect, names=sorted(files))
                   if files else Report())
+        if options.fix:
+            fix_start = time.perf_counter()
+            fix_runs = fix_breaking(folder, files, report, config, options.jobs, options.timeout, progress)
+            fix_wall = time.perf_counter() - fix_start
     finally:
         if tmp is not None:
             tmp.cleanup()
@@ -204,6 +218,14 @@ def run_sweep(options: SweepOptions, config: Config, progress=None, torch_versio
     for e in report.errors:
         out.rows.append(SweepRow(model=files.get(Path(e.file).name, e.file), run_mode=config.modes[0],
                                  status=SWEEP_FAILED, why=e.message))
+    for row in out.rows:
+        row.library, row.modality = p.library, p.modalities.get(row.model, "")
+    if options.fix:
+        for mode, run in fix_runs.items():
+            fix_rep = run.report  # type: ignore[attr-defined]
+            fix_rows(out.rows, mode, fix_rep.fix_targets, fix_rep.targets, fix_rep.fixes, files)
+        out.population = population(out.rows, p.library)
+        out.fix_wall_s = round(fix_wall, 1)
     out.totals.wall_s = round(time.perf_counter() - start, 1)
     if out.totals.wall_s > 0:
         out.totals.runs_per_hour = round(len(out.rows) * 3600 / out.totals.wall_s, 1)

@@ -81,6 +81,8 @@ DESC = {
  "BenchRow.iqr_ms": "Inter-quartile range of the steady-state times in milliseconds.",
  "BenchRatio": "A ratio of median times within one run.",
  "BenchRatio.slower": "mended/original only: the mended arm is slower than the original beyond noise (a regression).",
+ "FixTarget.fixes": "file:line of each rewrite the target's passing set applied (a fixes[] entry's file and line): "
+                    "that record's status says whether what the target lost is a verified fix's doing.",
  "FixTarget.costs": "mend fix --bench only: the cost gate's check of the target in each torch.compile mode timed.",
  "CostCheck": "The cost gate: one target compiled as it is and with its verified fixes, timed in the same run.",
  "CostCheck.verdict": "slower (beyond the IQRs and 5 %), fails (the mended arm failed where the original ran), not slower, or untold (an arm failed for another reason, or stayed unstable).",

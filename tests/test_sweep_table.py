@@ -1,0 +1,131 @@
+"""The population table (``mend sweep LIBRARY --fix``): how mend fix's per-target results are
+counted per library and modality (verified fixes apart from partially verified ones and from
+ones mend fix would not write), the renderers, ``--every``, and one real run over a test
+library of three tiny models (tests/fixtures/sweep/fake_lib.py), whose table must agree with
+its rows and with ``mend fix`` of the generated target."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from graphmend.cli.app import app
+from graphmend.core.model import (FIX_ERROR, FIX_NONE, FIX_NOT_KEPT, FIX_PARTIAL, FIX_VERIFIED, PARTIAL, REJECTED,
+                                  SWEEP_BREAKS, SWEEP_CLEAN, SWEEP_NOT_BUILT, VERIFIED, Fix, FixTarget, SweepReport,
+                                  SweepRow, TargetResult)
+from graphmend.sweep import stage
+from graphmend.sweep.population import ALL, fix_rows, population
+
+FAKE = ("tests.fixtures.sweep.fake_lib", "fake")
+
+
+def _rows() -> list[SweepRow]:
+    def row(model, modality, status, breaks=0):
+        return SweepRow(model=model, run_mode="eval", status=status, breaks=breaks, graph_break_count=breaks,
+                        library="lib", modality=modality)
+
+    return [row("a", "text", SWEEP_BREAKS, 3), row("b", "text", SWEEP_BREAKS, 2), row("c", "vision", SWEEP_BREAKS, 4),
+            row("d", "vision", SWEEP_BREAKS, 1), row("e", "vision", SWEEP_BREAKS, 2), row("f", "text", SWEEP_CLEAN),
+            row("g", "audio", SWEEP_NOT_BUILT)]
+
+
+def _fix_report():
+    """a: both breaks its verified rewrites covered go (one stays); b: a verified and a partially
+    verified rewrite, to zero; c: its passing rewrite was rejected for another target; d: fix
+    errored; e: nothing removed."""
+    files = {f"lib_{m}.py": m for m in "abcde"}
+    targets = [TargetResult(name=f"/t/lib_{m}.py::mend_target_{m}", file=f"/t/lib_{m}.py", function=f"mend_target_{m}")
+               for m in "abcde"]
+    fts = [FixTarget(name=targets[0].name, breaks_before=3, breaks_after=1, fixes=["/m/a.py:3", "/m/a.py:9"]),
+           FixTarget(name=targets[1].name, breaks_before=2, breaks_after=0, fixes=["/m/b.py:3", "/m/b.py:5"]),
+           FixTarget(name=targets[2].name, breaks_before=4, breaks_after=2, fixes=["/m/c.py:7"]),
+           FixTarget(name=targets[3].name, breaks_before=1, breaks_after=1, error="original run failed: boom\nmore"),
+           FixTarget(name=targets[4].name, breaks_before=2, breaks_after=2)]
+    fixes = [Fix(file="/m/a.py", line=3, rule="GM101", status=VERIFIED),
+             Fix(file="/m/a.py", line=9, rule="GM301", status=VERIFIED),
+             Fix(file="/m/b.py", line=3, rule="GM101", status=VERIFIED),
+             Fix(file="/m/b.py", line=5, rule="GM101", status=PARTIAL),
+             Fix(file="/m/c.py", line=7, rule="GM101", status=REJECTED)]
+    return fts, targets, fixes, files
+
+
+def test_fix_results_are_counted_per_modality_with_partial_and_unkept_apart():
+    rows = _rows()
+    fix_rows(rows, "eval", *_fix_report())
+    by = {r.model: r for r in rows}
+    assert [by[m].fix for m in "abcdef"] == [FIX_VERIFIED, FIX_PARTIAL, FIX_NOT_KEPT, FIX_ERROR, FIX_NONE, ""]
+    assert (by["a"].breaks_removed, by["a"].breaks_after, by["b"].breaks_after) == (2, 1, 0)
+    assert by["d"].fix_why == "original run failed: boom" and by["d"].breaks_after is None
+    table = {p.modality: p for p in population(rows, "lib")}
+    assert list(table) == ["text", "vision", "audio", ALL]
+    text, vision, total = table["text"], table["vision"], table[ALL]
+    # text: a (verified, 2 of 3 gone), b (partial, to zero: not safe), f clean
+    assert (text.enumerated, text.built, text.pairs, text.breaking, text.breaks) == (3, 3, 3, 2, 5)
+    assert (text.removed, text.zeroed, text.removed_partial, text.zeroed_partial) == (2, 0, 2, 1)
+    assert text.removed_pct == 40.0
+    assert (vision.removed, vision.removed_not_kept, vision.fix_errors, vision.breaking) == (0, 2, 1, 3)
+    assert (table["audio"].enumerated, table["audio"].built, table["audio"].pairs) == (1, 0, 0)
+    # the total is the sum of the modalities, field by field
+    for f in ("enumerated", "built", "pairs", "breaking", "breaks", "removed", "zeroed", "removed_partial",
+              "zeroed_partial", "removed_not_kept", "fix_errors"):
+        assert getattr(total, f) == sum(getattr(p, f) for m, p in table.items() if m != ALL), f
+
+
+def test_renderers_show_the_population_table_and_each_rows_library_and_modality():
+    from reports.sweep import render_sweep
+
+    rows = _rows()
+    fix_rows(rows, "eval", *_fix_report())
+    rep = SweepReport(library="lib", rows=rows, population=population(rows, "lib"), fix_wall_s=12.0)
+    text, md, html = (render_sweep(rep, f) for f in ("text", "md", "html"))
+    total = rep.population[-1]
+    want = ["lib", ALL, total.enumerated, total.built, total.pairs, total.breaking, total.breaks, total.graph_breaks,
+            total.removed, total.removed_pct, total.zeroed, total.removed_partial, total.zeroed_partial,
+            total.removed_not_kept, total.fix_errors]
+    assert any(line.split() == [str(w) for w in want] for line in text.splitlines()), text
+    assert "| " + " | ".join(map(str, want)) + " |" in md
+    assert "<h2>Population</h2>" in html and f"<td>{ALL}</td>" in html
+    assert "lib vision c [eval]: " in text and "fix not kept: 4 -> 2" in text
+    assert "lib audio g [eval]: not built" in text
+    assert "| lib | vision | c | eval | breaks |" in md and "| lib | audio | g | eval | not built |" in md
+    assert "<td>vision</td><td><code>c</code></td>" in html
+    back = SweepReport.from_json(render_sweep(rep, "json"))
+    assert back.population == rep.population and back.rows[2].modality == "vision"
+
+
+def test_every_takes_a_fixed_sample_of_the_enumeration(monkeypatch):
+    monkeypatch.setitem(stage.LIBRARIES, "fake", FAKE)
+    p = stage.plan(stage.SweepOptions(library="fake", every=2))
+    assert p.models == ["Gate", "Broken"] and "one in 2 (2)" in p.selection
+    assert stage.plan(stage.SweepOptions(library="fake", every=2, limit=1)).models == ["Gate"]
+
+
+def test_sweep_fix_table_agrees_with_its_rows_and_with_mend_fix(monkeypatch, tmp_path):
+    pytest.importorskip("torch")
+    monkeypatch.setitem(stage.LIBRARIES, "fake", FAKE)
+    got = CliRunner().invoke(app, ["sweep", "fake", "--fix", "-q", "-f", "json", "--targets-dir",
+                                   str(tmp_path / "targets")])
+    assert got.exit_code == 0, got.output
+    rep = SweepReport.from_json(got.output)
+    by = {r.model: r for r in rep.rows}
+    assert {(m, r.library, r.modality) for m, r in by.items()} == {("Gate", "fake", "vision"), ("Plain", "fake", "text"),
+                                                                    ("Broken", "fake", "text")}
+    assert (by["Gate"].status, by["Plain"].status, by["Broken"].status) == (SWEEP_BREAKS, SWEEP_CLEAN, SWEEP_NOT_BUILT)
+    assert by["Gate"].fix == FIX_VERIFIED and by["Plain"].fix == ""
+    # mend fix of the breaking model's generated target gives the row's numbers
+    fixed = CliRunner().invoke(app, ["fix", str(tmp_path / "targets" / "fake_Gate.py"), "-f", "json", "-q"])
+    assert fixed.exit_code in (0, 1), fixed.output
+    ft = json.loads(fixed.output)["fix_targets"]
+    assert [(t["breaks_before"] - t["breaks_after"], t["breaks_after"]) for t in ft] == \
+        [(by["Gate"].breaks_removed, by["Gate"].breaks_after)]
+    table = {p.modality: p for p in rep.population}
+    assert list(table) == ["vision", "text", ALL]
+    verified = [r for r in rep.rows if r.fix == FIX_VERIFIED]
+    total = table[ALL]
+    assert total.removed == sum(r.breaks_removed for r in verified) > 0
+    assert total.zeroed == sum(r.breaks_after == 0 for r in verified)
+    assert total.breaks == sum(r.breaks for r in rep.rows if r.status == SWEEP_BREAKS)
+    assert (total.enumerated, total.built, total.pairs, total.breaking) == (3, 2, 2, 1)
+    assert table["text"].breaking == 0 and table["vision"].removed == total.removed
