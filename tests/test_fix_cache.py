@@ -112,9 +112,11 @@ def test_a_second_run_with_nothing_changed_reuses_every_verdict(runs):
 
 def test_fix_starts_from_the_captures_analyze_kept(runs):
     assert runs["analyze"].returncode == 1, runs["analyze"].stderr  # the three branches break
-    analyzed = runs["analyzed"]
-    assert {p.parts[-3] for p in analyzed} == {"capture"} and len(analyzed) == 3
-    # the cold fix read them (nothing re-captured, so nothing re-written) and planned and verified afresh
+    # analyze keeps its captures, and the plans behind its "candidate fix" column
+    assert {p.parts[-3] for p in runs["analyzed"]} == {"capture", "plan"}
+    analyzed = {p: t for p, t in runs["analyzed"].items() if p.parts[-3] == "capture"}
+    assert len(analyzed) == 3
+    # the cold fix read them (nothing re-captured, so nothing re-written) and verified afresh
     assert runs["captures_after_cold"] == analyzed
     assert _reused(runs["cold"]) == 0
 
