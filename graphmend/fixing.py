@@ -326,10 +326,12 @@ def candidate(cands: dict[str, "FileCandidate"], f: str, in_tree: Callable[[str]
 
 def propose(findings, before: Sequence[TargetResult], config: Config, options: FixOptions, report: Report,
             cache: Optional[Cache], in_tree: Callable[[str], bool],
-            progress: Optional[Callable[[str, int], Callable[..., None]]] = None) -> dict[str, "FileCandidate"]:
+            progress: Optional[Callable[[str, int], Callable[..., None]]] = None,
+            only: Optional[set[str]] = None) -> dict[str, "FileCandidate"]:
     """The files to rewrite, each planned at the lines the findings and Dynamo's breaks name:
-    its sites (what the rewrites would change) and refusals (why not), unverified. A file
-    that cannot be read or planned is an error of ``report``."""
+    its sites (what the rewrites would change) and refusals (why not), unverified; with
+    ``only`` (real paths), only those files are planned. A file that cannot be read or
+    planned is an error of ``report``."""
     from tracer.messages import provenance
 
     cands: dict[str, FileCandidate] = {}
@@ -365,8 +367,9 @@ def propose(findings, before: Sequence[TargetResult], config: Config, options: F
                     if pc is not None:
                         pc.lines.add(src.line)
                         pc.numpy_lines.add(src.line)
-    planned = progress("planning", len(cands)) if progress and cands else None
-    for c in cands.values():
+    chosen = [c for p, c in cands.items() if only is None or p in only]
+    planned = progress("planning", len(chosen)) if progress and chosen else None
+    for c in chosen:
         r = c.fix(c.lines, options.rules)
         if planned:
             planned(c.label, r)
@@ -406,8 +409,10 @@ def plan_issues(report: Report, paths: Sequence[str | os.PathLike[str]], config:
     cache = Cache.for_run(True)
     why: dict[int, str] = {}
     for unsafe in (False, True):
+        # only the files of issues still without a rewrite (the unsafe pass: those the safe one left)
+        only = {_real(i.file) for i in open_.values()}
         cands = propose(report.findings, report.targets, config, FixOptions(unsafe=unsafe), scratch, cache, in_tree,
-                        progress)
+                        progress, only)
         for key, i in list(open_.items()):
             c = cands.get(_real(i.file))
             if c is not None and any(s.site.line <= i.line <= s.site.end_line for s in c.sites):
