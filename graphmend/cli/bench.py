@@ -10,7 +10,7 @@ from typing import List, Optional
 import typer
 
 from graphmend.cli.common import (EXIT_CLEAN, EXIT_FINDINGS, Executor, MEMORY_LIMIT_HELP, RAY_ADDRESS_HELP,
-                                  executor_choice, executor_scope, fail, load_checked_config, memory_limit_flag,
+                                  check_paths, executor_choice, executor_scope, fail, load_checked_config, memory_limit_flag,
                                   progress_hook, render_or_fail, require_torch, run_modes_flag, say)
 
 
@@ -78,13 +78,10 @@ def bench(
         chosen = parse_arms(arms)
     except ValueError as exc:
         raise fail(str(exc))
-    for t in targets:
-        path = t.rpartition("::")[0] if "::" in t else t
-        if not Path(path).exists():
-            raise fail(f"path does not exist: {path}")
+    files = [t.rpartition("::")[0] if "::" in t else t for t in targets]
+    check_paths([Path(f) for f in files])
     memory = memory_limit_flag(memory_limit)
-    config = load_checked_config([t.rpartition("::")[0] if "::" in t else t for t in targets],
-                                 modes=run_modes_flag(train, None), memory_limit=memory)
+    config = load_checked_config(files, modes=run_modes_flag(train, None), memory_limit=memory)
     if len(config.modes) != 1:
         raise fail(f"mend bench times one run mode, not {','.join(config.modes)}: pass --train, or none for eval")
     tv = require_torch("bench")
