@@ -1,4 +1,4 @@
-"""The adversarial suite (issue 15, "Verification that deserves the word").
+"""The adversarial suite: verification that deserves the word.
 
 ``tests/adversarial/`` holds small everyday programs, each with a data-dependent branch or
 host sync that torch.compile breaks on and whose obvious rewrite is unsound in some mode a

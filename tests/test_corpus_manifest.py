@@ -27,7 +27,7 @@ torch = pytest.importorskip("torch")
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "corpus"
-# Patterns the corpus promises to exercise (the brief of issue 6).
+# Patterns the corpus promises to exercise.
 REQUIRED_RULES = {"GM101", "GM102", "GM103", "GM104", "GM201", "GM202", "GM203", "GM301", "GM302", "GM303",
                   "GM401", "GM402", "GM501", "GM502", "GM503", "GM504", "GM505", "GM601", "GM603", "GM604"}
 

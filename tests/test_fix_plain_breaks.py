@@ -1,4 +1,4 @@
-"""Issue 16, item 4: the two breaks plain model code has first. ``print("block input",
+"""The two breaks plain model code has first. ``print("block input",
 x.shape)`` (a ``torch.Size`` Dynamo cannot replay after the graph) gets the
 ``is_compiling()`` guard; ``scale = h.abs().mean().item()`` used with a module's output
 (``self.mlp(h)``, a loop's ``layer(x)``) stays a detached tensor. Both verified by mend's own

@@ -1,4 +1,4 @@
-"""Soundness of the rewrites beyond equal forward values (issue 15): the patched program
+"""Soundness of the rewrites beyond equal forward values: the patched program
 behaves as the original for a user in every mode the rewrite could change -- gradients
 (NaN-aware), module buffers, the RNG stream, exception type and message, half precision --
 and the compiled form has no graph break where the rewrite promised none."""

@@ -1,4 +1,4 @@
-"""Issue 17 (hardening): the gate accepts mend's own output, generated code is formatted,
+"""Hardening: the gate accepts mend's own output, generated code is formatted,
 ``mend fix`` exits 1 when its only fix is rejected, the declared Python range is true."""
 
 from __future__ import annotations

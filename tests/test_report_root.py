@@ -1,4 +1,4 @@
-"""Issue 23 (gates): machine formats name files relative to the repository root (the git top
+"""Gates: machine formats name files relative to the repository root (the git top
 level, else the pyproject.toml's folder, else the analysed folder), so that GitHub annotations
 and SARIF locations attach to the file wherever in the repository mend was pointed."""
 

@@ -193,7 +193,7 @@ def test_sarif_takes_rule_texts_from_the_rule_records(sample, sarif_validator):
     assert rules["GM199"]["helpUri"].startswith("https://docs.pytorch.org/")
 
 
-# -- SARIF: ids, links, identical lines, GitHub's limits (issue 23) ------------------------
+# -- SARIF: ids, links, identical lines, GitHub's limits ---------------------------------
 
 def test_sarif_rule_ids_are_gm_codes_with_gb_ids_and_real_help_uris(sample, sarif_validator):
     from rewrites.rules import get_rule

@@ -1,4 +1,4 @@
-"""Issue 23 (gates): a rule code or prefix that selects no rule (``GM1O1``, letter O) is a usage
+"""Gates: a rule code or prefix that selects no rule (``GM1O1``, letter O) is a usage
 error naming the code and where it came from, in every flag, in ``[tool.mend]`` and in
 ``# mend: ignore[...]`` comments: a typo must not quietly turn a gate off."""
 
