@@ -32,7 +32,7 @@ from rewrites.fixes.total import OPS
 
 torch = pytest.importorskip("torch")
 
-from graphmend.verify.inputs import SHAPES, VARIANTS, shaped, variant  # noqa: E402
+from graphmend.verify.inputs import EDGE_VARIANTS, SHAPES, VARIANTS, relaid, shaped, variant  # noqa: E402
 from graphmend.verify.modes import EVAL, TRAIN, compare_records, run_call  # noqa: E402
 
 settings.register_profile("mend-shapes", max_examples=6, deadline=None, report_multiple_bugs=False,
@@ -107,13 +107,25 @@ def _agree(f_orig, f_new, args: tuple, where: str) -> "str | None":
 @functools.lru_cache(maxsize=None)
 def verified(src: str, new: str, family: str, cond: str) -> bool:
     """What verification decides on, in process, as graphmend/verify/worker.py picks its
-    inputs: the example and its edge shapes, then value variants (at least MIN_VARIANTS in
+    inputs: the example and its edge shapes (with value variants in their layout
+    until both arms met each), then value variants (at least MIN_VARIANTS in
     all, more only while an arm has not run); every one agrees in eval and train, and the
     condition went both ways on them."""
     from graphmend.verify.worker import MIN_VARIANTS
 
     example = _example(family)
-    candidates = [example] + [e[0] for e in (shaped(name, example, {}) for name in SHAPES) if e is not None]
+    candidates = [example]
+    for edge in (shaped(name, example, {}) for name in SHAPES):
+        if edge is None:
+            continue
+        candidates.append(edge[0])
+        sides = {_took(src, cond, edge[0])} - {None}
+        for how in EDGE_VARIANTS:  # in the edge's layout, until it has met both arms
+            other = relaid(how, *edge) if len(sides) == 1 else None
+            if other is None:
+                break
+            candidates.append(other[0])
+            sides |= {_took(src, cond, other[0])} - {None}
     took = {_took(src, cond, a) for a in candidates}
     for i, name in enumerate(VARIANTS[1:]):
         if i >= MIN_VARIANTS - 1 and {True, False} <= took:
@@ -225,11 +237,13 @@ def test_the_property_is_not_won_by_refusing():
     # an empty batch padded to an empty sequence: the condition holds vacuously over no rows,
     # the original takes the mean, and torch.where's amax over the empty sequence raises
     assert not outcome("seq", "(mask.sum(-1) > 0).all()", "x.mean(1)", "x.amax(1)")
-    # a view strided maps cannot follow, in the arm they do not take: written reshape, the same
-    # values on every layout (where the original takes it on such a map and raises, the
-    # reshape would not: verification's strided edge refuses that)
-    assert outcome("img", "x.mean() < 0", "x.view(x.shape[0], x.shape[1], x.shape[2] * x.shape[3]).sum(-1)",
-                   "x.sum((2, 3)) * 2")
+    # a view strided maps cannot follow: written reshape, it returns where the original, taking
+    # that arm on such a map, raises; the strided edge negated takes that arm and refuses it,
+    # whichever arm the example takes
+    for cond in ("x.mean() < 0", "x.mean() > 0"):
+        assert not outcome("img", cond, "x.view(x.shape[0], x.shape[1], x.shape[2] * x.shape[3]).sum(-1)",
+                           "x.sum((2, 3)) * 2")
+        assert not outcome("img", cond, "x.flatten(1) + 1", "x.view(x.shape[0], -1) * 2")
     # (an empty batch: reshape(0, -1) raises where the original's other arm ran)
     assert not outcome("img", "x.mean() > 0", "x.view(x.shape[0], -1) * 2", "x.flatten(1) + 1")
 

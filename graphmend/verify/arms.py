@@ -46,6 +46,7 @@ class ArmRecorder:
 
     def __init__(self) -> None:
         self.seen: dict[str, set[bool]] = defaultdict(set)
+        self.log: list[tuple[str, bool]] = []  # every evaluation, in order (``since`` reads a window of it)
 
     def __call__(self, key: str, value: Any) -> Any:
         import os
@@ -53,7 +54,9 @@ class ArmRecorder:
 
         file = os.path.realpath(sys._getframe(1).f_code.co_filename)
         try:
-            self.seen[f"{file}:{key}"].add(bool(value))
+            took = bool(value)
+            self.seen[f"{file}:{key}"].add(took)
+            self.log.append((f"{file}:{key}", took))
         except Exception:
             pass  # a value with no truth value: the program raises on its own below
         return value
@@ -62,6 +65,16 @@ class ArmRecorder:
         import builtins
 
         setattr(builtins, HOOK, self)
+
+    def one_way_since(self, start: int, keys: Iterable[str]) -> bool:
+        """Whether some condition of ``keys`` evaluated after ``log[start]`` went one way only
+        there (the calls of that window never met its other arm)."""
+        wanted = set(keys)
+        window: dict[str, set[bool]] = defaultdict(set)
+        for key, took in self.log[start:]:
+            if key in wanted:
+                window[key].add(took)
+        return any(len(sides) == 1 for sides in window.values())
 
     def missing(self, keys: Iterable[str], reached_only: bool = False) -> list[str]:
         """``reached_only``: leave out conditions this run never evaluated (another

@@ -51,40 +51,74 @@ def tensors(obj: Any) -> list:
     return found
 
 
-def variant(name: str, args: tuple, kwargs: dict, seed: int = 0) -> tuple[tuple, dict]:
+def _varied(name: str, t, gen):
+    """One tensor as variant ``name`` makes it."""
     import torch
 
-    gen = torch.Generator().manual_seed(seed + VARIANTS.index(name) if name in VARIANTS else seed)
+    if name == "example":
+        return t.clone()
+    if t.dtype.is_floating_point:
+        if name == "negated":
+            return -t
+        if name == "scaled_x10":
+            return t * 10
+        if name == "scaled_x0.1":
+            return t * 0.1
+        if name == "scaled_x1000":
+            return t * 1000
+        if name == "zeros":
+            return torch.zeros_like(t)
+        if name.startswith("random"):
+            scale = t.abs().max().item() if t.numel() else 1.0
+            return (torch.randn(t.shape, generator=gen, dtype=torch.float32) * (scale or 1.0)).to(t.dtype)
+    if name == "ints_halved" and t.dtype in (torch.int64, torch.int32):
+        return torch.div(t, 2, rounding_mode="floor")
+    if name == "ints_doubled" and t.dtype in (torch.int64, torch.int32):
+        return t * 2 + 1
+    if name in ("bools_true", "bools_false") and t.dtype == torch.bool:
+        return torch.full_like(t, name == "bools_true")
+    if name.startswith("random") and t.dtype in (torch.int64, torch.int32) and t.numel():
+        lo, hi = int(t.min()), int(t.max())
+        return torch.randint(lo, hi + 1, t.shape, generator=gen, dtype=t.dtype)
+    return t.clone()
+
+
+def _generator(name: str, seed: int):
+    import torch
+
+    return torch.Generator().manual_seed(seed + VARIANTS.index(name) if name in VARIANTS else seed)
+
+
+def variant(name: str, args: tuple, kwargs: dict, seed: int = 0) -> tuple[tuple, dict]:
+    gen = _generator(name, seed)
+    return map_tensors(args, lambda t: _varied(name, t, gen)), map_tensors(kwargs, lambda t: _varied(name, t, gen))
+
+
+# the value variants an edge shape is run with, in this order, while its calls have met one
+# arm of a rewritten condition only: both arms then meet the edge's layout
+EDGE_VARIANTS: list[str] = ["negated", "scaled_x10", "scaled_x0.1", "scaled_x1000", "zeros"]
+
+
+def relaid(name: str, args: tuple, kwargs: dict, seed: int = 0) -> Optional[tuple[tuple, dict]]:
+    """Variant ``name`` of an edge input with every tensor's strides kept (a ``channels_last``
+    map or a strided view stays one), or None where no floating tensor has an element."""
+    import torch
+
+    gen = _generator(name, seed)
+    changed = False
 
     def f(t):
-        if name == "example":
-            return t.clone()
-        if t.dtype.is_floating_point:
-            if name == "negated":
-                return -t
-            if name == "scaled_x10":
-                return t * 10
-            if name == "scaled_x0.1":
-                return t * 0.1
-            if name == "scaled_x1000":
-                return t * 1000
-            if name == "zeros":
-                return torch.zeros_like(t)
-            if name.startswith("random"):
-                scale = t.abs().max().item() if t.numel() else 1.0
-                return (torch.randn(t.shape, generator=gen, dtype=torch.float32) * (scale or 1.0)).to(t.dtype)
-        if name == "ints_halved" and t.dtype in (torch.int64, torch.int32):
-            return torch.div(t, 2, rounding_mode="floor")
-        if name == "ints_doubled" and t.dtype in (torch.int64, torch.int32):
-            return t * 2 + 1
-        if name in ("bools_true", "bools_false") and t.dtype == torch.bool:
-            return torch.full_like(t, name == "bools_true")
-        if name.startswith("random") and t.dtype in (torch.int64, torch.int32) and t.numel():
-            lo, hi = int(t.min()), int(t.max())
-            return torch.randint(lo, hi + 1, t.shape, generator=gen, dtype=t.dtype)
-        return t.clone()
+        nonlocal changed
+        if not t.dtype.is_floating_point or not t.numel():
+            return t
+        changed = True
+        with torch.no_grad():
+            out = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
+            out.copy_(_varied(name, t, gen))
+        return out.requires_grad_(t.requires_grad)
 
-    return map_tensors(args, f), map_tensors(kwargs, f)
+    a, k = map_tensors(args, f), map_tensors(kwargs, f)
+    return (a, k) if changed else None
 
 
 def filled(value: float, args: tuple, kwargs: dict) -> tuple[tuple, dict]:

@@ -118,20 +118,29 @@ def _inputs_names(plan) -> list[str]:
     return list(dict.fromkeys(n for _, n in plan))
 
 
-def _candidates(loaded, seed: int, constants: list, shapes: bool = False):
-    """(name, args, kwargs, required): the example, the target's own inputs, with ``shapes``
-    (a condition was rewritten: both arms now run) the example's edge shapes and layouts
-    (always run), then perturbed variants (run while a rewritten condition has not gone both ways)."""
-    from graphmend.verify.inputs import SHAPES, VARIANTS, filled, shaped, variant
+def _candidates(loaded, seed: int, constants: list, recorder=None, keys=()):
+    """(name, args, kwargs, required): the example, the target's own inputs, with ``keys``
+    (rewritten conditions: both arms now run) the example's edge shapes and layouts, each
+    with value variants in its layout while its calls have met one arm only (always run),
+    then perturbed variants (run while a rewritten condition has not gone both ways)."""
+    from graphmend.verify.inputs import EDGE_VARIANTS, SHAPES, VARIANTS, filled, relaid, shaped, variant
 
     target = loaded.target
     yield ("example", *variant("example", loaded.args, loaded.kwargs, seed), True)
     for i, (a, k) in enumerate(list(getattr(target, "inputs", None) or [])):
         yield (f"input_{i}", tuple(a), dict(k), True)
-    for name in SHAPES if shapes else ():
+    for name in SHAPES if keys else ():
         edge = shaped(name, loaded.args, loaded.kwargs)
-        if edge is not None:
-            yield (name, *edge, True)
+        if edge is None:
+            continue
+        start = len(recorder.log)
+        yield (name, *edge, True)
+        # (the generator resumes once the calls of what it yielded have run)
+        for how in EDGE_VARIANTS:
+            other = relaid(how, *edge, seed) if recorder.one_way_since(start, keys) else None
+            if other is None:
+                break
+            yield (f"{name}_{how}", *other, True)
     for name in VARIANTS[1:]:
         yield (name, *variant(name, loaded.args, loaded.kwargs, seed), False)
     for i, (a, k) in enumerate(list(getattr(target, "perturb", None) or [])):
@@ -148,7 +157,7 @@ def _run_original(loaded, module, keys, recorder, seed: int, constants: list):
     inputs: dict[str, tuple] = {}
     skipped: dict[str, str] = {}
     optional = 0
-    for name, a, k, required in _candidates(loaded, seed, constants, shapes=bool(keys)):
+    for name, a, k, required in _candidates(loaded, seed, constants, recorder, keys):
         if not required:
             # enough inputs once every condition went both ways (or there is none to watch)
             if optional >= MIN_VARIANTS - 1 and not (keys and recorder.missing(keys, reached_only=True)):

@@ -1,6 +1,9 @@
 """Token features arrive as a transposed view (``(D, T).t()``, strided). The rare arm
-flattens them with ``.view(-1)``; eager code never runs it on the strided batch, a plain
-``torch.where`` does and raises. ``reshape`` is the same values on every layout."""
+flattens them with ``.view(-1)``; eager code never runs it on the strided batch it is
+given, a plain ``torch.where`` does and raises. Written ``reshape``, the arm returns where
+the original, taking it on a strided batch of large values, raises: an exception the user
+sees turned into a value, so verification's strided edge, scaled until it takes that arm,
+refuses it."""
 
 import torch
 
@@ -8,8 +11,8 @@ from graphmend import Target
 
 from _adv import naive
 
-EXPECT = "fix"
-ACCEPT_REASONS = ()
+EXPECT = "refuse"
+ACCEPT_REASONS = ("original raised runtimeerror: view size is not compatible",)
 
 
 def summarise(feats):
@@ -23,8 +26,9 @@ def summarise(feats):
 def mend_target_shape_transposed_view():
     torch.manual_seed(0)
     x = torch.randn(4, 3)
-    # the strided batch is one the user has, not one the example shows
-    return Target(fn=summarise, args=(x,), perturb=[((torch.randn(3, 4).t(),), {})])
+    # the strided batch is one the user has (the rare arm is never taken on it), not one
+    # the example shows
+    return Target(fn=summarise, args=(x,), inputs=[((torch.randn(3, 4).t(),), {})])
 
 
 NAIVE = naive(__file__, """
