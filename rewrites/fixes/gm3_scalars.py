@@ -49,7 +49,11 @@ def scalar_source(node: cst.BaseExpression, tnames: frozenset[str]) -> Optional[
         return "GM301", node.func.value
     if full_name(node.func) in ("float", "int") and len(node.args) == 1 and not node.args[0].keyword \
             and tensorish(node.args[0].value, tnames):
-        return "GM303", node.args[0].value
+        inner = node.args[0].value
+        if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) and inner.func.attr.value == "item" \
+                and not inner.args:
+            return "GM303", inner.func.value  # int(t.item()) is int(t) (torchaudio's lengths-to-mask)
+        return "GM303", inner
     return None
 
 

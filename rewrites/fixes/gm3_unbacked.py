@@ -19,8 +19,8 @@ the symbol itself, as torch's own ``device_mesh`` op does:
 
 The bounds, each on its own line after the call, are the ones the original code already
 required, so that no input it ran on now fails: ``torch._check(n >= 0)`` when a use is a size
-(``torch.arange(n)``, ``torch.zeros(n, d)``, ``x.new_zeros(n)``, ``repeat_interleave``'s
-``output_size=n``), which raises on a negative value in eager as well; none for a value that
+(``torch.arange(n)`` or ``torch.arange(0, n)``, ``torch.zeros(n, d)``, ``x.new_zeros(n)``,
+``repeat_interleave``'s ``output_size=n``, ``.expand(b, n)``: torchaudio's lengths-to-mask), which raises on a negative value in eager as well; none for a value that
 only bounds slices, which a Python slice clamps (``x[:, :n]`` for any ``n``, negative or past
 the end, and torch 2.13 lowers the unbacked slice with the same semantics). ``torch._check(n <= x.shape[d])`` is not added: it would make
 a value past the end raise where the slice clamped. (``torch._check_is_size`` is deprecated
@@ -136,6 +136,10 @@ def custom_op_lacking() -> Optional[str]:
     return None
 
 
+def _zero(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Integer) and node.evaluated_value == 0
+
+
 def _use(an: Analysis, u: cst.Name, var: str) -> tuple[str, str]:
     """What a read of ``var`` is: ("size" | "slice", "") or ("bad", why)."""
     p = an.parent(u)
@@ -156,9 +160,16 @@ def _use(an: Analysis, u: cst.Name, var: str) -> tuple[str, str]:
         name = full_name(call.func) or ""
         method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
         direct = arg.value is u
-        if name == "torch.arange" and direct and sum(a.keyword is None for a in call.args) == 1:
-            return "size", ""
+        positional = [a for a in call.args if a.keyword is None]
+        if name == "torch.arange" and direct and (len(positional) == 1 or len(positional) == 2 and arg is positional[1]
+                                                   and _zero(positional[0].value)):
+            return "size", ""  # torch.arange(n), torch.arange(0, n): n elements
         if name in _SIZE_FUNCS or method in _SIZE_METHODS:
+            return "size", ""
+        if method == "expand" and direct:
+            # a target size: where it is not the tensor's own (unbacked) size, Dynamo guards
+            # on it, a break verification's re-trace sees (a lengths-to-mask arange expanded
+            # to (batch, n), as torchaudio's Conformer does)
             return "size", ""
         if name == "range" and direct:
             return "bad", f"it counts a Python `range` ({where}): the loop needs the value, Dynamo would specialise it"
@@ -388,6 +399,33 @@ def spread(counts):
     ids = torch.repeat_interleave(torch.arange(len(counts)), counts, output_size=total)
     return ids
 ''', lines={5}))
+
+# lengths to a padding mask, as torchaudio writes it twice (Conformer's ``int(....item())``
+# expanded to (batch, n); Tacotron2's ``torch.arange(0, n)``): sizes, read from the tensor
+_MASKS = '''import torch
+
+
+def masks(lengths):
+    max_length = int(torch.max(lengths).item())
+    a = torch.arange(max_length, dtype=lengths.dtype).expand(lengths.shape[0], max_length) >= lengths[:, None]
+    max_len = torch.max(lengths).item()
+    b = torch.arange(0, max_len, dtype=lengths.dtype) < lengths[:, None]
+    return a, b
+'''
+CASES.append(Case(_MASKS, _MASKS.replace("import torch\n", "import torch\n\n\n" + RUNTIME.source + "\n\n"
+                                         + _read("GM303", "module_masks_5", "int(torch.max(lengths).item())", 5,
+                                                 "int(t)").replace("pooled's", "masks's") + "\n\n"
+                                         + _read("GM301", "module_masks_7", "torch.max(lengths).item()", 7,
+                                                 "t.item()").replace("pooled's", "masks's"))
+                  .replace("    max_length = int(torch.max(lengths).item())\n",
+                           "    max_length = _mend_module_masks_5_op(torch.max(lengths))\n"
+                           "    torch._check(max_length >= 0)\n")
+                  .replace("    max_len = torch.max(lengths).item()\n",
+                           "    max_len = _mend_module_masks_7_op(torch.max(lengths))\n    torch._check(max_len >= 0)\n"),
+                  lines={5, 7}))
+# (a start other than 0 is not n elements)
+CASES.append(Case(_MASKS.replace("torch.arange(0, max_len", "torch.arange(1, max_len"), lines={7},
+                  reason="`max_len` reaches Python code at line 8"))
 
 # .tolist() of split sizes (JetMoE's router, transformers 5): a list of unbacked ints. The
 # tensor it reads may be bound to the same name first; the list may be returned (its
