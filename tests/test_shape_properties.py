@@ -32,7 +32,7 @@ from rewrites.fixes.total import OPS
 
 torch = pytest.importorskip("torch")
 
-from graphmend.verify.inputs import EDGE_VARIANTS, SHAPES, VARIANTS, relaid, shaped, variant  # noqa: E402
+from graphmend.verify.inputs import VARIANTS, edge_inputs, variant  # noqa: E402
 from graphmend.verify.modes import EVAL, TRAIN, compare_records, run_call  # noqa: E402
 
 settings.register_profile("mend-shapes", max_examples=6, deadline=None, report_multiple_bugs=False,
@@ -115,17 +115,25 @@ def verified(src: str, new: str, family: str, cond: str) -> bool:
 
     example = _example(family)
     candidates = [example]
-    for edge in (shaped(name, example, {}) for name in SHAPES):
-        if edge is None:
-            continue
-        candidates.append(edge[0])
-        sides = {_took(src, cond, edge[0])} - {None}
-        for how in EDGE_VARIANTS:  # in the edge's layout, until it has met both arms
-            other = relaid(how, *edge) if len(sides) == 1 else None
-            if other is None:
-                break
-            candidates.append(other[0])
-            sides |= {_took(src, cond, other[0])} - {None}
+
+    class Window:  # the arms of the one condition, as verify/worker.py's _Window reads the recorder
+        def __init__(self):
+            self.sides, self.all = [], [_took(src, cond, example)]
+
+        def start(self):
+            self.sides = []
+
+        def one_way(self):
+            return len({*self.sides} - {None}) == 1
+
+        def never_flipped(self):
+            return len({*self.all} - {None}) == 1
+
+    window = Window()
+    for _, edge, _ in edge_inputs(example, {}, 0, window):
+        candidates.append(edge)
+        window.sides.append(_took(src, cond, edge))
+        window.all.append(window.sides[-1])
     took = {_took(src, cond, a) for a in candidates}
     for i, name in enumerate(VARIANTS[1:]):
         if i >= MIN_VARIANTS - 1 and {True, False} <= took:

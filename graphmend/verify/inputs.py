@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 # name -> what happens to floating-point tensors (ints and bools kept, except "random")
 VARIANTS: list[str] = ["example", "negated", "random", "scaled_x10", "scaled_x0.1", "zeros", "random_2", "random_3",
@@ -97,6 +97,34 @@ def variant(name: str, args: tuple, kwargs: dict, seed: int = 0) -> tuple[tuple,
 # the value variants an edge shape is run with, in this order, while its calls have met one
 # arm of a rewritten condition only: both arms then meet the edge's layout
 EDGE_VARIANTS: list[str] = ["negated", "scaled_x10", "scaled_x0.1", "scaled_x1000", "zeros"]
+
+
+def edge_inputs(args: tuple, kwargs: dict, seed: int, window) -> Iterator[tuple[str, tuple, dict]]:
+    """(name, args, kwargs): each of ``SHAPES`` that changes the example, each followed, in
+    its layout, by ``EDGE_VARIANTS`` while its calls have met one arm only. ``window``
+    watches the rewritten conditions: ``start()`` as an edge begins, ``one_way()`` whether
+    some condition evaluated since went one way only, ``never_flipped()`` whether one has
+    gone one way only on every input so far (each read once the calls of what was yielded
+    have run: a generator resumes after them). Once an edge has run every variant and met one
+    arm only, later edges run none while a condition has never gone the other way anywhere:
+    one no sign or scale flips (always true on this model) would cost every edge five more
+    inputs for nothing."""
+    exhausted = False
+    for name in SHAPES:
+        edge = shaped(name, args, kwargs)
+        if edge is None:
+            continue
+        skip = exhausted and window.never_flipped()
+        window.start()
+        yield (name, *edge)
+        tried_all = not skip
+        for how in () if skip else EDGE_VARIANTS:
+            other = relaid(how, *edge, seed) if window.one_way() else None
+            if other is None:
+                tried_all = False
+                break
+            yield (f"{name}_{how}", *other)
+        exhausted = exhausted or tried_all and window.one_way()
 
 
 def relaid(name: str, args: tuple, kwargs: dict, seed: int = 0) -> Optional[tuple[tuple, dict]]:

@@ -118,29 +118,36 @@ def _inputs_names(plan) -> list[str]:
     return list(dict.fromkeys(n for _, n in plan))
 
 
+class _Window:
+    """The arms the rewritten conditions took since an edge input began (``inputs.edge_inputs``)."""
+
+    def __init__(self, recorder, keys) -> None:
+        self.recorder, self.keys, self.at = recorder, keys, 0
+
+    def start(self) -> None:
+        self.at = len(self.recorder.log)
+
+    def one_way(self) -> bool:
+        return self.recorder.one_way_since(self.at, self.keys)
+
+    def never_flipped(self) -> bool:
+        return self.recorder.one_way_since(0, self.keys)
+
+
 def _candidates(loaded, seed: int, constants: list, recorder=None, keys=()):
     """(name, args, kwargs, required): the example, the target's own inputs, with ``keys``
     (rewritten conditions: both arms now run) the example's edge shapes and layouts, each
     with value variants in its layout while its calls have met one arm only (always run),
     then perturbed variants (run while a rewritten condition has not gone both ways)."""
-    from graphmend.verify.inputs import EDGE_VARIANTS, SHAPES, VARIANTS, filled, relaid, shaped, variant
+    from graphmend.verify.inputs import VARIANTS, edge_inputs, filled, variant
 
     target = loaded.target
     yield ("example", *variant("example", loaded.args, loaded.kwargs, seed), True)
     for i, (a, k) in enumerate(list(getattr(target, "inputs", None) or [])):
         yield (f"input_{i}", tuple(a), dict(k), True)
-    for name in SHAPES if keys else ():
-        edge = shaped(name, loaded.args, loaded.kwargs)
-        if edge is None:
-            continue
-        start = len(recorder.log)
-        yield (name, *edge, True)
-        # (the generator resumes once the calls of what it yielded have run)
-        for how in EDGE_VARIANTS:
-            other = relaid(how, *edge, seed) if recorder.one_way_since(start, keys) else None
-            if other is None:
-                break
-            yield (f"{name}_{how}", *other, True)
+    if keys:
+        for name, a, k in edge_inputs(loaded.args, loaded.kwargs, seed, _Window(recorder, keys)):
+            yield (name, a, k, True)
     for name in VARIANTS[1:]:
         yield (name, *variant(name, loaded.args, loaded.kwargs, seed), False)
     for i, (a, k) in enumerate(list(getattr(target, "perturb", None) or [])):

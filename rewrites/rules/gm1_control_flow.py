@@ -57,7 +57,11 @@ _WHERE_FIX = ("Express both outcomes as tensors and select with `torch.where(con
               "arms): the cache and the move are hoisted in front (they give the attribute the value eager "
               "code gives it, the cache on the first call instead of the first call of its arm) and the "
               "buffer is re-registered with `torch.where(cond, <long table>, <short table>)`, not written in "
-              "place: in 4.52 the buffer is the short table itself, which `copy_` would overwrite.")
+              "place: in 4.52 the buffer is the short table itself, which `copy_` would overwrite. A guard "
+              "`if m.any():` (no `else`) around writes through the boolean mask `m` alone (`x[m] = v`, "
+              "`x[m] += v`, `x.masked_fill_(m, v)`, `v` a number, name or attribute; HuBERT's pre-training "
+              "loss) is dropped: a write through a mask with no element set writes nothing, and the write "
+              "stays in the graph.")
 _WHERE_PRE = ("Both arms free of side effects and in-place mutation (`x.add_()`, `inplace=True`, `out=`), no "
               "`raise`, every name assigned on both paths, and the two results broadcastable to one shape and "
               "dtype. Refused, with the reason: an arm that draws random numbers (`F.dropout`, `torch.rand*`, "
