@@ -319,3 +319,17 @@ def test_the_static_path_imports_no_torch_at_import_time():
         for m in sorted(_import_time_closure(entry)):
             heavy += [f"{entry} loads {hit}" for hit in _module_level_imports_of(m, names)]
     assert not heavy, heavy
+
+
+def test_every_broad_except_says_what_it_swallows():
+    """``except Exception:`` in the product names what it swallows, in a comment on its line
+    or on the first line of its body: a catch-all nobody explains hides the next bug."""
+    silent = []
+    for folder in ("graphmend", "tracer", "rewrites", "reports"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            lines = path.read_text(encoding="utf-8").splitlines()
+            for i, line in enumerate(lines):
+                if line.strip().startswith(("except Exception:", "except BaseException:")) \
+                        and "#" not in line and "#" not in (lines[i + 1] if i + 1 < len(lines) else ""):
+                    silent.append(f"{path.relative_to(ROOT)}:{i + 1}")
+    assert not silent, "say what these swallow (or narrow them): " + ", ".join(silent)

@@ -192,7 +192,7 @@ class Recorder:
             from torch._logging._internal import log_registry
 
             names.update(log_registry.get_artifact_log_qnames())
-        except Exception:
+        except Exception:  # no artifact registry in this torch: the loggers below only
             pass
         names.update(n for n in list(logging.root.manager.loggerDict) if isinstance(n, str))
         # The modules that log them, in case they are not created yet.
@@ -215,7 +215,7 @@ class Recorder:
                 if not log_state.is_artifact_enabled(name):
                     log_state.enable_artifact(name)
                     self._enabled_artifacts.append(name)
-        except Exception:
+        except Exception:  # no artifact switch in this torch: recompiles come from the counters
             pass
         return self
 
@@ -230,7 +230,7 @@ class Recorder:
 
             for name in self._enabled_artifacts:
                 log_state.artifact_names.discard(name)
-        except Exception:
+        except Exception:  # no artifact switch in this torch: nothing was enabled
             pass
         self._enabled_artifacts.clear()
 
@@ -382,7 +382,7 @@ def _user_enabled(log: logging.Logger) -> bool:
         from torch._logging._internal import log_state
 
         return bool(log_state.is_artifact_enabled(getattr(log, "artifact_name", "")))
-    except Exception:
+    except Exception:  # no artifact switch in this torch: not enabled
         return False
 
 
@@ -391,5 +391,5 @@ def frame_counters() -> dict[str, int]:
         from torch._dynamo.utils import counters
 
         return dict(counters.get("frames", {}))
-    except Exception:
+    except Exception:  # counters moved in this torch: no frame counts
         return {}

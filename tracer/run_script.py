@@ -139,7 +139,7 @@ def group_by_function(breaks: list[Break], recompiles) -> list[TargetResult]:
         from torch._dynamo.utils import get_compilation_metrics
 
         metrics = get_compilation_metrics()
-    except Exception:
+    except Exception:  # no compilation metrics in this torch: targets are grouped without them
         pass
     groups: dict[str, TargetResult] = {}
     first_lines: dict[str, int] = {}  # key -> the compiled function's def line (not a resume function's)
@@ -228,7 +228,7 @@ class CompileHooks:
                 return  # the run is over; still installed only where something wrapped this hook
             try:
                 constructions[module] = constructor_call(module, sys._getframe(1))
-            except Exception:
+            except Exception:  # a constructor's arguments we cannot record: the module is not replayable
                 pass
 
         def setstate(module: Any, state: Any) -> None:
@@ -242,7 +242,7 @@ class CompileHooks:
                     original = f.f_locals.get("x")
                     if type(original) is type(module) and original in constructions:
                         constructions[module] = constructions[original]
-            except Exception:
+            except Exception:  # a frame whose locals we cannot read: the copy is not replayable
                 pass
 
         functools.update_wrapper(init, module_init)

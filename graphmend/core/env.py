@@ -30,7 +30,7 @@ def transformers_version() -> Optional[str]:
     (a corpus table is written without it)."""
     try:
         return package_version("transformers")
-    except Exception:
+    except Exception:  # metadata that does not parse (a broken install): the table goes without it
         return None
 
 

@@ -668,7 +668,7 @@ def _warm_child(req: dict[str, Any]) -> None:
             code = exc.code or 0
         else:
             print(exc.code, file=sys.stderr)
-    except BaseException:
+    except BaseException:  # the module's own failure: printed as Python would, the exit code says it
         import traceback
 
         traceback.print_exc()

@@ -109,7 +109,7 @@ def floating_outputs(out: Any) -> list:
             try:
                 for k in o.keys():
                     visit(o[k])
-            except Exception:
+            except Exception:  # a user mapping whose keys() or [] raises: its values go unvisited
                 pass
         elif hasattr(o, "__dataclass_fields__"):
             for k in o.__dataclass_fields__:

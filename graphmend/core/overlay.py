@@ -64,7 +64,7 @@ class OverlayFinder(importlib.abc.MetaPathFinder):
                 continue
             try:
                 spec = find(fullname, path, target)
-            except Exception:
+            except Exception:  # another finder failing on a name it does not serve: the next one decides
                 continue
             if spec is None:
                 continue

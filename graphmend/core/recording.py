@@ -725,7 +725,7 @@ def _state_bytes(sd: dict) -> int:
     for t in sd.values():
         try:
             key = (t.untyped_storage().data_ptr(), t.untyped_storage().nbytes())
-        except Exception:
+        except Exception:  # no storage to name (a tensor subclass, a meta or sparse tensor): its identity
             key = (id(t), _nbytes(t))
         if key not in seen:
             seen.add(key)

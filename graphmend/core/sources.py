@@ -277,7 +277,7 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes,
             if check is not None:
                 check()
             os.replace(tmp, path)
-        except BaseException:
+        except BaseException:  # re-raised: only the temporary file goes (Ctrl-C included)
             if os.path.lexists(tmp):
                 os.unlink(tmp)
             raise

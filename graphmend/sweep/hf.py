@@ -289,7 +289,7 @@ def _build(model_type: str, extra: dict, opts: dict, from_config: dict) -> tuple
         try:
             with torch.no_grad():
                 model(**inputs, use_cache=False)
-        except Exception:
+        except Exception:  # the retry without a cache fails too: the first failure is the reason
             raise NotBuilt(f"eager forward: {describe(exc)}") from None
         inputs["use_cache"] = False
     return model, inputs
@@ -365,7 +365,7 @@ def _config_modality(config_name: str, model_type: str = "") -> str:
 
     try:  # a composite of a text model and a vision or audio one (clip-like, aimv2)
         subs = " ".join(getattr(CONFIG_MAPPING[model_type], "sub_configs", None) or {})
-    except Exception:
+    except Exception:  # a model type the mapping lacks or cannot import: no sub-configs
         subs = ""
     if "text" in subs and re.search(r"vision|image|audio|speech", subs):
         return "multimodal"
@@ -433,7 +433,7 @@ def _defaults(cfg_cls) -> dict:
     """The config's default attribute values (empty when its defaults do not build)."""
     try:
         return dict(vars(cfg_cls()))
-    except Exception:
+    except Exception:  # a config whose defaults raise (a required argument): no defaults
         return {}
 
 
@@ -446,7 +446,7 @@ def _sub_config_class(spec):
         return cls
     try:
         return CONFIG_MAPPING[spec.model_type]
-    except Exception:
+    except Exception:  # a model type the mapping lacks or cannot import: no config class
         return None
 
 
@@ -531,7 +531,7 @@ def _fit_pad(cfg) -> None:
                 getattr(holder, "vocab_size", None), int):
             try:
                 holder.pad_token_id = 0
-            except Exception:
+            except Exception:  # a read-only property derives it
                 pass
 
 
@@ -766,7 +766,7 @@ def _eager(model, inputs: dict, accepted) -> None:
         try:
             with torch.no_grad():
                 model(**inputs, use_cache=False)
-        except Exception:
+        except Exception:  # the retry without a cache fails too: the first failure is the reason
             raise exc from None
         raise _Retry({**inputs, "use_cache": False}) from None
 

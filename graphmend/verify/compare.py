@@ -58,7 +58,7 @@ def to_plain(obj: Any) -> Any:
     if isinstance(obj, dict) or (hasattr(obj, "keys") and hasattr(obj, "__getitem__") and not isinstance(obj, type)):
         try:
             return {str(k): to_plain(obj[k]) for k in obj.keys()}
-        except Exception:
+        except Exception:  # a user mapping whose keys() or [] raises: compared as an object below
             pass
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}

@@ -113,7 +113,7 @@ def _seed(seed: int) -> None:
         np = sys.modules.get("numpy")
         if np is not None:
             np.random.seed(seed % (2 ** 32))
-    except Exception:
+    except Exception:  # a NumPy stub or a half-imported one: its generator goes unseeded
         pass
 
 
@@ -237,7 +237,7 @@ def _paths(obj: Any, path: str) -> list[tuple[str, Any]]:
     if isinstance(obj, dict) or (hasattr(obj, "keys") and hasattr(obj, "__getitem__") and not isinstance(obj, type)):
         try:
             return [p for k in obj.keys() for p in _paths(obj[k], f"{path}.{k}")]
-        except Exception:
+        except Exception:  # a user mapping whose keys() or [] raises: no paths inside it
             return []
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return [p for f in dataclasses.fields(obj) for p in _paths(getattr(obj, f.name), f"{path}.{f.name}")]

@@ -394,7 +394,7 @@ def code(node: cst.CSTNode) -> str:
 def full_name(node: cst.CSTNode) -> Optional[str]:
     try:
         return cst.helpers.get_full_name_for_node(node)
-    except Exception:
+    except Exception:  # libcst raises for a node it cannot name (a call's result, a subscript): no name
         return None
 
 
