@@ -73,7 +73,8 @@ import libcst as cst
 
 from rewrites.fixes.base import (Analysis, Case, Context, Edit, FunctionFacts, Plan, Refusal, Site, call,
                                  calls_outside_torch, code, impurity, names_in, strip_parens)
-from rewrites.fixes.gm1_where import Refuse, _block_stmts, convert_condition
+from rewrites.fixes.conditions import Refuse, convert_condition
+from rewrites.fixes.where_arms import block_stmts
 
 RULES = ("GM101",)
 ORDER = 79  # before gm1_where (80), which refuses these arms ("an arm holds a nested `if` block")
@@ -236,7 +237,7 @@ def _hoistable(stmt: cst.CSTNode, part: _Part, facts: FunctionFacts, per_call: s
         if attr is None:
             raise Refuse(f"`if {code(stmt.test).strip()}` inside an arm is not a lazy cache "
                          "(`if not hasattr(self, ...)`)")
-        for s in _block_stmts(stmt.body):
+        for s in block_stmts(stmt.body):
             if not (isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1 and isinstance(s.body[0], cst.Assign)
                     and _store_targets(s.body[0], attr)):
                 raise Refuse(f"the lazy cache of `self.{attr}` does more than store it: `{code(s).strip()}`")
@@ -283,7 +284,7 @@ def decide(node: cst.If, facts: FunctionFacts, per_call: set[str] = frozenset())
         raise Refuse("an `elif` chain: only `if`/`else` with one buffer registration per arm is hoisted")
     if node.orelse is None:
         raise Refuse("no `else`: the buffer would be re-registered on the path eager code leaves it alone")
-    arms = [_block_stmts(node.body), _block_stmts(node.orelse.body)]
+    arms = [block_stmts(node.body), block_stmts(node.orelse.body)]
     parts, regs = [], []
     for stmts in arms:
         if not stmts or _register(stmts[-1]) is None:
@@ -350,7 +351,7 @@ def _uncached(stmt: cst.CSTNode) -> cst.CSTNode:
 
 def build(updated: cst.If, d: Decision, tnames: frozenset[str], forced: bool):
     test = convert_condition(updated.test, tnames, forced)
-    arms = [_block_stmts(updated.body), _block_stmts(updated.orelse.body)]
+    arms = [block_stmts(updated.body), block_stmts(updated.orelse.body)]
     hoisted: list[cst.CSTNode] = [_uncached(s) for stmts in arms for s in stmts[:-1]]
     regs = [stmts[-1] for stmts in arms]
     c0 = regs[0].body[0].value
@@ -417,7 +418,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             continue
         moved = sorted(set().union(*(p.writes for p in d.parts)))
         what = f"; hoisted: {', '.join('self.' + m for m in moved)}" if moved else ""
-        stored = " (stored in `self._buffers`)" if _persistent(_register(_block_stmts(node.body)[-1])[1]) \
+        stored = " (stored in `self._buffers`)" if _persistent(_register(block_stmts(node.body)[-1])[1]) \
             is not None else ""
         site = Site("GM101", start, end, f"`if` on a tensor re-registering `{d.buffer}` -> the buffer's value "
                     f"selected by torch.where{stored}{what}", [an.rng(node.test)], "where")

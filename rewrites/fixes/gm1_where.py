@@ -81,25 +81,23 @@ caught by verification (outputs compared shape by shape), never assumed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 import libcst as cst
 from libcst import matchers
 
 from rewrites.fixes import total
-from rewrites.fixes.base import (Analysis, Case, Context, Edit, FunctionFacts, Plan, Refusal, Site, call,
-                                 calls_outside_torch, code, full_name, impurity, is_number_literal, module_attrs, names_in,
-                                 offer_unsafe, paren,
-                                 number_attrs, pure_self_methods, rng_call, stateful_module_call, strip_item, strip_parens,
-                                 tensorish)
+from rewrites.fixes.base import (Analysis, Case, Context, Edit, FunctionFacts, Plan, Refusal, Site,
+                                 calls_outside_torch, code, impurity, is_number_literal, module_attrs, names_in,
+                                 number_attrs, offer_unsafe, pure_self_methods, rng_call, stateful_module_call,
+                                 strip_parens, tensorish)
+from rewrites.fixes.conditions import Refuse, bool_valued, chained_and, convert_condition, scalar_operands, unchain
+from rewrites.fixes.where_arms import (Arm, assign_stmt, block_stmts, chain, check_value, is_constant, read_arm, ref,
+                                       refs_in, select)
 
 RULES = ("GM101", "GM102", "GM103")
 ORDER = 80
-
-
-class Refuse(Exception):
-    pass
 
 
 # LayerDrop (M2M-100, wav2vec2, BART: ``if torch.rand([]) < p: continue``), measured by
@@ -131,7 +129,7 @@ def _skips_on_draw(node: cst.If, an: Analysis, facts: FunctionFacts) -> Optional
     later skips the layer. The draw's text, else None."""
     if node.orelse is not None or not an.in_loop(node):
         return None
-    stmts = [sm for line in _block_stmts(node.body) if isinstance(line, cst.SimpleStatementLine) for sm in line.body]
+    stmts = [sm for line in block_stmts(node.body) if isinstance(line, cst.SimpleStatementLine) for sm in line.body]
     skip = len(stmts) == 1 and (isinstance(stmts[0], (cst.Continue, cst.Break)) or isinstance(stmts[0], cst.Assign)
                                 and isinstance(stmts[0].value, cst.Name) and stmts[0].value.value in ("True", "False"))
     return _random_draw(node.test, facts) if skip else None
@@ -150,317 +148,6 @@ def _random_draw(test: cst.BaseExpression, facts: FunctionFacts) -> Optional[str
         if name in names and isinstance(value, cst.Call) and rng_call(value):
             return code(value).strip()
     return None
-
-
-# -- conditions --------------------------------------------------------------------------
-
-def convert_condition(test: cst.BaseExpression, tnames: frozenset[str], forced: bool = False) -> cst.BaseExpression:
-    """A bool tensor equivalent to Python's truth value of ``test`` (raise Refuse if unsure)."""
-    test = strip_parens(strip_item(test))
-    if isinstance(test, cst.BooleanOperation):
-        left = convert_condition(test.left, tnames, False)
-        right = convert_condition(test.right, tnames, False)
-        op = "torch.logical_and" if isinstance(test.operator, cst.And) else "torch.logical_or"
-        return call(op, left, right)
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return call("torch.logical_not", convert_condition(test.expression, tnames, forced))
-    if isinstance(test, cst.Comparison):
-        if len(test.comparisons) > 1:
-            return call("torch.logical_and", *_unchain(test, tnames, forced))
-        op = test.comparisons[0].operator
-        if isinstance(op, (cst.Is, cst.IsNot, cst.In, cst.NotIn)):
-            raise Refuse(f"`{code(op).strip()}` comparison is not a tensor operation")
-        if tensorish(test, tnames) or forced:
-            return test
-        raise Refuse(f"condition `{code(test)}` is not a tensor expression")
-    if isinstance(test, cst.Call):
-        fn = full_name(test.func) or ""
-        if fn == "torch.equal":
-            raise Refuse("torch.equal returns a Python bool (see GM402 for the guard form)")
-        m = test.func.attr.value if isinstance(test.func, cst.Attribute) else ""
-        if m in ("any", "all", "isnan", "isinf", "bool", "logical_and", "logical_or", "logical_not") or fn in (
-                "torch.any", "torch.all", "torch.isnan", "torch.isinf", "torch.logical_and", "torch.logical_or",
-                "torch.logical_not", "torch.isclose", "torch.is_nonzero"):
-            if tensorish(test, tnames) or forced:
-                return test
-    if tensorish(test, tnames) or forced:
-        # a bare name on Dynamo's word too (``if done:``, ``done`` a helper's tensor): a Python
-        # value there would raise on ``.bool()``, which verification reports
-        return cst.Call(func=cst.Attribute(value=paren(test), attr=cst.Name("bool")), args=[])
-    raise Refuse(f"condition `{code(test)}` is not a tensor expression")
-
-
-_ORDERING = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
-
-
-def _unchain(test: cst.Comparison, tnames: frozenset[str], forced: bool) -> list[cst.BaseExpression]:
-    """``lo <= t <= hi`` -> [``lo <= t``, ``t <= hi``] (``torch.logical_and`` of them, or
-    ``&``): Python's ``lo <= t and t <= hi`` on tensors, whose ``and`` asks the first
-    comparison's truth value (the break). Each middle operand is then evaluated twice and
-    the second comparison even where Python short-circuited it, so those operands must be
-    pure and call nothing outside torch. Refuse otherwise, or when no operand is a tensor."""
-    if not all(isinstance(c.operator, _ORDERING) for c in test.comparisons):
-        raise Refuse("chained comparison with `is` / `in`: not a tensor operation")
-    if not (tensorish(test, tnames) or forced):
-        raise Refuse(f"condition `{code(test)}` is not a tensor expression")
-    operands = [test.left, *(c.comparator for c in test.comparisons)]
-    for mid in operands[1:-1]:
-        if impurity(mid) or calls_outside_torch(mid):
-            raise Refuse(f"chained comparison: `{code(mid)}` would be evaluated twice and may not be pure")
-    pairs = [cst.Comparison(left=a, comparisons=[c]) for a, c in zip(operands, test.comparisons)]
-    if not forced and not all(tensorish(p, tnames) for p in pairs):
-        raise Refuse(f"chained comparison `{code(test)}`: a comparison in it is not on a tensor")
-    return pairs
-
-
-def _scalar_operands(test: cst.Comparison) -> None:
-    """Refuse unless every operand of the chain is a number or a full reduction
-    (``h.max()``, ``torch.mean(h)``): 0-dim, so Python's ``and`` of the comparisons ran
-    (on more elements it raises) and ``&`` gives its value."""
-    for o in [test.left, *(c.comparator for c in test.comparisons)]:
-        o = strip_parens(o)
-        full = isinstance(o, cst.Call) and isinstance(o.func, cst.Attribute) and o.func.attr.value in \
-            ("sum", "mean", "max", "min", "amax", "amin", "prod", "norm", "any", "all") and \
-            len(o.args) == (0 if not (full_name(o.func) or "").startswith("torch.") else 1)
-        if not (is_number_literal(o) or full):
-            raise Refuse(f"chained comparison as a value: `{code(o)}` is not a number or a full reduction, "
-                         "so the comparisons may not be 0-dim")
-
-
-def chained_and(test: cst.Comparison, tnames: frozenset[str], forced: bool) -> cst.BaseExpression:
-    """``lo <= t <= hi`` as a value -> ``(lo <= t) & (t <= hi)`` (see ``_unchain``): on 0-dim
-    boolean tensors Python's ``and`` returns the first when it is false, else the second,
-    which is what ``&`` computes."""
-    parts = [paren(p) for p in _unchain(test, tnames, forced)]
-    out = parts[0]
-    for p in parts[1:]:
-        out = cst.BinaryOperation(left=out, operator=cst.BitAnd(), right=p)
-    return out
-
-
-def _bool_valued(test: cst.BaseExpression, tnames: frozenset[str], forced: bool) -> None:
-    """Refuse unless ``test`` is a boolean tensor as written (comparison, ``.any()``, ...):
-    then Python's ``a and b`` returns a bool tensor equal to ``torch.logical_and(a, b)``."""
-    t = strip_parens(test)
-    if isinstance(t, (cst.BooleanOperation,)):
-        _bool_valued(t.left, tnames, forced)
-        _bool_valued(t.right, tnames, forced)
-        return
-    conv = convert_condition(t, tnames, forced)
-    if isinstance(conv, cst.Call) and isinstance(conv.func, cst.Attribute) and conv.func.attr.value == "bool" \
-            and not (isinstance(t, cst.Call) and isinstance(t.func, cst.Attribute) and t.func.attr.value == "bool"):
-        raise Refuse(f"`{code(t)}` is not a boolean tensor: `and`/`or` would return its value, not a bool")
-    if has_item_call(t):
-        raise Refuse(f"`{code(t)}` is a Python number (`.item()`): `and`/`or` of it is not a tensor")
-
-
-def has_item_call(node: cst.CSTNode) -> bool:
-    from rewrites.fixes.base import has_item
-
-    return has_item(node)
-
-
-# -- arms ------------------------------------------------------------------------------
-
-class _Subst(cst.CSTTransformer):
-    def __init__(self, env: dict[str, cst.BaseExpression]):
-        super().__init__()
-        self.env = env
-
-    def leave_Name(self, original_node, updated_node):
-        v = self.env.get(updated_node.value)
-        return paren(v) if v is not None else updated_node
-
-    def visit_Attribute(self, node) -> bool:
-        node.value.visit(self)
-        return True
-
-    def leave_Attribute(self, original_node, updated_node):
-        v = self.env.get(_attr_key(original_node) or "")
-        if v is not None:  # an attribute an earlier statement of the arm re-bound
-            return paren(v)
-        # only the object side is a variable; keep ``.attr`` as written
-        return updated_node.with_changes(attr=original_node.attr)
-
-    def leave_Arg(self, original_node, updated_node):
-        return updated_node.with_changes(keyword=original_node.keyword)
-
-
-def _attr_key(node: cst.CSTNode) -> Optional[str]:
-    """``self.x_min`` -> "self.x_min": an attribute of a plain name, which an arm may re-bind
-    like a variable (held in the arm's env under this key)."""
-    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
-        return f"{node.value.value}.{node.attr.value}"
-    return None
-
-
-def _ref(key: str) -> cst.BaseExpression:
-    """The expression reading an env key: a name, or ``obj.attr``."""
-    return cst.parse_expression(key) if "." in key else cst.Name(key)
-
-
-def refs_in(node: cst.CSTNode) -> set[str]:
-    """The names ``node`` reads, and the ``obj.attr`` keys it reads."""
-    out = set(names_in(node))
-
-    class V(cst.CSTVisitor):
-        def visit_Attribute(self, n: cst.Attribute) -> None:
-            key = _attr_key(n)
-            if key:
-                out.add(key)
-
-    node.visit(V())
-    return out
-
-
-def subst(node: cst.BaseExpression, env: dict[str, cst.BaseExpression]) -> cst.BaseExpression:
-    if not env or not (refs_in(node) & set(env)):
-        return node
-    return node.visit(_Subst(env))  # type: ignore[return-value]
-
-
-@dataclass
-class Arm:
-    env: dict[str, cst.BaseExpression] = field(default_factory=dict)  # final value per bound name
-    order: list[str] = field(default_factory=list)
-    ret: Optional[cst.BaseExpression] = None
-    returns: bool = False
-    outside_calls: list[str] = field(default_factory=list)
-
-
-def _is_constant(e: cst.BaseExpression) -> bool:
-    e = strip_parens(e)
-    if isinstance(e, cst.UnaryOperation):
-        return _is_constant(e.expression)
-    if isinstance(e, cst.Tuple):  # ``()`` / ``(None, 1)``: a Python value, not a tensor
-        return all(_is_constant(el.value) for el in e.elements)
-    return isinstance(e, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)) or (
-        isinstance(e, cst.Name) and e.value in ("None", "True", "False"))
-
-
-def _check_value(e: cst.BaseExpression, arm: Arm) -> None:
-    why = impurity(e)
-    if why:
-        raise Refuse(f"an arm {why}")
-    arm.outside_calls.extend(calls_outside_torch(e))
-
-
-def read_arm(stmts) -> Arm:
-    """The effect of a block of statements as name -> expression (substituted in order)."""
-    arm = Arm()
-    for i, stmt in enumerate(stmts):
-        if arm.returns:
-            raise Refuse("code after a return in an arm")
-        if isinstance(stmt, cst.SimpleStatementLine):
-            smalls = stmt.body
-        else:
-            kind = type(stmt).__name__.lower()
-            raise Refuse(f"an arm holds a nested `{kind}` block")
-        for s in smalls:
-            if isinstance(s, cst.Pass):
-                continue
-            if isinstance(s, cst.Assign):
-                t = s.targets[0].target
-                if len(s.targets) != 1 or not (isinstance(t, cst.Name) or _attr_key(t)):
-                    what = "a subscript (in-place mutation)" if isinstance(t, cst.Subscript) else (
-                        "an attribute (state mutation)" if isinstance(t, cst.Attribute) else "several targets")
-                    raise Refuse(f"an arm assigns to {what}: `{code(s).strip()}`")
-                _check_value(s.value, arm)
-                # ``self.x_min = ...`` (I-BERT's calibration): the attribute re-bound, as a name is
-                name = t.value if isinstance(t, cst.Name) else _attr_key(t)
-                arm.env[name] = subst(s.value, arm.env)
-                if name not in arm.order:
-                    arm.order.append(name)
-                continue
-            if isinstance(s, cst.AnnAssign) and isinstance(s.target, cst.Name) and s.value is not None:
-                _check_value(s.value, arm)
-                arm.env[s.target.value] = subst(s.value, arm.env)
-                if s.target.value not in arm.order:
-                    arm.order.append(s.target.value)
-                continue
-            if isinstance(s, cst.AugAssign):
-                raise Refuse(f"an arm updates in place: `{code(s).strip()}`")
-            if isinstance(s, cst.Return):
-                if s.value is None:
-                    raise Refuse("an arm returns None")
-                _check_value(s.value, arm)
-                arm.ret = subst(s.value, arm.env)
-                arm.returns = True
-                continue
-            if isinstance(s, cst.Raise):
-                raise Refuse("an arm raises (see GM402 for guards)")
-            if isinstance(s, cst.Expr):
-                raise Refuse(f"an arm has a statement with side effects: `{code(s).strip()}`")
-            if isinstance(s, (cst.Continue, cst.Break)):
-                raise Refuse(f"an arm is loop control (`{code(s).strip()}`): torch.where and torch.cond "
-                             "select values, they cannot skip the rest of the loop")
-            raise Refuse(f"an arm holds a `{type(s).__name__}` statement")
-    return arm
-
-
-def _block_stmts(block) -> list:
-    if isinstance(block, cst.IndentedBlock):
-        return list(block.body)
-    if isinstance(block, cst.SimpleStatementSuite):
-        return [cst.SimpleStatementLine(body=list(block.body))]
-    return []
-
-
-def chain(node: cst.If) -> tuple[list[tuple[cst.BaseExpression, list]], Optional[list]]:
-    """``if/elif/else`` as [(test, stmts), ...] and the final else's stmts (None: no else)."""
-    branches = [(node.test, _block_stmts(node.body))]
-    orelse = node.orelse
-    while isinstance(orelse, cst.If):
-        branches.append((orelse.test, _block_stmts(orelse.body)))
-        orelse = orelse.orelse
-    final = _block_stmts(orelse.body) if isinstance(orelse, cst.Else) else None
-    return branches, final
-
-
-def selected_when(tests: list[cst.BaseExpression]) -> list[cst.BaseExpression]:
-    """The condition under which each arm of an ``if/elif/else`` chain runs (one per test,
-    then the fall-through): ``t0``, ``not t0 and t1``, ..., ``not t0 and ... not tn``."""
-    out, before = [], None
-    for t in tests:
-        out.append(total.both(before, t))
-        before = total.both(before, total.negate(t))
-    return out + [before]
-
-
-def _select(tests: list[cst.BaseExpression], values: list[cst.BaseExpression], use_cond: bool,
-            tnames: frozenset[str] = frozenset(), pure: frozenset[str] = frozenset(),
-            numbers: frozenset[str] = frozenset()) -> cst.BaseExpression:
-    """Nested where/cond: values has len(tests) + 1 entries (the last is the fallthrough).
-    With torch.where each arm's non-total operations get the double-where form (total.py):
-    they compute on a safe value where eager code would not have run them."""
-    if all(isinstance(strip_parens(v), cst.Tuple) for v in values):
-        ns = {len(strip_parens(v).elements) for v in values}
-        if len(ns) == 1 and not use_cond and min(ns) > 0:
-            n = ns.pop()
-            parts = [_select(tests, [strip_parens(v).elements[i].value for v in values], use_cond, tnames, pure,
-                             numbers)
-                     for i in range(n)]
-            return cst.Tuple(elements=[cst.Element(p) for p in parts])
-    if not use_cond:
-        values = [total.guard(v, c, tnames, pure, numbers) for v, c in zip(values, selected_when(tests))]
-    if use_cond:
-        # torch.cond refuses a branch that returns one of its inputs unchanged (aliasing)
-        values = [cst.Call(func=cst.Attribute(value=v, attr=cst.Name("clone")), args=[])
-                  if isinstance(strip_parens(v), (cst.Name, cst.Attribute)) else v for v in values]
-    out = values[-1]
-    for test, val in zip(reversed(tests), reversed(values[:-1])):
-        if use_cond:
-            out = call("torch.cond", test, cst.Lambda(params=cst.Parameters(), body=val),
-                       cst.Lambda(params=cst.Parameters(), body=out))
-        else:
-            out = call("torch.where", test, val, out)
-    return out
-
-
-def _stmt(text_target: Optional[str], value: cst.BaseExpression, leading=()) -> cst.SimpleStatementLine:
-    small = cst.Return(value=value) if text_target is None else cst.Assign(
-        targets=[cst.AssignTarget(cst.parse_expression(text_target))], value=value)
-    return cst.SimpleStatementLine(body=[small], leading_lines=list(leading))
 
 
 # -- planning ------------------------------------------------------------------------------
@@ -503,7 +190,7 @@ def decide_if(node: cst.If, an: Analysis, facts: FunctionFacts, tnames: frozense
         if not all(a.returns for a in arms) or not final_arm.returns:
             raise Refuse("one arm returns and another falls through")
         for a in [*arms, final_arm]:
-            if _is_constant(a.ret):
+            if is_constant(a.ret):
                 raise Refuse(f"an arm returns the Python constant `{code(a.ret)}`; torch.where would make it a tensor")
         _same_slices("the returned value", [a.ret for a in [*arms, final_arm]])
         use_cond = any(a.outside_calls for a in [*arms, final_arm])
@@ -541,10 +228,10 @@ def decide_if(node: cst.If, an: Analysis, facts: FunctionFacts, tnames: frozense
         raise Refuse("the arms only bind temporaries")
     for a in all_arms:
         for n in keep:
-            if n in a.env and _is_constant(a.env[n]):
+            if n in a.env and is_constant(a.env[n]):
                 raise Refuse(f"`{n}` is the Python constant `{code(a.env[n])}` on one path; torch.where would make it a tensor")
     for n in keep:
-        _same_slices(f"`{n}`", [a.env.get(n, _ref(n)) for a in all_arms] + ([_ref(n)] if n in fallback else []))
+        _same_slices(f"`{n}`", [a.env.get(n, ref(n)) for a in all_arms] + ([ref(n)] if n in fallback else []))
     use_cond = any(a.outside_calls for a in all_arms)
     if not use_cond:
         for a in all_arms:
@@ -554,7 +241,7 @@ def decide_if(node: cst.If, an: Analysis, facts: FunctionFacts, tnames: frozense
     for n in keep:
         why = _escapes(n, an, facts, end)
         if why:
-            for v in [a.env.get(n, _ref(n)) for a in all_arms] + ([_ref(n)] if n in fallback else []):
+            for v in [a.env.get(n, ref(n)) for a in all_arms] + ([ref(n)] if n in fallback else []):
                 _refuse_alias(v, facts, start, why)
     return IfDecision(keep, fallback, False, use_cond, None, pure, _numbers(an, node, facts))
 
@@ -710,17 +397,17 @@ def build_if(updated: cst.If, d: IfDecision, tnames: frozenset[str], forced: boo
     arms = [read_arm(stmts) for _, stmts in branches]
     if d.returns:
         final_arm = read_arm(final if final is not None else list(absorbed or []))
-        value = _select(tests, [a.ret for a in [*arms, final_arm]], d.use_cond, tnames, d.pure, d.numbers)
-        return _stmt(None, value, updated.leading_lines)
+        value = select(tests, [a.ret for a in [*arms, final_arm]], d.use_cond, tnames, d.pure, d.numbers)
+        return assign_stmt(None, value, updated.leading_lines)
     final_arm = else_arm if else_arm is not None else read_arm(final) if final is not None else Arm()
-    values = [_select(tests, [a.env.get(n, _ref(n)) for a in [*arms, final_arm]], d.use_cond, tnames, d.pure,
+    values = [select(tests, [a.env.get(n, ref(n)) for a in [*arms, final_arm]], d.use_cond, tnames, d.pure,
                       d.numbers)
               for n in d.keep]
     if any(refs_in(v) & set(d.keep[:i]) for i, v in enumerate(values)):
         # a later value (or the condition) reads a name an earlier line would already have
         # rebound: one tuple assignment evaluates every value before binding any
-        return _stmt(", ".join(d.keep), cst.Tuple(elements=[cst.Element(v) for v in values]), updated.leading_lines)
-    out = [_stmt(n, v, updated.leading_lines if i == 0 else ()) for i, (n, v) in enumerate(zip(d.keep, values))]
+        return assign_stmt(", ".join(d.keep), cst.Tuple(elements=[cst.Element(v) for v in values]), updated.leading_lines)
+    out = [assign_stmt(n, v, updated.leading_lines if i == 0 else ()) for i, (n, v) in enumerate(zip(d.keep, values))]
     return cst.FlattenSentinel(out) if len(out) > 1 else out[0]
 
 
@@ -812,9 +499,9 @@ def python_chain_arm(orelse, tnames: frozenset[str], bound_before=lambda name: T
     while isinstance(orelse, cst.If):
         if not _python_operand(orelse.test, tnames):
             raise Refuse(f"the `elif {code(orelse.test).strip()}` condition is not a plain Python value")
-        branches.append((orelse.test, read_arm(_block_stmts(orelse.body))))
+        branches.append((orelse.test, read_arm(block_stmts(orelse.body))))
         orelse = orelse.orelse
-    final = read_arm(_block_stmts(orelse.body)) if isinstance(orelse, cst.Else) else Arm()
+    final = read_arm(block_stmts(orelse.body)) if isinstance(orelse, cst.Else) else Arm()
     paths = [a for _, a in branches] + [final]
     out = Arm()
     for a in paths:
@@ -822,7 +509,7 @@ def python_chain_arm(orelse, tnames: frozenset[str], bound_before=lambda name: T
             raise Refuse("an elif/else arm returns")
         out.outside_calls.extend(a.outside_calls)
         for n in a.order:
-            if _is_constant(a.env[n]):
+            if is_constant(a.env[n]):
                 raise Refuse(f"`{n}` is the Python constant `{code(a.env[n])}` on one path; torch.where would make "
                              "it a tensor")
             if n not in out.order:
@@ -831,9 +518,9 @@ def python_chain_arm(orelse, tnames: frozenset[str], bound_before=lambda name: T
         if not all(n in a.env for a in paths) and not bound_before(n):
             out.order.remove(n)  # no value on every path: only usable as a temporary (decide_if)
             continue
-        value = final.env.get(n, _ref(n))
+        value = final.env.get(n, ref(n))
         for test, a in reversed(branches):
-            value = cst.IfExp(test=test, body=a.env.get(n, _ref(n)), orelse=value,
+            value = cst.IfExp(test=test, body=a.env.get(n, ref(n)), orelse=value,
                               lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         out.env[n] = value
     return out
@@ -1089,7 +776,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         start, end, tnames, forced = at
         try:
             for operand in (node.left, node.right):
-                _bool_valued(operand, tnames, forced)
+                bool_valued(operand, tnames, forced)
             convert_condition(node, tnames, forced)
         except Refuse as exc:
             if forced:
@@ -1106,8 +793,8 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             continue
         start, end, tnames, forced = at
         try:
-            _unchain(node, tnames, forced)
-            _scalar_operands(node)
+            unchain(node, tnames, forced)
+            scalar_operands(node)
         except Refuse as exc:
             if forced or tensorish(node, tnames):
                 result.refusals.append(Refusal("GM103", start, str(exc)))
@@ -1148,8 +835,8 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             arms = []
             for v in (node.body, node.orelse):
                 arm = Arm(ret=v, returns=True)
-                _check_value(v, arm)
-                if _is_constant(v):
+                check_value(v, arm)
+                if is_constant(v):
                     raise Refuse(f"an arm is the Python constant `{code(v)}`; torch.where would make it a tensor")
                 arms.append(arm)
             holder = an.parent(node)
@@ -1175,7 +862,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         def build_exp(updated, tnames=tnames, forced=forced, use_cond=use_cond, pure=pure,
                       numbers=_numbers(an, node, facts)):
             test = convert_condition(updated.test, tnames, forced)
-            return _select([test], [updated.body, updated.orelse], use_cond, tnames, pure, numbers)
+            return select([test], [updated.body, updated.orelse], use_cond, tnames, pure, numbers)
 
         result.edits.append(Edit(node, build_exp, site))
     return result

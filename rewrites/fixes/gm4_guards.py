@@ -37,7 +37,7 @@ import libcst as cst
 
 from rewrites.fixes.base import (IS_COMPILING, Analysis, Case, Context, Edit, FunctionFacts, Helper, Plan, Refusal,
                                  Site, call, code, full_name, impurity, in_compile_split, strip_parens)
-from rewrites.fixes.gm1_where import Refuse, convert_condition
+from rewrites.fixes.conditions import Refuse, convert_condition
 
 RULES = ("GM401", "GM402")
 ORDER = 10
