@@ -89,12 +89,13 @@ from libcst import matchers
 
 from rewrites.fixes import total
 from rewrites.fixes.base import (Analysis, Case, Context, Edit, FunctionFacts, Plan, Refusal, Site,
-                                 calls_outside_torch, code, impurity, is_number_literal, module_attrs, names_in,
+                                 calls_outside_torch, code, module_attrs, names_in,
                                  number_attrs, offer_unsafe, pure_self_methods, rng_call, stateful_module_call,
                                  strip_parens, tensorish)
 from rewrites.fixes.conditions import Refuse, bool_valued, chained_and, convert_condition, scalar_operands, unchain
-from rewrites.fixes.where_arms import (Arm, assign_stmt, block_stmts, chain, check_value, is_constant, read_arm, ref,
-                                       refs_in, select)
+from rewrites.fixes.python_parts import and_of, python_chain_arm, python_elifs, python_only, split_and
+from rewrites.fixes.where_arms import (Arm, assign_stmt, block_stmts, chain, check_value, escapes, is_constant, read_arm,
+                                       ref, refs_in, refuse_alias, select)
 
 RULES = ("GM101", "GM102", "GM103")
 ORDER = 80
@@ -198,7 +199,7 @@ def decide_if(node: cst.If, an: Analysis, facts: FunctionFacts, tnames: frozense
             for a in [*arms, final_arm]:
                 _total(a.ret, tnames, pure)
         for a in [*arms, final_arm]:
-            _refuse_alias(a.ret, facts, start, "is returned")
+            refuse_alias(a.ret, facts, start, "is returned")
         return IfDecision([], set(), True, use_cond, absorb, pure, _numbers(an, node, facts))
     all_arms = [*arms, *([final_arm] if final_arm else [])]
     names: list[str] = []
@@ -239,95 +240,14 @@ def decide_if(node: cst.If, an: Analysis, facts: FunctionFacts, tnames: frozense
                 if n in a.env:
                     _total(a.env[n], tnames, pure)
     for n in keep:
-        why = _escapes(n, an, facts, end)
+        why = escapes(n, an, facts, end)
         if why:
             for v in [a.env.get(n, ref(n)) for a in all_arms] + ([ref(n)] if n in fallback else []):
-                _refuse_alias(v, facts, start, why)
+                refuse_alias(v, facts, start, why)
     return IfDecision(keep, fallback, False, use_cond, None, pure, _numbers(an, node, facts))
 
 
 # methods and attributes whose result may share the receiver's storage (a view of it)
-_VIEWS = frozenset("""view view_as reshape reshape_as transpose permute t squeeze unsqueeze expand expand_as narrow
-select detach flatten unflatten movedim moveaxis swapaxes swapdims diagonal as_strided T mT H mH data
-to type type_as contiguous float double half bfloat16 int long bool""".split())  # the last: itself when nothing changes
-
-
-def _aliased_param(value: cst.BaseExpression, facts: FunctionFacts, line: int) -> Optional[str]:
-    """The parameter ``value`` is, or a view of (``x``, ``x.view(...)``, ``x[:, 0]``, ``x.T``),
-    while it still holds the caller's tensor at ``line``; else None."""
-    e = strip_parens(value)
-    while not isinstance(e, cst.Name):
-        if isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in _VIEWS:
-            e = e.func.value
-        elif isinstance(e, cst.Attribute) and e.attr.value in _VIEWS:
-            e = e.value
-        elif isinstance(e, cst.Subscript) and all(
-                isinstance(el.slice, cst.Slice) or is_number_literal(el.slice.value)
-                or isinstance(el.slice.value, (cst.Ellipsis, cst.Name)) and code(el.slice.value) in ("None", "...")
-                for el in e.slice):
-            e = e.value  # basic indexing: a view
-        else:
-            return None
-        e = strip_parens(e)
-    n = e.value
-    rebound = any(b == n and l < line for b, l, _ in facts.bindings)
-    return n if n in facts.params and not rebound else None
-
-
-def _refuse_alias(value: cst.BaseExpression, facts: FunctionFacts, line: int, how: str) -> None:
-    """Refuse an arm that hands back the caller's own tensor: torch.where always allocates."""
-    p = _aliased_param(value, facts, line)
-    if p is not None:
-        what = "it" if code(strip_parens(value)) == p else "a view of it"
-        raise Refuse(f"an arm aliases the caller's tensor `{p}` ({what}, unchanged) and the result {how}: eager code "
-                     "keeps that very tensor, so an in-place step on the result reaches the caller's; torch.where "
-                     "always returns a new tensor")
-
-
-def _escapes(name: str, an: Analysis, facts: FunctionFacts, end: int) -> Optional[str]:
-    """How ``name``, bound by the statement ending at ``end``, leaves the function with its
-    identity observable before it is bound again: returned bare, written in place, stored on
-    an attribute. None when it does not."""
-    if facts.fn is None:
-        return None
-    found: list[tuple[int, str]] = []
-
-    def named(e) -> bool:
-        e = strip_parens(e) if e is not None else None
-        return isinstance(e, cst.Name) and e.value == name
-
-    class V(cst.CSTVisitor):
-        def visit_Return(self, n: cst.Return) -> None:
-            v = strip_parens(n.value) if n.value is not None else None
-            if named(v) or isinstance(v, (cst.Tuple, cst.List)) and any(named(el.value) for el in v.elements):
-                found.append((an.span(n)[0], "is returned"))
-
-        def visit_Call(self, n: cst.Call) -> None:
-            f = n.func
-            if isinstance(f, cst.Attribute) and named(f.value) and f.attr.value.endswith("_") \
-                    and not f.attr.value.startswith("_"):
-                found.append((an.span(n)[0], f"is written in place (`{code(f)}`)"))
-
-        def visit_AugAssign(self, n: cst.AugAssign) -> None:
-            if named(n.target):
-                found.append((an.span(n)[0], f"is written in place (`{code(n.target)} {code(n.operator).strip()}`)"))
-
-        def visit_Assign(self, n: cst.Assign) -> None:
-            if any(isinstance(t.target, cst.Subscript) and named(t.target.value) for t in n.targets):
-                found.append((an.span(n)[0], "is written in place (an item assignment)"))
-            elif named(n.value) and any(isinstance(t.target, cst.Attribute) for t in n.targets):
-                found.append((an.span(n)[0], "is stored on an attribute"))
-
-    facts.fn.visit(V())
-    for line, how in sorted(found):
-        if line <= end:
-            continue
-        if any(b == name and end < l < line for b, l, _ in facts.bindings):
-            return None  # bound again first: a new tensor either way
-        return how
-    return None
-
-
 def _numbers(an: Analysis, node: cst.CSTNode, facts: FunctionFacts) -> frozenset[str]:
     return frozenset(facts.number_params) | number_attrs(an, node)
 
@@ -411,149 +331,15 @@ def build_if(updated: cst.If, d: IfDecision, tnames: frozenset[str], forced: boo
     return cst.FlattenSentinel(out) if len(out) > 1 else out[0]
 
 
-def _and_operands(test: cst.BaseExpression) -> list:
-    """The operands as written: parentheses kept (``(a or b) and c`` re-joined stays right)
-    and the nodes the original tree's positions know."""
-    t = strip_parens(test)
-    if isinstance(t, cst.BooleanOperation) and isinstance(t.operator, cst.And):
-        return _and_operands(t.left) + _and_operands(t.right)
-    return [test]
-
-
-def _and_of(ops: list) -> cst.BaseExpression:
-    out = ops[0]
-    for o in ops[1:]:
-        out = cst.BooleanOperation(left=out, operator=cst.And(), right=o)
-    return out
-
-
-def _python_operand(op: cst.BaseExpression, tnames: frozenset[str]) -> bool:
-    """An operand that is a Python value (``self.training``, ``mask is not None``): no
-    tensor in sight and not convertible without Dynamo's word."""
-    from rewrites.fixes.base import has_item
-
-    t = strip_parens(op)
-    if isinstance(t, cst.Comparison) and all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in t.comparisons) \
-            and not has_item(t):
-        return True  # ``mask is not None``: identity, never a tensor operation
-    if has_item(op) or tensorish(op, tnames):
-        return False
-    if impurity(op) is not None or any(c not in ("isinstance", "hasattr", "len", "getattr", "callable")
-                                       for c in calls_outside_torch(op)):
-        return False  # a call could have effects: moving it before the tensor part is not safe
-    try:
-        convert_condition(op, tnames, False)
-    except Refuse:
-        return True
-    return False
-
-
-def _python_only(op: cst.BaseExpression, python_names: frozenset[str]) -> bool:
-    """Every name ``op`` reads is ``self`` (an attribute of the module: a config value) or
-    one of ``python_names`` (parameters typed or defaulted as Python numbers, strings or
-    bools: ``FunctionFacts.python_params``), and it calls nothing but ``isinstance`` /
-    ``hasattr`` / ``len`` / ``getattr`` / ``callable``."""
-    names = names_in(op)
-    return bool(names) and names <= (python_names | {"self", "None", "True", "False"}) and impurity(op) is None \
-        and all(c in ("isinstance", "hasattr", "len", "getattr", "callable") for c in calls_outside_torch(op))
-
-
-def split_and(test: cst.BaseExpression, tnames: frozenset[str], forced: bool,
-              python_names: frozenset[str] = frozenset()):
-    """``if P and T:`` (P Python, T tensor, any order) -> (P operands, T operands), or None.
-    The Python part stays a Python ``if`` (Dynamo specialises on it), the tensor part
-    becomes a ``torch.where`` inside it. Both parts are pure, so evaluating T when Python
-    would have short-circuited it (``T and P`` with T false) changes nothing."""
-    ops = _and_operands(test)
-    if len(ops) < 2:
-        return None
-    py = [o for o in ops if _python_operand(o, tnames)]
-    tn = [o for o in ops if not any(o is p for p in py)]
-    if forced and not tn:
-        # Dynamo broke on this condition, so one operand is a tensor, which the inference
-        # cannot see (it came through a parameter or a call): the operands that read only
-        # Python-typed names are the Python part, the rest the tensor part (a wrong guess
-        # leaves the break, or fails, in verification)
-        py = [o for o in ops if _python_only(o, python_names)]
-        tn = [o for o in ops if not any(o is p for p in py)]
-    if not py or not tn:
-        return None
-    try:
-        converted = convert_condition(_and_of(tn), tnames, forced)
-    except Refuse:
-        return None
-    if impurity(converted):  # (``.item()`` is gone by now: the comparison stays a tensor)
-        return None
-    return py, tn
-
-
-def python_chain_arm(orelse, tnames: frozenset[str], bound_before=lambda name: True) -> Optional[Arm]:
-    """The ``elif``/``else`` of an ``if`` as ONE arm, when every ``elif`` test is a Python
-    value: each name's value is a Python ternary over those tests (``B if q else C``), which
-    Dynamo resolves while tracing. None without an else/elif. A name some path leaves
-    unassigned keeps its value from before; one not bound before (``bound_before``) is left
-    out, so that the caller sees it bound on some paths only."""
-    if orelse is None:
-        return None
-    branches: list[tuple[cst.BaseExpression, Arm]] = []
-    while isinstance(orelse, cst.If):
-        if not _python_operand(orelse.test, tnames):
-            raise Refuse(f"the `elif {code(orelse.test).strip()}` condition is not a plain Python value")
-        branches.append((orelse.test, read_arm(block_stmts(orelse.body))))
-        orelse = orelse.orelse
-    final = read_arm(block_stmts(orelse.body)) if isinstance(orelse, cst.Else) else Arm()
-    paths = [a for _, a in branches] + [final]
-    out = Arm()
-    for a in paths:
-        if a.returns:
-            raise Refuse("an elif/else arm returns")
-        out.outside_calls.extend(a.outside_calls)
-        for n in a.order:
-            if is_constant(a.env[n]):
-                raise Refuse(f"`{n}` is the Python constant `{code(a.env[n])}` on one path; torch.where would make "
-                             "it a tensor")
-            if n not in out.order:
-                out.order.append(n)
-    for n in list(out.order):
-        if not all(n in a.env for a in paths) and not bound_before(n):
-            out.order.remove(n)  # no value on every path: only usable as a temporary (decide_if)
-            continue
-        value = final.env.get(n, ref(n))
-        for test, a in reversed(branches):
-            value = cst.IfExp(test=test, body=a.env.get(n, ref(n)), orelse=value,
-                              lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-        out.env[n] = value
-    return out
-
-
-def _python_elifs(node: cst.If, tnames: frozenset[str], forced: bool):
-    """``if T: A elif Q: B else: C`` with T a tensor condition and every ``elif`` test Q a
-    Python value (I-BERT's ``elif self.act_range_momentum == -1``): ([], T's operands), the
-    split with no Python part, so the elif chain becomes the fall-through value (a Python
-    ternary over Q, which Dynamo resolves while tracing). None otherwise."""
-    if not isinstance(node.orelse, cst.If):
-        return None
-    try:
-        convert_condition(node.test, tnames, forced)
-    except Refuse:
-        return None
-    orelse = node.orelse
-    while isinstance(orelse, cst.If):
-        if not _python_operand(orelse.test, tnames):
-            return None
-        orelse = orelse.orelse
-    return [], _and_operands(node.test)
-
-
 def _plan_split(an: Analysis, ctx: Context, node: cst.If, facts: FunctionFacts, tnames, forced, split, rule,
                 result: Plan) -> None:
     """``if P and T: A [elif Q: B] [else: C]`` -> ``if P:`` around ``x = torch.where(T, A, …)``,
     the else/elif kept as it was: when P is false the same arm runs as before, and when P
     holds the fall-through value is the elif chain's (a Python ternary over Q). With no P
-    (``_python_elifs``) the ``torch.where`` replaces the whole chain."""
+    (``python_elifs``) the ``torch.where`` replaces the whole chain."""
     start, end = an.span(node)
     py, tn = split
-    inner = cst.If(test=_and_of(tn), body=node.body)
+    inner = cst.If(test=and_of(tn), body=node.body)
     def bound_before(name: str) -> bool:
         return facts.defined_before(name, start)
 
@@ -579,17 +365,17 @@ def _plan_split(an: Analysis, ctx: Context, node: cst.If, facts: FunctionFacts, 
 
     def build(updated: cst.If, d=d):
         got = split_and(updated.test, tnames, forced, facts.python_params) if py else \
-            _python_elifs(updated, tnames, forced)
+            python_elifs(updated, tnames, forced)
         if got is None:  # an inner edit changed the test: keep the statement as it was
             return updated
         upy, utn = got
-        new = build_if(cst.If(test=_and_of(utn), body=updated.body), d, tnames, forced, None,
+        new = build_if(cst.If(test=and_of(utn), body=updated.body), d, tnames, forced, None,
                        python_chain_arm(updated.orelse, tnames, bound_before))
         stmts = list(new.nodes) if isinstance(new, cst.FlattenSentinel) else [new]
         if not upy:  # the whole chain replaced: its comments lead the first statement
             stmts[0] = stmts[0].with_changes(leading_lines=updated.leading_lines)
             return cst.FlattenSentinel(stmts) if len(stmts) > 1 else stmts[0]
-        return cst.If(test=_and_of(upy), body=cst.IndentedBlock(body=stmts), orelse=updated.orelse,
+        return cst.If(test=and_of(upy), body=cst.IndentedBlock(body=stmts), orelse=updated.orelse,
                       leading_lines=updated.leading_lines)
 
     result.edits.append(Edit(node, build, site))
@@ -718,13 +504,13 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         tnames = facts.tensor_names(start)
         # Dynamo's word is per line: not for a condition that reads only Python-typed names
         forced = bool(ctx.tensor_lines and test_lines & ctx.tensor_lines) \
-            and not _python_only(node.test, frozenset(facts.python_params))
+            and not python_only(node.test, frozenset(facts.python_params))
         try:
             # a Python-valued condition is not a break: say nothing about it
             for t, _ in branches:
                 convert_condition(t, tnames, forced)
         except Refuse as exc:
-            split = split_and(node.test, tnames, forced, facts.python_params) or _python_elifs(node, tnames, forced)
+            split = split_and(node.test, tnames, forced, facts.python_params) or python_elifs(node, tnames, forced)
             if split is not None:
                 _plan_split(an, ctx, node, facts, tnames, forced, split, rule, result)
             elif ctx.lines is not None:
@@ -817,7 +603,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             continue
         tnames = facts.tensor_names(start)
         reported = bool(ctx.tensor_lines and test_lines & ctx.tensor_lines)
-        typed = _python_only(node.test, frozenset(facts.python_params))
+        typed = python_only(node.test, frozenset(facts.python_params))
         forced = reported and not typed
         try:
             convert_condition(node.test, tnames, forced)
@@ -842,10 +628,10 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             holder = an.parent(node)
             how = "is returned" if isinstance(holder, cst.Return) else None
             if isinstance(holder, cst.Assign) and len(holder.targets) == 1 and isinstance(holder.targets[0].target, cst.Name):
-                how = _escapes(holder.targets[0].target.value, an, facts, end)
+                how = escapes(holder.targets[0].target.value, an, facts, end)
             if how:
                 for v in (node.body, node.orelse):
-                    _refuse_alias(v, facts, start, how)
+                    refuse_alias(v, facts, start, how)
             pure = arm_calls(an, node, arms, tnames)
             use_cond = any(a.outside_calls for a in arms)
             if not use_cond:

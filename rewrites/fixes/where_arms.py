@@ -10,7 +10,8 @@ from typing import Optional
 import libcst as cst
 
 from rewrites.fixes import total
-from rewrites.fixes.base import call, calls_outside_torch, code, impurity, names_in, paren, strip_parens
+from rewrites.fixes.base import (Analysis, FunctionFacts, call, calls_outside_torch, code, impurity, is_number_literal,
+                                 names_in, paren, strip_parens)
 from rewrites.fixes.conditions import Refuse
 
 
@@ -213,3 +214,86 @@ def assign_stmt(text_target: Optional[str], value: cst.BaseExpression, leading=(
     small = cst.Return(value=value) if text_target is None else cst.Assign(
         targets=[cst.AssignTarget(cst.parse_expression(text_target))], value=value)
     return cst.SimpleStatementLine(body=[small], leading_lines=list(leading))
+
+
+# -- arms that hand back the caller's tensor ----------------------------------------------
+
+_VIEWS = frozenset("""view view_as reshape reshape_as transpose permute t squeeze unsqueeze expand expand_as narrow
+select detach flatten unflatten movedim moveaxis swapaxes swapdims diagonal as_strided T mT H mH data
+to type type_as contiguous float double half bfloat16 int long bool""".split())  # the last: itself when nothing changes
+
+
+def aliased_param(value: cst.BaseExpression, facts: FunctionFacts, line: int) -> Optional[str]:
+    """The parameter ``value`` is, or a view of (``x``, ``x.view(...)``, ``x[:, 0]``, ``x.T``),
+    while it still holds the caller's tensor at ``line``; else None."""
+    e = strip_parens(value)
+    while not isinstance(e, cst.Name):
+        if isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in _VIEWS:
+            e = e.func.value
+        elif isinstance(e, cst.Attribute) and e.attr.value in _VIEWS:
+            e = e.value
+        elif isinstance(e, cst.Subscript) and all(
+                isinstance(el.slice, cst.Slice) or is_number_literal(el.slice.value)
+                or isinstance(el.slice.value, (cst.Ellipsis, cst.Name)) and code(el.slice.value) in ("None", "...")
+                for el in e.slice):
+            e = e.value  # basic indexing: a view
+        else:
+            return None
+        e = strip_parens(e)
+    n = e.value
+    rebound = any(b == n and l < line for b, l, _ in facts.bindings)
+    return n if n in facts.params and not rebound else None
+
+
+def refuse_alias(value: cst.BaseExpression, facts: FunctionFacts, line: int, how: str) -> None:
+    """Refuse an arm that hands back the caller's own tensor: torch.where always allocates."""
+    p = aliased_param(value, facts, line)
+    if p is not None:
+        what = "it" if code(strip_parens(value)) == p else "a view of it"
+        raise Refuse(f"an arm aliases the caller's tensor `{p}` ({what}, unchanged) and the result {how}: eager code "
+                     "keeps that very tensor, so an in-place step on the result reaches the caller's; torch.where "
+                     "always returns a new tensor")
+
+
+def escapes(name: str, an: Analysis, facts: FunctionFacts, end: int) -> Optional[str]:
+    """How ``name``, bound by the statement ending at ``end``, leaves the function with its
+    identity observable before it is bound again: returned bare, written in place, stored on
+    an attribute. None when it does not."""
+    if facts.fn is None:
+        return None
+    found: list[tuple[int, str]] = []
+
+    def named(e) -> bool:
+        e = strip_parens(e) if e is not None else None
+        return isinstance(e, cst.Name) and e.value == name
+
+    class V(cst.CSTVisitor):
+        def visit_Return(self, n: cst.Return) -> None:
+            v = strip_parens(n.value) if n.value is not None else None
+            if named(v) or isinstance(v, (cst.Tuple, cst.List)) and any(named(el.value) for el in v.elements):
+                found.append((an.span(n)[0], "is returned"))
+
+        def visit_Call(self, n: cst.Call) -> None:
+            f = n.func
+            if isinstance(f, cst.Attribute) and named(f.value) and f.attr.value.endswith("_") \
+                    and not f.attr.value.startswith("_"):
+                found.append((an.span(n)[0], f"is written in place (`{code(f)}`)"))
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            if named(n.target):
+                found.append((an.span(n)[0], f"is written in place (`{code(n.target)} {code(n.operator).strip()}`)"))
+
+        def visit_Assign(self, n: cst.Assign) -> None:
+            if any(isinstance(t.target, cst.Subscript) and named(t.target.value) for t in n.targets):
+                found.append((an.span(n)[0], "is written in place (an item assignment)"))
+            elif named(n.value) and any(isinstance(t.target, cst.Attribute) for t in n.targets):
+                found.append((an.span(n)[0], "is stored on an attribute"))
+
+    facts.fn.visit(V())
+    for line, how in sorted(found):
+        if line <= end:
+            continue
+        if any(b == name and end < l < line for b, l, _ in facts.bindings):
+            return None  # bound again first: a new tensor either way
+        return how
+    return None
