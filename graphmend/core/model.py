@@ -365,6 +365,8 @@ class BenchRow:
     # outputs_match compares the first step's loss, outputs and gradients
     run_mode: str = "eval"
     optimizer: Optional[str] = None  # train mode: "sgd" | "adamw"
+    # a compiled arm Inductor could not build (the lowering check, GM608): error says it in one line
+    lowering: Optional[LoweringFailure] = None
 
 
 @dataclass

@@ -27,6 +27,8 @@ DESC = {
                           "CPU (null: not checked).",
  "LoweringFailure": "A captured graph Inductor could not compile: the op it failed on, the user's line that called "
                     "it, the exception's first line.",
+ "BenchRow.lowering": "A compiled arm Inductor could not build (GM608): the op, the user's line, the reason; "
+                      "`error` says it in one line.",
  "Issue.op": "A lowering failure (GM608): the op Inductor failed on, where known.",
  "Issue.lowering": "[target index, failure index] pairs into TargetResult.lowering: the lowering failures merged here.",
  "TargetResult.name": "<path relative to the analysed root>::<function>.",
