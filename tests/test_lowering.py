@@ -92,3 +92,13 @@ def test_a_bench_arm_inductor_cannot_build_fails_in_one_line_naming_the_op(int8)
                          "LoweringException: AssertionError: <class 'torch._inductor.ir.Pointwise'> (GM608)")
     assert row.lowering.op == OP and row.lowering.line == CALL_LINE
     assert _lowering_failure(RuntimeError("the model raised")) is None  # the target's own error: not Inductor's
+
+
+def test_lower_with_static_only_is_a_usage_error(tmp_path):
+    from typer.testing import CliRunner
+
+    from graphmend.cli.app import app
+
+    (tmp_path / "m.py").write_text("x = 1\n")
+    r = CliRunner().invoke(app, ["analyze", str(tmp_path / "m.py"), "--static-only", "--lower"])
+    assert r.exit_code == 2 and "--lower compiles the captured graphs: it does nothing with --static-only" in r.output
