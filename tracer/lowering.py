@@ -29,10 +29,23 @@ def check_graph(gm: Any, example_inputs: Any, user_file=None) -> Optional[Loweri
 
     try:
         with quiet_inductor():
-            compile_fx(gm, example_inputs)
+            compile_fx(_own_graph(gm), example_inputs)
     except Exception as exc:  # any failure of Inductor's is the finding: lowering, codegen, C++ build
         return describe(exc, gm, user_file)
     return None
+
+
+def _own_graph(gm: Any) -> Any:
+    """``gm`` over a copy of its graph: Inductor's graph passes rewrite the graph they are given
+    in place, and the recording backend runs ``gm`` itself afterwards."""
+    import copy
+
+    import torch.fx
+
+    try:
+        return torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
+    except Exception:  # a graph that will not copy is compiled as it is
+        return gm
 
 
 @contextlib.contextmanager
