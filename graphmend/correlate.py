@@ -89,6 +89,7 @@ class _Group:
     rule: str  # the dynamic rule, or the first static finding's
     breaks: list[tuple[int, int]] = field(default_factory=list)
     findings: list[int] = field(default_factory=list)
+    lowering: list[tuple[int, int]] = field(default_factory=list)  # (target, failure): a GM608 issue
 
 
 def diagnose(report: Report, read_sources: bool = True) -> None:
@@ -113,6 +114,18 @@ def diagnose(report: Report, read_sources: bool = True) -> None:
                 groups.append(group)
                 dynamic_at.setdefault(place, []).append(group)
             group.breaks.append((ti, bi))
+    # graphs Inductor could not compile (--lower): one issue per op and user line; no static
+    # finding explains one, so none merges into it
+    lowering_at: dict[tuple, _Group] = {}
+    for ti, t in enumerate(targets):
+        for li, lf in enumerate(t.lowering or ()):
+            f = norm(lf.file)
+            place = (f, lf.line) if f is not None and lf.line is not None else (None, lf.reason)
+            group = lowering_at.get((place, lf.op))
+            if group is None:
+                group = lowering_at[(place, lf.op)] = _Group(place, lf.rule)
+                groups.append(group)
+            group.lowering.append((ti, li))
     static_at: dict[tuple, list[_Group]] = {}
     for fi, finding in enumerate(findings):
         place = (norm(finding.file), finding.line)
@@ -169,7 +182,7 @@ def with_issues(report: Report) -> Report:
     merge), else a copy whose issues are merged from its findings and breaks alone, reading
     no file. Issues are missing from a report saved before schema 1.1 and from one a stage
     built without diagnosing (``mend check``: it lists what is new)."""
-    if report.issues or not (report.findings or any(t.breaks for t in report.targets)):
+    if report.issues or not (report.findings or any(t.breaks or t.lowering for t in report.targets)):
         return report
     report = dataclasses.replace(report, issues=[], summary=None)  # the summary counts issues
     diagnose(report, read_sources=False)
@@ -177,6 +190,8 @@ def with_issues(report: Report) -> Report:
 
 
 def _issue(report: Report, g: _Group) -> Issue:
+    if g.lowering:
+        return _lowering_issue(report, g)
     fs = sorted((report.findings[i] for i in g.findings), key=lambda f: _rank(f.rule))
     bs = [report.targets[ti].breaks[bi] for ti, bi in g.breaks]
     labels = list(dict.fromkeys(_label(report.targets[ti]) for ti, _ in g.breaks))
@@ -212,6 +227,20 @@ def _issue(report: Report, g: _Group) -> Issue:
         fix=SAFE if SAFE in kinds else UNSAFE if UNSAFE in kinds else None,
         findings=sorted(g.findings), breaks=[[ti, bi] for ti, bi in g.breaks],
     )
+
+
+def _lowering_issue(report: Report, g: _Group) -> Issue:
+    """A graph Inductor could not compile: the op, the user's line, the reason in one line."""
+    first = report.targets[g.lowering[0][0]].lowering[g.lowering[0][1]]
+    labels = list(dict.fromkeys(_label(report.targets[ti]) for ti, _ in g.lowering))
+    rule = get_rule(first.rule)
+    what = f"`{first.op}`" if first.op else "a graph"
+    return Issue(
+        rule=first.rule, category=rule.category if rule else "", status=DYNAMIC,
+        message=f"Inductor cannot lower {what}: torch.compile fails here, Dynamo broke nothing",
+        file=first.file, line=first.line, source_line=first.source_line, function=first.function,
+        reason=first.reason, fix_hint=rule.fix if rule else "", targets=labels, fan_out=len(g.lowering),
+        op=first.op, lowering=[[ti, li] for ti, li in g.lowering])
 
 
 def _label(t) -> str:

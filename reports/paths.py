@@ -185,7 +185,8 @@ def issue_parts(i, root: str, issues: list, detail: bool = True, fixes: list = (
     ``mend fix`` proposed for it (``fixes``: the report's)."""
     parts = [i.message]
     if i.reason and i.reason != i.message:
-        parts.append(f"Dynamo: {i.reason}" + (f" ({i.explanation})" if i.explanation and not detail else ""))
+        parts.append(f"{'Inductor' if i.lowering else 'Dynamo'}: {i.reason}"
+                     + (f" ({i.explanation})" if i.explanation and not detail else ""))
     if detail:
         parts += ([i.explanation] if i.explanation else []) + [f"Hint: {h}" for h in i.hints]
     if i.fix_hint:

@@ -193,10 +193,11 @@ def sarif_with_notes(r: Report) -> tuple[str, list[str]]:
             path = rel(i.file, r.root)
         else:  # Dynamo gave no user frame: point at the target so the result still has a home
             text += "\n(Dynamo reported no user frame for this break.)"
-            home = r.targets[i.breaks[0][0]].file if i.breaks and i.breaks[0][0] < len(r.targets) else ""
+            first = (i.breaks or i.lowering or [[len(r.targets)]])[0][0]
+            home = r.targets[first].file if first < len(r.targets) else ""
             loc = _location(home, r.root, None, None, None, None, None)
             path = rel(home, r.root)
-        source = "static+dynamic" if i.findings and i.breaks else "dynamic" if i.breaks else "static"
+        source = "static+dynamic" if i.findings and i.breaks else "dynamic" if i.breaks or i.lowering else "static"
         result = {
             "ruleId": i.rule, "ruleIndex": index[i.rule],
             "level": "error" if i.status in (CONFIRMED, DYNAMIC) else "warning", "message": {"text": text},
@@ -204,6 +205,7 @@ def sarif_with_notes(r: Report) -> tuple[str, list[str]]:
             "partialFingerprints": {},  # filled by _fingerprint_all, which sees every result
             "properties": {"source": source, "status": i.status, "category": i.category,
                            **({"targets": i.targets, "fan_out": i.fan_out, "counted": i.counted} if i.breaks else {}),
+                           **({"targets": i.targets, "op": i.op} if i.lowering else {}),
                            **({"also": i.also} if i.also else {}),
                            **({"fix": i.fix} if i.fix else {}),
                            **({"only_in_mode": i.only_in_mode} if i.only_in_mode else {}),

@@ -224,8 +224,8 @@ def _issue(w: _Writer, r: Report, i: Issue, verbose: bool) -> None:
     w.source(i.line, i.source_line, i.col, i.end_col if i.end_line in (None, i.line) else None)
     if i.reason:
         ids = ", ".join(x for x in (i.gb_type if i.gb_type != i.reason else None, i.registry_id) if x)
-        w.line("    ", ("dynamo: ", "dim"), i.reason, f" ({ids})" if ids else "",
-               "" if i.counted or not i.targets else "; not counted by explain()")
+        w.line("    ", ("inductor: " if i.lowering else "dynamo: ", "dim"), i.reason, f" ({ids})" if ids else "",
+               "" if i.counted or not i.targets or i.lowering else "; not counted by explain()")
     cause = library_cause(i.library, r.root)
     if cause:
         w.line("    ", ("broke in library code it calls: ", "yellow"), cause)

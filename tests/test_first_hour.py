@@ -163,13 +163,36 @@ with torch.no_grad():  # grad mode off: a recompile, not a break
 '''
 
 
+# a quantized layer Dynamo captures whole and Inductor (torch 2.13, CPU) cannot lower: its scales
+# are computed in the graph
+QUANT = '''import torch
+from torch import nn
+
+
+class Int8Linear(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("weight", torch.randint(-127, 127, (8, 8), dtype=torch.int8))
+        self.register_buffer("absmax", torch.rand(8) + 0.5)
+
+    def forward(self, x):
+        return torch._weight_int8pack_mm(x, self.weight, self.absmax / 127)
+
+
+def mend_target_int8():
+    return Int8Linear().eval(), (torch.randn(4, 8),)
+'''
+
+
 def test_a_first_hour_on_a_repository_without_targets(tmp_path):
-    """mend run --record, analyze, fix --from-run --write, bench, check: what a newcomer reads."""
+    """mend run --record, analyze, fix --from-run --write, bench, check: what a newcomer reads;
+    then analyze --lower on the quantized layer torch.compile cannot build."""
     pytest.importorskip("torch")
     import subprocess
 
     repo = tmp_path / "repo"
-    for rel, text in {"pkg/__init__.py": "", "pkg/model.py": MODEL, "scripts/train.py": TRAIN}.items():
+    for rel, text in {"pkg/__init__.py": "", "pkg/model.py": MODEL, "scripts/train.py": TRAIN,
+                      "quant.py": QUANT}.items():
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
         (repo / rel).write_text(text)
     (repo / ".git").mkdir()  # the repository's top level: its files are the user's
@@ -203,6 +226,13 @@ def test_a_first_hour_on_a_repository_without_targets(tmp_path):
     assert all(line.startswith("[") for line in bench.stderr.splitlines()), bench.stderr  # progress lines only
     check = mend("check", "pkg")
     assert check.returncode == 0 and "accept today's with `mend check pkg --update-baseline`" in check.stderr, check
+    # a lowering failure named: the op, the user's line, Inductor's reason; never its IR
+    lower = mend("analyze", "quant.py", "--lower", "-q")
+    assert lower.returncode == 1 and "GM608" in lower.stdout and "quant.py:12 [dynamic] in forward" in lower.stdout, lower
+    assert "Inductor cannot lower `aten._weight_int8pack_mm.default`" in lower.stdout, lower.stdout
+    assert "inductor: LoweringException: AssertionError: <class 'torch._inductor.ir.Pointwise'>" in lower.stdout
+    for text in (lower.stdout, lower.stderr):
+        assert not re.search(r"ComputedBuffer|Pointwise\(|\bbuf\d+ = |def call\(args\)", text), text
 
 
 def test_a_long_target_name_wraps_alone_and_no_column_collapses():

@@ -96,7 +96,7 @@ def test_text_groups_issues_by_rule_and_shows_totals(rendered):
     assert details.index("GM101 control-flow  2 issues") < details.index("GM201 side-effect  1 issue") < details.index("GM900")
     assert "models/gate.py:18:12 [confirmed] in GateBlock.forward  x2" in text
     # breaks and recompiles apart, explain's figure beside them and named as such
-    assert "Total: 3 targets, 1 failed, 4 graphs, 5 breaks, 1 recompile (explain counts 2), 7 issues" in text
+    assert "Total: 3 targets, 1 failed, 4 graphs, 5 breaks, 1 recompile (explain counts 2), 8 issues" in text
     assert "\x1b[" not in text
 
 
@@ -121,12 +121,30 @@ def test_one_result_per_issue_in_every_machine_format(rendered, sample):
     import json
 
     n = len(sample.issues)
-    assert n == 7 < sum(len(t.breaks) for t in sample.targets) + len(sample.findings)
+    assert n == 8 < sum(len(t.breaks) for t in sample.targets) + len(sample.findings)
     assert len(json.loads(rendered["sarif"])["runs"][0]["results"]) == n
     annotations = [ln for ln in rendered["github"].splitlines() if "title=GM" in ln and "(new)" not in ln]
     assert len(annotations) == n
     # the print at gate.py:21 is one static finding and one dynamic break: annotated once
     assert sum("file=models/gate.py,line=21," in ln for ln in annotations) == 1
+
+
+def test_every_format_names_a_lowering_failure(rendered):
+    """A graph Inductor cannot compile (GM608) reads the same everywhere: the op, the user's
+    line, Inductor's reason, each from the issue."""
+    import json
+
+    op, why = "aten._weight_int8pack_mm.default", "LoweringException: AssertionError: "
+    text = rendered["text"]
+    assert "models/gate.py:24 [dynamic] in forward" in text and f"Inductor cannot lower `{op}`" in text
+    assert f"inductor: {why}" in text
+    assert "Inductor cannot lower \\`aten.\\_weight\\_int8pack\\_mm.default\\`" in rendered["md"]
+    assert f"Inductor:</b> {why}" in rendered["html"]
+    (res,) = [x for x in json.loads(rendered["sarif"])["runs"][0]["results"] if x["ruleId"] == "GM608"]
+    assert res["properties"]["op"] == op and res["locations"][0]["physicalLocation"]["region"]["startLine"] == 24
+    assert f"Inductor: {why}" in res["message"]["text"]
+    (issue,) = [i for i in json.loads(rendered["json"])["issues"] if i["rule"] == "GM608"]
+    assert issue["op"] == op and issue["lowering"] == [[0, 0]]
 
 
 def test_text_colour_only_when_asked(sample):

@@ -115,7 +115,7 @@ def test_sarif_results_rules_levels_locations(sample, sarif):
     driver = run["tool"]["driver"]
     assert driver["name"] == "graphmend" and driver["version"] == "0.1.0" and driver["informationUri"]
     rule_ids = [r["id"] for r in driver["rules"]]
-    assert rule_ids == ["GM101", "GM201", "GM202", "GM301", "GM401", "GM900"]
+    assert rule_ids == ["GM101", "GM201", "GM202", "GM301", "GM401", "GM608", "GM900"]
     for rule in driver["rules"]:
         assert rule["shortDescription"]["text"] and rule["fullDescription"]["text"] and rule["help"]["text"]
         assert rule["helpUri"].startswith("https://")
@@ -159,6 +159,8 @@ def test_sarif_fingerprints_survive_moved_code_not_changed_code(sample):
         for b in t.breaks:
             b.line = None if b.line is None else b.line + 40
             b.source_line = None if b.source_line is None else "    " + b.source_line + "  "
+        for lf in t.lowering or ():
+            lf.line += 40
     for f in moved.findings:
         f.line += 40
         f.end_line = None if f.end_line is None else f.end_line + 40
@@ -238,6 +240,8 @@ def test_sarif_identical_lines_get_distinct_fingerprints_that_survive_moves(samp
     moved = _remerged(twice)  # code above moved: breaks and findings alike
     for b in (b for t in moved.targets for b in t.breaks):
         b.line = None if b.line is None else b.line + 40
+    for lf in (lf for t in moved.targets for lf in t.lowering or ()):
+        lf.line += 40
     for f in moved.findings:
         f.line += 40
         f.end_line = None if f.end_line is None else f.end_line + 40

@@ -27,12 +27,14 @@ WORKER = "tracer.worker"
 
 
 def _job(specs: Sequence[TargetSpec], timeout: float, modes: Sequence[str], compiled_autograd: bool,
-         memory_limit: Optional[int], nested_graph_breaks: Optional[bool], ran_files: bool = False) -> Job:
+         memory_limit: Optional[int], nested_graph_breaks: Optional[bool], ran_files: bool = False,
+         lower: bool = False) -> Job:
     # the worker's start-up (importing torch) gets its own allowance: see graphmend.core.jobs
     label = specs[0].name if len(specs) == 1 else f"{specs[0].display_file} ({len(specs)} targets)"
     return Job(module=WORKER, payload={"targets": [dataclasses.asdict(s) for s in specs], "modes": list(modes),
                                        "compiled_autograd": compiled_autograd,
-                                       "nested_graph_breaks": nested_graph_breaks, "ran_files": ran_files},
+                                       "nested_graph_breaks": nested_graph_breaks, "ran_files": ran_files,
+                                       "lower": lower},
                label=label,
                timeout=timeout, memory_limit=memory_limit, units=len(specs) * len(modes),
                unit_labels=[s.name for s in specs for _ in modes], warm=True)
@@ -62,13 +64,14 @@ def _failed(spec: TargetSpec, outcome: JobOutcome, why: str, mode: str) -> Targe
 
 def _capture_file(group: Sequence[TargetSpec], timeout: float, modes: tuple, compiled_autograd: bool,
                   memory_limit: Optional[int], nested_graph_breaks: Optional[bool],
-                  done: Callable[[TargetSpec, list[TargetResult], list[str]], None], ran_files: bool = False) -> None:
+                  done: Callable[[TargetSpec, list[TargetResult], list[str]], None], ran_files: bool = False,
+                  lower: bool = False) -> None:
     """The targets of one file, in as few workers as their hangs and crashes allow."""
     pending = list(group)
     retried: Optional[TargetSpec] = None  # the target a crashed worker was running, run again first
     while pending:
         outcome = run_job(_job(pending, timeout, modes, compiled_autograd, memory_limit, nested_graph_breaks,
-                               ran_files))
+                               ran_files, lower))
         got: list[Any] = (outcome.result or {}).get("results") if not outcome.error else None
         if got is None or len(got) != len(pending) * len(modes):
             got = outcome.units  # what finished before the failure
@@ -84,7 +87,7 @@ def _capture_file(group: Sequence[TargetSpec], timeout: float, modes: tuple, com
             # target it died in is unknown, so each runs again in a worker of its own
             for s in pending:
                 _capture_file([s], timeout, modes, compiled_autograd, memory_limit, nested_graph_breaks, done,
-                              ran_files)
+                              ran_files, lower)
             return
         culprit = pending[0]
         why = outcome.error or f"{culprit.name}: worker failed: {(outcome.result or {}).get('error') or 'no result'}"
@@ -102,12 +105,14 @@ def capture_targets(specs: Sequence[TargetSpec], jobs: int = 1, timeout: float =
                     on_done: Optional[Callable[[str, list[TargetResult]], None]] = None,
                     modes: Sequence[str] = (EVAL,), compiled_autograd: bool = False,
                     memory_limit: Optional[int] = None,
-                    nested_graph_breaks: Optional[bool] = None, cache: Optional[Cache] = None) -> list[TargetResult]:
+                    nested_graph_breaks: Optional[bool] = None, cache: Optional[Cache] = None,
+                    lower: bool = False) -> list[TargetResult]:
     """Capture each target in each run mode; results in input order (target-major: a
     target's modes together). ``on_done(name, results)`` after each target (from worker
     threads when ``jobs`` > 1); ``timeout``: seconds per target and mode; ``memory_limit``:
     bytes each worker may use; ``nested_graph_breaks``: Dynamo's option of that name (None:
-    torch's default); ``cache``: where earlier captures are reused and new ones kept."""
+    torch's default); ``cache``: where earlier captures are reused and new ones kept;
+    ``lower``: each captured graph is also compiled by Inductor (tracer.lowering)."""
     import threading
 
     modes = tuple(modes) or (EVAL,)
@@ -121,7 +126,8 @@ def capture_targets(specs: Sequence[TargetSpec], jobs: int = 1, timeout: float =
             # keyed on what runs, not on its name: the name is relative to how the folder was
             # spelled (`mend fix rec`, `--from-run rec`, `--from-run rec .` share one capture)
             where = {k: v for k, v in dataclasses.asdict(s).items() if k != "name"}
-            keys[s] = cache.key("capture", where, modes, compiled_autograd, memory_limit, nested_graph_breaks)
+            keys[s] = cache.key("capture", where, modes, compiled_autograd, memory_limit, nested_graph_breaks,
+                                *(["lower"] if lower else []))
             entry = cache.get_valid("capture", keys[s],
                                     lambda e: ([from_dict(TargetResult, d) for d in e["results"]], e["deps"]))
             if entry is not None:
@@ -151,7 +157,7 @@ def capture_targets(specs: Sequence[TargetSpec], jobs: int = 1, timeout: float =
             batches.setdefault(s.display_file, []).append(s)
 
     def run(group: Sequence[TargetSpec]) -> None:
-        _capture_file(group, timeout, modes, compiled_autograd, memory_limit, nested_graph_breaks, done, caching)
+        _capture_file(group, timeout, modes, compiled_autograd, memory_limit, nested_graph_breaks, done, caching, lower)
 
     groups = list(batches.values())
     if jobs <= 1 or len(groups) <= 1:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from graphmend.core.model import Break, Frame, Recompile
+from graphmend.core.model import Break, Frame, LoweringFailure, Recompile
 from rewrites.rules import category_of
 from tracer.classify import classify
 from tracer.messages import ParsedBreak, StackEntry, parse_log_record, parse_recompile
@@ -148,6 +148,8 @@ class Recording:
     raw: list[_Raw] = field(default_factory=list)
     recompiles: list[Recompile] = field(default_factory=list)
     backward_graphs: int = 0  # graphs of the backward, traced under compiled autograd
+    # lower: each forward graph Inductor could not compile, one per op and user line
+    lowering: list[LoweringFailure] = field(default_factory=list)
 
 
 class _Handler(logging.Handler):
@@ -167,7 +169,7 @@ class Recorder:
 
     ARTIFACTS = ("__graph_breaks", "__recompiles")
 
-    def __init__(self, own_backend: bool = True, launcher_files: tuple[str, ...] = ()) -> None:
+    def __init__(self, own_backend: bool = True, launcher_files: tuple[str, ...] = (), lower: bool = False) -> None:
         # own_backend: graphs go through self.backend, so which breaks explain() counts is
         # known; otherwise (mend run) every graph break is taken as counted.
         self.own_backend = own_backend
@@ -182,6 +184,8 @@ class Recorder:
         # "backward" while compiled autograd traces a backward: its graphs and breaks are
         # kept apart from the forward's (explain counts the forward only)
         self.phase = "forward"
+        # the lowering check: each graph also compiled by Inductor (tracer.lowering)
+        self.lower = lower
 
     # -- install / remove ---------------------------------------------------------------
     def _artifact_loggers(self) -> list[logging.Logger]:
@@ -248,7 +252,17 @@ class Recorder:
             stack = getattr(reason, "user_stack", None) or []
             if stack:
                 rec.break_sites.append((stack[-1].filename, stack[-1].lineno))
+        if self.lower:
+            self._check_lowering(gm, example_inputs)
         return gm.forward
+
+    def _check_lowering(self, gm: Any, example_inputs: Any) -> None:
+        from tracer.lowering import check_graph
+
+        failure = check_graph(gm, example_inputs, lambda f: is_user_file(f, self._torch_dir))
+        if failure is not None and not any((f.file, f.line, f.op) == (failure.file, failure.line, failure.op)
+                                           for f in self.recording.lowering):
+            self.recording.lowering.append(failure)
 
     # -- log records --------------------------------------------------------------------
     def _on_record(self, record: logging.LogRecord) -> None:

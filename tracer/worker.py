@@ -1,7 +1,7 @@
 """The capture worker: ``python -m tracer.worker PAYLOAD RESULT``.
 
 PAYLOAD is ``{"targets": [TargetSpec as dict, ...], "modes": ["eval", "train"],
-"compiled_autograd": bool, "nested_graph_breaks": bool | None, "ran_files": bool}``; RESULT is
+"compiled_autograd": bool, "nested_graph_breaks": bool | None, "ran_files": bool, "lower": bool}``; RESULT is
 ``{"results": [TargetResult as dict, ...]}``, one per target and run mode (target-major),
 each with ``ran_files`` (see ``ran_files``) when asked.
 Each (target, mode) runs in a fork of the worker (``graphmend.core.jobs.run_isolated``), as if
@@ -27,10 +27,11 @@ NESTED = "nested_graph_breaks"  # torch._dynamo.config's name; not every torch h
 
 def capture_loaded(name: str, file: str, function: str, fn: Any, args: tuple, kwargs: dict,
                    mode: str = EVAL, loss: Any = None, compiled_autograd: bool = False,
-                   nested_graph_breaks: Optional[bool] = None) -> TargetResult:
+                   nested_graph_breaks: Optional[bool] = None, lower: bool = False) -> TargetResult:
     """Run ``fn(*args, **kwargs)`` once under Dynamo with a recording backend, in run mode
     ``mode``; in train mode the call is followed by a backward of the training loss (traced
-    too, under compiled autograd, when ``compiled_autograd``)."""
+    too, under compiled autograd, when ``compiled_autograd``). ``lower``: each graph is also
+    compiled by Inductor for the CPU (tracer.lowering), its failures in ``result.lowering``."""
     import torch
     import torch._dynamo
 
@@ -46,7 +47,7 @@ def capture_loaded(name: str, file: str, function: str, fn: Any, args: tuple, kw
     except Exception:  # counters moved in this torch: the log alone counts
         pass
     start = time.perf_counter()
-    rec = Recorder()
+    rec = Recorder(lower=lower)
     # verbose=False: the log keeps the one format the parser reads; scoped to this call.
     with torch._dynamo.config.patch(verbose=False, **dynamo_options(nested_graph_breaks)), rec, run_mode(fn, mode):
         result.nested_graph_breaks = getattr(torch._dynamo.config, NESTED, None)
@@ -82,6 +83,8 @@ def capture_loaded(name: str, file: str, function: str, fn: Any, args: tuple, kw
     if compiled_autograd and mode == TRAIN:
         result.backward_graph_count = rec_data.backward_graphs
     result.breaks = rec.breaks()
+    if lower:
+        result.lowering = list(rec_data.lowering)
     frames = frame_counters()
     skipped_logged = len({b.compiled_function or (b.file, b.line) for b in result.breaks if b.kind == "frame_skipped"})
     result.frames_skipped = max(int(frames.get("total", 0)) - int(frames.get("ok", 0)), skipped_logged, 0)
@@ -114,7 +117,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 def capture_spec(spec: dict[str, Any], modes: tuple = (EVAL,), compiled_autograd: bool = False,
-                 nested_graph_breaks: Optional[bool] = None) -> list[TargetResult]:
+                 nested_graph_breaks: Optional[bool] = None, lower: bool = False) -> list[TargetResult]:
     """One result per run mode; each mode loads the target afresh (a train step changes the
     weights' gradients and a stateful module's buffers)."""
     from graphmend.core.targets import TargetError, load_target
@@ -130,7 +133,7 @@ def capture_spec(spec: dict[str, Any], modes: tuple = (EVAL,), compiled_autograd
             continue
         out.append(capture_loaded(name, file, spec["function"], loaded.fn, loaded.args, loaded.kwargs, mode=mode,
                                   loss=getattr(loaded.target, "loss", None), compiled_autograd=compiled_autograd,
-                                  nested_graph_breaks=nested_graph_breaks))
+                                  nested_graph_breaks=nested_graph_breaks, lower=lower))
     return out
 
 
@@ -185,6 +188,7 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
     modes = tuple(payload.get("modes") or (EVAL,))
     ca = bool(payload.get("compiled_autograd"))
     nested = payload.get("nested_graph_breaks")
+    lower = bool(payload.get("lower"))
     loaded_before = set(sys.modules)
     if payload.get("ran_files"):
         from graphmend.core.cache import watch_reads
@@ -193,7 +197,7 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
     results, explained = [], []
 
     def unit(spec: dict[str, Any], mode: str) -> dict[str, Any]:
-        (r,) = capture_spec(spec, (mode,), ca, nested)
+        (r,) = capture_spec(spec, (mode,), ca, nested, lower)
         out: dict[str, Any] = {"result": to_dict(r)}
         if payload.get("ran_files"):  # for the cache: what a later run must find unchanged
             out["result"]["ran_files"] = ran_files(loaded_before, spec)

@@ -13,7 +13,7 @@ from graphmend.bench.arms import ARMS, BenchItem, PatchSource, resolve
 from graphmend.bench.stats import ratio, slower, unstable, unstable_reason
 from graphmend.core.config import Config
 from graphmend.core.jobs import Job, JobOutcome, run_job
-from graphmend.core.model import BenchRatio, BenchRow, Report, new_report
+from graphmend.core.model import BenchRatio, BenchRow, LoweringFailure, Report, from_dict, new_report
 from graphmend.core.sources import report_root
 
 WORKER = "graphmend.bench.worker"
@@ -118,6 +118,8 @@ def fill_row(row: BenchRow, outcome: JobOutcome) -> None:
     if result.get("error"):
         message = str(result["error"])
         row.error = message if row.target in message else f"{label}: {message}"
+        if result.get("lowering"):  # a compiled arm Inductor could not build: the lowering check's finding
+            row.lowering = from_dict(LoweringFailure, result["lowering"])
         return
     for name in ("cold_s", "median_ms", "iqr_ms", "graph_count", "break_count", "kernel_count", "backend",
                  "peak_mem_mb", "outputs_match", "runs", "memory", "mismatch"):

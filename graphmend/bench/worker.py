@@ -163,7 +163,13 @@ def run_arm(payload: dict[str, Any]) -> dict[str, Any]:
         _seed(seed)
         measure.synchronize(device)
         t0 = time.perf_counter()
-        first = step(compiled, args, kwargs, keep=True)
+        try:
+            first = step(compiled, args, kwargs, keep=True)
+        except Exception as exc:
+            failure = _lowering_failure(exc) if arm in COMPILED_ARMS else None
+            if failure is None:
+                raise
+            return {**result, "error": failure[0], "lowering": failure[1]}
         measure.synchronize(device)
         result["cold_s"] = time.perf_counter() - t0
         for _ in range(warmup):
@@ -200,6 +206,24 @@ def run_arm(payload: dict[str, Any]) -> dict[str, Any]:
         if why:
             result["mismatch"] = why
     return result
+
+
+def _lowering_failure(exc: BaseException):
+    """``(one line, LoweringFailure as dict)`` when ``exc`` is Inductor's failing to compile a
+    graph (the lowering check's finding, GM608: the op, the user's line, the reason); None for
+    any other error. Inductor's IR dump, the rest of its message, is left out."""
+    import torch._dynamo.exc
+
+    if not isinstance(exc, torch._dynamo.exc.BackendCompilerFailed):
+        return None
+    from graphmend.core.model import to_dict
+    from tracer.lowering import describe, one_line
+    from tracer.recorder import _torch_dir, is_user_file
+
+    torch_dir = _torch_dir()
+    failure = describe(exc, None, lambda f: is_user_file(f, torch_dir))
+    where = os.path.relpath(failure.file) if failure.file and failure.file.startswith(os.getcwd() + os.sep) else ""
+    return f"{one_line(failure, where)} ({failure.rule})", to_dict(failure)
 
 
 def _startup() -> None:

@@ -34,6 +34,9 @@ def analyze(
     compiled_autograd: Optional[bool] = typer.Option(None, "--compiled-autograd", help=COMPILED_AUTOGRAD_HELP),
     nested_graph_breaks: Optional[str] = typer.Option(None, "--nested-graph-breaks", metavar="on|off",
                                                       help=NESTED_HELP),
+    lower: bool = typer.Option(False, "--lower", help="Also compile each captured graph with Inductor for the CPU: "
+                               "a graph it cannot lower (torch.compile raises there) is a GM608 issue naming "
+                               "the op, the line and the reason. Slower: every graph is compiled."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr (a bar on a terminal, "
                                "a line per target otherwise)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
@@ -45,6 +48,8 @@ def analyze(
     if static_only and dynamic_only:
         raise fail("--static-only and --dynamic-only exclude each other")
     nested = nested_flag(nested_graph_breaks)
+    if static_only and lower:
+        raise fail("--lower compiles the captured graphs: it does nothing with --static-only")
     if static_only and nested is not None:
         raise fail("--nested-graph-breaks chooses how targets run: it does nothing with --static-only")
     paths, only = target_paths(paths)
@@ -67,12 +72,13 @@ def analyze(
     with executor_scope(where, address, jobs), progress_hook(quiet) as progress:
         try:
             report = run_analyze(paths, config, AnalyzeOptions(static=not dynamic_only, dynamic=not static_only,
-                                                               jobs=jobs, timeout=timeout, only=only),
+                                                               jobs=jobs, timeout=timeout, only=only,
+                                                               lower=lower),
                                  progress=progress, torch_version=tv)
         except ConfigError as exc:  # a suppression comment naming no rule
             raise fail(str(exc))
     render_or_fail(report, format.value, output, verbose=verbose)
     wrote(output, quiet)
     # a target that errored is a finding too: its breaks are unknown
-    failed = any(t.breaks or t.graph_break_count or t.error for t in report.targets) or bool(report.findings)
+    failed = any(t.breaks or t.graph_break_count or t.error or t.lowering for t in report.targets) or bool(report.findings)
     raise typer.Exit(EXIT_FINDINGS if failed else EXIT_CLEAN)

@@ -106,6 +106,21 @@ class Recompile:
 
 
 @dataclass
+class LoweringFailure:
+    """A graph Dynamo captured that Inductor could not compile (``mend analyze --lower``):
+    ``torch.compile`` raises there though Dynamo broke nothing."""
+
+    reason: str  # the exception's first line, its type named ("LoweringException: AssertionError: ...")
+    op: Optional[str] = None  # the op Inductor failed on ("aten._weight_int8pack_mm.default"), where known
+    # the user's line that called it (the failing node's stack trace, innermost user frame)
+    file: Optional[str] = None
+    line: Optional[int] = None
+    function: Optional[str] = None
+    source_line: Optional[str] = None
+    rule: str = "GM608"
+
+
+@dataclass
 class TargetResult:
     """The dynamic capture of one target."""
 
@@ -132,6 +147,8 @@ class TargetResult:
     backward_graph_count: Optional[int] = None
     # torch._dynamo.config.nested_graph_breaks as the capture ran (None: this torch has no such option)
     nested_graph_breaks: Optional[bool] = None
+    # --lower only: the graphs Inductor could not compile for the CPU (None: not checked)
+    lowering: Optional[list[LoweringFailure]] = None
 
 
 @dataclass
@@ -211,6 +228,10 @@ class Issue:
     findings: list[int] = field(default_factory=list)  # indexes into Report.findings
     breaks: list[list[int]] = field(default_factory=list)  # [target index, break index] pairs
     fixes: list[int] = field(default_factory=list)  # indexes into Report.fixes: the rewrites of this site
+    # a lowering failure (GM608): the op Inductor failed on, and [target index, failure index]
+    # pairs into TargetResult.lowering
+    op: Optional[str] = None
+    lowering: list[list[int]] = field(default_factory=list)
 
 
 @dataclass
@@ -344,6 +365,8 @@ class BenchRow:
     # outputs_match compares the first step's loss, outputs and gradients
     run_mode: str = "eval"
     optimizer: Optional[str] = None  # train mode: "sgd" | "adamw"
+    # a compiled arm Inductor could not build (the lowering check, GM608): error says it in one line
+    lowering: Optional[LoweringFailure] = None
 
 
 @dataclass
@@ -421,6 +444,7 @@ class Summary:
     issues_potential: int = 0  # static only, no target reached it
     issues_unreached: int = 0  # static only, in a frame Dynamo skipped
     fan_out: int = 0  # dynamic occurrences behind the issues
+    lowering_failures: int = 0  # issues of graphs Inductor could not compile (--lower)
     skipped_frames: int = 0  # distinct frames Dynamo skipped (SkippedFrame records)
     fixable: int = 0  # issues a fix family rewrites (`mend fix`)
     fixable_unsafe: int = 0  # issues only an --unsafe-fixes rewrite covers
@@ -744,7 +768,8 @@ def summarize(report: Report) -> Summary:
         issues_dynamic=kinds.count(DYNAMIC),
         issues_potential=kinds.count(POTENTIAL),
         issues_unreached=kinds.count(UNREACHED),
-        fan_out=sum(i.fan_out for i in issues),
+        fan_out=sum(i.fan_out for i in issues if not i.lowering),  # break occurrences
+        lowering_failures=sum(1 for i in issues if i.lowering),
         skipped_frames=sum(len(i.skipped) for i in issues),
         fixable=sum(1 for i in issues if i.fix == "safe"),
         fixable_unsafe=sum(1 for i in issues if i.fix == "unsafe"),

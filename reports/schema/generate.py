@@ -23,6 +23,14 @@ DESC = {
  "Report.summary": "Totals over the report, so that renderers never count.",
  "Report.files_scanned": "Python files the static scan read.",
  "TargetResult": "The dynamic capture of one target.",
+ "TargetResult.lowering": "mend analyze --lower: each graph Dynamo captured that Inductor could not compile for the "
+                          "CPU (null: not checked).",
+ "LoweringFailure": "A captured graph Inductor could not compile: the op it failed on, the user's line that called "
+                    "it, the exception's first line.",
+ "BenchRow.lowering": "A compiled arm Inductor could not build (GM608): the op, the user's line, the reason; "
+                      "`error` says it in one line.",
+ "Issue.op": "A lowering failure (GM608): the op Inductor failed on, where known.",
+ "Issue.lowering": "[target index, failure index] pairs into TargetResult.lowering: the lowering failures merged here.",
  "TargetResult.name": "<path relative to the analysed root>::<function>.",
  "TargetResult.graph_count": "Graphs, as torch._dynamo.explain counts them.",
  "TargetResult.graph_break_count": "Graph breaks, as torch._dynamo.explain counts them (graphs - 1: every "

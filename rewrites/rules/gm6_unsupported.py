@@ -221,7 +221,29 @@ GM607 = Rule(
              "import torch\n\ndef f(x):\n    w = torch.nn.Parameter(x.clone())\n    return w * 2\n"),
 )
 
-RULES = (GM601, GM602, GM603, GM604, GM605, GM606, GM607)
+GM608 = Rule(
+    code="GM608", name="inductor-cannot-lower", category="unsupported-python",
+    summary=("A graph Dynamo captured whole that Inductor cannot compile: `torch.compile` raises there "
+             "(`InductorError: LoweringException: ...`) though no graph break is reported."),
+    why=("Dynamo only traces; Inductor then lowers every op of the graph to its IR and generates C++ (CPU) "
+         "or Triton (CUDA) kernels. An op with no lowering, a lowering that rejects its inputs (torch 2.13's "
+         "`torch._weight_int8pack_mm` when its scales are computed in the graph: `AssertionError: "
+         "<class 'torch._inductor.ir.Pointwise'>`), or code that does not build fails the whole compile. "
+         "Found by `mend analyze --lower` (and `mend bench`): each captured graph compiled by Inductor for "
+         "the CPU, the op it failed on, the user's line that called it and the reason reported."),
+    fix=("Compute the op's inputs outside the compiled region or keep them as module buffers (precompute "
+         "`absmax / 127` once), call the op through a `torch.library.custom_op` (Inductor calls it as an "
+         "opaque kernel), or leave that function eager with `@torch.compiler.disable`; report the op to "
+         "PyTorch when it should lower."),
+    preconditions="No automatic fix: what Inductor accepts depends on the op and the torch version.",
+    limits=("Checked on the CPU only (`--lower`): a Triton-only failure on CUDA is not seen; the forward's "
+            "graphs, each as Dynamo handed it over."),
+    static=False,
+    advice=("precompute the op's inputs outside the compiled region (or as buffers), wrap the op in a "
+            "torch.library.custom_op, or keep the function eager with @torch.compiler.disable"),
+)
+
+RULES = (GM601, GM602, GM603, GM604, GM605, GM606, GM607, GM608)
 
 _GEN_OK = frozenset({"tuple", "list", "set", "frozenset", "dict", "sum", "any", "all", "max", "min", "sorted",
                      "enumerate", "zip", "map", "filter", "reversed", "iter", "next", "join", "extend", "update",
