@@ -64,6 +64,7 @@ class Rule:
     valid: tuple[str, ...] = ()  # sources that must give no finding of this rule
     invalid: tuple[str, ...] = ()  # sources that must give at least one finding of this rule
     static: bool = True  # False: documented only (GM9xx, reported by the tracer)
+    breaks_in: str = "Dynamo"  # what fails there: Dynamo (a graph break) or Inductor (a compile)
 
     @property
     def fixes(self) -> tuple[str, ...]:

@@ -223,6 +223,7 @@ GM607 = Rule(
 
 GM608 = Rule(
     code="GM608", name="inductor-cannot-lower", category="unsupported-python",
+    breaks_in="Inductor",
     summary=("A graph Dynamo captured whole that Inductor cannot compile: `torch.compile` raises there "
              "(`InductorError: LoweringException: ...`) though no graph break is reported."),
     why=("Dynamo only traces; Inductor then lowers every op of the graph to its IR and generates C++ (CPU) "
