@@ -15,6 +15,10 @@ in-graph check, eager code runs the ORIGINAL statement verbatim::
   ``torch._assert_async((a == b).all(), msg)`` / ``elif not torch.equal(a, b):`` the raise
 * ``assert list(t.size()) == [a, b]`` where Dynamo broke (GM401) -> one ``_mend_check`` per
   dimension (``torch._check(cond)``, or ``_assert_async`` for a 0-dim tensor item) / ``else:`` the assert
+* ``torch._check_tensor_all(t[, msg])`` where Dynamo broke (GM301: it reads ``.item()`` of
+  ``t.all()``; transformers' ``torch_compilable_check`` calls it while compiling, a break in
+  every model that validates its image tokens) -> ``torch._assert_async(t.all(), msg)`` /
+  ``else:`` the call
 
 Dynamo resolves ``is_compiling()`` to a constant while tracing, so the compiled graph holds
 only the check (no break) and eager code is the program as written: the same exception
@@ -36,10 +40,10 @@ from typing import Optional
 import libcst as cst
 
 from rewrites.fixes.base import (IS_COMPILING, Analysis, Case, Context, Edit, FunctionFacts, Helper, Plan, Refusal,
-                                 Site, call, code, full_name, impurity, in_compile_split, strip_parens)
+                                 Site, call, code, full_name, impurity, in_compile_split, paren, strip_parens)
 from rewrites.fixes.conditions import Refuse, convert_condition
 
-RULES = ("GM401", "GM402")
+RULES = ("GM401", "GM402", "GM301")
 ORDER = 10
 
 # A size list may hold a 0-dim tensor (Longformer's ``max_num_global_attn_indices`` is a
@@ -147,15 +151,27 @@ def _size_list_compare(test: cst.BaseExpression):
     return obj, [e.value for e in right.elements]
 
 
+def _tensor_all_check(node: cst.BaseExpression) -> bool:
+    """``torch._check_tensor_all(cond)`` / ``(cond, message)``, positional (the message is a
+    callable: compiled code names the condition instead, as for a computed message)."""
+    return isinstance(node, cst.Call) and full_name(node.func) == "torch._check_tensor_all" \
+        and len(node.args) in (1, 2) and all(a.keyword is None and not a.star for a in node.args) \
+        and not impurity(node.args[-1].value)
+
+
 def plan(an: Analysis, ctx: Context) -> Plan:
     result = Plan()
     asserts: list[cst.SimpleStatementLine] = []
     raises: list[cst.If] = []
 
     size_asserts: list = []
+    tensor_checks: list[cst.SimpleStatementLine] = []
 
     class V(cst.CSTVisitor):
         def visit_SimpleStatementLine(self, n) -> None:
+            if len(n.body) == 1 and isinstance(n.body[0], cst.Expr) and _tensor_all_check(n.body[0].value) \
+                    and not in_compile_split(an, n):
+                tensor_checks.append(n)
             if len(n.body) == 1 and isinstance(n.body[0], cst.Assert):
                 got = _size_list_compare(n.body[0].test)
                 if in_compile_split(an, n):
@@ -234,6 +250,22 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             return _split(checks, None, _own_line(updated), updated.leading_lines)
 
         result.edits.append(Edit(stmt, build_size, site, helpers=(CHECK_HELPER,)))
+
+    for stmt in tensor_checks if ctx.wants("GM301") else []:
+        start, end = an.span(stmt)
+        # only where Dynamo broke on it: eager code and a frame Dynamo never traces need nothing
+        if ctx.lines is None or not ctx.covers(start, end):
+            continue
+        site = Site("GM301", start, end, "torch._check_tensor_all -> torch._assert_async under compile; eager "
+                    "keeps the call", strategy="assert_async")
+
+        def build_all(updated):
+            c: cst.Call = updated.body[0].value
+            cond = c.args[0].value
+            check = call("torch._assert_async", call_method(paren(cond), "all"), _condition_text(cond, "check failed"))
+            return _split([_line(cst.Expr(check))], None, _own_line(updated), updated.leading_lines)
+
+        result.edits.append(Edit(stmt, build_all, site))
 
     for node in raises if ctx.wants("GM402") else []:
         start, end = an.span(node)
@@ -339,6 +371,25 @@ CASES += [
         "    return x\n",
         lines={2},
     ),
+]
+
+# transformers' torch_compilable_check, on the path it takes while compiling
+CASES += [
+    Case(
+        "import torch\n\n\ndef check(cond):\n    if is_tracing():\n        if isinstance(cond, torch.Tensor):\n"
+        "            torch._check_tensor_all(cond)\n        else:\n            torch._check(cond)\n        return\n",
+        "import torch\n\n\ndef check(cond):\n    if is_tracing():\n        if isinstance(cond, torch.Tensor):\n"
+        "            if torch.compiler.is_compiling():\n"
+        "                torch._assert_async(cond.all(), \"check failed: cond\")\n"
+        "            else:\n                torch._check_tensor_all(cond)\n        else:\n            torch._check(cond)\n"
+        "        return\n",
+        lines={7},
+    ),
+    Case("import torch\ndef f(x):\n    torch._check_tensor_all(x > 0, lambda: 'positive')\n    return x\n",
+         "import torch\ndef f(x):\n    if torch.compiler.is_compiling():\n"
+         "        torch._assert_async((x > 0).all(), \"check failed: x > 0\")\n"
+         "    else:\n        torch._check_tensor_all(x > 0, lambda: 'positive')\n    return x\n", lines={3}),
+    Case("import torch\ndef f(x):\n    torch._check_tensor_all(x > 0)\n    return x\n"),  # no break reported there
 ]
 
 # left alone

@@ -67,7 +67,10 @@ GM301 = Rule(
                    "value (checked on each), the torch call otherwise. The scalar's other operand in "
                    "arithmetic may be a submodule's output: `self.mlp(h)`, `self.layers[i](h)`, `layer(h)` "
                    "in `for layer in self.layers` count as tensors (a module returning anything else fails "
-                   "verification)."),
+                   "verification). A `torch._check_tensor_all(t)` statement where Dynamo broke (it reads "
+                   "`.item()` of `t.all()`; transformers' `torch_compilable_check` calls it while compiling) is "
+                   "split as GM4's checks are: `torch._assert_async(t.all(), ...)` under torch.compile, the "
+                   "call as written in eager code."),
     limits="Any zero-argument `.item()` call is reported, whatever the receiver.",
     gb_ids=("GB0124",),
     gb_types=("Unsupported Tensor.item() call with capture_scalar_outputs=False",),
