@@ -130,6 +130,8 @@ def test_record_writes_a_targets_module_and_weights_only_tensors(recorded):
     assert "tiny_model.train(False)" in text
     assert 'return tiny_model, (x,), {"mask": mask}' in text
     assert 'return uncompiled(step), (x,), {"k": 3}' in text
+    # through the stable replay module, never mend's internals
+    assert "from graphmend.replay import load_tensors, uncompiled" in text and "graphmend.core" not in text
     # what could not be replayed is said, in one line on stderr and in the file
     assert ("mend: --record: not recorded: main.<locals>.local (train.py:14): local is defined inside a function"
             in proc.stderr)

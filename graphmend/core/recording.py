@@ -58,40 +58,10 @@ class Unrecordable(Exception):
     """Why one compiled function cannot be replayed: a line for the user and the file."""
 
 
-# -- replay: what mend_targets.py calls ------------------------------------------------
+# -- replay: what mend_targets.py calls (graphmend/core/replay.py; folders recorded before it
+# import these names from here) ------------------------------------------------------------
 
-def load_tensors(path: str | os.PathLike[str]) -> dict:
-    """A recorded ``.pt`` file, loaded with ``weights_only=True``; tensors recorded on a
-    device this machine lacks land on the CPU."""
-    import torch
-
-    location = None if torch.cuda.is_available() else "cpu"
-    return torch.load(path, map_location=location, weights_only=True)
-
-
-def regenerate(shape, dtype, seed: int, low: Optional[float] = None, high: Optional[float] = None,
-               mean: float = 0.0, std: float = 1.0, p: float = 0.5, device: str = "cpu") -> Any:
-    """A tensor like one too large to store: same shape and dtype, values drawn from a fixed
-    seed within what was recorded (integers in ``[low, high]``, booleans true with
-    probability ``p``, floating values with the recorded ``mean`` and ``std``)."""
-    import torch
-
-    g = torch.Generator().manual_seed(seed)
-    shape = tuple(shape)
-    if dtype is torch.bool:
-        out = torch.rand(shape, generator=g) < p
-    elif dtype.is_floating_point or dtype.is_complex:
-        out = (torch.randn(shape, generator=g, dtype=torch.float64) * std + mean).to(dtype)
-    else:
-        lo = int(low if low is not None else 0)
-        hi = int(high if high is not None else lo)
-        out = torch.randint(lo, hi + 1, shape, generator=g, dtype=torch.int64).to(dtype)
-    return out.to(device)
-
-
-def uncompiled(fn: Any) -> Any:
-    """The function a ``@torch.compile`` decorator wrapped (mend compiles it itself)."""
-    return getattr(fn, "_torchdynamo_orig_callable", fn)
+from graphmend.core.replay import load_tensors, regenerate, uncompiled  # noqa: E402,F401
 
 
 # -- the folder --------------------------------------------------------------------------
@@ -401,7 +371,7 @@ class Recording:
             "",
             "import torch",
             "",
-            f"from graphmend.core.recording import {', '.join(helpers)}",
+            f"from graphmend.replay import {', '.join(helpers)}",
             "",
             "HERE = Path(__file__).resolve().parent",
             *_wrap(_comment(f"the folders the program's modules import from, its own first (as for `python {script}`)"),
