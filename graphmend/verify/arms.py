@@ -46,7 +46,7 @@ class ArmRecorder:
 
     def __init__(self) -> None:
         self.seen: dict[str, set[bool]] = defaultdict(set)
-        self.log: list[tuple[str, bool]] = []  # every evaluation, in order (``since`` reads a window of it)
+        self.log: list[tuple[str, bool]] = []  # every evaluation, in order (``one_way_since`` reads a window of it)
 
     def __call__(self, key: str, value: Any) -> Any:
         import os
