@@ -47,7 +47,8 @@ def _fix_report():
              Fix(file="/m/a.py", line=9, rule="GM301", status=VERIFIED),
              Fix(file="/m/b.py", line=3, rule="GM101", status=VERIFIED),
              Fix(file="/m/b.py", line=5, rule="GM101", status=PARTIAL),
-             Fix(file="/m/c.py", line=7, rule="GM101", status=REJECTED)]
+             Fix(file="/m/c.py", line=7, rule="GM101", status=REJECTED,
+                 reason="verification failed: lib_x.py::mend_target_x: timed out after 120 s")]
     return fts, targets, fixes, files
 
 
@@ -58,6 +59,8 @@ def test_fix_results_are_counted_per_modality_with_partial_and_unkept_apart():
     assert [by[m].fix for m in "abcdef"] == [FIX_VERIFIED, FIX_PARTIAL, FIX_NOT_KEPT, FIX_ERROR, FIX_NONE, ""]
     assert (by["a"].breaks_removed, by["a"].breaks_after, by["b"].breaks_after) == (2, 1, 0)
     assert by["d"].fix_why == "original run failed: boom" and by["d"].breaks_after is None
+    # what was not kept, and its own verdict (here another target's timeout)
+    assert by["c"].fix_why == "c.py:7 GM101 rejected: verification failed: lib_x.py::mend_target_x: timed out after 120 s"
     table = {p.modality: p for p in population(rows, "lib")}
     assert list(table) == ["text", "vision", "audio", ALL]
     text, vision, total = table["text"], table["vision"], table[ALL]

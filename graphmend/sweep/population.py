@@ -72,8 +72,10 @@ def fix_rows(rows: Sequence[SweepRow], mode: str, fix_targets: Sequence[FixTarge
     """Fill the fix fields of the ``mode`` rows from one ``run_fix`` report (its fix_targets,
     targets and fix records); ``model_of_file``: generated file name -> model."""
     by_site: dict[tuple[str, int], list[str]] = {}
+    records: dict[tuple[str, int], list[Fix]] = {}
     for f in fixes:
         by_site.setdefault((os.path.realpath(f.file), f.line), []).append(f.status)
+        records.setdefault((os.path.realpath(f.file), f.line), []).append(f)
     file_of = {t.name: Path(t.file).name for t in targets}
     row_of = {r.model: r for r in rows if r.run_mode == mode}
     for ft in fix_targets:
@@ -87,7 +89,13 @@ def fix_rows(rows: Sequence[SweepRow], mode: str, fix_targets: Sequence[FixTarge
         row.breaks_after = ft.breaks_after
         row.breaks_removed = max(0, ft.breaks_before - ft.breaks_after)
         if row.fix == FIX_NOT_KEPT:
-            row.fix_why = "a rewrite that removed breaks here is not one mend fix --write writes (see mend fix)"
+            # the first rewrite mend fix would not write, and its own verdict (a timeout, a
+            # difference another target showed)
+            unkept = next((f for key in ft.fixes for f in records.get(_site_key(key), [])
+                           if f.status not in (VERIFIED, PARTIAL)), None)
+            row.fix_why = (f"{Path(unkept.file).name}:{unkept.line} {unkept.rule} {unkept.status}: "
+                           f"{' '.join(unkept.reason.split())[:240]}" if unkept is not None else
+                           "a rewrite that removed breaks here is not one mend fix --write writes (see mend fix)")
 
 
 def _add(p: PopulationRow, rows: Sequence[SweepRow]) -> None:
