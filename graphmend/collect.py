@@ -32,6 +32,7 @@ class CollectOptions:
     timeout: Optional[float] = None  # per target and run mode (default: config.timeout)
     only: tuple[str, ...] = ()  # target function names kept (all when empty)
     cache: Optional[Cache] = None  # earlier captures reused, new ones kept (mend fix)
+    calls: int = 1  # calls per target and mode (mend analyze --calls; tracer.worker.later_calls)
 
 
 @dataclass
@@ -74,6 +75,6 @@ def collect(paths: Sequence[str | os.PathLike[str]], config: Config, options: Co
         out.targets = capture_targets(out.specs, jobs=options.jobs, timeout=options.timeout or config.timeout,
                                       on_done=advance, modes=config.modes, compiled_autograd=config.compiled_autograd,
                                       memory_limit=config.memory_limit, nested_graph_breaks=config.nested_graph_breaks,
-                                      cache=options.cache)
+                                      cache=options.cache, calls=options.calls)
         out.nested_graph_breaks = nested_setting(out.targets)
     return out

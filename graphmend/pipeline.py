@@ -25,6 +25,7 @@ class AnalyzeOptions:
     timeout: Optional[float] = None
     only: tuple[str, ...] = ()  # target function names run (all when empty)
     plan: bool = True  # each issue's fix is the planner's verdict at its place (no run, libcst only)
+    calls: int = 1  # calls per target and mode (mend analyze --calls: 3)
 
 
 def analyze(paths: Sequence[str | os.PathLike[str]], config: Config, options: AnalyzeOptions,
@@ -37,7 +38,7 @@ def analyze(paths: Sequence[str | os.PathLike[str]], config: Config, options: An
     keep = Cache.for_run(reuse=False) if options.dynamic else None
     got = collect(paths, config, CollectOptions(static=options.static, dynamic=options.dynamic, jobs=options.jobs,
                                                 scan_jobs=options.jobs, timeout=options.timeout, cache=keep,
-                                                only=options.only), progress)
+                                                only=options.only, calls=options.calls), progress)
     report.findings, report.errors, report.targets = got.findings, got.errors, got.targets
     report.files_scanned, report.nested_graph_breaks = got.files_scanned, got.nested_graph_breaks
     from graphmend.correlate import correlate, diagnose

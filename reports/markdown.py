@@ -149,7 +149,8 @@ def render_markdown(r: Report) -> str:
                                f"{_code(location(cause.file, cause.line, r.root))}")
                 if i.reason:
                     ids = ", ".join(x for x in (i.registry_id,) if x)
-                    out.append(f"  <br>Dynamo: {_esc(i.reason)}" + (f" ({ids})" if ids else "")
+                    out.append(f"  <br>Failed guard: {_esc(i.reason)}" if i.recompiles else
+                               f"  <br>Dynamo: {_esc(i.reason)}" + (f" ({ids})" if ids else "")
                                + ("" if i.counted else " *(not counted by explain)*"))
                 if library_cause(i.library, r.root):
                     out.append(f"  <br>Broke in library code it calls: {_esc(library_cause(i.library, r.root))}")

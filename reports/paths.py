@@ -114,6 +114,10 @@ def recompile_text(rc, root: str) -> str:
         text += f"; it guards {location(rc.guard_file, rc.guard_line, root) if rc.guard_file else f'line {rc.guard_line}'}"
         if rc.guard_source:
             text += f": {rc.guard_source}"
+    if getattr(rc, "rule", ""):
+        text += f" [{rc.rule}{', call ' + str(rc.call) if getattr(rc, 'call', 1) > 1 else ''}]"
+    elif getattr(rc, "expected", False):
+        text += " (expected: automatic dynamic shapes made the size dynamic)"
     return text
 
 
@@ -156,6 +160,8 @@ def skipped_sentence(frame, root: str, short: bool = False) -> str:
     at = short_path(at) if short else at
     where = f"loop at {at}" if frame.loop_line else f"defined at {at}"
     ran = f"ran in eager from line {frame.resume_line} on" if frame.resume_line else "ran entirely in eager"
+    if getattr(frame, "limit", False):
+        ran = "runs in eager once it reached the recompile limit"
     return f"{frame.function} {ran} ({where})"
 
 
