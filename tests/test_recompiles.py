@@ -66,6 +66,9 @@ def test_target_calls_override_derived_ones_and_bad_ones_name_the_target():
     ("GLOBAL_STATE changed: grad_mode ", "GM705", "grad_mode"),
     ("tensor 'x' requires_grad mismatch. expected requires_grad=0", "GM705", "x.requires_grad"),
     ("tensor 'x' dtype mismatch. expected Float, actual Double", "GM705", "x.dtype"),
+    ("tensor 'kwargs['input_ids']' size mismatch at index 1. expected 5, actual 6", "GM701", "kwargs['input_ids'].shape[1]"),
+    ("not args (4 older compiled version(s) failed their guards too)", "GM704", "args"),
+    ("max_num_global_attn_indices.item() != 1", "GM702", "max_num_global_attn_indices.item()"),
     ("something Dynamo has not said before", "GM799", None),
 ])
 def test_failed_guard_names_its_cause(reason, rule, expression):
@@ -80,12 +83,12 @@ def test_first_size_change_is_automatic_dynamic_and_the_limit_is_gm706():
     from tracer.classify import classify_recompiles
     from tracer.messages import parse_recompile_limit
 
-    size = "tensor 'x' size mismatch at index 0. expected {}, actual {}"
+    size = "tensor 'kwargs['x']' size mismatch at index 0. expected {}, actual {}"
     rcs = [Recompile("f", size.format(2, 3), "/m.py", 3), Recompile("f", size.format(3, 4), "/m.py", 3),
            Recompile("f", "self.step == 2", "/m.py", 3, limit=True)]
     classify_recompiles(rcs)
     # the first change makes the size dynamic (expected, no issue); a second one was kept static
-    assert [r.rule for r in rcs] == ["", "GM701", "GM706"]
+    assert [(r.rule, r.expected) for r in rcs] == [("", True), ("GM701", False), ("GM706", False)]
     assert parse_recompile_limit("torch._dynamo hit config.recompile_limit (8)\n   function: 'forward' (/m.py:8)\n"
                                  "   last reason: 0/7: self.step == 7\nTo log all ...") == \
         ("forward", "/m.py", 8, "self.step == 7")

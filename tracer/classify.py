@@ -148,11 +148,14 @@ def classify(gb_type: Optional[str], message: str, source_line: Optional[str] = 
 _GUARD_RULES: Sequence[tuple[re.Pattern[str], str]] = [
     (re.compile(p), r.code) for r in RULES for p in r.guard_patterns]
 _OLDER = re.compile(r"\s*\(\d+ older compiled version\(s\) failed their guards too\)$")
-_SIZE = re.compile(r"tensor '(?P<name>[^']+)' size mismatch at index (?P<dim>\d+)")
-_TENSOR = re.compile(r"tensor '(?P<name>[^']+)' (?P<what>\w+) mismatch")
+# a tensor's name may hold quotes itself: ``tensor 'kwargs['input_ids']' size mismatch``
+_SIZE = re.compile(r"tensor '(?P<name>.+?)' size mismatch at index (?P<dim>\d+)")
+_TENSOR = re.compile(r"tensor '(?P<name>.+?)' (?P<what>\w+) mismatch(?: at index (?P<dim>\d+))?")
 _GLOBAL = re.compile(r"GLOBAL_STATE changed: (?P<what>[\w ,]+)")
 _CHECK_ID = re.compile(r"___check_(?:obj|type)_id\((?P<obj>[^,]+),")
-_COMPARED = re.compile(r"^(?:len\((?P<len>[^)]+)\)|(?P<lhs>[^=<>!]+?))\s*(?:==|is not|is|<=|>=|<|>)")
+_OPERATORS = re.compile(r"\s*(?:==|!=|<=|>=|<|>|\bis not\b|\bis\b)\s*")
+_NUMBER = re.compile(r"^-?[\d.e+-]+$|^(?:True|False|None)$")
+_NOT = re.compile(r"^not (?P<name>.+)$")
 _LOCAL = re.compile(r"L\['(?P<name>[^']+)'\]")
 _MODULES = re.compile(r"\._modules\['(?P<name>[^']+)'\]")
 _SYM_SIZE = re.compile(r"(?P<expr>[\w.\[\]'\"]+\.size\(\)\[\d+\])")
@@ -179,7 +182,8 @@ def guarded_expression(reason: str) -> Optional[str]:
         return f"{m.group('name')}.shape[{m.group('dim')}]"
     m = _TENSOR.search(g)
     if m:
-        return f"{m.group('name')}.{m.group('what')}"
+        dim = m.group("dim")
+        return f"{m.group('name')}.{m.group('what')}" + (f"({dim})" if dim is not None else "")
     m = _GLOBAL.search(g)
     if m:
         return m.group("what").strip()
@@ -189,9 +193,13 @@ def guarded_expression(reason: str) -> Optional[str]:
     m = _SYM_SIZE.search(g)
     if m:
         return python_name(m.group("expr")).replace(".size()[", ".shape[")
-    m = _COMPARED.match(g)
+    m = _NOT.match(g)
     if m:
-        return f"len({python_name(m.group('len'))})" if m.group("len") else python_name(m.group("lhs"))
+        return python_name(m.group("name"))
+    # ``self.step == 3``, ``2 <= n.item()``: the side that is not a constant
+    sides = [x for x in _OPERATORS.split(g) if x and not _NUMBER.match(x)]
+    if len(sides) >= 1 and len(sides) < len(_OPERATORS.split(g)):
+        return python_name(sides[0])
     return None
 
 

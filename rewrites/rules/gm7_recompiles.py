@@ -17,7 +17,8 @@ GM701 = Rule(
     fix=("Mark the dimension dynamic before the first call (`torch._dynamo.mark_dynamic(x, 1)`) or compile with "
          "`dynamic=True`; keep sizes out of Python control flow (compute on the tensor, or pad to fixed buckets)."),
     preconditions="No automatic fix.", static=False,
-    guard_patterns=(r"size mismatch at index", r"\.size\(\)\[", r"\.shape\[", r"stride mismatch"),
+    guard_patterns=(r"size mismatch at index", r"\.size\(\)\[", r"\.shape\[", r"stride mismatch", r"\.stride\(\)",
+                    r"storage_offset\(\)"),
     advice="torch._dynamo.mark_dynamic(x, dim) on the input, or torch.compile(..., dynamic=True)",
 )
 
@@ -26,14 +27,14 @@ GM702 = Rule(
     summary="A Python int or float (a module attribute bumped each step, a hyper-parameter, an argument) changed: "
             "the function recompiled.",
     why=("Dynamo treats Python numbers as constants of the graph and guards on their value "
-         "(`self.step == 3`, `L['temperature'] == 0.5`): every new value compiles a new graph, until the "
-         "recompile limit makes the frame run in eager."),
+         "(`self.step == 3`, `L['temperature'] == 0.5`, a tensor's value read with `.item()`): every new value "
+         "compiles a new graph, until the recompile limit makes the frame run in eager."),
     fix=("Hold the value in a 0-d tensor buffer (`self.register_buffer('step', torch.zeros((), dtype=torch.long))`, "
          "updated in place with `self.step += 1`), or pass it as a tensor; for int attributes of modules, "
          "`torch._dynamo.config.allow_unspec_int_on_nn_module = True` makes them dynamic."),
     preconditions="No automatic fix.", static=False,
     guard_patterns=(r"^(?!len\()[\w.\[\]'\"()]+ == -?[\d.e+-]+$", r"^(?!len\()[\w.\[\]'\"()]+ == -?(?:inf|nan)$",
-                    r"^[\w.\[\]'\"()]+ (?:is|is not|==) (?:True|False)$"),
+                    r"^[\w.\[\]'\"()]+ (?:is|is not|==) (?:True|False)$", r"\.item\(\)"),
     advice="keep the value in a 0-d tensor buffer updated in place (register_buffer), or pass it as a tensor",
 )
 
@@ -53,10 +54,10 @@ GM703 = Rule(
 GM704 = Rule(
     code="GM704", name="container-length", category="recompile",
     summary="A list, tuple or dict passed in changed length: the function recompiled.",
-    why="Dynamo unrolls Python containers and guards on their length (`len(L['xs']) == 2`).",
+    why="Dynamo unrolls Python containers and guards on their length (`len(L['xs']) == 2`, `not args`).",
     fix="Pass a stacked tensor instead of a list of tensors, or pad the container to a fixed length.",
     preconditions="No automatic fix.", static=False,
-    guard_patterns=(r"^len\(", r"\blen\(.*\) ==", r"dict keys"),
+    guard_patterns=(r"^len\(", r"\blen\(.*\) ==", r"dict keys", r"^not [\w.\[\]'\"]+$"),
     advice="stack the items into one tensor (torch.stack) instead of passing a list of varying length",
 )
 
