@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 from graphmend.core.model import (CONFIRMED, DYNAMIC, POTENTIAL, UNREACHED, Break, Finding, Issue, Report,
                              SkippedFrame)
@@ -91,14 +91,15 @@ class _Group:
     findings: list[int] = field(default_factory=list)
 
 
-def diagnose(report: Report, read_sources: bool = True) -> None:
+def diagnose(report: Report, read_sources: bool = True, enabled: Callable[[str], bool] = lambda code: True) -> None:
     """Fill ``report.issues``: every static finding and dynamic break merged into one issue
     per cause and place, each with its fan-out, its fixability, and, for a break that made
     Dynamo skip a frame, that frame and the findings it kept Dynamo from reaching.
 
     ``read_sources``: read the skipped frames' sources to name the function, find its loop
     and the findings inside it (a stage does; ``with_issues``, completing a saved report
-    before it is rendered, does not)."""
+    before it is rendered, does not). ``enabled``: whether a recompile rule is selected
+    (``--select`` / ``--ignore``; a break is reported whatever its rule, as Dynamo saw it)."""
     norm = _norm if read_sources else (lambda p: p or None)
     findings, targets = report.findings, report.targets
     groups: list[_Group] = []
@@ -131,7 +132,7 @@ def diagnose(report: Report, read_sources: bool = True) -> None:
         group.findings.append(fi)
 
     issues = [_issue(report, g) for g in groups]
-    recompiled = _recompile_groups(report, norm)
+    recompiled = [g for g in _recompile_groups(report, norm) if enabled(g.rule)]
     issues += [_recompile_issue(report, g) for g in recompiled]
     groups += [_Group(g.place, g.rule) for g in recompiled]
     root = os.path.join(report.root, "") if report.root else ""

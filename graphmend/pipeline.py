@@ -45,7 +45,7 @@ def analyze(paths: Sequence[str | os.PathLike[str]], config: Config, options: An
 
     if options.static and options.dynamic:
         correlate(report)
-    diagnose(report)
+    diagnose(report, enabled=config.rule_enabled)
     if options.plan:
         from graphmend.fixing import plan_issues
 

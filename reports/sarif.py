@@ -196,7 +196,7 @@ def sarif_with_notes(r: Report) -> tuple[str, list[str]]:
             home = r.targets[i.breaks[0][0]].file if i.breaks and i.breaks[0][0] < len(r.targets) else ""
             loc = _location(home, r.root, None, None, None, None, None)
             path = rel(home, r.root)
-        source = "static+dynamic" if i.findings and i.breaks else "dynamic" if i.breaks else "static"
+        source = "static+dynamic" if i.findings and i.breaks else "dynamic" if i.breaks or i.recompiles else "static"
         result = {
             "ruleId": i.rule, "ruleIndex": index[i.rule],
             "level": "error" if i.status in (CONFIRMED, DYNAMIC) else "warning", "message": {"text": text},

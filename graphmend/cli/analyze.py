@@ -75,6 +75,7 @@ def analyze(
             raise fail(str(exc))
     render_or_fail(report, format.value, output, verbose=verbose)
     wrote(output, quiet)
-    # a target that errored is a finding too: its breaks are unknown
-    failed = any(t.breaks or t.graph_break_count or t.error for t in report.targets) or bool(report.findings)
+    # a target that errored is a finding too: its breaks are unknown; a recompile's cause is one
+    failed = (any(t.breaks or t.graph_break_count or t.error for t in report.targets) or bool(report.findings)
+              or any(i.recompiles for i in report.issues))
     raise typer.Exit(EXIT_FINDINGS if failed else EXIT_CLEAN)
