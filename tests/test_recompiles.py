@@ -112,6 +112,14 @@ STEP = textwrap.dedent('''\
 
     def mend_target_step():
         return Step(), (torch.randn(2, 5, 8),)
+
+
+    def mend_target_limit():
+        from graphmend import Target
+
+        torch._dynamo.config.recompile_limit = 2  # each target runs in a fork of its own
+        x = torch.randn(2, 5, 8)
+        return Target(Step(), (x,), calls=[((x,), {})] * 3)
 ''')
 
 
@@ -129,12 +137,13 @@ def test_later_calls_surface_the_step_counter_and_explain_it(analyzed):
     from graphmend.core.model import Report, from_dict
     from reports import render
 
-    (t,) = analyzed["targets"]
+    t = analyzed["targets"][0]
     assert t["calls"] == 3 and t["graph_count"] == 1  # the figures stay the first call's
     step = [r for r in t["recompiles"] if r["rule"] == "GM702"]
     assert step and step[0]["expression"] == "self.step" and step[0]["guard_line"] == 11
     issues = [i for i in analyzed["issues"] if i["rule"] == "GM702"]
-    assert len(issues) == 1 and issues[0]["line"] == 11 and issues[0]["fan_out"] == 1
+    # the step target's call 3, the limit target's call 2: one cause, one place
+    assert len(issues) == 1 and issues[0]["line"] == 11 and issues[0]["fan_out"] == 2
     assert issues[0]["source_line"] == "self.step += 1"
     report = from_dict(Report, analyzed)
     for fmt in ("text", "md", "html", "sarif", "github"):
@@ -143,7 +152,21 @@ def test_later_calls_surface_the_step_counter_and_explain_it(analyzed):
         assert fmt == "text" or re.search(r"Failed guard:(</b>)? self\.step ==", out), fmt  # in Dynamo's words
     # the batch change of call 2 made the size dynamic: listed, expected, no issue of its own
     assert any(r["expected"] and r["call"] == 2 for r in t["recompiles"])
-    assert {i["rule"] for i in analyzed["issues"]} == {"GM702"}
+    assert {i["rule"] for i in analyzed["issues"]} == {"GM702", "GM706"}
+
+
+def test_the_recompile_limit_is_told_first_as_a_frame_run_in_eager(analyzed):
+    from graphmend.core.model import Report, from_dict
+    from reports import render
+
+    limited = analyzed["targets"][1]
+    assert [r["limit"] for r in limited["recompiles"]] == [False, True]
+    (issue,) = [i for i in analyzed["issues"] if i["rule"] == "GM706"]
+    assert issue["line"] == 11 and [f["limit"] for f in issue["skipped"]] == [True]
+    top = analyzed["summary"]["top"]
+    assert analyzed["issues"][top[0]]["rule"] == "GM706"  # the costliest fact first
+    text = render(from_dict(Report, analyzed), "text")
+    assert "forward runs in eager once it reached the recompile limit" in text.split("Top causes")[0]
 
 
 def test_one_issue_per_cause_and_place_and_the_limit_is_a_frame_run_in_eager():
