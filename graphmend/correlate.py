@@ -243,24 +243,25 @@ def _recompile_groups(report: Report, norm) -> list[_Recompiled]:
 def _recompile_issue(report: Report, g: _Recompiled) -> Issue:
     from graphmend.core.model import SkippedFrame
 
+    from tracer.recorder import function_name
+
     rcs = [report.targets[ti].recompiles[ri] for ti, ri in g.recompiles]
     first = rcs[0]
+    fn = function_name(first.function)  # a resume function by the function it resumes
     guarded = bool(first.guard_file and first.guard_line)
     what = first.expression or "a guarded value"
     limit = g.rule == "GM706"
-    message = (f"{first.function} reached the recompile limit and runs in eager from then on; the guard that kept "
+    message = (f"{fn} reached the recompile limit and runs in eager from then on; the guard that kept "
                f"failing holds {what}" if limit else
-               f"{first.function} recompiled {len(rcs)} time{'s' if len(rcs) != 1 else ''}: the guard on {what} failed")
+               f"{fn} recompiled {len(rcs)} time{'s' if len(rcs) != 1 else ''}: the guard on {what} failed")
     labels = list(dict.fromkeys(_label(report.targets[ti]) for ti, _ in g.recompiles))
     rule = get_rule(g.rule)
     issue = Issue(rule=g.rule, category=rule.category if rule else "recompile", status=DYNAMIC, message=message,
                   file=first.guard_file if guarded else first.file, line=first.guard_line if guarded else first.line,
-                  source_line=first.guard_source if guarded else None, function=first.function,
+                  source_line=first.guard_source if guarded else None, function=fn,
                   reason=first.reason, targets=labels, fan_out=len(rcs),
                   recompiles=[[ti, ri] for ti, ri in g.recompiles])
     if limit:
-        from tracer.recorder import function_name
-
         for (ti, _), rc in zip(g.recompiles, rcs):
             label = _label(report.targets[ti])
             frame = next((f for f in issue.skipped if (f.file, f.line) == (rc.file, rc.line)), None)
