@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 from graphmend.core.model import (CONFIRMED, DYNAMIC, POTENTIAL, UNREACHED, Break, Finding, Issue, Report,
                              SkippedFrame)
@@ -92,14 +92,15 @@ class _Group:
     lowering: list[tuple[int, int]] = field(default_factory=list)  # (target, failure): a GM608 issue
 
 
-def diagnose(report: Report, read_sources: bool = True) -> None:
+def diagnose(report: Report, read_sources: bool = True, enabled: Callable[[str], bool] = lambda code: True) -> None:
     """Fill ``report.issues``: every static finding and dynamic break merged into one issue
     per cause and place, each with its fan-out, its fixability, and, for a break that made
     Dynamo skip a frame, that frame and the findings it kept Dynamo from reaching.
 
     ``read_sources``: read the skipped frames' sources to name the function, find its loop
     and the findings inside it (a stage does; ``with_issues``, completing a saved report
-    before it is rendered, does not)."""
+    before it is rendered, does not). ``enabled``: whether a recompile rule is selected
+    (``--select`` / ``--ignore``; a break is reported whatever its rule, as Dynamo saw it)."""
     norm = _norm if read_sources else (lambda p: p or None)
     findings, targets = report.findings, report.targets
     groups: list[_Group] = []
@@ -144,6 +145,9 @@ def diagnose(report: Report, read_sources: bool = True) -> None:
         group.findings.append(fi)
 
     issues = [_issue(report, g) for g in groups]
+    recompiled = [g for g in _recompile_groups(report, norm) if enabled(g.rule)]
+    issues += [_recompile_issue(report, g) for g in recompiled]
+    groups += [_Group(g.place, g.rule) for g in recompiled]
     root = os.path.join(report.root, "") if report.root else ""
 
     def place(i: int) -> tuple:  # the analysed tree first, then installed packages, then no location
@@ -241,6 +245,61 @@ def _lowering_issue(report: Report, g: _Group) -> Issue:
         file=first.file, line=first.line, source_line=first.source_line, function=first.function,
         reason=first.reason, fix_hint=rule.fix if rule else "", targets=labels, fan_out=len(g.lowering),
         op=first.op, lowering=[[ti, li] for ti, li in g.lowering])
+
+
+@dataclass
+class _Recompiled:
+    place: tuple  # (file, line) normalised: the guarded line, else the recompiled function's
+    rule: str
+    recompiles: list[tuple[int, int]] = field(default_factory=list)
+
+
+def _recompile_groups(report: Report, norm) -> list[_Recompiled]:
+    """The recompiles that have a cause (GM7xx; the first size change of a dimension, which
+    automatic dynamic shapes make dynamic, has none), one group per cause and place."""
+    groups: dict[tuple, _Recompiled] = {}
+    for ti, t in enumerate(report.targets):
+        for ri, rc in enumerate(t.recompiles):
+            if not rc.rule:
+                continue
+            file, line = (rc.guard_file, rc.guard_line) if rc.guard_file and rc.guard_line else (rc.file, rc.line)
+            place = (norm(file), line)
+            g = groups.setdefault((place, rc.rule), _Recompiled(place, rc.rule))
+            g.recompiles.append((ti, ri))
+    return list(groups.values())
+
+
+def _recompile_issue(report: Report, g: _Recompiled) -> Issue:
+    from graphmend.core.model import SkippedFrame
+
+    from tracer.recorder import function_name
+
+    rcs = [report.targets[ti].recompiles[ri] for ti, ri in g.recompiles]
+    first = rcs[0]
+    fn = function_name(first.function)  # a resume function by the function it resumes
+    guarded = bool(first.guard_file and first.guard_line)
+    what = first.expression or "a guarded value"
+    limit = g.rule == "GM706"
+    message = (f"{fn} reached the recompile limit and runs in eager from then on; the guard that kept "
+               f"failing holds {what}" if limit else
+               f"{fn} recompiled {len(rcs)} time{'s' if len(rcs) != 1 else ''}: the guard on {what} failed")
+    labels = list(dict.fromkeys(_label(report.targets[ti]) for ti, _ in g.recompiles))
+    rule = get_rule(g.rule)
+    issue = Issue(rule=g.rule, category=rule.category if rule else "recompile", status=DYNAMIC, message=message,
+                  file=first.guard_file if guarded else first.file, line=first.guard_line if guarded else first.line,
+                  source_line=first.guard_source if guarded else None, function=fn,
+                  reason=first.reason, targets=labels, fan_out=len(rcs),
+                  recompiles=[[ti, ri] for ti, ri in g.recompiles])
+    if limit:
+        for (ti, _), rc in zip(g.recompiles, rcs):
+            label = _label(report.targets[ti])
+            frame = next((f for f in issue.skipped if (f.file, f.line) == (rc.file, rc.line)), None)
+            if frame is None and rc.file and rc.line:
+                frame = SkippedFrame(function=function_name(rc.function), file=rc.file, line=rc.line, limit=True)
+                issue.skipped.append(frame)
+            if frame is not None and label not in frame.targets:
+                frame.targets.append(label)
+    return issue
 
 
 def _label(t) -> str:

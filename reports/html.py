@@ -369,7 +369,7 @@ def _issues(r: Report) -> str:
                        + (f'<div class="small">targets {", ".join("<code>" + _e(t) + "</code>" for t in i.targets)}'
                           f'{" · " + ids if ids else ""}</div>' if i.targets else "")
                        + _source(i.line, i.source_line, i.col, i.end_col if i.end_line in (None, i.line) else None)
-                       + (f'<div class="why"><b>{"Inductor" if i.lowering else "Dynamo"}:</b> {_e(i.reason)}</div>'
+                       + (f'<div class="why"><b>{i.said_by}:</b> {_e(i.reason)}</div>'
                           if i.reason else "")
                        + (f'<div class="why">{_e(i.explanation)}</div>' if i.explanation else "")
                        + "".join(f'<div class="hint">{_e(h)}</div>' for h in i.hints)

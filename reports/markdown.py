@@ -149,9 +149,9 @@ def render_markdown(r: Report) -> str:
                                f"{_code(location(cause.file, cause.line, r.root))}")
                 if i.reason:
                     ids = ", ".join(x for x in (i.registry_id,) if x)
-                    out.append(f"  <br>{'Inductor' if i.lowering else 'Dynamo'}: {_esc(i.reason)}"
-                               + (f" ({ids})" if ids else "")
-                               + ("" if i.counted or i.lowering else " *(not counted by explain)*"))
+                    out.append(f"  <br>{i.said_by}: {_esc(i.reason)}"
+                               + (f" ({ids})" if ids and not i.recompiles else "")
+                               + ("" if i.counted or i.lowering or i.recompiles else " *(not counted by explain)*"))
                 if library_cause(i.library, r.root):
                     out.append(f"  <br>Broke in library code it calls: {_esc(library_cause(i.library, r.root))}")
                 if i.explanation:

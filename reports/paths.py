@@ -114,6 +114,10 @@ def recompile_text(rc, root: str) -> str:
         text += f"; it guards {location(rc.guard_file, rc.guard_line, root) if rc.guard_file else f'line {rc.guard_line}'}"
         if rc.guard_source:
             text += f": {rc.guard_source}"
+    if getattr(rc, "rule", ""):
+        text += f" [{rc.rule}{', call ' + str(rc.call) if getattr(rc, 'call', 1) > 1 else ''}]"
+    elif getattr(rc, "expected", False):
+        text += " (expected: automatic dynamic shapes made the size dynamic)"
     return text
 
 
@@ -156,6 +160,8 @@ def skipped_sentence(frame, root: str, short: bool = False) -> str:
     at = short_path(at) if short else at
     where = f"loop at {at}" if frame.loop_line else f"defined at {at}"
     ran = f"ran in eager from line {frame.resume_line} on" if frame.resume_line else "ran entirely in eager"
+    if getattr(frame, "limit", False):
+        ran = "runs in eager once it reached the recompile limit"
     return f"{frame.function} {ran} ({where})"
 
 
@@ -184,14 +190,16 @@ def issue_parts(i, root: str, issues: list, detail: bool = True, fixes: list = (
     or the skip that hid it, its targets and fan-out, and the verdicts of the fixes
     ``mend fix`` proposed for it (``fixes``: the report's)."""
     parts = [i.message]
+    recompiles = bool(getattr(i, "recompiles", None))
     if i.reason and i.reason != i.message:
-        parts.append(f"{'Inductor' if i.lowering else 'Dynamo'}: {i.reason}"
-                     + (f" ({i.explanation})" if i.explanation and not detail else ""))
+        parts.append(f"{i.said_by}: {i.reason}"
+                     + (f" ({i.explanation})" if i.explanation and not detail and not recompiles else ""))
     if detail:
         parts += ([i.explanation] if i.explanation else []) + [f"Hint: {h}" for h in i.hints]
     if i.fix_hint:
         parts.append(f"Fix: {i.fix_hint}")
-    parts += [f"This break made Dynamo skip a frame: {skipped_sentence(f, root)}." for f in i.skipped]
+    parts += [f"{'It' if f.limit else 'This break'} made Dynamo skip a frame: {skipped_sentence(f, root)}."
+              for f in i.skipped]
     if i.hidden_by is not None and i.hidden_by < len(issues):
         cause = issues[i.hidden_by]
         parts.append(f"Never traced: its frame ran in eager because of {cause.rule} at "
@@ -200,7 +208,7 @@ def issue_parts(i, root: str, issues: list, detail: bool = True, fixes: list = (
         parts.append("Target" + ("s" if len(i.targets) > 1 else "") + ": " + ", ".join(i.targets)
                      + (f" ({mode_note(i)})" if mode_note(i) else ""))
     if i.fan_out > 1:
-        parts.append(f"Fan-out: {i.fan_out} breaks from this one line.")
+        parts.append(f"Fan-out: {i.fan_out} {'recompiles' if recompiles else 'breaks'} from this one line.")
     parts += [fix_sentence(fixes[k]) for k in getattr(i, "fixes", ()) if k < len(fixes)]
     return parts
 

@@ -13,7 +13,8 @@ REGENERATE = "`python -c \"from graphmend.cli.rules import write_docs; write_doc
 def rule_page(rule: Any, proof: str = "") -> str:
     """One rule's full documentation as Markdown; ``proof``: how mend verifies its fix."""
     lines = [f"# {rule.code} {rule.name}", "", f"*Category:* `{rule.category}`", "", rule.summary, "",
-             f"## Why {rule.breaks_in} breaks here", "", rule.why, "", "## Fix", "", rule.fix, ""]
+             f"## Why {rule.breaks_in} {'recompiles' if rule.category == 'recompile' else 'breaks'} here", "",
+             rule.why, "", "## Fix", "", rule.fix, ""]
     if rule.preconditions:
         lines += ["## Preconditions", "", rule.preconditions, ""]
     if proof:

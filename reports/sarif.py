@@ -197,7 +197,8 @@ def sarif_with_notes(r: Report) -> tuple[str, list[str]]:
             home = r.targets[first].file if first < len(r.targets) else ""
             loc = _location(home, r.root, None, None, None, None, None)
             path = rel(home, r.root)
-        source = "static+dynamic" if i.findings and i.breaks else "dynamic" if i.breaks or i.lowering else "static"
+        source = ("static+dynamic" if i.findings and i.breaks else
+                  "dynamic" if i.breaks or i.lowering or i.recompiles else "static")
         result = {
             "ruleId": i.rule, "ruleIndex": index[i.rule],
             "level": "error" if i.status in (CONFIRMED, DYNAMIC) else "warning", "message": {"text": text},

@@ -158,8 +158,10 @@ def _skipped(w: _Writer, r: Report) -> None:
         return
     w.console.print()
     n = s.skipped_frames
-    w.line((f"{n} frame{'s' if n != 1 else ''} ran in eager: a break inside {'their' if n != 1 else 'its'} loop "
-            f"made Dynamo skip {'them' if n != 1 else 'it'} whole, compiling nothing", "bold red"))
+    limits = any(f.limit for i in r.issues for f in i.skipped)
+    why = (f"a break inside a loop or the recompile limit made Dynamo skip {'them' if n != 1 else 'it'}" if limits else
+           f"a break inside {'their' if n != 1 else 'its'} loop made Dynamo skip {'them' if n != 1 else 'it'} whole")
+    w.line((f"{n} frame{'s' if n != 1 else ''} ran in eager: {why}, compiling nothing", "bold red"))
     for issue in r.issues:
         for frame in issue.skipped:
             w.line("  ", (skipped_sentence(frame, r.root, short=True), "bold"),
@@ -224,8 +226,8 @@ def _issue(w: _Writer, r: Report, i: Issue, verbose: bool) -> None:
     w.source(i.line, i.source_line, i.col, i.end_col if i.end_line in (None, i.line) else None)
     if i.reason:
         ids = ", ".join(x for x in (i.gb_type if i.gb_type != i.reason else None, i.registry_id) if x)
-        w.line("    ", ("inductor: " if i.lowering else "dynamo: ", "dim"), i.reason, f" ({ids})" if ids else "",
-               "" if i.counted or not i.targets or i.lowering else "; not counted by explain()")
+        w.line("    ", (f"{i.said_by.lower()}: ", "dim"), i.reason, f" ({ids})" if ids and not i.recompiles else "",
+               "" if i.counted or not i.targets or i.lowering or i.recompiles else "; not counted by explain()")
     cause = library_cause(i.library, r.root)
     if cause:
         w.line("    ", ("broke in library code it calls: ", "yellow"), cause)

@@ -59,8 +59,9 @@ def test_analyze_prints_a_line_per_target_and_where_it_wrote(tmp_path):
     assert [(stage, name) for _, _, stage, name, _ in lines[2:]] == [("planning", "models.py")], lines
     notes = {name: note for *_, name, note in lines}
     # the targets table's figures: breaks and recompiles apart
-    assert re.fullmatch(r"1 break, 0 recompiles \(\d+\.\d s\)", notes["models.py::mend_target_print"]), notes
-    assert re.fullmatch(r"0 breaks, 0 recompiles \(\d+\.\d s\)", notes["models.py::mend_target_clean"]), notes
+    # (--calls 3, the default: the later calls' batch change recompiles each frame once)
+    assert re.fullmatch(r"1 break, \d+ recompiles? \(\d+\.\d s\)", notes["models.py::mend_target_print"]), notes
+    assert re.fullmatch(r"0 breaks, 1 recompile \(\d+\.\d s\)", notes["models.py::mend_target_clean"]), notes
     assert out.stderr.rstrip().splitlines()[-1] == "mend: wrote report.json"
     assert json.loads((tmp_path / "report.json").read_text())["targets"]
 

@@ -121,7 +121,9 @@ def test_every_rule_family_is_covered(local):
     rules = {s["rule"] for v in local.values() for s in v.get("sites", [])}
     assert REQUIRED_RULES <= rules, REQUIRED_RULES - rules
     categories = {c for v in local.values() for c in v["categories"]}
-    assert set(CATEGORIES) - {"unexplained"} <= categories
+    assert set(CATEGORIES) - {"unexplained", "recompile"} <= categories
+    # recompiles are no break: the manifest's `recompiles` entries cover their family
+    assert {"GM701", "GM702"} <= {r["rule"] for v in local.values() for r in v.get("recompiles", [])}
 
 
 def test_manifest_entries_are_consistent(local):
@@ -131,9 +133,10 @@ def test_manifest_entries_are_consistent(local):
         assert entry["categories"] == sorted({category_of(s["rule"]) for s in sites}), name
         assert entry.get("breaks", len(sites)) == len(sites), name
         source = (CORPUS / name.split("::")[0]).read_text(encoding="utf-8").splitlines()
-        for s in sites:
+        for s in sites + entry.get("recompiles", []):
             assert 1 <= s["line"] <= len(source) and source[s["line"] - 1].strip(), (name, s)
-            assert s["fixable"] or s.get("why"), f"{name}:{s['line']} is unfixable without a why"
+            assert s in entry.get("recompiles", []) or s["fixable"] or s.get("why"), \
+                f"{name}:{s['line']} is unfixable without a why"
         if "reference" in entry:
             ref = f"{name.split('::')[0]}::{entry['reference']}"
             assert ref in local and local[ref]["clean"], ref
@@ -280,3 +283,27 @@ def test_targets_are_deterministic(local):
         assert outs[0] and len(outs[0]) == len(outs[1]), name
         for a, b in zip(*outs):
             torch.testing.assert_close(a, b, rtol=0, atol=0, msg=lambda m: f"{name}: {m}")
+
+
+@pytest.fixture(scope="module")
+def recompiled() -> list:
+    """corpus/recompiles.py captured as ``mend analyze`` does by default: three calls."""
+    from graphmend.core.config import Config
+    from graphmend.core.discovery import discover
+    from tracer.capture import capture_targets
+
+    specs = [t for t in discover([str(CORPUS / "recompiles.py")], Config(root=ROOT)).targets]
+    return capture_targets(specs, modes=MODES, calls=3)
+
+
+def test_recompiling_targets_show_what_the_manifest_says(local, recompiled):
+    wanted = {k: v["recompiles"] for k, v in local.items() if v.get("recompiles")}
+    assert len(wanted) >= 4
+    got: dict = {}
+    for t in recompiled:
+        assert t.error is None, (t.name, t.error)
+        assert t.calls == 3 and not t.breaks, t.name
+        got[(t.name, t.run_mode)] = {(r.rule, r.guard_line, r.expression) for r in t.recompiles if r.rule}
+    for name, entries in wanted.items():
+        for mode in MODES:
+            assert got[(name, mode)] == {(e["rule"], e["line"], e["expression"]) for e in entries}, (name, mode)

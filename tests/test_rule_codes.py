@@ -47,7 +47,7 @@ def test_codes_and_prefixes_that_select_a_rule(code):
     check_codes([code], "--select")
 
 
-@pytest.mark.parametrize("code", ["GM1O1", "GM999", "GM7", "XYZ", "GM101X", ""])
+@pytest.mark.parametrize("code", ["GM1O1", "GM999", "GM8", "XYZ", "GM101X", ""])
 def test_codes_that_select_nothing(code):
     assert not is_rule_code(code)
     with pytest.raises(ConfigError, match=r"^--ignore: unknown rule code or prefix"):

@@ -28,13 +28,13 @@ WORKER = "tracer.worker"
 
 def _job(specs: Sequence[TargetSpec], timeout: float, modes: Sequence[str], compiled_autograd: bool,
          memory_limit: Optional[int], nested_graph_breaks: Optional[bool], ran_files: bool = False,
-         lower: bool = False) -> Job:
+         lower: bool = False, calls: int = 1) -> Job:
     # the worker's start-up (importing torch) gets its own allowance: see graphmend.core.jobs
     label = specs[0].name if len(specs) == 1 else f"{specs[0].display_file} ({len(specs)} targets)"
     return Job(module=WORKER, payload={"targets": [dataclasses.asdict(s) for s in specs], "modes": list(modes),
                                        "compiled_autograd": compiled_autograd,
                                        "nested_graph_breaks": nested_graph_breaks, "ran_files": ran_files,
-                                       "lower": lower},
+                                       "lower": lower, "calls": calls},
                label=label,
                timeout=timeout, memory_limit=memory_limit, units=len(specs) * len(modes),
                unit_labels=[s.name for s in specs for _ in modes], warm=True)
@@ -65,13 +65,13 @@ def _failed(spec: TargetSpec, outcome: JobOutcome, why: str, mode: str) -> Targe
 def _capture_file(group: Sequence[TargetSpec], timeout: float, modes: tuple, compiled_autograd: bool,
                   memory_limit: Optional[int], nested_graph_breaks: Optional[bool],
                   done: Callable[[TargetSpec, list[TargetResult], list[str]], None], ran_files: bool = False,
-                  lower: bool = False) -> None:
+                  lower: bool = False, calls: int = 1) -> None:
     """The targets of one file, in as few workers as their hangs and crashes allow."""
     pending = list(group)
     retried: Optional[TargetSpec] = None  # the target a crashed worker was running, run again first
     while pending:
         outcome = run_job(_job(pending, timeout, modes, compiled_autograd, memory_limit, nested_graph_breaks,
-                               ran_files, lower))
+                               ran_files, lower, calls))
         got: list[Any] = (outcome.result or {}).get("results") if not outcome.error else None
         if got is None or len(got) != len(pending) * len(modes):
             got = outcome.units  # what finished before the failure
@@ -87,7 +87,7 @@ def _capture_file(group: Sequence[TargetSpec], timeout: float, modes: tuple, com
             # target it died in is unknown, so each runs again in a worker of its own
             for s in pending:
                 _capture_file([s], timeout, modes, compiled_autograd, memory_limit, nested_graph_breaks, done,
-                              ran_files, lower)
+                              ran_files, lower, calls)
             return
         culprit = pending[0]
         why = outcome.error or f"{culprit.name}: worker failed: {(outcome.result or {}).get('error') or 'no result'}"
@@ -106,13 +106,15 @@ def capture_targets(specs: Sequence[TargetSpec], jobs: int = 1, timeout: float =
                     modes: Sequence[str] = (EVAL,), compiled_autograd: bool = False,
                     memory_limit: Optional[int] = None,
                     nested_graph_breaks: Optional[bool] = None, cache: Optional[Cache] = None,
-                    lower: bool = False) -> list[TargetResult]:
+                    lower: bool = False, calls: int = 1) -> list[TargetResult]:
     """Capture each target in each run mode; results in input order (target-major: a
     target's modes together). ``on_done(name, results)`` after each target (from worker
     threads when ``jobs`` > 1); ``timeout``: seconds per target and mode; ``memory_limit``:
     bytes each worker may use; ``nested_graph_breaks``: Dynamo's option of that name (None:
     torch's default); ``cache``: where earlier captures are reused and new ones kept;
-    ``lower``: each captured graph is also compiled by Inductor (tracer.lowering)."""
+    ``lower``: each captured graph is also compiled by Inductor (tracer.lowering).
+    ``calls``: calls per target and mode (tracer.worker.later_calls), the first one's
+    figures explain's, the later ones' recompiles and new breaks added."""
     import threading
 
     modes = tuple(modes) or (EVAL,)
@@ -128,7 +130,9 @@ def capture_targets(specs: Sequence[TargetSpec], jobs: int = 1, timeout: float =
             where = {k: v for k, v in dataclasses.asdict(s).items() if k != "name"}
             keys[s] = cache.key("capture", where, modes, compiled_autograd, memory_limit, nested_graph_breaks,
                                 *(["lower"] if lower else []))
-            entry = cache.get_valid("capture", keys[s],
+            # a capture of more calls keeps its first call's (``first_call``) under this key,
+            # for a one-call capture (mend fix) to start from, and reads none
+            entry = None if calls > 1 else cache.get_valid("capture", keys[s],
                                     lambda e: ([from_dict(TargetResult, d) for d in e["results"]], e["deps"]))
             if entry is not None:
                 for r in entry[0]:
@@ -143,7 +147,7 @@ def capture_targets(specs: Sequence[TargetSpec], jobs: int = 1, timeout: float =
             r.error = unlabelled(r.error, spec.name)
         if caching and files and not any(r.error for r in got):
             assert cache is not None
-            deps = cache.put_valid("capture", keys[spec], {"results": [to_dict(r) for r in got]}, files)
+            deps = cache.put_valid("capture", keys[spec], {"results": [to_dict(first_call(r)) for r in got]}, files)
             if deps is not None:
                 cache.captured[spec.name] = (keys[spec], deps)
         with lock:
@@ -157,7 +161,8 @@ def capture_targets(specs: Sequence[TargetSpec], jobs: int = 1, timeout: float =
             batches.setdefault(s.display_file, []).append(s)
 
     def run(group: Sequence[TargetSpec]) -> None:
-        _capture_file(group, timeout, modes, compiled_autograd, memory_limit, nested_graph_breaks, done, caching, lower)
+        _capture_file(group, timeout, modes, compiled_autograd, memory_limit, nested_graph_breaks, done, caching,
+                      lower, calls)
 
     groups = list(batches.values())
     if jobs <= 1 or len(groups) <= 1:
@@ -173,6 +178,15 @@ def capture_targets(specs: Sequence[TargetSpec], jobs: int = 1, timeout: float =
     if len(modes) > 1:
         mark_single_mode(out)
     return out
+
+
+def first_call(r: TargetResult) -> TargetResult:
+    """What a capture of the first call alone records: the graph figures are already its;
+    the breaks and recompiles only later calls met are dropped."""
+    if r.calls <= 1:
+        return r
+    return dataclasses.replace(r, calls=1, breaks=[b for b in r.breaks if b.call == 1],
+                               recompiles=[c for c in r.recompiles if c.call == 1])
 
 
 def mark_single_mode(results: Sequence[TargetResult]) -> None:

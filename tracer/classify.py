@@ -140,3 +140,91 @@ def classify(gb_type: Optional[str], message: str, source_line: Optional[str] = 
         if rx.search(src):
             return r
     return "GM901" if frame_skipped else "GM900"
+
+
+# -- recompiles (GM7xx) -----------------------------------------------------------------
+
+# (regex over the failed guard, rule) in code order: the records' ``guard_patterns``
+_GUARD_RULES: Sequence[tuple[re.Pattern[str], str]] = [
+    (re.compile(p), r.code) for r in RULES for p in r.guard_patterns]
+_OLDER = re.compile(r"\s*\(\d+ older compiled version\(s\) failed their guards too\)$")
+# a tensor's name may hold quotes itself: ``tensor 'kwargs['input_ids']' size mismatch``
+_SIZE = re.compile(r"tensor '(?P<name>.+?)' size mismatch at index (?P<dim>\d+)")
+_TENSOR = re.compile(r"tensor '(?P<name>.+?)' (?P<what>\w+) mismatch(?: at index (?P<dim>\d+))?")
+_GLOBAL = re.compile(r"GLOBAL_STATE changed: (?P<what>[\w ,]+)")
+_CHECK_ID = re.compile(r"___check_(?:obj|type)_id\((?P<obj>[^,]+),")
+_OPERATORS = re.compile(r"\s*(?:==|!=|<=|>=|<|>|\bis not\b|\bis\b)\s*")
+_NUMBER = re.compile(r"^-?[\d.e+-]+$|^(?:True|False|None)$")
+_NOT = re.compile(r"^not (?P<name>.+)$")
+_LOCAL = re.compile(r"L\['(?P<name>[^']+)'\]")
+_MODULES = re.compile(r"\._modules\['(?P<name>[^']+)'\]")
+_SYM_SIZE = re.compile(r"(?P<expr>[\w.\[\]'\"]+\.size\(\)\[\d+\])")
+
+
+def guard_text(reason: str) -> str:
+    """The newest failed guard, without the note on older compiled versions."""
+    return _OLDER.sub("", reason).strip()
+
+
+def python_name(expr: str) -> str:
+    """A guard's source as the user's code spells it: ``L['self'].step`` -> ``self.step``,
+    ``self._modules['act']`` -> ``self.act``."""
+    expr = _LOCAL.sub(lambda m: m.group("name"), expr.strip())
+    return _MODULES.sub(lambda m: "." + m.group("name"), expr)
+
+
+def guarded_expression(reason: str) -> Optional[str]:
+    """The expression whose value the failed guard holds (``self.step``, ``x.shape[1]``,
+    ``len(xs)``, ``grad_mode``), or None where the guard names none."""
+    g = guard_text(reason)
+    m = _SIZE.search(g)
+    if m:
+        return f"{m.group('name')}.shape[{m.group('dim')}]"
+    m = _TENSOR.search(g)
+    if m:
+        dim = m.group("dim")
+        return f"{m.group('name')}.{m.group('what')}" + (f"({dim})" if dim is not None else "")
+    m = _GLOBAL.search(g)
+    if m:
+        return m.group("what").strip()
+    m = _CHECK_ID.search(g)
+    if m:
+        return python_name(m.group("obj"))
+    m = _SYM_SIZE.search(g)
+    if m:
+        return python_name(m.group("expr")).replace(".size()[", ".shape[")
+    m = _NOT.match(g)
+    if m:
+        return python_name(m.group("name"))
+    # ``self.step == 3``, ``2 <= n.item()``: the side that is not a constant
+    sides = [x for x in _OPERATORS.split(g) if x and not _NUMBER.match(x)]
+    if len(sides) >= 1 and len(sides) < len(_OPERATORS.split(g)):
+        return python_name(sides[0])
+    return None
+
+
+def classify_recompile(reason: str) -> str:
+    """The GM7xx rule of a failed guard (Dynamo's words); GM799 when none matches."""
+    g = guard_text(reason)
+    for pattern, code in _GUARD_RULES:
+        if pattern.search(g):
+            return code
+    return "GM799"
+
+
+def classify_recompiles(recompiles: Sequence) -> None:
+    """Set each recompile's ``rule`` and ``expression``, in the order they happened. The
+    first size mismatch of a dimension of one function is automatic dynamic shapes at work
+    (Dynamo makes the size dynamic: one recompile, expected): no rule (""); a size of that
+    dimension that recompiles again was kept static (GM701). A recompile at the limit is
+    GM706 whatever its guard (the frame fell back to eager)."""
+    seen: set = set()
+    for rc in recompiles:
+        rc.rule = "GM706" if rc.limit else classify_recompile(rc.reason)
+        rc.expression = guarded_expression(rc.reason)
+        m = _SIZE.search(guard_text(rc.reason))
+        if m and not rc.limit:
+            key = (rc.function, rc.file, rc.line, m.group("name"), m.group("dim"))
+            if key not in seen:
+                seen.add(key)
+                rc.rule, rc.expected = "", True

@@ -285,3 +285,22 @@ def parse_recompile(text: str) -> Optional[dict]:
         reason = lines[0] if lines else rest
     return {"function": m.group("fn"), "file": m.group("file"), "line": int(m.group("line")), "reason": reason,
             **guarded}
+
+
+_LIMIT_RE = re.compile(r"hit config\.(?:recompile_limit|cache_size_limit|accumulated_\w+) \((?P<n>\d+)\)")
+_LIMIT_FN_RE = re.compile(r"function: '(?P<fn>[^']+)' \((?P<file>.+?):(?P<line>\d+)\)")
+_LIMIT_REASON_RE = re.compile(r"last reason: (?:\d+/\d+: )?(?P<reason>.+)")
+
+
+def parse_recompile_limit(text: str) -> Optional[tuple[str, Optional[str], Optional[int], str]]:
+    """``torch._dynamo hit config.recompile_limit (8)\n   function: 'forward' (FILE:LINE)\n
+    last reason: 0/7: GUARD``: (function, file, line, the last failed guard), or None."""
+    m = _LIMIT_RE.search(text)
+    if not m:
+        return None
+    fn = _LIMIT_FN_RE.search(text)
+    why = _LIMIT_REASON_RE.search(text)
+    reason = why.group("reason").strip() if why else f"recompile limit ({m.group('n')}) reached"
+    if not fn:
+        return ("?", None, None, reason)
+    return (fn.group("fn"), fn.group("file"), int(fn.group("line")), reason)

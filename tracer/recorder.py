@@ -21,10 +21,11 @@ from typing import Any, Callable, Optional
 from graphmend.core.model import Break, Frame, LoweringFailure, Recompile
 from rewrites.rules import category_of
 from tracer.classify import classify
-from tracer.messages import ParsedBreak, StackEntry, parse_log_record, parse_recompile
+from tracer.messages import ParsedBreak, StackEntry, parse_log_record, parse_recompile, parse_recompile_limit
 from tracer.registry import registry_id
 
 _HERE = str(Path(__file__).resolve().parent)
+LIMIT_LOGGER = "torch._dynamo.convert_frame"  # where Dynamo warns that a function hit the recompile limit
 _GRAPHMEND = str(Path(__file__).resolve().parent.parent / "graphmend")
 _STDLIB = os.path.join(sysconfig.get_paths()["stdlib"], "")
 _RESUME_RE = re.compile(r"^(?:torch_dynamo_)?resume_in_(?P<name>.+?)_at_(?P<line>\d+)$")
@@ -137,6 +138,19 @@ class _Raw:
     parsed: ParsedBreak
     compiled: Optional[str]
     phase: str = "forward"
+    call: int = 1  # the target's call that logged it (1: the first)
+
+
+@dataclass
+class Mark:
+    """How far a recording had got: what the calls so far recorded (``Recorder.mark``)."""
+
+    graphs: int
+    backward_graphs: int
+    ops: int
+    sites: int
+    raw: int
+    recompiles: int
 
 
 @dataclass
@@ -186,6 +200,7 @@ class Recorder:
         self.phase = "forward"
         # the lowering check: each graph also compiled by Inductor (tracer.lowering)
         self.lower = lower
+        self.call = 1  # the target's call now running (the worker's later calls count on)
 
     # -- install / remove ---------------------------------------------------------------
     def _artifact_loggers(self) -> list[logging.Logger]:
@@ -211,6 +226,11 @@ class Recorder:
             if not _user_enabled(log):
                 log.propagate = False  # ours only; what the user asked TORCH_LOGS for still shows
             log.addHandler(self._handler)
+        # the warning that a function reached the recompile limit (it runs in eager from then
+        # on): read, level and propagation left as they are
+        limit_log = logging.getLogger(LIMIT_LOGGER)
+        self._saved.append((limit_log, limit_log.level, limit_log.propagate))
+        limit_log.addHandler(self._handler)
         # Recompile reasons are only formatted when the artifact is on in torch's log state.
         try:
             from torch._logging._internal import log_state
@@ -267,11 +287,16 @@ class Recorder:
     # -- log records --------------------------------------------------------------------
     def _on_record(self, record: logging.LogRecord) -> None:
         text = record.getMessage()
+        if record.name == LIMIT_LOGGER:
+            hit = parse_recompile_limit(text)
+            if hit:
+                self._limit(*hit)
+            return
         if record.name.endswith("__recompiles"):
             r = parse_recompile(text)
             if r:
                 self.recording.recompiles.append(Recompile(
-                    function=r["function"], reason=r["reason"], file=r["file"], line=r["line"],
+                    function=r["function"], reason=r["reason"], file=r["file"], line=r["line"], call=self.call,
                     guard_file=r.get("guard_file"), guard_line=r.get("guard_line"), guard_source=r.get("guard_source")))
             return
         parsed = parse_log_record(text)
@@ -281,19 +306,47 @@ class Recorder:
         compiled = None
         if code is not None:
             compiled = compiled_key(code.co_name, code.co_filename)
-        self.recording.raw.append(_Raw(parsed, compiled, self.phase))
+        self.recording.raw.append(_Raw(parsed, compiled, self.phase, self.call))
+
+    def _limit(self, function: str, file: Optional[str], line: Optional[int], reason: str) -> None:
+        """The function reached the recompile limit: its latest recompile is where (Dynamo logs
+        that attempt before refusing it), else a record of its own."""
+        rcs = self.recording.recompiles
+        last = next((r for r in reversed(rcs) if r.function == function and (file is None or r.file == file)), None)
+        if last is not None and not last.limit:
+            last.limit = True
+            return
+        rcs.append(Recompile(function=function, reason=reason, file=file, line=line, call=self.call, limit=True))
+
+    # -- marks: what one call recorded --------------------------------------------------
+    def mark(self) -> Mark:
+        r = self.recording
+        return Mark(r.graphs, r.backward_graphs, len(r.ops_per_graph), len(r.break_sites), len(r.raw),
+                    len(r.recompiles))
+
+    def rewind(self, to: Mark) -> None:
+        """Forget what was recorded since ``to`` (a call whose record must not count)."""
+        r = self.recording
+        r.graphs, r.backward_graphs = to.graphs, to.backward_graphs
+        del r.ops_per_graph[to.ops:], r.break_sites[to.sites:], r.raw[to.raw:], r.recompiles[to.recompiles:]
 
     # -- results ------------------------------------------------------------------------
-    def breaks(self) -> list[Break]:
-        """Distinct breaks, first-seen order; repeats folded into ``occurrences``."""
+    def breaks(self, first: Optional[Mark] = None) -> list[Break]:
+        """Distinct breaks, first-seen order; repeats folded into ``occurrences``. With
+        ``first`` (the mark after the target's first call), the breaks of later calls add
+        only those the first call did not hit (``Break.call`` says which call first did),
+        and never to explain's count: the figures stay the first call's."""
         out: list[Break] = []
         index: dict[tuple, Break] = {}
-        counted_sites = list(self.recording.break_sites)
+        sites = self.recording.break_sites
+        counted_sites = list(sites if first is None else sites[:first.sites])
         for raw in self.recording.raw:
             b = self._to_break(raw)
+            b.call = raw.call
             key = (b.file, b.line, b.gb_type or b.reason, b.kind, b.phase)
             if key in index:
-                index[key].occurrences += 1
+                if index[key].call == raw.call:  # a repeat in a later call is that call's, not another occurrence
+                    index[key].occurrences += 1
                 continue
             if raw.parsed.duplicate:
                 # a short duplicate whose full record we did not see: match on place alone (a
@@ -303,9 +356,11 @@ class Recorder:
                 else:
                     prior = next((x for x in out if (x.file, x.line) == (b.file, b.line)), None)
                 if prior is not None:
-                    prior.occurrences += 1
+                    prior.occurrences += prior.call == raw.call
                     continue
-            if b.phase == "backward":
+            if first is not None and raw.call > 1:
+                b.counted = False  # explain's figures are the first call's
+            elif b.phase == "backward":
                 b.counted = False  # explain counts the forward's graphs only
             elif b.kind == "graph_break" and not self.own_backend:
                 b.counted = True

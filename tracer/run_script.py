@@ -126,6 +126,9 @@ def run_script(script: str, args: Sequence[str], recording: Any = None, stdout_t
         # program: it exits as python would make it, and only the process mend started reports
         raise SystemExit(code)
     duration = time.perf_counter() - start
+    from tracer.classify import classify_recompiles
+
+    classify_recompiles(rec.recording.recompiles)
     return ScriptRun(exit_code=code, targets=group_by_function(rec.breaks(), rec.recording.recompiles),
                      duration_s=duration, torch_version=torch.__version__)
 

@@ -1,7 +1,8 @@
 """The capture worker: ``python -m tracer.worker PAYLOAD RESULT``.
 
 PAYLOAD is ``{"targets": [TargetSpec as dict, ...], "modes": ["eval", "train"],
-"compiled_autograd": bool, "nested_graph_breaks": bool | None, "ran_files": bool, "lower": bool}``; RESULT is
+"compiled_autograd": bool, "nested_graph_breaks": bool | None, "ran_files": bool, "lower": bool, "calls": int}``;
+RESULT is
 ``{"results": [TargetResult as dict, ...]}``, one per target and run mode (target-major),
 each with ``ran_files`` (see ``ran_files``) when asked.
 Each (target, mode) runs in a fork of the worker (``graphmend.core.jobs.run_isolated``), as if
@@ -16,7 +17,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from graphmend.core.jobs import out_of_memory, run_isolated, unit_done, worker_main
 from graphmend.core.model import TargetResult, to_dict
@@ -27,15 +28,23 @@ NESTED = "nested_graph_breaks"  # torch._dynamo.config's name; not every torch h
 
 def capture_loaded(name: str, file: str, function: str, fn: Any, args: tuple, kwargs: dict,
                    mode: str = EVAL, loss: Any = None, compiled_autograd: bool = False,
-                   nested_graph_breaks: Optional[bool] = None, lower: bool = False) -> TargetResult:
-    """Run ``fn(*args, **kwargs)`` once under Dynamo with a recording backend, in run mode
+                   nested_graph_breaks: Optional[bool] = None, lower: bool = False, calls: Sequence[tuple] = (),
+                   derived: bool = True, fallback: Sequence[tuple] = ()) -> TargetResult:
+    """Run ``fn(*args, **kwargs)`` under Dynamo with a recording backend, in run mode
     ``mode``; in train mode the call is followed by a backward of the training loss (traced
     too, under compiled autograd, when ``compiled_autograd``). ``lower``: each graph is also
-    compiled by Inductor for the CPU (tracer.lowering), its failures in ``result.lowering``."""
+    compiled by Inductor for the CPU (tracer.lowering), its failures in ``result.lowering``.
+    Then each of ``calls`` (more ``(args, kwargs)``) through the same compiled function: what
+    Dynamo specialised on recompiles there. The graph figures stay the first call's
+    (explain's); the recompiles and the breaks only a later call hit are added. ``derived``:
+    ``calls`` were derived by mend, not given by the target: one that raises is dropped with
+    what it recorded (the guess of consistent sizes was wrong) and the calls go on as
+    ``fallback`` has them (the batch alone grown), else end, without an error."""
     import torch
     import torch._dynamo
 
-    from graphmend.core.modes import cannot_backward, run_mode, training_loss
+    from graphmend.core.modes import run_mode
+    from tracer.classify import classify_recompiles
     from tracer.recorder import Recorder, frame_counters
 
     result = TargetResult(name=name, file=file, function=function, run_mode=mode)
@@ -55,41 +64,85 @@ def capture_loaded(name: str, file: str, function: str, fn: Any, args: tuple, kw
         try:
             # What explain() does: optimize(backend, nopython=False)(fn)(*args, **kwargs)
             compiled = optimize(rec.backend, nopython=False)(fn) if optimize else torch.compile(fn, backend=rec.backend)
-            out = compiled(*args, **kwargs)
-            if mode == TRAIN:
-                scalar = training_loss(out, loss)
-                if scalar is None:
-                    result.error = f"{name}: {cannot_backward(fn, loss)}"
-                else:
-                    rec.phase = "backward"
-                    with _compiled_autograd(rec.backend, compiled_autograd):
-                        scalar.backward()
-                    rec.phase = "forward"
+            _call(compiled, fn, args, kwargs, mode, loss, rec, compiled_autograd)
         except BaseException as exc:  # the model itself failed: keep what was recorded
             if isinstance(exc, KeyboardInterrupt):
                 raise
-            step = "its backward" if rec.phase == "backward" else "the target"
-            rec.phase = "forward"
-            oom = out_of_memory(exc)
-            result.error = (f"{name}: {oom} while calling {step}" if oom else
-                            f"{name}: calling {step} raised {type(exc).__name__}: {_first_line(exc)}")
+            result.error = _call_error(name, exc, rec)
+        # the first call's figures, as explain() gives them
+        rec_data = rec.recording
+        first = rec.mark()
+        frames = frame_counters()
+        todo = list(calls) if result.error is None else []
+        i = 0
+        while i < len(todo):
+            a, k = todo[i]
+            before = rec.mark()
+            rec.call = i + 2
+            try:
+                _call(compiled, fn, a, k, mode, loss, rec, compiled_autograd)
+            except BaseException as exc:
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                if not derived:
+                    result.error = f"{_call_error(name, exc, rec)} (its call {i + 2})"
+                    break
+                # mend's guess of consistent sizes, not the target's fault
+                rec.phase = "forward"
+                rec.rewind(before)
+                if len(fallback) > i:
+                    todo, fallback = list(fallback), ()
+                    continue
+                break
+            result.calls += 1
+            i += 1
     result.duration_s = time.perf_counter() - start
-    rec_data = rec.recording
-    result.graph_count = rec_data.graphs
+    result.graph_count = first.graphs
     # explain() reports graph_count - 1; a target that compiled nothing has no breaks, not -1.
-    result.graph_break_count = max(rec_data.graphs - 1, 0)
-    result.ops_per_graph = list(rec_data.ops_per_graph)
+    result.graph_break_count = max(first.graphs - 1, 0)
+    result.ops_per_graph = list(rec_data.ops_per_graph[:first.graphs])
     result.recompiles = list(rec_data.recompiles)
+    classify_recompiles(result.recompiles)
     if compiled_autograd and mode == TRAIN:
-        result.backward_graph_count = rec_data.backward_graphs
-    result.breaks = rec.breaks()
+        result.backward_graph_count = first.backward_graphs
+    result.breaks = rec.breaks(first)
     if lower:
         result.lowering = list(rec_data.lowering)
-    frames = frame_counters()
-    skipped_logged = len({b.compiled_function or (b.file, b.line) for b in result.breaks if b.kind == "frame_skipped"})
+    skipped_logged = len({b.compiled_function or (b.file, b.line) for b in result.breaks
+                          if b.kind == "frame_skipped" and b.call == 1})
     result.frames_skipped = max(int(frames.get("total", 0)) - int(frames.get("ok", 0)), skipped_logged, 0)
     torch._dynamo.reset()
     return result
+
+
+def _call(compiled: Any, fn: Any, args: tuple, kwargs: dict, mode: str, loss: Any, rec: Any,
+          compiled_autograd: bool) -> None:
+    """One call of the compiled target, and in train mode the backward of its loss."""
+    from graphmend.core.modes import cannot_backward, training_loss
+
+    out = compiled(*args, **kwargs)
+    if mode == TRAIN:
+        scalar = training_loss(out, loss)
+        if scalar is None:
+            raise _NoBackward(cannot_backward(fn, loss))
+        rec.phase = "backward"
+        with _compiled_autograd(rec.backend, compiled_autograd):
+            scalar.backward()
+        rec.phase = "forward"
+
+
+class _NoBackward(Exception):
+    """Train mode found no loss to backward through (the message says why)."""
+
+
+def _call_error(name: str, exc: BaseException, rec: Any) -> str:
+    if isinstance(exc, _NoBackward):
+        return f"{name}: {exc}"
+    step = "its backward" if rec.phase == "backward" else "the target"
+    rec.phase = "forward"
+    oom = out_of_memory(exc)
+    return (f"{name}: {oom} while calling {step}" if oom else
+            f"{name}: calling {step} raised {type(exc).__name__}: {_first_line(exc)}")
 
 
 def dynamo_options(nested_graph_breaks: Optional[bool]) -> dict[str, bool]:
@@ -117,9 +170,10 @@ def _first_line(exc: BaseException) -> str:
 
 
 def capture_spec(spec: dict[str, Any], modes: tuple = (EVAL,), compiled_autograd: bool = False,
-                 nested_graph_breaks: Optional[bool] = None, lower: bool = False) -> list[TargetResult]:
+                 nested_graph_breaks: Optional[bool] = None, lower: bool = False, calls: int = 1) -> list[TargetResult]:
     """One result per run mode; each mode loads the target afresh (a train step changes the
-    weights' gradients and a stateful module's buffers)."""
+    weights' gradients and a stateful module's buffers). ``calls``: how many calls each makes
+    (``later_calls``)."""
     from graphmend.core.targets import TargetError, load_target
 
     name = spec["name"]
@@ -128,13 +182,41 @@ def capture_spec(spec: dict[str, Any], modes: tuple = (EVAL,), compiled_autograd
     for mode in modes:
         try:
             loaded = load_target(spec)
+            more, derived, fallback = later_calls(loaded, calls, name)
         except TargetError as exc:
             out.append(TargetResult(name=name, file=file, function=spec["function"], run_mode=mode, error=str(exc)))
             continue
         out.append(capture_loaded(name, file, spec["function"], loaded.fn, loaded.args, loaded.kwargs, mode=mode,
                                   loss=getattr(loaded.target, "loss", None), compiled_autograd=compiled_autograd,
-                                  nested_graph_breaks=nested_graph_breaks, lower=lower))
+                                  nested_graph_breaks=nested_graph_breaks, lower=lower, calls=more, derived=derived,
+                                  fallback=fallback))
     return out
+
+
+def later_calls(loaded: Any, calls: int, name: str) -> tuple[list, bool, list]:
+    """The calls after the first, whether mend derived them, and the derived calls to go on
+    with where one of them raises: none for ``calls`` 1; the target's own ``Target.calls``
+    (every one) where it gives them; else ``calls - 1`` of other batch and sequence sizes
+    derived from the first call's inputs, and the same with the batch alone grown (dim 1 may
+    be features or channels), made before the first call runs (it may change its inputs in
+    place)."""
+    from graphmend.core.calls import derived_calls
+    from graphmend.core.targets import TargetError
+
+    if calls <= 1:
+        return [], True, []
+    given = getattr(loaded.target, "calls", None)
+    if given is None:
+        return (derived_calls(loaded.args, loaded.kwargs, calls), True,
+                derived_calls(loaded.args, loaded.kwargs, calls, sequence=False))
+    out = []
+    for i, c in enumerate(given if isinstance(given, (list, tuple)) else [given]):
+        if not (isinstance(c, (tuple, list)) and len(c) == 2 and isinstance(c[0], (tuple, list))
+                and isinstance(c[1], dict)):
+            raise TargetError(f"{name}: Target.calls[{i}] must be an (args, kwargs) pair, "
+                              f"got {type(c).__name__}")
+        out.append((tuple(c[0]), dict(c[1])))
+    return out, False, []
 
 
 def explain_counts(spec: dict[str, Any], mode: str = EVAL, nested_graph_breaks: Optional[bool] = None) -> Any:
@@ -189,6 +271,7 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
     ca = bool(payload.get("compiled_autograd"))
     nested = payload.get("nested_graph_breaks")
     lower = bool(payload.get("lower"))
+    calls = int(payload.get("calls") or 1)
     loaded_before = set(sys.modules)
     if payload.get("ran_files"):
         from graphmend.core.cache import watch_reads
@@ -197,7 +280,7 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
     results, explained = [], []
 
     def unit(spec: dict[str, Any], mode: str) -> dict[str, Any]:
-        (r,) = capture_spec(spec, (mode,), ca, nested, lower)
+        (r,) = capture_spec(spec, (mode,), ca, nested, lower, calls)
         out: dict[str, Any] = {"result": to_dict(r)}
         if payload.get("ran_files"):  # for the cache: what a later run must find unchanged
             out["result"]["ran_files"] = ran_files(loaded_before, spec)

@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from graphmend.cli.common import (COMPILED_AUTOGRAD_HELP, EXECUTOR_HELP, EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP,
-                                  MODE_HELP, NESTED_HELP, RAY_ADDRESS_HELP, TRAIN_HELP, VERBOSE_HELP, Executor, Format,
+                                  CALLS_HELP, MODE_HELP, NESTED_HELP, RAY_ADDRESS_HELP, TRAIN_HELP, VERBOSE_HELP, Executor, Format,
                                   check_paths, target_paths, executor_choice, executor_scope, fail, load_checked_config,
                                   memory_limit_flag, nested_flag, progress_hook, render_or_fail, require_nested_support,
                                   require_torch, run_modes_flag, warn_refused_cache, wrote)
@@ -31,6 +31,7 @@ def analyze(
                                                  help="Scan every function, not only the regions Dynamo traces."),
     train: bool = typer.Option(False, "--train", help=TRAIN_HELP),
     mode: Optional[str] = typer.Option(None, "--modes", help=MODE_HELP),
+    calls: int = typer.Option(3, "--calls", min=1, help=CALLS_HELP),
     compiled_autograd: Optional[bool] = typer.Option(None, "--compiled-autograd", help=COMPILED_AUTOGRAD_HELP),
     nested_graph_breaks: Optional[str] = typer.Option(None, "--nested-graph-breaks", metavar="on|off",
                                                       help=NESTED_HELP),
@@ -73,12 +74,13 @@ def analyze(
         try:
             report = run_analyze(paths, config, AnalyzeOptions(static=not dynamic_only, dynamic=not static_only,
                                                                jobs=jobs, timeout=timeout, only=only,
-                                                               lower=lower),
+                                                               lower=lower, calls=calls),
                                  progress=progress, torch_version=tv)
         except ConfigError as exc:  # a suppression comment naming no rule
             raise fail(str(exc))
     render_or_fail(report, format.value, output, verbose=verbose)
     wrote(output, quiet)
-    # a target that errored is a finding too: its breaks are unknown
-    failed = any(t.breaks or t.graph_break_count or t.error or t.lowering for t in report.targets) or bool(report.findings)
+    # a target that errored is a finding too: its breaks are unknown; a recompile's cause is one
+    failed = (any(t.breaks or t.graph_break_count or t.error or t.lowering for t in report.targets)
+              or bool(report.findings) or any(i.recompiles for i in report.issues))
     raise typer.Exit(EXIT_FINDINGS if failed else EXIT_CLEAN)

@@ -356,6 +356,9 @@ class Progressor:
             self._progress.update(self._task, advance=1, item=escape(printable(item)))
 
 
+CALLS_HELP = ("Calls per target and run mode: after the first, calls with the batch and sequence grown (or the "
+              "target's Target(calls=[...])) through the same compiled function, so what Dynamo specialised on "
+              "recompiles and each recompile is explained. 1: the first call only.")
 VERBOSE_HELP = "Text: every detail (Dynamo's explanations, hints, stacks, recompile guards), not only the summary."
 
 

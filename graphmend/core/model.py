@@ -80,6 +80,8 @@ class Break:
     compiled_function: Optional[str] = None  # the torch.compile'd callable (mend run)
     end_col: Optional[int] = None  # 0-based, exclusive: end of the offending expression on `line`
     phase: str = "forward"  # "backward": hit tracing the backward under compiled autograd
+    # the target's call that first hit it: above 1, only a later call (other sizes) did
+    call: int = 1
     # set when a target ran in both run modes and only this one hit the break
     only_in_mode: Optional[str] = None
     # frame_skipped only: the frame Dynamo gave up on, as its message names it (the code's
@@ -103,6 +105,16 @@ class Recompile:
     guard_file: Optional[str] = None
     guard_line: Optional[int] = None
     guard_source: Optional[str] = None  # that line's text, stripped
+    call: int = 1  # the target's call that recompiled (1: the first; mend analyze --calls makes more)
+    # the cause (tracer.classify.classify_recompiles): a GM7xx code; "" when none (``expected``,
+    # or a report saved before recompiles were classified): no issue
+    rule: str = ""
+    # the first size change of a dimension: automatic dynamic shapes made the size dynamic
+    # (one recompile per function and dimension, what Dynamo is meant to do)
+    expected: bool = False
+    expression: Optional[str] = None  # what the guard holds, as the code spells it: self.step, x.shape[1]
+    # this recompile reached torch._dynamo.config.recompile_limit: the function runs in eager from then on
+    limit: bool = False
 
 
 @dataclass
@@ -143,6 +155,7 @@ class TargetResult:
     breaks_after: Optional[int] = None
     outputs_equal: Optional[bool] = None
     unexercised_branches: Optional[list[str]] = None
+    calls: int = 1  # the calls the capture made (--calls): the graph figures are the first's
     # train mode with compiled autograd only: the backward's graphs (breaks: phase "backward")
     backward_graph_count: Optional[int] = None
     # torch._dynamo.config.nested_graph_breaks as the capture ran (None: this torch has no such option)
@@ -181,6 +194,8 @@ class SkippedFrame:
     loop_line: Optional[int] = None  # the loop whose body broke (`for blk in self.blocks:`)
     resume_line: Optional[int] = None  # a resume function: it ran in eager from this line on
     targets: list[str] = field(default_factory=list)  # the targets (labels) where Dynamo skipped it
+    # it ran in eager because it reached the recompile limit (GM706), not because of a break in a loop
+    limit: bool = False
     # indexes into Report.issues of the findings in this frame Dynamo never reached
     hides: list[int] = field(default_factory=list)
 
@@ -227,11 +242,19 @@ class Issue:
     fix_why: str = ""
     findings: list[int] = field(default_factory=list)  # indexes into Report.findings
     breaks: list[list[int]] = field(default_factory=list)  # [target index, break index] pairs
+    # a recompile issue (GM7xx): [target index, recompile index] pairs; fan_out counts them
+    recompiles: list[list[int]] = field(default_factory=list)
     fixes: list[int] = field(default_factory=list)  # indexes into Report.fixes: the rewrites of this site
     # a lowering failure (GM608): the op Inductor failed on, and [target index, failure index]
     # pairs into TargetResult.lowering
     op: Optional[str] = None
     lowering: list[list[int]] = field(default_factory=list)
+
+    @property
+    def said_by(self) -> str:
+        """Whose words ``reason`` is: the failed guard of a recompile, Inductor's for a lowering
+        failure, Dynamo's for a break."""
+        return "Failed guard" if self.recompiles else "Inductor" if self.lowering else "Dynamo"
 
 
 @dataclass
@@ -768,7 +791,7 @@ def summarize(report: Report) -> Summary:
         issues_dynamic=kinds.count(DYNAMIC),
         issues_potential=kinds.count(POTENTIAL),
         issues_unreached=kinds.count(UNREACHED),
-        fan_out=sum(i.fan_out for i in issues if not i.lowering),  # break occurrences
+        fan_out=sum(i.fan_out for i in issues if not i.lowering and not i.recompiles),  # break occurrences
         lowering_failures=sum(1 for i in issues if i.lowering),
         skipped_frames=sum(len(i.skipped) for i in issues),
         fixable=sum(1 for i in issues if i.fix == "safe"),

@@ -31,7 +31,10 @@ class Target:
     while a rewritten branch has not gone both ways; ``tolerance`` overrides the per-dtype
     tolerances of output comparison. ``loss(outputs)`` is the scalar train mode backwards
     through (``--train``, fix verification's train check, the bench's training step);
-    without it, the sum of the floating outputs.
+    without it, the sum of the floating outputs. ``calls`` are the calls capture makes after
+    the first (a list of ``(args, kwargs)``, run through the same compiled function, so that
+    what Dynamo specialised on recompiles: ``mend analyze --calls``); without them, calls of
+    other batch and sequence sizes are derived from the first (graphmend.core.calls).
     """
 
     fn: Callable[..., Any]
@@ -42,6 +45,7 @@ class Target:
     inputs: Optional[list] = None
     tolerance: Optional[dict] = None
     loss: Optional[Callable[[Any], Any]] = None
+    calls: Optional[list] = None
 
 
 class TargetError(Exception):

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Iterator, Optional
+
+from graphmend.core.calls import batch_and_sequence, map_tensors, tensors  # noqa: F401  (verify's, too)
 
 # name -> what happens to floating-point tensors (ints and bools kept, except "random")
 VARIANTS: list[str] = ["example", "negated", "random", "scaled_x10", "scaled_x0.1", "zeros", "random_2", "random_3",
@@ -27,28 +29,6 @@ VARIANTS: list[str] = ["example", "negated", "random", "scaled_x10", "scaled_x0.
 # condition, each one that changes the example.
 SHAPES: list[str] = ["empty_batch", "batch_of_one", "empty_sequence", "empty_batch_and_sequence", "full_sequence",
                      "masked_row", "channels_last", "strided"]
-
-
-def map_tensors(obj: Any, fn: Callable) -> Any:
-    """``obj`` with ``fn`` applied to every tensor in it (tuples, namedtuples, lists, dicts)."""
-    import torch
-
-    if isinstance(obj, torch.Tensor):
-        return fn(obj)
-    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
-        return type(obj)(*(map_tensors(v, fn) for v in obj))
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(map_tensors(v, fn) for v in obj)
-    if isinstance(obj, dict):
-        return {k: map_tensors(v, fn) for k, v in obj.items()}
-    return obj
-
-
-def tensors(obj: Any) -> list:
-    """Every tensor in ``obj`` (the containers ``map_tensors`` walks), in order."""
-    found: list = []
-    map_tensors(obj, found.append)
-    return found
 
 
 def _varied(name: str, t, gen):
@@ -171,11 +151,7 @@ def shaped(name: str, args: tuple, kwargs: dict) -> Optional[tuple[tuple, dict]]
     two: every tensor of that size there is cut with it, so inputs stay consistent."""
     import torch
 
-    found = tensors((args, kwargs))
-    first = next((t for t in found if t.dim() >= 1), None)
-    second = next((t for t in found if t.dim() >= 2), None)
-    batch = first.shape[0] if first is not None else None
-    seq = second.shape[1] if second is not None else None
+    batch, seq = batch_and_sequence(args, kwargs)
     changed = False
 
     def f(t):

@@ -25,13 +25,16 @@ from typing import Any, Optional
 from graphmend import PROJECT_URL
 
 GRAPH_BREAKS_INDEX = "https://docs.pytorch.org/docs/stable/compile/programming_model.graph_breaks_index.html"
+# PyTorch's page on recompilation: what every GM7xx (recompile) rule links
+RECOMPILATION = ("https://docs.pytorch.org/docs/main/user_guide/torch_compiler/compile/"
+                 "programming_model.recompilation.html")
 GB_SITE = "https://meta-pytorch.org/compile-graph-break-site/gb/{}.html"
 RULE_DOC = PROJECT_URL + "/blob/main/docs/rules/{}.md"  # docs/rules/<CODE>.md, written by write_docs
 
 # The categories, in family order, each with the short name a narrow table column uses.
 CATEGORIES = {"control-flow": "control flow", "side-effect": "side effect", "host-scalar": "host scalar",
               "validation": "guard", "dynamic-shape": "dyn. shape", "unsupported-python": "unsupported",
-              "unexplained": "other"}
+              "recompile": "recompile", "unexplained": "other"}
 
 SAFE = "safe"  # `mend fix` proposes a rewrite (and verifies it)
 UNSAFE = "unsafe"  # only `mend fix --unsafe-fixes` does: the rewrite changes the program's cost
@@ -60,6 +63,9 @@ class Rule:
     gb_types: tuple[str, ...] = ()
     message_patterns: tuple[str, ...] = ()
     source_patterns: tuple[str, ...] = ()
+    # a recompile of this rule (GM7xx, tracer.classify.classify_recompile): regexes over the
+    # failed guard in Dynamo's words, tried rule by rule in code order
+    guard_patterns: tuple[str, ...] = ()
     advice: str = ""  # the replacement code mend fix suggests where it rewrites nothing
     valid: tuple[str, ...] = ()  # sources that must give no finding of this rule
     invalid: tuple[str, ...] = ()  # sources that must give at least one finding of this rule
@@ -88,6 +94,8 @@ class Rule:
 
     @property
     def links(self) -> tuple[str, ...]:
+        if self.category == "recompile":
+            return (RECOMPILATION,)
         return tuple(gb_link(g) for g in self.gb_ids) + (GRAPH_BREAKS_INDEX,)
 
     @property
@@ -110,6 +118,7 @@ class Rule:
                 "summary": self.summary, "why": self.why, "fix": self.fix,
                 "preconditions": self.preconditions, "limits": self.limits,
                 "gb_ids": list(self.gb_ids), "gb_types": list(self.gb_types), "links": list(self.links),
+                "guard_patterns": list(self.guard_patterns),
                 "static": self.static,
                 "fixable": self.fixable, "fix_kind": self.fix_kind, "advice": self.advice,
                 "valid": list(self.valid), "invalid": list(self.invalid)}
