@@ -141,7 +141,9 @@ def entries_from_findings(findings: Iterable[Finding], base_dir: Path) -> list[t
 def entries_from_targets(targets: Iterable[TargetResult]) -> list[CheckEntry]:
     """One entry per distinct break site and run mode over all targets: two targets running
     the same model hit the same line, which is one break in the code, not two; a break both
-    modes hit is one entry per mode (each mode is gated on its own)."""
+    modes hit is one entry per mode (each mode is gated on its own). Each recompile with a
+    cause (GM7xx) is an entry too, per cause and place: a new one fails the gate, and so does
+    one that now reaches the recompile limit (GM706, another key)."""
     lines = _Lines()
     seen: set[tuple] = set()
     out = []
@@ -161,6 +163,22 @@ def entries_from_targets(targets: Iterable[TargetResult]) -> list[CheckEntry]:
                                   fix_hint="; ".join(b.hints), origin="dynamic", target=t.name,
                                   run_mode=t.run_mode, nested_graph_breaks=bool(t.nested_graph_breaks),
                                   source_line=(source or "").strip() or None if b.file else None))
+        for r in t.recompiles:
+            if not r.rule:
+                continue  # the first size change of a dimension: automatic dynamic shapes, no cause
+            # keyed where the guarded value is (else the recompiled function), by the guarded
+            # line's text or expression: a guard's own words hold values that change run to run
+            file, line = (r.guard_file, r.guard_line) if r.guard_file and r.guard_line else (r.file, r.line)
+            key_text = r.guard_source if r.guard_file and r.guard_line else r.expression or r.function
+            site = (file, line, r.rule, r.function, None, t.run_mode, bool(t.nested_graph_breaks))
+            if site in seen:
+                continue
+            seen.add(site)
+            out.append(CheckEntry(file=str(Path(file).resolve()) if file else "<unknown>", rule=r.rule,
+                                  function=r.function or MODULE_FUNCTION, source=normalize_source(key_text),
+                                  line=line, message=r.reason, origin="dynamic", target=t.name,
+                                  run_mode=t.run_mode, nested_graph_breaks=bool(t.nested_graph_breaks),
+                                  source_line=(r.guard_source or "").strip() or None))
     return out
 
 

@@ -27,6 +27,7 @@ class CheckOptions:
     update: bool = False
     jobs: int = 1
     timeout: Optional[float] = None
+    calls: int = 1  # calls per target and mode (--dynamic): later ones surface recompiles
 
 
 @dataclass
@@ -84,7 +85,8 @@ def run_check(files: Optional[Sequence[Path]], config: Config, baseline_path: Pa
     failed_targets: list[str] = []
     if scan_targets:
         got = collect([str(p) for p in scan_targets], config,
-                      CollectOptions(dynamic=options.dynamic, jobs=options.jobs, timeout=options.timeout), progress)
+                      CollectOptions(dynamic=options.dynamic, jobs=options.jobs, timeout=options.timeout,
+                                     calls=options.calls if options.dynamic else 1), progress)
         # a target that cannot even be called fails the check: it is no file's error
         report.errors.extend(e for e in got.errors if not e.target)
         failed_targets.extend(e.message for e in got.errors if e.target)
@@ -131,9 +133,16 @@ def run_check(files: Optional[Sequence[Path]], config: Config, baseline_path: Pa
     new_sites = {(e.file, e.line, e.rule, e.run_mode) for e in result.new if e.origin == "dynamic"}
     report.targets = [dataclasses.replace(t, breaks=[
         b for b in t.breaks
-        if (str(Path(b.file).resolve()) if b.file else "<unknown>", b.line, b.rule, t.run_mode) in new_sites])
+        if (str(Path(b.file).resolve()) if b.file else "<unknown>", b.line, b.rule, t.run_mode) in new_sites],
+        recompiles=[r for r in t.recompiles if r.rule and _recompile_site(r, t.run_mode) in new_sites])
         for t in report.targets]
     return outcome
+
+
+def _recompile_site(r, mode: Optional[str]) -> tuple:
+    """(file, line, rule, mode) of a recompile as its baseline entry places it."""
+    file, line = (r.guard_file, r.guard_line) if r.guard_file and r.guard_line else (r.file, r.line)
+    return (str(Path(file).resolve()) if file else "<unknown>", line, r.rule, mode)
 
 
 def _display(path: Path) -> str:

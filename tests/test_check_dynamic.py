@@ -75,3 +75,41 @@ def test_target_that_errors_fails_with_its_message(tmp_path):
     proc = mend(tmp_path, "--dynamic")
     assert proc.returncode == 1
     assert "mend_target_boom" in proc.stderr and "boom in setup" in proc.stderr
+
+
+STEPPED = '''import torch
+from torch import nn
+
+
+class Stepped(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.step = 0
+
+    def forward(self, x):
+        self.step += 1
+        return x * min(1.0, self.step / 100)
+
+
+def mend_target_stepped():
+    return Stepped(), (torch.ones(2, 3),)
+'''
+
+
+def test_a_recompile_is_gated_like_a_break(tmp_path):
+    """A step counter kept as a Python int recompiles on every later call (GM702): the
+    baseline records it per cause and place, and a run whose baseline lacks it fails."""
+    (tmp_path / "pyproject.toml").write_text('[tool.mend]\ntimeout = 120\n')
+    (tmp_path / "stepped.py").write_text(STEPPED)
+    proc = mend(tmp_path, "--dynamic", "--update-baseline", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    entries = json.loads((tmp_path / ".mend-baseline.json").read_text())["entries"]
+    gm7 = [e for e in entries if e["rule"].startswith("GM7")]
+    assert [(e["file"], e["rule"], e["origin"], e["source"]) for e in gm7] == [
+        ("stepped.py", "GM702", "dynamic", "self.step+=1")], entries  # (the line as the baseline keys it)
+    (tmp_path / ".mend-baseline.json").write_text(json.dumps(
+        {"version": 1, "entries": [e for e in entries if not e["rule"].startswith("GM7")]}))
+    proc = mend(tmp_path, "--dynamic", "--format", "json")
+    assert proc.returncode == 1, proc.stderr
+    new = json.loads(proc.stdout)["check"]["new"]
+    assert [(Path(e["file"]).name, e["rule"]) for e in new] == [("stepped.py", "GM702")]

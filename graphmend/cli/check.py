@@ -12,8 +12,8 @@ from typing import List, Optional
 
 import typer
 
-from graphmend.cli.common import (COMPILED_AUTOGRAD_HELP, EXECUTOR_HELP, EXIT_CLEAN, EXIT_FINDINGS, Executor, Format,
-                                  MEMORY_LIMIT_HELP, MODE_HELP, NESTED_HELP, RAY_ADDRESS_HELP, TRAIN_HELP,
+from graphmend.cli.common import (CALLS_HELP, COMPILED_AUTOGRAD_HELP, EXECUTOR_HELP, EXIT_CLEAN, EXIT_FINDINGS,
+                                  Executor, Format, MEMORY_LIMIT_HELP, MODE_HELP, NESTED_HELP, RAY_ADDRESS_HELP, TRAIN_HELP,
                                   executor_choice, executor_scope, fail, load_checked_config, memory_limit_flag,
                                   nested_flag, progress_hook, render_or_fail, require_nested_support, require_torch,
                                   run_modes_flag, say)
@@ -47,9 +47,12 @@ def check(
     compiled_autograd: Optional[bool] = typer.Option(None, "--compiled-autograd", help=COMPILED_AUTOGRAD_HELP),
     nested_graph_breaks: Optional[str] = typer.Option(None, "--nested-graph-breaks", metavar="on|off",
                                                       help=NESTED_HELP + " With --dynamic."),
+    calls: int = typer.Option(3, "--calls", min=1, help=CALLS_HELP + " With --dynamic: a new recompile fails the "
+                              "gate as a new break does."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar, no summary line on stderr."),
 ) -> None:
-    """Fail on graph breaks that are not in the baseline: the pre-commit hook and CI gate."""
+    """Fail on graph breaks (and, with --dynamic, recompiles) that are not in the baseline: the
+    pre-commit hook and CI gate."""
     from graphmend.baseline import BaselineError
     from graphmend.check import CheckOptions, run_check
     from graphmend.core.config import ConfigError
@@ -78,7 +81,8 @@ def check(
     with executor_scope(where, address, jobs), progress_hook(quiet) as progress:
         try:
             outcome = run_check(files if files else None, config, baseline_path,
-                                CheckOptions(dynamic=dynamic, update=update_baseline, jobs=jobs, timeout=timeout),
+                                CheckOptions(dynamic=dynamic, update=update_baseline, jobs=jobs, timeout=timeout,
+                                             calls=calls),
                                 torch_version=tv, progress=progress)
         except (BaselineError, ConfigError) as exc:  # ConfigError: a suppression comment naming no rule
             raise fail(str(exc))
