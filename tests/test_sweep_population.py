@@ -76,6 +76,63 @@ def test_special_token_ids_are_moved_inside_the_tiny_vocabulary():
     assert cfg.image_token_id < vocab
 
 
+def test_per_layer_lists_are_cut_with_the_depth():
+    """zamba2 derives a 54-entry ``layers_block_type`` from its full depth; it validates that the
+    list and ``num_hidden_layers`` agree, so the tiny depth cuts the list too."""
+    pytest.importorskip("transformers")
+    from transformers import Zamba2Config
+
+    from graphmend.sweep.hf import LAYERS, tiny_config_kwargs
+
+    kw = tiny_config_kwargs(Zamba2Config)
+    assert len(kw["layers_block_type"]) == kw["num_hidden_layers"] == LAYERS
+    assert Zamba2Config(**kw).num_hidden_layers == LAYERS
+
+
+def test_a_width_one_config_keeps_of_another_is_cut_with_it():
+    """a composite's head keeps its audio encoder's width (``audio_hidden_size``), a vision tower
+    the text's (``text_hidden_size``): both cut with the hidden size they copy, so the config builds."""
+    pytest.importorskip("transformers")
+    import transformers as T
+
+    from graphmend.sweep.hf import HIDDEN, tiny_config_kwargs
+
+    for name, sub, attr in (("Nemotron3DiarizationConfig", "head_config", "audio_hidden_size"),
+                            ("Inkling2Config", "vision_config", "text_hidden_size")):
+        cfg_cls = getattr(T, name)
+        cfg = cfg_cls(**tiny_config_kwargs(cfg_cls))
+        assert getattr(getattr(cfg, sub), attr) == HIDDEN
+
+
+def test_mrope_sections_fit_the_tiny_rotary_half():
+    """qwen2-vl splits each head's rotary half (head_dim / 2) into time/height/width sections; its
+    modeling default [16, 24, 24] is a 128-wide head's: the tiny head gets sections of its own."""
+    pytest.importorskip("transformers")
+    from transformers import Qwen2VLConfig
+
+    from graphmend.sweep.hf import _fit_mrope, mrope_sections, tiny_config_kwargs
+
+    assert mrope_sections(8) == [3, 3, 2] and mrope_sections(32, 4) == [8, 8, 8, 8]
+    cfg = Qwen2VLConfig(**tiny_config_kwargs(Qwen2VLConfig))
+    _fit_mrope(cfg)
+    text = cfg.text_config
+    assert sum(text.rope_parameters["mrope_section"]) == text.hidden_size // text.num_attention_heads // 2
+
+
+def test_an_unset_image_placeholder_gets_a_free_id_and_audio_a_placeholder():
+    """blip-2 names ``image_token_index`` but leaves it unset (its processor adds the token);
+    qwen2-audio needs its audio placeholder in the text and the frames' mask."""
+    pytest.importorskip("transformers")
+    from graphmend.sweep.hf import build_class
+
+    model, inputs = build_class("Blip2Model")
+    assert model.config.image_token_index is not None
+    assert int((inputs["input_ids"] == model.config.image_token_index).sum()) > 0
+    model, inputs = build_class("Qwen2AudioForConditionalGeneration")
+    assert int((inputs["input_ids"] == model.config.audio_token_index).sum()) == 2
+    assert inputs["feature_attention_mask"].shape == (2, inputs["input_features"].shape[-1])
+
+
 def test_list_prints_library_class_modality_mode_without_running(classes):
     got = CliRunner().invoke(app, ["sweep", "transformers", "--list", "--modes", "eval,train"])
     assert got.exit_code == 0, got.output

@@ -41,8 +41,8 @@ VOCAB, HIDDEN, HEADS, FFN, LAYERS = 1000, 64, 4, 128, 2
 GENERIC = [  # pairs, not a dict: LAYERS and 2 kv heads share a value
     (VOCAB, ["vocab_size", "src_vocab_size", "tgt_vocab_size"]),
     (HIDDEN, ["hidden_size", "d_model", "n_embd", "emb_dim", "dim", "embed_dim", "n_embed", "d_embed"]),
-    (LAYERS, ["num_hidden_layers", "n_layer", "num_layers", "n_layers", "encoder_layers", "decoder_layers",
-              "num_decoder_layers", "num_encoder_layers"]),
+    (LAYERS, LAYER_NAMES := ["num_hidden_layers", "n_layer", "num_layers", "n_layers", "encoder_layers",
+                             "decoder_layers", "num_decoder_layers", "num_encoder_layers"]),
     (HEADS, ["num_attention_heads", "n_head", "n_heads", "num_heads", "encoder_attention_heads",
              "decoder_attention_heads", "num_encoder_attention_heads", "num_decoder_attention_heads"]),
     (FFN, ["intermediate_size", "d_ff", "encoder_ffn_dim", "decoder_ffn_dim", "ffn_dim", "n_inner", "d_inner",
@@ -415,18 +415,66 @@ def tiny_config_kwargs(cfg_cls, extra: Optional[dict] = None) -> dict:
         if isinstance(value, int) and isinstance(default, (list, tuple)) and default \
                 and all(isinstance(d, int) for d in default):
             kw[name] = [value] * len(default)
+    _fit_per_layer(kw, defaults, params)
+    levels = [(kw, defaults, params)]
     for key, spec in (getattr(cfg_cls, "sub_configs_defaults", None) or {}).items():
         if key in extra or key == "backbone_config":  # backbones may be timm's; the default is kept
             continue
         sub_cls = _sub_config_class(spec)
         if sub_cls is None:
             continue
-        sub = {**(getattr(spec, "init_kwargs", None) or {}), **tiny_config_kwargs(sub_cls)}
+        sub_params = _params(sub_cls)
+        # the grouped-attention retry (``_first_built``) reaches every sub-config that has the heads
+        sub_extra = {k: v for k, v in extra.items() if k == "num_key_value_heads" and k in sub_params}
+        sub = {**(getattr(spec, "init_kwargs", None) or {}), **tiny_config_kwargs(sub_cls, sub_extra)}
         if getattr(spec, "model_type", None):
             sub["model_type"] = spec.model_type
         kw[key] = sub
+        levels.append((sub, {**_defaults(sub_cls), **(getattr(spec, "init_kwargs", None) or {})}, sub_params))
+    if len(levels) > 1:
+        _fit_widths(levels)
+    if "num_key_value_heads" not in params:  # the retry's heads, for a composite: its sub-configs'
+        extra.pop("num_key_value_heads", None)
     kw.update(extra)
     return kw
+
+
+# a width one config keeps of another's (vision_config.text_hidden_size, a head's condition_dim)
+WIDTH = re.compile(r"hidden_size|_dim$|(input|output|in|out)_size$")
+
+
+def _fit_widths(levels: list) -> None:
+    """In a composite, a width that one config keeps of another's hidden size (its default equals
+    that config's default hidden size, and its name says width) is cut with it: configs validate
+    that they agree. ``levels``: (tiny kwargs, defaults, ``__init__`` parameters) of each config."""
+    cut = {d["hidden_size"]: k["hidden_size"] for k, d, _ in levels
+           if isinstance(d.get("hidden_size"), int) and isinstance(k.get("hidden_size"), int)}
+    for kw, defaults, params in levels:
+        for name in params:
+            value = defaults.get(name)
+            if name not in kw and WIDTH.search(name) and isinstance(value, int) and value in cut:
+                kw[name] = cut[value]
+
+
+def _params(cls) -> set:
+    try:
+        return set(inspect.signature(cls.__init__).parameters)
+    except (TypeError, ValueError):
+        return set()
+
+
+def _fit_per_layer(kw: dict, defaults: dict, params: set) -> None:
+    """A per-layer list (``layer_types``, ``layers_block_type``, ...) of the full-size depth,
+    defaulted or derived from it, would outlast the tiny depth (configs validate that they
+    agree): each list ``__init__`` takes whose default length is a depth the tiny kwargs cut
+    keeps its last entries (the last layer is the one architectures constrain: gemma's must
+    attend fully), one a tiny layer."""
+    cut = {defaults[n]: kw[n] for n in LAYER_NAMES
+           if isinstance(defaults.get(n), int) and isinstance(kw.get(n), int) and kw[n] < defaults[n]}
+    for name in params:
+        default = defaults.get(name)
+        if name not in kw and isinstance(default, (list, tuple)) and len(default) in cut:
+            kw[name] = list(default[len(default) - cut[len(default)]:])
 
 
 def _defaults(cfg_cls) -> dict:
@@ -523,6 +571,22 @@ def _fit_special_ids(cfg) -> None:
                 pass  # a read-only property derives it
 
 
+def _fit_image_token(cfg) -> None:
+    """A config that names an image placeholder but leaves it unset (blip-2: the processor adds it
+    to the vocabulary) cannot find its image in the tokens: an id at the top of the tiny
+    vocabulary that no other special token holds becomes the placeholder."""
+    for holder in _holders(cfg):
+        for attr in ("image_token_id", "image_token_index"):
+            if attr in vars(holder) and getattr(holder, attr) is None:
+                vocab = getattr(_sub(cfg, "text_config", "decoder"), "vocab_size", None) or VOCAB
+                taken = _special_ids(cfg)
+                try:
+                    setattr(holder, attr, next(i for i in range(vocab - 1, 0, -1) if i not in taken))
+                except Exception:  # a read-only property derives it
+                    pass
+                return
+
+
 def _fit_pad(cfg) -> None:
     """A config with no pad token (llama, falcon) cannot pool a padded batch of 2 for sequence
     classification: id 0, which random ids avoid (``class_inputs``), pads."""
@@ -533,6 +597,45 @@ def _fit_pad(cfg) -> None:
                 holder.pad_token_id = 0
             except Exception:  # a read-only property derives it
                 pass
+
+
+def _configs(cfg) -> list:
+    """The config and every sub-config under it, each once."""
+    from transformers.configuration_utils import PreTrainedConfig
+
+    out, todo = [], [cfg]
+    while todo:
+        c = todo.pop()
+        if isinstance(c, PreTrainedConfig) and all(c is not o for o in out):
+            out.append(c)
+            todo.extend(v for v in vars(c).values() if isinstance(v, PreTrainedConfig))
+    return out
+
+
+def _fit_mrope(cfg) -> None:
+    """Multimodal rope (qwen-vl, glm-4v and kin) splits each head's rotary half into (time, height,
+    width) sections; the full-size sections (or the modeling code's default when the config has
+    none) sum past the tiny head's: the sections are set to the tiny rotary half, split evenly."""
+    for c in _configs(cfg):
+        rope = getattr(c, "rope_parameters", None)
+        if not isinstance(rope, dict) or "mrope_section" not in (
+                set(getattr(type(c), "ignore_keys_at_rope_validation", None) or ()) | set(rope)):
+            continue
+        heads = getattr(c, "num_attention_heads", None)
+        dim = (getattr(c, "qk_rope_head_dim", None) or getattr(c, "head_dim", None)
+               or (c.hidden_size // heads if isinstance(heads, int) and heads else None))
+        if not isinstance(dim, int):
+            continue
+        half = int(dim * (rope.get("partial_rotary_factor") or getattr(c, "partial_rotary_factor", None) or 1.0)) // 2
+        section = rope.get("mrope_section")
+        if isinstance(section, (list, tuple)) and sum(section) == half:
+            continue
+        rope["mrope_section"] = mrope_sections(half, len(section) if isinstance(section, (list, tuple)) else 3)
+
+
+def mrope_sections(half: int, n: int = 3) -> list[int]:
+    """``half`` rotary frequencies in ``n`` sections as even as can be, the larger first."""
+    return [half // n + (i < half % n) for i in range(n)]
 
 
 def _special_ids(cfg) -> set:
@@ -564,6 +667,9 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0) -> dict:
                 ids[ids == tok] = low  # a random id that happens to be a special token
         if image_tokens and isinstance(img, int):
             ids[:, 1:1 + image_tokens] = img  # after the first token, as a chat template places it
+        aud = _token(cfg, "audio_token_id", "audio_token_index")
+        if isinstance(aud, int) and 0 <= aud < vocab and "input_features" in accepted:
+            ids[:, 1 + image_tokens] = aud  # one audio placeholder, after the image's: the model expands it
         x["input_ids"] = ids
         if "mm_token_type_ids" in accepted:  # multimodal rope: 1 on image placeholders
             x["mm_token_type_ids"] = (ids == img).long() if isinstance(img, int) else torch.zeros_like(ids)
@@ -601,6 +707,9 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0) -> dict:
                     or getattr(audio, "input_feat_per_channel", 0) * getattr(audio, "input_channels", 1)
                     or getattr(audio, "feature_size", None) or 80)
             x["input_features"] = torch.randn(B, 64, feat)
+    if "feature_attention_mask" in accepted and "input_features" in x:  # audio LMs count the frames
+        f = x["input_features"]
+        x["feature_attention_mask"] = torch.ones(B, f.shape[-1] if mel else f.shape[1], dtype=torch.long)
     if "input_values" in accepted:
         mel, length = getattr(audio, "num_mel_bins", None), getattr(audio, "max_length", None)
         x["input_values"] = torch.randn(B, length, mel) if mel and length else torch.randn(B, 4000)
@@ -673,6 +782,7 @@ def _build_class(cls, cfg_cls, extra: dict, from_config: dict) -> tuple[Any, dic
         raise NotBuilt(f"config: {describe(exc)}") from None
     _fit_special_ids(cfg)
     _fit_pad(cfg)
+    _fit_mrope(cfg)
     torch.manual_seed(0)
     try:
         model = cls._from_config(cfg, **from_config) if hasattr(cls, "_from_config") else cls(cfg)
@@ -684,8 +794,11 @@ def _build_class(cls, cfg_cls, extra: dict, from_config: dict) -> tuple[Any, dic
     except (TypeError, ValueError):
         accepted = {}
     image_tokens = 0
+    if "pixel_values" in accepted and "input_ids" in accepted:
+        _fit_image_token(cfg)
     if "pixel_values" in accepted and "input_ids" in accepted and _token(cfg, "image_token_id", "image_token_index"):
-        image_tokens = getattr(cfg, "image_seq_length", None) or getattr(cfg, "mm_tokens_per_image", None) or 1
+        image_tokens = (getattr(cfg, "image_seq_length", None) or getattr(cfg, "mm_tokens_per_image", None)
+                        or getattr(cfg, "num_query_tokens", None) or 1)
     if "image_grid_thw" in accepted and "input_ids" in accepted:
         image_tokens = _grid(cfg)[1]
     first: Optional[Exception] = None
