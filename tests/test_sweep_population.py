@@ -133,6 +133,41 @@ def test_an_unset_image_placeholder_gets_a_free_id_and_audio_a_placeholder():
     assert inputs["feature_attention_mask"].shape == (2, inputs["input_features"].shape[-1])
 
 
+def test_a_composites_full_size_defaults_for_a_sub_config_are_cut():
+    """mistral3 hands its pixtral vision config ``head_dim=64`` (a size pixtral's __init__ does not
+    name): the tiny head is 16 wide, and paligemma's projection follows the text's width."""
+    pytest.importorskip("transformers")
+    from transformers import Mistral3Config, PaliGemmaConfig
+
+    from graphmend.sweep.hf import HIDDEN, tiny_config_kwargs
+
+    vision = Mistral3Config(**tiny_config_kwargs(Mistral3Config)).vision_config
+    assert vision.head_dim == vision.hidden_size // vision.num_attention_heads
+    cfg = PaliGemmaConfig(**tiny_config_kwargs(PaliGemmaConfig))
+    assert cfg.vision_config.projection_dim == cfg.text_config.hidden_size == HIDDEN
+
+
+def test_placeholder_counts_read_vectors_or_elements():
+    """'tokens: 2, features: 512' counts feature elements in mistral3 (8 vectors of the text's 64)."""
+    pytest.importorskip("transformers")
+    from transformers import Mistral3Config
+
+    from graphmend.sweep.hf import _placeholder_counts, tiny_config_kwargs
+
+    cfg = Mistral3Config(**tiny_config_kwargs(Mistral3Config))
+    assert _placeholder_counts(512, cfg) == [256, 4]
+    assert _placeholder_counts(7, cfg) == []
+
+
+@pytest.mark.parametrize("name", ["Mistral3ForConditionalGeneration", "PaliGemmaForConditionalGeneration"])
+def test_vision_language_models_get_their_image_placeholders(name):
+    pytest.importorskip("transformers")
+    from graphmend.sweep.hf import build_class
+
+    model, inputs = build_class(name)
+    assert int((inputs["input_ids"] == model.config.image_token_id).sum()) >= 2
+
+
 def test_list_prints_library_class_modality_mode_without_running(classes):
     got = CliRunner().invoke(app, ["sweep", "transformers", "--list", "--modes", "eval,train"])
     assert got.exit_code == 0, got.output

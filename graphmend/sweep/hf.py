@@ -386,7 +386,7 @@ GENERIC_MORE = [
     (64, ["max_source_positions"]),
     (16, ["context_length"]), (4, ["prediction_length"]), ([1, 2, 3], ["lags_sequence"]),
     (1, ["num_time_features"]),
-    (32, ["projection_dim", "text_embed_dim", "vision_embed_dim", "proj_dim"]),
+    (32, PROJECTIONS := ["projection_dim", "text_embed_dim", "vision_embed_dim", "proj_dim"]),
     (HIDDEN, ["out_hidden_size"]),  # qwen-vl: the merged vision features join the text's hidden size
     (16, ["image_seq_length", "num_query_tokens", "mm_tokens_per_image"]),
 ]
@@ -426,11 +426,15 @@ def tiny_config_kwargs(cfg_cls, extra: Optional[dict] = None) -> dict:
         sub_params = _params(sub_cls)
         # the grouped-attention retry (``_first_built``) reaches every sub-config that has the heads
         sub_extra = {k: v for k, v in extra.items() if k == "num_key_value_heads" and k in sub_params}
-        sub = {**(getattr(spec, "init_kwargs", None) or {}), **tiny_config_kwargs(sub_cls, sub_extra)}
+        init = dict(getattr(spec, "init_kwargs", None) or {})
+        # a composite's full-size defaults for its sub-config may name sizes the sub-config's
+        # __init__ does not (mistral3's pixtral head_dim 64): the generic tiny value replaces each
+        init.update({n: v for v, names in GENERIC for n in names if n in init})
+        sub = {**init, **tiny_config_kwargs(sub_cls, sub_extra)}
         if getattr(spec, "model_type", None):
             sub["model_type"] = spec.model_type
         kw[key] = sub
-        levels.append((sub, {**_defaults(sub_cls), **(getattr(spec, "init_kwargs", None) or {})}, sub_params))
+        levels.append((sub, {**_defaults(sub_cls), **init}, sub_params))
     if len(levels) > 1:
         _fit_widths(levels)
     if "num_key_value_heads" not in params:  # the retry's heads, for a composite: its sub-configs'
@@ -452,7 +456,9 @@ def _fit_widths(levels: list) -> None:
     for kw, defaults, params in levels:
         for name in params:
             value = defaults.get(name)
-            if name not in kw and WIDTH.search(name) and isinstance(value, int) and value in cut:
+            # a projection a composite sizes to another config's width (paligemma's to the text's)
+            if (name not in kw or name in PROJECTIONS) and WIDTH.search(name) and isinstance(value, int) \
+                    and value in cut:
                 kw[name] = cut[value]
 
 
@@ -534,7 +540,9 @@ def _token(cfg, *names) -> Optional[int]:
 def _holders(cfg) -> list:
     """The config and its text/decoder sub-configs, each once: where token ids live."""
     out = []
-    for h in (cfg, _sub(cfg, "text_config"), _sub(cfg, "decoder"), _sub(cfg, "text_encoder"), _sub(cfg, "encoder")):
+    vlm = _sub(cfg, "vlm_config")  # a retrieval head around a whole vision-language model (colpali)
+    for h in (cfg, _sub(cfg, "text_config"), _sub(cfg, "decoder"), _sub(cfg, "text_encoder"), _sub(cfg, "encoder"),
+              vlm, _sub(vlm, "text_config")):
         if all(h is not o for o in out):
             out.append(h)
     return out
@@ -802,24 +810,38 @@ def _build_class(cls, cfg_cls, extra: dict, from_config: dict) -> tuple[Any, dic
     if "image_grid_thw" in accepted and "input_ids" in accepted:
         image_tokens = _grid(cfg)[1]
     first: Optional[Exception] = None
-    for _ in range(3):
+    tried = {image_tokens}
+    for _ in range(4):
         inputs = class_inputs(model, cfg, accepted, image_tokens)
-        last: Optional[Exception] = None
+        errors: list[Exception] = []
         # the inputs as derived, then each layout variant the modality is known in
-        for variant in [inputs] + [v for v in (f(inputs) for f in VARIANTS) if v is not None]:
+        for variant in [inputs] + [v for v in (f(inputs) for f in VARIANTS) if v is not None and (not accepted or set(v) <= set(accepted))]:
             try:
                 _eager(model, variant, accepted)
                 return model, variant
             except _Retry as retry:
                 return model, retry.inputs
             except Exception as exc:
-                last = last or exc
-        first = first or last
-        m = _MISMATCH.search(str(last))
-        if not m or int(m.group(2)) % B or int(m.group(2)) // B == image_tokens:
+                errors.append(exc)
+        first = first or errors[0]
+        # the placeholder count any layout's failure names (the derived one may fail earlier)
+        m = next((m for m in map(_MISMATCH.search, map(str, errors)) if m), None)
+        nxt = next((n for n in _placeholder_counts(int(m.group(2)), cfg) if n not in tried), None) if m else None
+        if nxt is None:
             break
-        image_tokens = int(m.group(2)) // B
+        image_tokens = nxt
+        tried.add(nxt)
     raise NotBuilt(f"eager forward: {describe(first)}") from None
+
+
+def _placeholder_counts(features: int, cfg) -> list[int]:
+    """Image placeholders a sample may need, from the feature count a model says it has: the
+    count is of feature vectors, or (mistral3, deepseek-vl) of their elements, the text's width each."""
+    width = getattr(_sub(cfg, "text_config", "decoder"), "hidden_size", None)
+    counts = [features // B] if features % B == 0 else []
+    if isinstance(width, int) and width and features % (B * width) == 0:
+        counts.append(features // (B * width))
+    return [n for n in counts if n > 0]
 
 
 def _grid(cfg) -> tuple[tuple[int, int, int], int, int]:
@@ -857,7 +879,16 @@ def _without_pixels(x: dict) -> Optional[dict]:  # a multimodal head that also r
     return {k: v for k, v in x.items() if k not in ("pixel_values", "image_grid_thw")}
 
 
-VARIANTS = (_channels_audio, _time_major_features, _images_per_sample)
+def _image_sizes(x: dict) -> Optional[dict]:  # pixtral, llava-next: each image's (height, width)
+    v = x.get("pixel_values")
+    if v is None or v.dim() != 4 or "image_sizes" in x:
+        return None
+    import torch
+
+    return {**x, "image_sizes": torch.tensor([list(v.shape[-2:])] * v.shape[0])}
+
+
+VARIANTS = (_channels_audio, _time_major_features, _images_per_sample, _image_sizes)
 
 
 class _Retry(Exception):
