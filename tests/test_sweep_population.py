@@ -168,6 +168,25 @@ def test_vision_language_models_get_their_image_placeholders(name):
     assert int((inputs["input_ids"] == model.config.image_token_id).sum()) >= 2
 
 
+# classes the generic inputs once failed, each with the input the rule derives for it
+DERIVED = [
+    ("RTDetrV2Model", "pixel_values", 4),  # 16 queries: top-k of 84 encoder tokens at 64 px
+    ("IdeficsModel", "image_attention_mask", 3),  # (batch, text, images)
+    ("Glm4vMoeVisionModel", "grid_thw", 2),  # a vision tower alone: patches and their grid
+    ("VideoPrismForVideoClassification", "pixel_values_videos", 5),
+    ("Qwen3ASREncoder", "input_features_mask", 2),  # frames in whole windows of 2 x n_window
+]
+
+
+@pytest.mark.parametrize("name,key,dims", DERIVED)
+def test_inputs_derived_from_the_config_run(name, key, dims):
+    pytest.importorskip("transformers")
+    from graphmend.sweep.hf import build_class
+
+    model, inputs = build_class(name)
+    assert inputs[key].dim() == dims
+
+
 def test_list_prints_library_class_modality_mode_without_running(classes):
     got = CliRunner().invoke(app, ["sweep", "transformers", "--list", "--modes", "eval,train"])
     assert got.exit_code == 0, got.output

@@ -389,6 +389,8 @@ GENERIC_MORE = [
     (32, PROJECTIONS := ["projection_dim", "text_embed_dim", "vision_embed_dim", "proj_dim"]),
     (HIDDEN, ["out_hidden_size"]),  # qwen-vl: the merged vision features join the text's hidden size
     (16, ["image_seq_length", "num_query_tokens", "mm_tokens_per_image"]),
+    # detection queries: rt-detr-like encoders pick the top num_queries of their 84 tokens at 64 px
+    (16, ["num_queries"]),
 ]
 # list-valued sizes of hierarchical backbones (swin, convnext, resnet, ...): one block a stage
 LISTS_OF_ONES = ("depths", "num_layers_per_stage", "stage_depths")
@@ -694,6 +696,10 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0) -> dict:
         grid, _, patch = _grid(cfg)
         x["image_grid_thw"] = torch.tensor([grid] * B)
         x["pixel_values"] = torch.randn(B * grid[0] * grid[1] * grid[2], patch)
+    elif "grid_thw" in accepted and "hidden_states" in accepted:  # a qwen-vl-like vision tower alone: patches
+        grid, _, patch = _grid(cfg)
+        x["grid_thw"] = torch.tensor([grid] * B)
+        x["hidden_states"] = torch.randn(B * grid[0] * grid[1] * grid[2], patch)
     elif "pixel_values" in accepted:
         h, w = _size(getattr(vision, "image_size", None) or getattr(cfg, "image_size", None))
         c = getattr(vision, "num_channels", None) or 3
@@ -703,11 +709,18 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0) -> dict:
             x["pixel_values"] = torch.randn(B, frames, c, h, w)
         else:
             x["pixel_values"] = torch.randn(B, c, h, w)
+    elif "pixel_values_videos" in accepted:  # a video-only model: (batch, frames, channels, h, w)
+        h, w = _size(getattr(vision, "image_size", None) or getattr(cfg, "image_size", None))
+        frames = getattr(vision, "num_frames", None) or getattr(cfg, "num_frames", None) or 4
+        x["pixel_values_videos"] = torch.randn(B, frames, getattr(vision, "num_channels", None) or 3, h, w)
     audio = _sub(cfg, "audio_config", "encoder_config", "encoder")
     if "input_features" in accepted:
         mel = getattr(audio, "num_mel_bins", None)
         if mel:
             frames = 2 * getattr(audio, "max_source_positions", 32) if hasattr(audio, "max_source_positions") else 64
+            window = getattr(audio, "n_window", None)  # qwen-asr encoders take whole windows of 2 x n_window
+            if isinstance(window, int) and window > 0 and frames % (2 * window):
+                frames = 2 * window
             x["input_features"] = torch.randn(B, mel, frames)
         else:
             # w2v-bert, seamless: stacked frames, the projection's input size is feature_size x stride
@@ -715,9 +728,11 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0) -> dict:
                     or getattr(audio, "input_feat_per_channel", 0) * getattr(audio, "input_channels", 1)
                     or getattr(audio, "feature_size", None) or 80)
             x["input_features"] = torch.randn(B, 64, feat)
-    if "feature_attention_mask" in accepted and "input_features" in x:  # audio LMs count the frames
+    for key in ("feature_attention_mask", "input_features_mask"):  # audio LMs and encoders count the frames
+        if key not in accepted or "input_features" not in x:
+            continue
         f = x["input_features"]
-        x["feature_attention_mask"] = torch.ones(B, f.shape[-1] if mel else f.shape[1], dtype=torch.long)
+        x[key] = torch.ones(B, f.shape[-1] if mel else f.shape[1], dtype=torch.long)
     if "input_values" in accepted:
         mel, length = getattr(audio, "num_mel_bins", None), getattr(audio, "max_length", None)
         x["input_values"] = torch.randn(B, length, mel) if mel and length else torch.randn(B, 4000)
@@ -815,7 +830,7 @@ def _build_class(cls, cfg_cls, extra: dict, from_config: dict) -> tuple[Any, dic
         inputs = class_inputs(model, cfg, accepted, image_tokens)
         errors: list[Exception] = []
         # the inputs as derived, then each layout variant the modality is known in
-        for variant in [inputs] + [v for v in (f(inputs) for f in VARIANTS) if v is not None and (not accepted or set(v) <= set(accepted))]:
+        for variant in [inputs] + _variants(inputs, accepted):
             try:
                 _eager(model, variant, accepted)
                 return model, variant
@@ -849,8 +864,8 @@ def _grid(cfg) -> tuple[tuple[int, int, int], int, int]:
     and one patch's flattened size (channels x temporal patch x patch x patch)."""
     vision = _sub(cfg, "vision_config")
     p = getattr(vision, "patch_size", 14) or 14
-    tp = getattr(vision, "temporal_patch_size", 1) or 1
-    m = getattr(vision, "spatial_merge_size", 2) or 2
+    tp = getattr(vision, "temporal_patch_size", None) or getattr(vision, "patch_temporal", None) or 1
+    m = getattr(vision, "spatial_merge_size", None) or getattr(vision, "merge_size", None) or 2
     c = getattr(vision, "in_channels", None) or getattr(vision, "num_channels", None) or 3
     h = w = 2 * m
     return (1, h, w), h * w // (m * m), c * tp * p * p
@@ -870,7 +885,12 @@ def _time_major_features(x: dict) -> Optional[dict]:  # conformers: (batch, fram
 
 def _images_per_sample(x: dict) -> Optional[dict]:  # idefics-like: (batch, images, channels, h, w)
     v = x.get("pixel_values")
-    return {**x, "pixel_values": v.unsqueeze(1)} if v is not None and v.dim() == 4 else None
+    if v is None or v.dim() != 4:
+        return None
+    out = {**x, "pixel_values": v.unsqueeze(1)}
+    if "input_ids" in x:  # idefics: which image each text token sees, (batch, text, images)
+        out["image_attention_mask"] = x["input_ids"].new_ones(*x["input_ids"].shape, 1)
+    return out
 
 
 def _without_pixels(x: dict) -> Optional[dict]:  # a multimodal head that also runs on text alone
@@ -889,6 +909,19 @@ def _image_sizes(x: dict) -> Optional[dict]:  # pixtral, llava-next: each image'
 
 
 VARIANTS = (_channels_audio, _time_major_features, _images_per_sample, _image_sizes)
+
+
+def _variants(inputs: dict, accepted) -> list[dict]:
+    """Each layout variant of ``inputs`` (``VARIANTS``), less what the forward does not take;
+    one that then differs from ``inputs`` in nothing is not tried again."""
+    out = []
+    for f in VARIANTS:
+        v = f(inputs)
+        if v is not None and accepted:
+            v = {k: t for k, t in v.items() if k in accepted}
+        if v is not None and (set(v) != set(inputs) or any(v[k] is not inputs[k] for k in v)):
+            out.append(v)
+    return out
 
 
 class _Retry(Exception):
