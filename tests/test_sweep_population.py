@@ -187,6 +187,28 @@ def test_inputs_derived_from_the_config_run(name, key, dims):
     assert inputs[key].dim() == dims
 
 
+def test_typed_layers_without_a_window_get_one():
+    """step3p7 types its layers and sets no sliding window, yet builds the window's mask."""
+    pytest.importorskip("transformers")
+    from transformers import Step3p7Config
+
+    from graphmend.sweep.hf import _fit_sliding_window, tiny_config_kwargs
+
+    cfg = Step3p7Config(**tiny_config_kwargs(Step3p7Config))
+    assert cfg.text_config.sliding_window is None
+    _fit_sliding_window(cfg)
+    assert cfg.text_config.sliding_window == 8
+
+
+def test_a_tuple_default_the_model_concatenates_is_a_list():
+    """convnextv2's backbone computes ``[hidden_sizes[0]] + hidden_sizes`` on a tuple default."""
+    pytest.importorskip("transformers")
+    from graphmend.sweep.hf import build_class
+
+    model, _ = build_class("ConvNextV2Backbone")
+    assert isinstance(model.config.hidden_sizes, list)
+
+
 def test_list_prints_library_class_modality_mode_without_running(classes):
     got = CliRunner().invoke(app, ["sweep", "transformers", "--list", "--modes", "eval,train"])
     assert got.exit_code == 0, got.output

@@ -806,10 +806,18 @@ def _build_class(cls, cfg_cls, extra: dict, from_config: dict) -> tuple[Any, dic
     _fit_special_ids(cfg)
     _fit_pad(cfg)
     _fit_mrope(cfg)
-    torch.manual_seed(0)
+    _fit_sliding_window(cfg)
     try:
-        model = cls._from_config(cfg, **from_config) if hasattr(cls, "_from_config") else cls(cfg)
-        model.eval()
+        model = _model(cls, cfg, from_config)
+    except TypeError as exc:
+        # a tuple default the model concatenates to a list (convnextv2's hidden_sizes): a config
+        # read from a checkpoint's JSON holds lists, so the model runs on lists
+        if "(not \"tuple\")" not in str(exc) or not _tuples_to_lists(cfg):
+            raise NotBuilt(f"model: {describe(exc)}") from None
+        try:
+            model = _model(cls, cfg, from_config)
+        except Exception:
+            raise NotBuilt(f"model: {describe(exc)}") from None
     except Exception as exc:
         raise NotBuilt(f"model: {describe(exc)}") from None
     try:
@@ -857,6 +865,41 @@ def _placeholder_counts(features: int, cfg) -> list[int]:
     if isinstance(width, int) and width and features % (B * width) == 0:
         counts.append(features // (B * width))
     return [n for n in counts if n > 0]
+
+
+def _model(cls, cfg, from_config: dict):
+    import torch
+
+    torch.manual_seed(0)
+    model = cls._from_config(cfg, **from_config) if hasattr(cls, "_from_config") else cls(cfg)
+    return model.eval()
+
+
+def _tuples_to_lists(cfg) -> bool:
+    """Every tuple of numbers a config (or sub-config) holds as a list; whether any was."""
+    changed = False
+    for c in _configs(cfg):
+        for attr, val in list(vars(c).items()):
+            if isinstance(val, tuple) and val and all(isinstance(v, (int, float)) for v in val):
+                try:
+                    setattr(c, attr, list(val))
+                    changed = True
+                except Exception:  # a read-only property derives it
+                    pass
+    return changed
+
+
+def _fit_sliding_window(cfg) -> None:
+    """A config that types its layers but sets no sliding window (step3p7's default is None)
+    cannot build the window's mask, which some models build whatever the types: a window of 8
+    tokens, inside the tiny batch (a layer typed full attention ignores it)."""
+    for c in _configs(cfg):
+        types = getattr(c, "layer_types", None)
+        if isinstance(types, (list, tuple)) and "sliding_window" in vars(c) and c.sliding_window is None:
+            try:
+                c.sliding_window = 8
+            except Exception:  # a read-only property derives it
+                pass
 
 
 def _grid(cfg) -> tuple[tuple[int, int, int], int, int]:
