@@ -87,6 +87,13 @@ def test_per_layer_lists_are_cut_with_the_depth():
     kw = tiny_config_kwargs(Zamba2Config)
     assert len(kw["layers_block_type"]) == kw["num_hidden_layers"] == LAYERS
     assert Zamba2Config(**kw).num_hidden_layers == LAYERS
+    # a list of layer indices is the config's to derive: mistral-large-4 shares each layer's cache
+    # with an earlier one by index, which a cut would point past the tiny depth
+    from transformers import MistralLarge4TextConfig
+
+    kw = tiny_config_kwargs(MistralLarge4TextConfig)
+    assert "kv_source_layers" not in kw and len(kw["layer_types"]) == LAYERS
+    MistralLarge4TextConfig(**kw)
 
 
 def test_a_width_one_config_keeps_of_another_is_cut_with_it():

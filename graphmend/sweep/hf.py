@@ -472,17 +472,19 @@ def _params(cls) -> set:
 
 
 def _fit_per_layer(kw: dict, defaults: dict, params: set) -> None:
-    """A per-layer list (``layer_types``, ``layers_block_type``, ...) of the full-size depth,
+    """A per-layer list of types (``layer_types``, ``layers_block_type``, ...) of the full-size depth,
     defaulted or derived from it, would outlast the tiny depth (configs validate that they
     agree): each list ``__init__`` takes whose default length is a depth the tiny kwargs cut
-    keeps its last entries (the last layer is the one architectures constrain: gemma's must
-    attend fully), one a tiny layer."""
+    keeps its first entries, one a tiny layer, as a config that derives the list from its
+    depth does."""
     cut = {defaults[n]: kw[n] for n in LAYER_NAMES
            if isinstance(defaults.get(n), int) and isinstance(kw.get(n), int) and kw[n] < defaults[n]}
     for name in params:
         default = defaults.get(name)
-        if name not in kw and isinstance(default, (list, tuple)) and len(default) in cut:
-            kw[name] = list(default[len(default) - cut[len(default)]:])
+        # types only: a list of numbers may hold layer indices (kv_source_layers) a cut would break
+        if name not in kw and isinstance(default, (list, tuple)) and len(default) in cut \
+                and all(isinstance(d, str) for d in default):
+            kw[name] = list(default[:cut[len(default)]])
 
 
 def _defaults(cfg_cls) -> dict:
@@ -581,10 +583,11 @@ def _fit_special_ids(cfg) -> None:
                 pass  # a read-only property derives it
 
 
-def _fit_image_token(cfg) -> None:
+def _fit_image_token(cfg) -> list:
     """A config that names an image placeholder but leaves it unset (blip-2: the processor adds it
     to the vocabulary) cannot find its image in the tokens: an id at the top of the tiny
-    vocabulary that no other special token holds becomes the placeholder."""
+    vocabulary that no other special token holds becomes the placeholder. Returns the
+    (config, attribute) set, for a model that then fails with its image to run on text alone."""
     for holder in _holders(cfg):
         for attr in ("image_token_id", "image_token_index"):
             if attr in vars(holder) and getattr(holder, attr) is None:
@@ -593,8 +596,9 @@ def _fit_image_token(cfg) -> None:
                 try:
                     setattr(holder, attr, next(i for i in range(vocab - 1, 0, -1) if i not in taken))
                 except Exception:  # a read-only property derives it
-                    pass
-                return
+                    return []
+                return [(holder, attr)]
+    return []
 
 
 def _fit_pad(cfg) -> None:
@@ -824,9 +828,25 @@ def _build_class(cls, cfg_cls, extra: dict, from_config: dict) -> tuple[Any, dic
         accepted = inspect.signature(model.forward).parameters
     except (TypeError, ValueError):
         accepted = {}
+    filled = _fit_image_token(cfg) if "pixel_values" in accepted and "input_ids" in accepted else []
+    try:
+        return model, _run(model, cfg, accepted)
+    except Exception as exc:
+        if not filled:
+            raise NotBuilt(f"eager forward: {describe(exc)}") from None
+        first = exc
+    for holder, attr in filled:  # the placeholder the config left unset, unset again: text alone
+        setattr(holder, attr, None)
+    try:
+        return model, _run(model, cfg, accepted)
+    except Exception:
+        raise NotBuilt(f"eager forward: {describe(first)}") from None
+
+
+def _run(model, cfg, accepted) -> dict:
+    """The inputs ``model`` ran on eagerly (``class_inputs``, then each layout variant, with as
+    many image placeholders as a failure names); the first failure when none runs."""
     image_tokens = 0
-    if "pixel_values" in accepted and "input_ids" in accepted:
-        _fit_image_token(cfg)
     if "pixel_values" in accepted and "input_ids" in accepted and _token(cfg, "image_token_id", "image_token_index"):
         image_tokens = (getattr(cfg, "image_seq_length", None) or getattr(cfg, "mm_tokens_per_image", None)
                         or getattr(cfg, "num_query_tokens", None) or 1)
@@ -841,9 +861,9 @@ def _build_class(cls, cfg_cls, extra: dict, from_config: dict) -> tuple[Any, dic
         for variant in [inputs] + _variants(inputs, accepted):
             try:
                 _eager(model, variant, accepted)
-                return model, variant
+                return variant
             except _Retry as retry:
-                return model, retry.inputs
+                return retry.inputs
             except Exception as exc:
                 errors.append(exc)
         first = first or errors[0]
@@ -854,7 +874,8 @@ def _build_class(cls, cfg_cls, extra: dict, from_config: dict) -> tuple[Any, dic
             break
         image_tokens = nxt
         tried.add(nxt)
-    raise NotBuilt(f"eager forward: {describe(first)}") from None
+    assert first is not None
+    raise first
 
 
 def _placeholder_counts(features: int, cfg) -> list[int]:
