@@ -801,8 +801,6 @@ def build_class(name: str, from_config: Optional[dict] = None) -> tuple[Any, dic
 
 
 def _build_class(cls, cfg_cls, extra: dict, from_config: dict) -> tuple[Any, dict]:
-    import torch
-
     try:
         cfg = cfg_cls(**tiny_config_kwargs(cfg_cls, extra))
     except Exception as exc:
