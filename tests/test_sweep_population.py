@@ -182,6 +182,7 @@ DERIVED = [
     ("Glm4vMoeVisionModel", "grid_thw", 2),  # a vision tower alone: patches and their grid
     ("VideoPrismForVideoClassification", "pixel_values_videos", 5),
     ("Qwen3ASREncoder", "input_features_mask", 2),  # frames in whole windows of 2 x n_window
+    ("Gemma4VisionModel", "pixel_position_ids", 3),  # flattened patches and their (x, y), pooled k x k
 ]
 
 

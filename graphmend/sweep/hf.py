@@ -704,6 +704,16 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0) -> dict:
         grid, _, patch = _grid(cfg)
         x["grid_thw"] = torch.tensor([grid] * B)
         x["hidden_states"] = torch.randn(B * grid[0] * grid[1] * grid[2], patch)
+    elif "pixel_values" in accepted and ({"pixel_position_ids", "image_position_ids"} & set(accepted)):
+        # gemma-4-like: an image as flattened patches with their (x, y) on the grid, pooled k x k
+        k = getattr(vision, "pooling_kernel_size", None) or 1
+        p = getattr(vision, "patch_size", None) or 16
+        side = 2 * k
+        ys, xs = torch.meshgrid(torch.arange(side), torch.arange(side), indexing="ij")
+        pos = torch.stack([xs.flatten(), ys.flatten()], -1)
+        x["pixel_values"] = torch.rand(B, side * side, (getattr(vision, "num_channels", None) or 3) * p * p)
+        key = "pixel_position_ids" if "pixel_position_ids" in accepted else "image_position_ids"
+        x[key] = pos.unsqueeze(0).expand(B, -1, -1).contiguous()
     elif "pixel_values" in accepted:
         h, w = _size(getattr(vision, "image_size", None) or getattr(cfg, "image_size", None))
         c = getattr(vision, "num_channels", None) or 3
@@ -970,7 +980,13 @@ def _image_sizes(x: dict) -> Optional[dict]:  # pixtral, llava-next: each image'
     return {**x, "image_sizes": torch.tensor([list(v.shape[-2:])] * v.shape[0])}
 
 
-VARIANTS = (_channels_audio, _time_major_features, _images_per_sample, _image_sizes)
+def _without_audio(x: dict) -> Optional[dict]:  # an omni model's image and text, its audio left out
+    if "input_features" not in x or "pixel_values" not in x:
+        return None
+    return {k: v for k, v in x.items() if k not in ("input_features", "feature_attention_mask", "input_features_mask")}
+
+
+VARIANTS = (_channels_audio, _time_major_features, _images_per_sample, _image_sizes, _without_audio)
 
 
 def _variants(inputs: dict, accepted) -> list[dict]:
