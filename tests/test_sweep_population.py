@@ -217,6 +217,15 @@ def test_a_tuple_default_the_model_concatenates_is_a_list():
     assert isinstance(model.config.hidden_sizes, list)
 
 
+def test_splinter_gets_a_question_token_a_sample():
+    """splinter's pre-training head selects spans at its question tokens and needs one a sample."""
+    pytest.importorskip("transformers")
+    from graphmend.sweep.hf import build_class
+
+    model, inputs = build_class("SplinterForPreTraining")
+    assert ((inputs["input_ids"] == model.config.question_token_id).sum(1) == 1).all()
+
+
 def test_list_prints_library_class_modality_mode_without_running(classes):
     got = CliRunner().invoke(app, ["sweep", "transformers", "--list", "--modes", "eval,train"])
     assert got.exit_code == 0, got.output

@@ -681,6 +681,9 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0) -> dict:
                 ids[ids == tok] = low  # a random id that happens to be a special token
         if image_tokens and isinstance(img, int):
             ids[:, 1:1 + image_tokens] = img  # after the first token, as a chat template places it
+        question = _token(cfg, "question_token_id")
+        if isinstance(question, int) and 0 <= question < vocab:
+            ids[:, -6] = question  # splinter selects spans at its question tokens: one a sample
         aud = _token(cfg, "audio_token_id", "audio_token_index")
         if isinstance(aud, int) and 0 <= aud < vocab and "input_features" in accepted:
             ids[:, 1 + image_tokens] = aud  # one audio placeholder, after the image's: the model expands it
