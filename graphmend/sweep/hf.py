@@ -794,8 +794,10 @@ _MISMATCH = re.compile(r"tokens:? *(\d+),? *features:? *(\d+)", re.I)
 def build_class(name: str, from_config: Optional[dict] = None) -> tuple[Any, dict]:
     """The tiny model of class ``name`` (eval) and its keyword inputs, after one eager forward;
     ``NotBuilt`` with why not. Generic second tries as ``build``'s (as many key/value heads as
-    query heads; ``use_cache=False``), and one for image placeholders: a model that counts
-    its image features and says how many tokens it expected gets that many."""
+    query heads, in every sub-config; ``use_cache=False``), one for image placeholders (a model
+    that counts its image features and says how many tokens it expected gets that many), each
+    layout variant (``VARIANTS``), and, where the config left its image placeholder unset and the
+    model fails with one filled in, the text alone as before."""
     try:
         import transformers as T
     except Exception as exc:
