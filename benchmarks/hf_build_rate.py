@@ -63,10 +63,10 @@ def _one(args: tuple[str, int]) -> dict:
     return {"class": name, **out}
 
 
-def _worker(tasks, results) -> None:
-    """Build the classes ``tasks`` hands this process until it hands None."""
+def _worker(tasks, results, work) -> None:
+    """Build (``work``) the classes ``tasks`` hands this process until it hands None."""
     for args in iter(tasks.get, None):
-        results.put(_one(args))
+        results.put(work(args))
 
 
 # a fresh worker every few classes: a model's memory and patched globals stay with it
@@ -74,7 +74,7 @@ PER_WORKER = 25
 GRACE = 30  # seconds past the timeout before a worker whose alarm did not fire is killed
 
 
-def _run_all(names: list[str], jobs: int, timeout: int):
+def _run_all(names: list[str], jobs: int, timeout: int, work=_one):
     """Each class's result as it comes, from ``jobs`` worker processes. A class whose build holds
     the interpreter in one native call past its alarm (a full-size backbone's convolution) has its
     worker killed after a grace period and is a row ``timed out``; the others go on."""
@@ -85,7 +85,7 @@ def _run_all(names: list[str], jobs: int, timeout: int):
 
     def start() -> dict:
         tasks = ctx.Queue()
-        proc = ctx.Process(target=_worker, args=(tasks, results), daemon=True)
+        proc = ctx.Process(target=_worker, args=(tasks, results, work), daemon=True)
         proc.start()
         return {"proc": proc, "tasks": tasks, "name": None, "since": 0.0, "done": 0}
 
@@ -108,7 +108,7 @@ def _run_all(names: list[str], jobs: int, timeout: int):
         feed(slot)
     while slots:
         try:
-            r = results.get(timeout=5)
+            r = results.get(timeout=1)
         except queue.Empty:
             r = None
         if r is not None:

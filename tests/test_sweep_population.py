@@ -256,6 +256,28 @@ def test_library_not_installed_names_the_pip_install(monkeypatch):
         stage.plan(stage.SweepOptions(library="transformers"))
 
 
+def _quick_or_stuck(args):
+    """A build-rate worker's job: "stuck" holds its process as a native call would, deaf to the alarm."""
+    import signal
+    import time
+
+    name, _ = args
+    if name == "stuck":
+        signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGALRM])
+        time.sleep(60)
+    return {"class": name, "built": True, "why": "", "seconds": 0.0}
+
+
+def test_build_rate_kills_a_worker_stuck_past_its_timeout_and_goes_on(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import hf_build_rate
+
+    monkeypatch.setattr(hf_build_rate, "GRACE", 1)
+    rows = {r["class"]: r for r in hf_build_rate._run_all(["a", "stuck", "b", "c"], 2, 1, work=_quick_or_stuck)}
+    assert sorted(rows) == ["a", "b", "c", "stuck"]
+    assert rows["stuck"]["why"] == "timed out after 1 s (killed)" and rows["c"]["built"]
+
+
 def _golden_compare():
     spec = importlib.util.spec_from_file_location("golden_compare", ROOT / "benchmarks" / "golden_compare.py")
     mod = importlib.util.module_from_spec(spec)
