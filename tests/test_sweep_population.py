@@ -226,6 +226,14 @@ def test_splinter_gets_a_question_token_a_sample():
     assert ((inputs["input_ids"] == model.config.question_token_id).sum(1) == 1).all()
 
 
+def test_an_xvector_head_gets_audio_long_enough_for_its_kernels():
+    pytest.importorskip("transformers")
+    from graphmend.sweep.hf import build_class
+
+    _, inputs = build_class("Wav2Vec2ConformerForXVector")
+    assert inputs["input_values"].shape == (2, 16000)
+
+
 def test_list_prints_library_class_modality_mode_without_running(classes):
     got = CliRunner().invoke(app, ["sweep", "transformers", "--list", "--modes", "eval,train"])
     assert got.exit_code == 0, got.output

@@ -991,7 +991,12 @@ def _without_audio(x: dict) -> Optional[dict]:  # an omni model's image and text
     return {k: v for k, v in x.items() if k not in ("input_features", "feature_attention_mask", "input_features_mask")}
 
 
-VARIANTS = (_channels_audio, _time_major_features, _images_per_sample, _image_sizes, _without_audio)
+def _longer_audio(x: dict) -> Optional[dict]:  # x-vector heads: their TDNN kernels outlast 4000 samples' frames
+    v = x.get("input_values")
+    return {**x, "input_values": v.repeat(1, 4)} if v is not None and v.dim() == 2 else None
+
+
+VARIANTS = (_channels_audio, _time_major_features, _images_per_sample, _image_sizes, _without_audio, _longer_audio)
 
 
 def _variants(inputs: dict, accepted) -> list[dict]:
