@@ -19,6 +19,7 @@ import collections
 import json
 import multiprocessing as mp
 import os
+import queue
 import re
 import signal
 import sys
@@ -62,6 +63,77 @@ def _one(args: tuple[str, int]) -> dict:
     return {"class": name, **out}
 
 
+def _worker(tasks, results, work) -> None:
+    """Build (``work``) the classes ``tasks`` hands this process until it hands None."""
+    for args in iter(tasks.get, None):
+        results.put(work(args))
+
+
+# a fresh worker every few classes: a model's memory and patched globals stay with it
+PER_WORKER = 25
+GRACE = 30  # seconds past the timeout before a worker whose alarm did not fire is killed
+
+
+def _run_all(names: list[str], jobs: int, timeout: int, work=_one):
+    """Each class's result as it comes, from ``jobs`` worker processes. A class whose build holds
+    the interpreter in one native call past its alarm (a full-size backbone's convolution) has its
+    worker killed after a grace period and is a row ``timed out``; the others go on."""
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    todo = list(reversed(names))
+    slots: list[dict] = []  # each: process, its task queue, the class it builds and since when, classes done
+
+    def start() -> dict:
+        tasks = ctx.Queue()
+        proc = ctx.Process(target=_worker, args=(tasks, results, work), daemon=True)
+        proc.start()
+        return {"proc": proc, "tasks": tasks, "name": None, "since": 0.0, "done": 0}
+
+    def feed(slot: dict) -> None:
+        if slot["done"] >= PER_WORKER or not todo:
+            slot["tasks"].put(None)
+            slot["proc"].join(timeout=GRACE)
+            if slot["proc"].is_alive():
+                slot["proc"].kill()
+            slots.remove(slot)
+            if todo:
+                slots.append(new := start())
+                feed(new)
+            return
+        slot["name"], slot["since"] = todo.pop(), time.perf_counter()
+        slot["tasks"].put((slot["name"], timeout))
+
+    for _ in range(min(jobs, len(names))):
+        slots.append(slot := start())
+        feed(slot)
+    while slots:
+        try:
+            r = results.get(timeout=1)
+        except queue.Empty:
+            r = None
+        if r is not None:
+            slot = next((s for s in slots if s["name"] == r["class"]), None)
+            if slot is None:  # from a worker killed as its result came: its row is written
+                continue
+            slot["done"] += 1
+            slot["name"] = None
+            yield r
+            feed(slot)
+            continue
+        for slot in list(slots):
+            spent = time.perf_counter() - slot["since"]
+            if slot["name"] and (spent > timeout + GRACE or not slot["proc"].is_alive()):
+                slot["proc"].kill()
+                slot["proc"].join()
+                why = (f"timed out after {timeout} s (killed)" if spent > timeout + GRACE
+                       else f"worker died (exit code {slot['proc'].exitcode})")
+                yield {"class": slot["name"], "built": False, "why": why, "seconds": round(spent, 2)}
+                slots.remove(slot)
+                if todo:
+                    slots.append(new := start())
+                    feed(new)
+
+
 def _group(why: str) -> str:
     """A reason without its specifics (numbers, names in quotes), to group like failures."""
     why = re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", why)
@@ -98,13 +170,11 @@ def main(argv=None) -> int:
             rows.append({"class": n, "built": why == "built", "why": "" if why == "built" else why,
                          "modality": units.get(n, {}).get("modality", "?")})
     else:
-        # a fresh worker every few classes: a model's memory and patched globals stay with it
-        with mp.get_context("spawn").Pool(args.jobs, maxtasksperchild=25) as pool:
-            for i, r in enumerate(pool.imap_unordered(_one, [(n, args.timeout) for n in names], chunksize=1)):
-                r["modality"] = units.get(r["class"], {}).get("modality", "?")
-                rows.append(r)
-                print(f"[{i + 1}/{len(names)}] {r['class']}: {'built' if r['built'] else r['why'][:100]}",
-                      file=sys.stderr, flush=True)
+        for i, r in enumerate(_run_all(names, args.jobs, args.timeout)):
+            r["modality"] = units.get(r["class"], {}).get("modality", "?")
+            rows.append(r)
+            print(f"[{i + 1}/{len(names)}] {r['class']}: {'built' if r['built'] else r['why'][:100]}",
+                  file=sys.stderr, flush=True)
     order = {n: i for i, n in enumerate(names)}
     rows.sort(key=lambda r: order[r["class"]])
     by_mod: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])

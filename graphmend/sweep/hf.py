@@ -41,8 +41,8 @@ VOCAB, HIDDEN, HEADS, FFN, LAYERS = 1000, 64, 4, 128, 2
 GENERIC = [  # pairs, not a dict: LAYERS and 2 kv heads share a value
     (VOCAB, ["vocab_size", "src_vocab_size", "tgt_vocab_size"]),
     (HIDDEN, ["hidden_size", "d_model", "n_embd", "emb_dim", "dim", "embed_dim", "n_embed", "d_embed"]),
-    (LAYERS, ["num_hidden_layers", "n_layer", "num_layers", "n_layers", "encoder_layers", "decoder_layers",
-              "num_decoder_layers", "num_encoder_layers"]),
+    (LAYERS, LAYER_NAMES := ["num_hidden_layers", "n_layer", "num_layers", "n_layers", "encoder_layers",
+                             "decoder_layers", "num_decoder_layers", "num_encoder_layers"]),
     (HEADS, ["num_attention_heads", "n_head", "n_heads", "num_heads", "encoder_attention_heads",
              "decoder_attention_heads", "num_encoder_attention_heads", "num_decoder_attention_heads"]),
     (FFN, ["intermediate_size", "d_ff", "encoder_ffn_dim", "decoder_ffn_dim", "ffn_dim", "n_inner", "d_inner",
@@ -386,9 +386,11 @@ GENERIC_MORE = [
     (64, ["max_source_positions"]),
     (16, ["context_length"]), (4, ["prediction_length"]), ([1, 2, 3], ["lags_sequence"]),
     (1, ["num_time_features"]),
-    (32, ["projection_dim", "text_embed_dim", "vision_embed_dim", "proj_dim"]),
+    (32, PROJECTIONS := ["projection_dim", "text_embed_dim", "vision_embed_dim", "proj_dim"]),
     (HIDDEN, ["out_hidden_size"]),  # qwen-vl: the merged vision features join the text's hidden size
     (16, ["image_seq_length", "num_query_tokens", "mm_tokens_per_image"]),
+    # detection queries: rt-detr-like encoders pick the top num_queries of their 84 tokens at 64 px
+    (16, ["num_queries"]),
 ]
 # list-valued sizes of hierarchical backbones (swin, convnext, resnet, ...): one block a stage
 LISTS_OF_ONES = ("depths", "num_layers_per_stage", "stage_depths")
@@ -415,18 +417,74 @@ def tiny_config_kwargs(cfg_cls, extra: Optional[dict] = None) -> dict:
         if isinstance(value, int) and isinstance(default, (list, tuple)) and default \
                 and all(isinstance(d, int) for d in default):
             kw[name] = [value] * len(default)
+    _fit_per_layer(kw, defaults, params)
+    levels = [(kw, defaults, params)]
     for key, spec in (getattr(cfg_cls, "sub_configs_defaults", None) or {}).items():
         if key in extra or key == "backbone_config":  # backbones may be timm's; the default is kept
             continue
         sub_cls = _sub_config_class(spec)
         if sub_cls is None:
             continue
-        sub = {**(getattr(spec, "init_kwargs", None) or {}), **tiny_config_kwargs(sub_cls)}
+        sub_params = _params(sub_cls)
+        # the grouped-attention retry (``_first_built``) reaches every sub-config that has the heads
+        sub_extra = {k: v for k, v in extra.items() if k == "num_key_value_heads" and k in sub_params}
+        init = dict(getattr(spec, "init_kwargs", None) or {})
+        # a composite's full-size defaults for its sub-config may name sizes the sub-config's
+        # __init__ does not (mistral3's pixtral head_dim 64): the generic tiny value replaces each
+        init.update({n: v for v, names in GENERIC for n in names if n in init})
+        sub = {**init, **tiny_config_kwargs(sub_cls, sub_extra)}
         if getattr(spec, "model_type", None):
             sub["model_type"] = spec.model_type
         kw[key] = sub
+        levels.append((sub, {**_defaults(sub_cls), **init}, sub_params))
+    if len(levels) > 1:
+        _fit_widths(levels)
+    if "num_key_value_heads" not in params:  # the retry's heads, for a composite: its sub-configs'
+        extra.pop("num_key_value_heads", None)
     kw.update(extra)
     return kw
+
+
+# a width one config keeps of another's (vision_config.text_hidden_size, a head's condition_dim)
+WIDTH = re.compile(r"hidden_size|_dim$|(input|output|in|out)_size$")
+
+
+def _fit_widths(levels: list) -> None:
+    """In a composite, a width that one config keeps of another's hidden size (its default equals
+    that config's default hidden size, and its name says width) is cut with it: configs validate
+    that they agree. ``levels``: (tiny kwargs, defaults, ``__init__`` parameters) of each config."""
+    cut = {d["hidden_size"]: k["hidden_size"] for k, d, _ in levels
+           if isinstance(d.get("hidden_size"), int) and isinstance(k.get("hidden_size"), int)}
+    for kw, defaults, params in levels:
+        for name in params:
+            value = defaults.get(name)
+            # a projection a composite sizes to another config's width (paligemma's to the text's)
+            if (name not in kw or name in PROJECTIONS) and WIDTH.search(name) and isinstance(value, int) \
+                    and value in cut:
+                kw[name] = cut[value]
+
+
+def _params(cls) -> set:
+    try:
+        return set(inspect.signature(cls.__init__).parameters)
+    except (TypeError, ValueError):
+        return set()
+
+
+def _fit_per_layer(kw: dict, defaults: dict, params: set) -> None:
+    """A per-layer list of types (``layer_types``, ``layers_block_type``, ...) of the full-size depth,
+    defaulted or derived from it, would outlast the tiny depth (configs validate that they
+    agree): each list ``__init__`` takes whose default length is a depth the tiny kwargs cut
+    keeps its first entries, one a tiny layer, as a config that derives the list from its
+    depth does."""
+    cut = {defaults[n]: kw[n] for n in LAYER_NAMES
+           if isinstance(defaults.get(n), int) and isinstance(kw.get(n), int) and kw[n] < defaults[n]}
+    for name in params:
+        default = defaults.get(name)
+        # types only: a list of numbers may hold layer indices (kv_source_layers) a cut would break
+        if name not in kw and isinstance(default, (list, tuple)) and len(default) in cut \
+                and all(isinstance(d, str) for d in default):
+            kw[name] = list(default[:cut[len(default)]])
 
 
 def _defaults(cfg_cls) -> dict:
@@ -486,7 +544,9 @@ def _token(cfg, *names) -> Optional[int]:
 def _holders(cfg) -> list:
     """The config and its text/decoder sub-configs, each once: where token ids live."""
     out = []
-    for h in (cfg, _sub(cfg, "text_config"), _sub(cfg, "decoder"), _sub(cfg, "text_encoder"), _sub(cfg, "encoder")):
+    vlm = _sub(cfg, "vlm_config")  # a retrieval head around a whole vision-language model (colpali)
+    for h in (cfg, _sub(cfg, "text_config"), _sub(cfg, "decoder"), _sub(cfg, "text_encoder"), _sub(cfg, "encoder"),
+              vlm, _sub(vlm, "text_config")):
         if all(h is not o for o in out):
             out.append(h)
     return out
@@ -523,6 +583,24 @@ def _fit_special_ids(cfg) -> None:
                 pass  # a read-only property derives it
 
 
+def _fit_image_token(cfg) -> list:
+    """A config that names an image placeholder but leaves it unset (blip-2: the processor adds it
+    to the vocabulary) cannot find its image in the tokens: an id at the top of the tiny
+    vocabulary that no other special token holds becomes the placeholder. Returns the
+    (config, attribute) set, for a model that then fails with its image to run on text alone."""
+    for holder in _holders(cfg):
+        for attr in ("image_token_id", "image_token_index"):
+            if attr in vars(holder) and getattr(holder, attr) is None:
+                vocab = getattr(_sub(cfg, "text_config", "decoder"), "vocab_size", None) or VOCAB
+                taken = _special_ids(cfg)
+                try:
+                    setattr(holder, attr, next(i for i in range(vocab - 1, 0, -1) if i not in taken))
+                except Exception:  # a read-only property derives it
+                    return []
+                return [(holder, attr)]
+    return []
+
+
 def _fit_pad(cfg) -> None:
     """A config with no pad token (llama, falcon) cannot pool a padded batch of 2 for sequence
     classification: id 0, which random ids avoid (``class_inputs``), pads."""
@@ -533,6 +611,45 @@ def _fit_pad(cfg) -> None:
                 holder.pad_token_id = 0
             except Exception:  # a read-only property derives it
                 pass
+
+
+def _configs(cfg) -> list:
+    """The config and every sub-config under it, each once."""
+    from transformers.configuration_utils import PreTrainedConfig
+
+    out, todo = [], [cfg]
+    while todo:
+        c = todo.pop()
+        if isinstance(c, PreTrainedConfig) and all(c is not o for o in out):
+            out.append(c)
+            todo.extend(v for v in vars(c).values() if isinstance(v, PreTrainedConfig))
+    return out
+
+
+def _fit_mrope(cfg) -> None:
+    """Multimodal rope (qwen-vl, glm-4v and kin) splits each head's rotary half into (time, height,
+    width) sections; the full-size sections (or the modeling code's default when the config has
+    none) sum past the tiny head's: the sections are set to the tiny rotary half, split evenly."""
+    for c in _configs(cfg):
+        rope = getattr(c, "rope_parameters", None)
+        if not isinstance(rope, dict) or "mrope_section" not in (
+                set(getattr(type(c), "ignore_keys_at_rope_validation", None) or ()) | set(rope)):
+            continue
+        heads = getattr(c, "num_attention_heads", None)
+        dim = (getattr(c, "qk_rope_head_dim", None) or getattr(c, "head_dim", None)
+               or (c.hidden_size // heads if isinstance(heads, int) and heads else None))
+        if not isinstance(dim, int):
+            continue
+        half = int(dim * (rope.get("partial_rotary_factor") or getattr(c, "partial_rotary_factor", None) or 1.0)) // 2
+        section = rope.get("mrope_section")
+        if isinstance(section, (list, tuple)) and sum(section) == half:
+            continue
+        rope["mrope_section"] = mrope_sections(half, len(section) if isinstance(section, (list, tuple)) else 3)
+
+
+def mrope_sections(half: int, n: int = 3) -> list[int]:
+    """``half`` rotary frequencies in ``n`` sections as even as can be, the larger first."""
+    return [half // n + (i < half % n) for i in range(n)]
 
 
 def _special_ids(cfg) -> set:
@@ -564,6 +681,12 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0) -> dict:
                 ids[ids == tok] = low  # a random id that happens to be a special token
         if image_tokens and isinstance(img, int):
             ids[:, 1:1 + image_tokens] = img  # after the first token, as a chat template places it
+        question = _token(cfg, "question_token_id")
+        if isinstance(question, int) and 0 <= question < vocab:
+            ids[:, -6] = question  # splinter selects spans at its question tokens: one a sample
+        aud = _token(cfg, "audio_token_id", "audio_token_index")
+        if isinstance(aud, int) and 0 <= aud < vocab and "input_features" in accepted:
+            ids[:, 1 + image_tokens] = aud  # one audio placeholder, after the image's: the model expands it
         x["input_ids"] = ids
         if "mm_token_type_ids" in accepted:  # multimodal rope: 1 on image placeholders
             x["mm_token_type_ids"] = (ids == img).long() if isinstance(img, int) else torch.zeros_like(ids)
@@ -580,6 +703,20 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0) -> dict:
         grid, _, patch = _grid(cfg)
         x["image_grid_thw"] = torch.tensor([grid] * B)
         x["pixel_values"] = torch.randn(B * grid[0] * grid[1] * grid[2], patch)
+    elif "grid_thw" in accepted and "hidden_states" in accepted:  # a qwen-vl-like vision tower alone: patches
+        grid, _, patch = _grid(cfg)
+        x["grid_thw"] = torch.tensor([grid] * B)
+        x["hidden_states"] = torch.randn(B * grid[0] * grid[1] * grid[2], patch)
+    elif "pixel_values" in accepted and ({"pixel_position_ids", "image_position_ids"} & set(accepted)):
+        # gemma-4-like: an image as flattened patches with their (x, y) on the grid, pooled k x k
+        k = getattr(vision, "pooling_kernel_size", None) or 1
+        p = getattr(vision, "patch_size", None) or 16
+        side = 2 * k
+        ys, xs = torch.meshgrid(torch.arange(side), torch.arange(side), indexing="ij")
+        pos = torch.stack([xs.flatten(), ys.flatten()], -1)
+        x["pixel_values"] = torch.rand(B, side * side, (getattr(vision, "num_channels", None) or 3) * p * p)
+        key = "pixel_position_ids" if "pixel_position_ids" in accepted else "image_position_ids"
+        x[key] = pos.unsqueeze(0).expand(B, -1, -1).contiguous()
     elif "pixel_values" in accepted:
         h, w = _size(getattr(vision, "image_size", None) or getattr(cfg, "image_size", None))
         c = getattr(vision, "num_channels", None) or 3
@@ -589,11 +726,18 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0) -> dict:
             x["pixel_values"] = torch.randn(B, frames, c, h, w)
         else:
             x["pixel_values"] = torch.randn(B, c, h, w)
+    elif "pixel_values_videos" in accepted:  # a video-only model: (batch, frames, channels, h, w)
+        h, w = _size(getattr(vision, "image_size", None) or getattr(cfg, "image_size", None))
+        frames = getattr(vision, "num_frames", None) or getattr(cfg, "num_frames", None) or 4
+        x["pixel_values_videos"] = torch.randn(B, frames, getattr(vision, "num_channels", None) or 3, h, w)
     audio = _sub(cfg, "audio_config", "encoder_config", "encoder")
     if "input_features" in accepted:
         mel = getattr(audio, "num_mel_bins", None)
         if mel:
             frames = 2 * getattr(audio, "max_source_positions", 32) if hasattr(audio, "max_source_positions") else 64
+            window = getattr(audio, "n_window", None)  # qwen-asr encoders take whole windows of 2 x n_window
+            if isinstance(window, int) and window > 0 and frames % (2 * window):
+                frames = 2 * window
             x["input_features"] = torch.randn(B, mel, frames)
         else:
             # w2v-bert, seamless: stacked frames, the projection's input size is feature_size x stride
@@ -601,6 +745,11 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0) -> dict:
                     or getattr(audio, "input_feat_per_channel", 0) * getattr(audio, "input_channels", 1)
                     or getattr(audio, "feature_size", None) or 80)
             x["input_features"] = torch.randn(B, 64, feat)
+    for key in ("feature_attention_mask", "input_features_mask"):  # audio LMs and encoders count the frames
+        if key not in accepted or "input_features" not in x:
+            continue
+        f = x["input_features"]
+        x[key] = torch.ones(B, f.shape[-1] if mel else f.shape[1], dtype=torch.long)
     if "input_values" in accepted:
         mel, length = getattr(audio, "num_mel_bins", None), getattr(audio, "max_length", None)
         x["input_values"] = torch.randn(B, length, mel) if mel and length else torch.randn(B, 4000)
@@ -645,8 +794,10 @@ _MISMATCH = re.compile(r"tokens:? *(\d+),? *features:? *(\d+)", re.I)
 def build_class(name: str, from_config: Optional[dict] = None) -> tuple[Any, dict]:
     """The tiny model of class ``name`` (eval) and its keyword inputs, after one eager forward;
     ``NotBuilt`` with why not. Generic second tries as ``build``'s (as many key/value heads as
-    query heads; ``use_cache=False``), and one for image placeholders: a model that counts
-    its image features and says how many tokens it expected gets that many."""
+    query heads, in every sub-config; ``use_cache=False``), one for image placeholders (a model
+    that counts its image features and says how many tokens it expected gets that many), each
+    layout variant (``VARIANTS``), and, where the config left its image placeholder unset and the
+    model fails with one filled in, the text alone as before."""
     try:
         import transformers as T
     except Exception as exc:
@@ -665,48 +816,124 @@ def build_class(name: str, from_config: Optional[dict] = None) -> tuple[Any, dic
 
 
 def _build_class(cls, cfg_cls, extra: dict, from_config: dict) -> tuple[Any, dict]:
-    import torch
-
     try:
         cfg = cfg_cls(**tiny_config_kwargs(cfg_cls, extra))
     except Exception as exc:
         raise NotBuilt(f"config: {describe(exc)}") from None
     _fit_special_ids(cfg)
     _fit_pad(cfg)
-    torch.manual_seed(0)
+    _fit_mrope(cfg)
+    _fit_sliding_window(cfg)
     try:
-        model = cls._from_config(cfg, **from_config) if hasattr(cls, "_from_config") else cls(cfg)
-        model.eval()
+        model = _model(cls, cfg, from_config)
+    except TypeError as exc:
+        # a tuple default the model concatenates to a list (convnextv2's hidden_sizes): a config
+        # read from a checkpoint's JSON holds lists, so the model runs on lists
+        if "(not \"tuple\")" not in str(exc) or not _tuples_to_lists(cfg):
+            raise NotBuilt(f"model: {describe(exc)}") from None
+        try:
+            model = _model(cls, cfg, from_config)
+        except Exception:
+            raise NotBuilt(f"model: {describe(exc)}") from None
     except Exception as exc:
         raise NotBuilt(f"model: {describe(exc)}") from None
     try:
         accepted = inspect.signature(model.forward).parameters
     except (TypeError, ValueError):
         accepted = {}
+    filled = _fit_image_token(cfg) if "pixel_values" in accepted and "input_ids" in accepted else []
+    try:
+        return model, _run(model, cfg, accepted)
+    except Exception as exc:
+        if not filled:
+            raise NotBuilt(f"eager forward: {describe(exc)}") from None
+        first = exc
+    for holder, attr in filled:  # the placeholder the config left unset, unset again: text alone
+        setattr(holder, attr, None)
+    try:
+        return model, _run(model, cfg, accepted)
+    except Exception:
+        raise NotBuilt(f"eager forward: {describe(first)}") from None
+
+
+def _run(model, cfg, accepted) -> dict:
+    """The inputs ``model`` ran on eagerly (``class_inputs``, then each layout variant, with as
+    many image placeholders as a failure names); the first failure when none runs."""
     image_tokens = 0
     if "pixel_values" in accepted and "input_ids" in accepted and _token(cfg, "image_token_id", "image_token_index"):
-        image_tokens = getattr(cfg, "image_seq_length", None) or getattr(cfg, "mm_tokens_per_image", None) or 1
+        image_tokens = (getattr(cfg, "image_seq_length", None) or getattr(cfg, "mm_tokens_per_image", None)
+                        or getattr(cfg, "num_query_tokens", None) or 1)
     if "image_grid_thw" in accepted and "input_ids" in accepted:
         image_tokens = _grid(cfg)[1]
     first: Optional[Exception] = None
-    for _ in range(3):
+    tried = {image_tokens}
+    for _ in range(4):
         inputs = class_inputs(model, cfg, accepted, image_tokens)
-        last: Optional[Exception] = None
+        errors: list[Exception] = []
         # the inputs as derived, then each layout variant the modality is known in
-        for variant in [inputs] + [v for v in (f(inputs) for f in VARIANTS) if v is not None]:
+        for variant in [inputs] + _variants(inputs, accepted):
             try:
                 _eager(model, variant, accepted)
-                return model, variant
+                return variant
             except _Retry as retry:
-                return model, retry.inputs
+                return retry.inputs
             except Exception as exc:
-                last = last or exc
-        first = first or last
-        m = _MISMATCH.search(str(last))
-        if not m or int(m.group(2)) % B or int(m.group(2)) // B == image_tokens:
+                errors.append(exc)
+        first = first or errors[0]
+        # the placeholder count any layout's failure names (the derived one may fail earlier)
+        m = next((m for m in map(_MISMATCH.search, map(str, errors)) if m), None)
+        nxt = next((n for n in _placeholder_counts(int(m.group(2)), cfg) if n not in tried), None) if m else None
+        if nxt is None:
             break
-        image_tokens = int(m.group(2)) // B
-    raise NotBuilt(f"eager forward: {describe(first)}") from None
+        image_tokens = nxt
+        tried.add(nxt)
+    assert first is not None
+    raise first
+
+
+def _placeholder_counts(features: int, cfg) -> list[int]:
+    """Image placeholders a sample may need, from the feature count a model says it has: the
+    count is of feature vectors, or (mistral3, deepseek-vl) of their elements, the text's width each."""
+    width = getattr(_sub(cfg, "text_config", "decoder"), "hidden_size", None)
+    counts = [features // B] if features % B == 0 else []
+    if isinstance(width, int) and width and features % (B * width) == 0:
+        counts.append(features // (B * width))
+    return [n for n in counts if n > 0]
+
+
+def _model(cls, cfg, from_config: dict):
+    import torch
+
+    torch.manual_seed(0)
+    model = cls._from_config(cfg, **from_config) if hasattr(cls, "_from_config") else cls(cfg)
+    return model.eval()
+
+
+def _tuples_to_lists(cfg) -> bool:
+    """Every tuple of numbers a config (or sub-config) holds as a list; whether any was."""
+    changed = False
+    for c in _configs(cfg):
+        for attr, val in list(vars(c).items()):
+            if isinstance(val, tuple) and val and all(isinstance(v, (int, float)) for v in val):
+                try:
+                    setattr(c, attr, list(val))
+                    changed = True
+                except Exception:  # a read-only property derives it
+                    pass
+    return changed
+
+
+def _fit_sliding_window(cfg) -> None:
+    """A config that types its layers but sets no sliding window (step3p7's default is None)
+    cannot build the window's mask, which some models build whatever the types: a window of 8
+    tokens, inside the tiny batch (a layer typed full attention ignores it)."""
+    for c in _configs(cfg):
+        types = getattr(c, "layer_types", None)
+        if isinstance(types, (list, tuple)) and "sliding_window" in vars(c) and c.sliding_window is None:
+            try:
+                c.sliding_window = 8
+            except Exception:  # a read-only property derives it
+                pass
 
 
 def _grid(cfg) -> tuple[tuple[int, int, int], int, int]:
@@ -714,8 +941,8 @@ def _grid(cfg) -> tuple[tuple[int, int, int], int, int]:
     and one patch's flattened size (channels x temporal patch x patch x patch)."""
     vision = _sub(cfg, "vision_config")
     p = getattr(vision, "patch_size", 14) or 14
-    tp = getattr(vision, "temporal_patch_size", 1) or 1
-    m = getattr(vision, "spatial_merge_size", 2) or 2
+    tp = getattr(vision, "temporal_patch_size", None) or getattr(vision, "patch_temporal", None) or 1
+    m = getattr(vision, "spatial_merge_size", None) or getattr(vision, "merge_size", None) or 2
     c = getattr(vision, "in_channels", None) or getattr(vision, "num_channels", None) or 3
     h = w = 2 * m
     return (1, h, w), h * w // (m * m), c * tp * p * p
@@ -735,7 +962,12 @@ def _time_major_features(x: dict) -> Optional[dict]:  # conformers: (batch, fram
 
 def _images_per_sample(x: dict) -> Optional[dict]:  # idefics-like: (batch, images, channels, h, w)
     v = x.get("pixel_values")
-    return {**x, "pixel_values": v.unsqueeze(1)} if v is not None and v.dim() == 4 else None
+    if v is None or v.dim() != 4:
+        return None
+    out = {**x, "pixel_values": v.unsqueeze(1)}
+    if "input_ids" in x:  # idefics: which image each text token sees, (batch, text, images)
+        out["image_attention_mask"] = x["input_ids"].new_ones(*x["input_ids"].shape, 1)
+    return out
 
 
 def _without_pixels(x: dict) -> Optional[dict]:  # a multimodal head that also runs on text alone
@@ -744,7 +976,40 @@ def _without_pixels(x: dict) -> Optional[dict]:  # a multimodal head that also r
     return {k: v for k, v in x.items() if k not in ("pixel_values", "image_grid_thw")}
 
 
-VARIANTS = (_channels_audio, _time_major_features, _images_per_sample)
+def _image_sizes(x: dict) -> Optional[dict]:  # pixtral, llava-next: each image's (height, width)
+    v = x.get("pixel_values")
+    if v is None or v.dim() != 4 or "image_sizes" in x:
+        return None
+    import torch
+
+    return {**x, "image_sizes": torch.tensor([list(v.shape[-2:])] * v.shape[0])}
+
+
+def _without_audio(x: dict) -> Optional[dict]:  # an omni model's image and text, its audio left out
+    if "input_features" not in x or "pixel_values" not in x:
+        return None
+    return {k: v for k, v in x.items() if k not in ("input_features", "feature_attention_mask", "input_features_mask")}
+
+
+def _longer_audio(x: dict) -> Optional[dict]:  # x-vector heads: their TDNN kernels outlast 4000 samples' frames
+    v = x.get("input_values")
+    return {**x, "input_values": v.repeat(1, 4)} if v is not None and v.dim() == 2 else None
+
+
+VARIANTS = (_channels_audio, _time_major_features, _images_per_sample, _image_sizes, _without_audio, _longer_audio)
+
+
+def _variants(inputs: dict, accepted) -> list[dict]:
+    """Each layout variant of ``inputs`` (``VARIANTS``), less what the forward does not take;
+    one that then differs from ``inputs`` in nothing is not tried again."""
+    out = []
+    for f in VARIANTS:
+        v = f(inputs)
+        if v is not None and accepted:
+            v = {k: t for k, t in v.items() if k in accepted}
+        if v is not None and (set(v) != set(inputs) or any(v[k] is not inputs[k] for k in v)):
+            out.append(v)
+    return out
 
 
 class _Retry(Exception):
