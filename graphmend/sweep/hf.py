@@ -833,7 +833,7 @@ def _build_class(cls, cfg_cls, extra: dict, from_config: dict) -> tuple[Any, dic
             raise NotBuilt(f"model: {describe(exc)}") from None
         try:
             model = _model(cls, cfg, from_config)
-        except Exception:
+        except Exception:  # the lists did not help: the first failure is the reason
             raise NotBuilt(f"model: {describe(exc)}") from None
     except Exception as exc:
         raise NotBuilt(f"model: {describe(exc)}") from None
@@ -852,7 +852,7 @@ def _build_class(cls, cfg_cls, extra: dict, from_config: dict) -> tuple[Any, dic
         setattr(holder, attr, None)
     try:
         return model, _run(model, cfg, accepted)
-    except Exception:
+    except Exception:  # on its text alone too: the failure with the placeholder filled is the reason
         raise NotBuilt(f"eager forward: {describe(first)}") from None
 
 

@@ -1,7 +1,8 @@
 """A conv feature map flattened with ``.view`` on the rare saturated path. A
 ``channels_last`` input gives a ``channels_last`` map, which ``view`` cannot flatten: eager
-code never reaches it there, a plain ``torch.where`` does and raises. ``reshape`` is the
-same values on every layout."""
+code never reaches it on the inputs given, a plain ``torch.where`` does and raises. Written
+``reshape``, the arm returns where the original, saturated on a ``channels_last`` map,
+raises: verification's channels_last edge, scaled until it takes that arm, refuses it."""
 
 import torch
 from torch import nn
@@ -10,8 +11,8 @@ from graphmend import Target
 
 from _adv import naive
 
-EXPECT = "fix"
-ACCEPT_REASONS = ()
+EXPECT = "refuse"
+ACCEPT_REASONS = ("original raised runtimeerror: view size is not compatible",)
 
 
 class Head(nn.Module):
