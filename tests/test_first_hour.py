@@ -163,25 +163,18 @@ with torch.no_grad():  # grad mode off: a recompile, not a break
 '''
 
 
-# a quantized layer Dynamo captures whole and Inductor (torch 2.13, CPU) cannot lower: its scales
-# are computed in the graph
-QUANT = '''import torch
-from torch import nn
+def _quant() -> tuple[str, int]:
+    """A file holding tests/test_lowering.py's quantized layer (Dynamo captures it whole,
+    Inductor on torch 2.13's CPU cannot lower it: its scales are computed in the graph) and a
+    target, with the line of the op's call."""
+    import inspect
 
+    from test_lowering import Int8Linear
 
-class Int8Linear(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.register_buffer("weight", torch.randint(-127, 127, (8, 8), dtype=torch.int8))
-        self.register_buffer("absmax", torch.rand(8) + 0.5)
-
-    def forward(self, x):
-        return torch._weight_int8pack_mm(x, self.weight, self.absmax / 127)
-
-
-def mend_target_int8():
-    return Int8Linear().eval(), (torch.randn(4, 8),)
-'''
+    head = "import torch\nfrom torch import nn\n\n\n"
+    body = inspect.getsource(Int8Linear)
+    line = head.count("\n") + next(i for i, t in enumerate(body.splitlines(), 1) if "_weight_int8pack_mm" in t)
+    return head + body + "\n\ndef mend_target_int8():\n    return Int8Linear().eval(), (torch.randn(4, 8),)\n", line
 
 
 def test_a_first_hour_on_a_repository_without_targets(tmp_path):
@@ -191,8 +184,9 @@ def test_a_first_hour_on_a_repository_without_targets(tmp_path):
     import subprocess
 
     repo = tmp_path / "repo"
+    quant, quant_line = _quant()
     for rel, text in {"pkg/__init__.py": "", "pkg/model.py": MODEL, "scripts/train.py": TRAIN,
-                      "quant.py": QUANT}.items():
+                      "quant.py": quant}.items():
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
         (repo / rel).write_text(text)
     (repo / ".git").mkdir()  # the repository's top level: its files are the user's
@@ -228,7 +222,7 @@ def test_a_first_hour_on_a_repository_without_targets(tmp_path):
     assert check.returncode == 0 and "accept today's with `mend check pkg --update-baseline`" in check.stderr, check
     # a lowering failure named: the op, the user's line, Inductor's reason; never its IR
     lower = mend("analyze", "quant.py", "--lower", "-q")
-    assert lower.returncode == 1 and "GM608" in lower.stdout and "quant.py:12 [dynamic] in forward" in lower.stdout, lower
+    assert lower.returncode == 1 and "GM608" in lower.stdout and f"quant.py:{quant_line} [dynamic] in forward" in lower.stdout, lower
     assert "Inductor cannot lower `aten._weight_int8pack_mm.default`" in lower.stdout, lower.stdout
     assert "inductor: LoweringException: AssertionError: <class 'torch._inductor.ir.Pointwise'>" in lower.stdout
     for text in (lower.stdout, lower.stderr):
