@@ -168,8 +168,8 @@ def entries_from_targets(targets: Iterable[TargetResult]) -> list[CheckEntry]:
                 continue  # the first size change of a dimension: automatic dynamic shapes, no cause
             # keyed where the guarded value is (else the recompiled function), by the guarded
             # line's text or expression: a guard's own words hold values that change run to run
-            file, line = (r.guard_file, r.guard_line) if r.guard_file and r.guard_line else (r.file, r.line)
-            key_text = r.guard_source if r.guard_file and r.guard_line else r.expression or r.function
+            file, line = r.place
+            key_text = r.guard_source if r.guarded else r.expression or r.function
             site = (file, line, r.rule, r.function, None, t.run_mode, bool(t.nested_graph_breaks))
             if site in seen:
                 continue

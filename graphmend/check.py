@@ -141,7 +141,7 @@ def run_check(files: Optional[Sequence[Path]], config: Config, baseline_path: Pa
 
 def _recompile_site(r, mode: Optional[str]) -> tuple:
     """(file, line, rule, mode) of a recompile as its baseline entry places it."""
-    file, line = (r.guard_file, r.guard_line) if r.guard_file and r.guard_line else (r.file, r.line)
+    file, line = r.place
     return (str(Path(file).resolve()) if file else "<unknown>", line, r.rule, mode)
 
 

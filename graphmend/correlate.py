@@ -262,7 +262,7 @@ def _recompile_groups(report: Report, norm) -> list[_Recompiled]:
         for ri, rc in enumerate(t.recompiles):
             if not rc.rule:
                 continue
-            file, line = (rc.guard_file, rc.guard_line) if rc.guard_file and rc.guard_line else (rc.file, rc.line)
+            file, line = rc.place
             place = (norm(file), line)
             g = groups.setdefault((place, rc.rule), _Recompiled(place, rc.rule))
             g.recompiles.append((ti, ri))
@@ -277,7 +277,7 @@ def _recompile_issue(report: Report, g: _Recompiled) -> Issue:
     rcs = [report.targets[ti].recompiles[ri] for ti, ri in g.recompiles]
     first = rcs[0]
     fn = function_name(first.function)  # a resume function by the function it resumes
-    guarded = bool(first.guard_file and first.guard_line)
+    guarded = first.guarded
     what = first.expression or "a guarded value"
     limit = g.rule == "GM706"
     message = (f"{fn} reached the recompile limit and runs in eager from then on; the guard that kept "
@@ -286,7 +286,7 @@ def _recompile_issue(report: Report, g: _Recompiled) -> Issue:
     labels = list(dict.fromkeys(_label(report.targets[ti]) for ti, _ in g.recompiles))
     rule = get_rule(g.rule)
     issue = Issue(rule=g.rule, category=rule.category if rule else "recompile", status=DYNAMIC, message=message,
-                  file=first.guard_file if guarded else first.file, line=first.guard_line if guarded else first.line,
+                  file=first.place[0], line=first.place[1],
                   source_line=first.guard_source if guarded else None, function=fn,
                   reason=first.reason, targets=labels, fan_out=len(rcs),
                   recompiles=[[ti, ri] for ti, ri in g.recompiles])

@@ -116,6 +116,16 @@ class Recompile:
     # this recompile reached torch._dynamo.config.recompile_limit: the function runs in eager from then on
     limit: bool = False
 
+    @property
+    def guarded(self) -> bool:
+        """Whether Dynamo's record names the user line whose value the failed guard holds."""
+        return bool(self.guard_file and self.guard_line)
+
+    @property
+    def place(self) -> tuple[Optional[str], Optional[int]]:
+        """Where the recompile is told: the guarded line where known, else the recompiled function's."""
+        return (self.guard_file, self.guard_line) if self.guarded else (self.file, self.line)
+
 
 @dataclass
 class LoweringFailure:

@@ -47,14 +47,15 @@ def fix_breaking(folder: Path, files: dict[str, str], report: Report, config: Co
     return runs
 
 
-def _status(ft: FixTarget, by_site: dict[tuple[str, int], list[str]]) -> str:
+def _status(ft: FixTarget, by_site: dict[tuple[str, int], list[Fix]]) -> str:
     """How the breaks ``ft`` lost were removed: by verified rewrites only, with a partially
-    verified one among them, or with one ``mend fix --write`` would not write."""
+    verified one among them, or with one ``mend fix --write`` would not write (or with no
+    record of its own)."""
     if ft.error:
         return FIX_ERROR
     if ft.breaks_before - ft.breaks_after <= 0:
         return FIX_NONE
-    statuses = [st for key in ft.fixes for st in by_site.get(_site_key(key), [""])]
+    statuses = [f.status if f else "" for key in ft.fixes for f in by_site.get(_site_key(key), [None])]
     if statuses and all(st == VERIFIED for st in statuses):
         return FIX_VERIFIED
     if statuses and all(st in (VERIFIED, PARTIAL) for st in statuses):
@@ -71,11 +72,9 @@ def fix_rows(rows: Sequence[SweepRow], mode: str, fix_targets: Sequence[FixTarge
              fixes: Sequence[Fix], model_of_file: dict[str, str]) -> None:
     """Fill the fix fields of the ``mode`` rows from one ``run_fix`` report (its fix_targets,
     targets and fix records); ``model_of_file``: generated file name -> model."""
-    by_site: dict[tuple[str, int], list[str]] = {}
-    records: dict[tuple[str, int], list[Fix]] = {}
+    by_site: dict[tuple[str, int], list[Fix]] = {}
     for f in fixes:
-        by_site.setdefault((os.path.realpath(f.file), f.line), []).append(f.status)
-        records.setdefault((os.path.realpath(f.file), f.line), []).append(f)
+        by_site.setdefault((os.path.realpath(f.file), f.line), []).append(f)
     file_of = {t.name: Path(t.file).name for t in targets}
     row_of = {r.model: r for r in rows if r.run_mode == mode}
     for ft in fix_targets:
@@ -91,7 +90,7 @@ def fix_rows(rows: Sequence[SweepRow], mode: str, fix_targets: Sequence[FixTarge
         if row.fix == FIX_NOT_KEPT:
             # the first rewrite mend fix would not write, and its own verdict (a timeout, a
             # difference another target showed)
-            unkept = next((f for key in ft.fixes for f in records.get(_site_key(key), [])
+            unkept = next((f for key in ft.fixes for f in by_site.get(_site_key(key), [])
                            if f.status not in (VERIFIED, PARTIAL)), None)
             row.fix_why = (f"{Path(unkept.file).name}:{unkept.line} {unkept.rule} {unkept.status}: "
                            f"{' '.join(unkept.reason.split())[:240]}" if unkept is not None else
