@@ -81,6 +81,16 @@ def test_cpu_bench_end_to_end(cpu_bench):
     assert "mended/reference" in names
 
 
+def test_arms_without_eager_are_not_compared_and_not_called_different(tmp_path):
+    # no eager arm asked for: nothing to compare with, which is neither a match nor a difference
+    out = tmp_path / "r.json"
+    proc = _mend_bench(str(FIXTURE), "--arms", "original", "--runs", "1", "--warmup", "0", out=out)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (row,) = Report.from_json(out.read_text()).bench
+    assert row.arm == "original" and row.error is None
+    assert row.outputs_match is None and row.mismatch is None
+
+
 @pytest.mark.skipif(not __import__("importlib").util.find_spec("torch"), reason="torch is not installed")
 def test_cuda_path(tmp_path):
     import torch
