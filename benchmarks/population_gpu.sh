@@ -10,7 +10,7 @@
 #                              its own (no verdict carried from one to the next)
 #   e.g. benchmarks/population_gpu.sh bench@benchmarks/population_gpu.py::mend_target_ta_conformer@default
 #
-# Env: OUT (default ./population-gpu-out), DEADLINE (seconds from the start after which no job
+# Env: DEVICE (cuda; cpu gives the same sample's CPU figures), OUT (default ./population-gpu-out), DEADLINE (seconds from the start after which no job
 # starts, and by which every job is stopped; default 540), DTYPE (float32), RUNS (20), WARMUP (3),
 # TIMEOUT (seconds per arm, 150). MEND_EXTRA_SITE and .whl as in benchmarks/gpu_bench.sh.
 set -u
@@ -50,7 +50,7 @@ run_job() {  # one job; its JSON and stderr land in $RES
       case "$extra" in *train*) flags="$flags --train" ;; esac
       case "$extra" in *unsafe*) flags="$flags --unsafe-fixes" ;; esac
       echo "== $(date -u +%T) $1"
-      timeout "$(left)" python3 -m graphmend bench "$target" --device cuda --dtype "${DTYPE:-float32}" \
+      timeout "$(left)" python3 -m graphmend bench "$target" --device "${DEVICE:-cuda}" --dtype "${DTYPE:-float32}" \
         --mode "$mode" --runs "${RUNS:-20}" --warmup "${WARMUP:-3}" --arms original,mended \
         --timeout "${TIMEOUT:-150}" $flags --quiet -f json -o "$stem.json" 2> "$stem.stderr.txt"
       rc=$?; echo "   $(date -u +%T) exit $rc $1" ;;
@@ -59,7 +59,7 @@ run_job() {  # one job; its JSON and stderr land in $RES
         [ "$(left)" -le 30 ] && { echo "skipped (deadline): $1 run $i"; break; }
         echo "== $(date -u +%T) $1 run $i"
         MEND_CACHE_DIR="$(mktemp -d)" timeout "$(left)" python3 -m graphmend fix "$target" --bench \
-          --bench-device cuda --bench-modes "$mode" --timeout "${TIMEOUT:-150}" -q -f json \
+          --bench-device "${DEVICE:-cuda}" --bench-modes "$mode" --timeout "${TIMEOUT:-150}" -q -f json \
           -o "$stem-run$i.json" 2> "$stem-run$i.stderr.txt"
         rc=$?; echo "   $(date -u +%T) exit $rc $1 run $i"
       done ;;
