@@ -26,11 +26,11 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
 
 python3 - > "$RES/versions.txt" 2>&1 <<'PY'
-import importlib, platform
+import importlib, importlib.metadata, platform
 print("python:", platform.python_version())
 for name in ("torch", "triton", "transformers", "torchaudio", "libcst"):
     try:
-        print(f"{name}: {importlib.import_module(name).__version__}")
+        importlib.import_module(name); print(f"{name}: {importlib.metadata.version(name)}")
     except Exception as exc:
         print(f"{name}: MISSING ({type(exc).__name__}: {exc})")
 import torch
