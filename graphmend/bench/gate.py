@@ -81,7 +81,7 @@ def cost_gate(config: Config, options: GateOptions,
         keys = [[_key(kept, key, patches, options, mode, machine) if key and machine else None
                  for mode in options.modes] for _, patches, key in items]
         found = [[_found(kept, k) for k in ks] for ks in keys]
-        planned = sum(c is None for cs in found for c in cs) * 2 * len(ARMS)  # two runs of each arm (a third confirms a slower)
+        planned = sum(c is None for cs in found for c in cs) * 2 * len(ARMS)  # two runs of each arm
         advance = progress("benchmarking", planned) if progress and planned else None
         cache_root = Path(tempfile.mkdtemp(prefix="mend-gate-"))
         out: list[list[CostCheck]] = []
@@ -106,15 +106,17 @@ def _measure(index: int, spec: TargetSpec, patches: dict[str, str], mode: str, o
              config: Config, timeout: float, cache_root: Path, advance) -> CostCheck:
     bench = BenchOptions(device=options.device, mode=mode, runs=options.runs, warmup=options.warmup,
                          timeout=timeout, arms=list(ARMS), run_mode=options.run_mode)
-    def run(order) -> list[BenchRow]:
-        return bench_item(index, BenchItem(spec), order, bench, config, timeout, cache_root, _Given(patches), advance)
+
+    def run(order, tick=advance) -> list[BenchRow]:
+        return bench_item(index, BenchItem(spec), order, bench, config, timeout, cache_root, _Given(patches), tick)
 
     # twice, the second time mended first: an arm's median moves between processes (a GPU's
     # clocks, where its memory landed) by more than its spread within one
     runs = [run(ARMS), run(ARMS[::-1])]
     check = judge_runs(spec.name, runs, bench)
     if check.verdict == SLOWER:  # what blocks a fix holds in a third run, or is not told
-        check = judge_runs(spec.name, [*runs, run(ARMS)], bench)
+        # (off the progress bar, whose total counts two runs: a third is seldom taken)
+        check = judge_runs(spec.name, [*runs, run(ARMS, tick=None)], bench)
     return check
 
 
