@@ -115,6 +115,10 @@ KILLED = """
 import os, signal, sys, tempfile
 sys.path.insert(0, {repo!r})
 from graphmend.core.sources import write_bytes_atomic
+# as a user's shell starts mend: a test before this one may have left SIGINT ignored in the
+# process that runs the suite, and an ignored disposition is inherited
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
 real = tempfile.mkstemp
 def mkstemp_then_killed(*a, **k):
     out = real(*a, **k)
