@@ -10,9 +10,10 @@
 #                              its own (no verdict carried from one to the next)
 #   e.g. benchmarks/population_gpu.sh bench@benchmarks/population_gpu.py::mend_target_ta_conformer@default
 #
-# Env: DEVICE (cuda; cpu gives the same sample's CPU figures), OUT (default ./population-gpu-out), DEADLINE (seconds from the start after which no job
-# starts, and by which every job is stopped; default 540), DTYPE (float32), RUNS (20), WARMUP (3),
-# TIMEOUT (seconds per arm, 150). MEND_EXTRA_SITE and .whl as in benchmarks/gpu_bench.sh.
+# Env: DEVICE (cuda; cpu gives the same sample's CPU figures), OUT (default ./population-gpu-out),
+# DEADLINE (seconds from the start after which no job starts, and by which every job is stopped;
+# default 540), DTYPE (float32), RUNS (20), WARMUP (3), TIMEOUT (seconds per arm, 150).
+# MEND_EXTRA_SITE and .whl as in benchmarks/gpu_bench.sh.
 set -u
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/population-gpu-out}"
@@ -63,6 +64,7 @@ run_job() {  # one job; its JSON and stderr land in $RES
           -o "$stem-run$i.json" 2> "$stem-run$i.stderr.txt"
         rc=$?; echo "   $(date -u +%T) exit $rc $1 run $i"
       done ;;
+    *) echo "population_gpu.sh: unknown job kind '$kind' in '$1' (bench@... or gate@...)" >&2 ;;
   esac
 }
 
