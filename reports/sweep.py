@@ -81,13 +81,16 @@ POPULATION = (("library", "library"), ("modality", "modality"), ("models", "enum
               ("pairs", "pairs"), ("breaking", "breaking"), ("breaks", "breaks"), ("explain", "graph_breaks"),
               ("removed", "removed"), ("removed %", "removed_pct"), ("to zero", "zeroed"),
               ("partial removed", "removed_partial"), ("partial to zero", "zeroed_partial"),
-              ("not kept", "removed_not_kept"), ("fix errors", "fix_errors"))
+              ("not kept", "removed_not_kept"), ("fix errors", "fix_errors"), ("recompiling", "recompiling"),
+              ("recompiles", "recompiles"), ("located", "recompiles_located"))
 POPULATION_NOTE = ("pairs: (model, mode) pairs that ran; breaking: those that break; breaks: Dynamo's logged breaks "
                    "over them (explain: torch._dynamo.explain's count). Then mend fix (verification only, nothing "
                    "written) over every breaking pair: removed / to zero: logged breaks gone and pairs left with "
                    "none where every rewrite applied is verified (what mend fix --write writes); partial: a "
                    "partially verified rewrite took part (a skipped check or a caveat); not kept: one mend fix "
-                   "would not write. Neither of the last two counts as removed.")
+                   "would not write. Neither of the last two counts as removed. recompiling: pairs that recompiled over "
+                   "their calls of other sizes (the first size change automatic dynamic shapes expects left out); "
+                   "located: recompiles whose guard names the user line whose value it holds.")
 
 
 def _population(r: SweepReport) -> list[list[str]]:
@@ -100,6 +103,13 @@ def _fix_cell(row) -> str:
     if row.breaks_after is None:
         return f"{row.fix}: {row.fix_why}" if row.fix_why else row.fix
     return f"{row.fix}: {row.breaks} -> {row.breaks_after}"
+
+
+def _recompile_cell(row) -> str:
+    if not row.recompiles:
+        return ""
+    return (f"{row.recompiles} ({row.recompiles_located} located"
+            + ("; the recompile limit reached" if row.recompile_limit else "") + ")")
 
 
 def _models(c) -> str:
@@ -144,6 +154,11 @@ def render_sweep_text(r: SweepReport) -> str:
             out.append(f"  {row.library} {row.modality or '-'} {row.model} [{row.run_mode}]: {row.graph_count} graphs, "
                        f"{row.graph_break_count} counted, {row.breaks} listed; {', '.join(row.where)}"
                        + (f"; fix {_fix_cell(row)}" if row.fix else ""))
+    recompiling = [row for row in r.rows if row.recompiles]
+    if recompiling:
+        out += ["", "Recompiling:"]
+        out += [f"  {row.library} {row.modality or '-'} {row.model} [{row.run_mode}]: {_recompile_cell(row)}"
+                for row in recompiling]
     failed = [row for row in r.rows if row.status in (SWEEP_FAILED, SWEEP_NOT_BUILT)]
     if failed:
         out += ["", "Not run:"]
@@ -186,12 +201,14 @@ def render_sweep_md(r: SweepReport) -> str:
                     for c in changes]
     out += ["", "## Architectures", "",
             "| library | modality | model | mode | status | graphs | counted breaks | listed breaks | skipped frames | "
-            "causes | safe fix | mend fix | where / why |", "|---|---|---|---|---|---:|---:|---:|---:|---|---:|---|---|"]
+            "recompiles | causes | safe fix | mend fix | where / why |",
+            "|---|---|---|---|---|---:|---:|---:|---:|---|---|---:|---|---|"]
     for row in r.rows:
         detail = row.why if row.status in (SWEEP_FAILED, SWEEP_NOT_BUILT) else ", ".join(row.where)
         out.append(f"| {_cell(row.library)} | {_cell(row.modality)} | {_cell(row.model)} | {row.run_mode} | "
                    f"{row.status} | {row.graph_count} | {row.graph_break_count} | "
-                   f"{row.breaks} | {row.frames_skipped} | {', '.join(str(i + 1) for i in row.causes)} | {row.fixable} | "
+                   f"{row.breaks} | {row.frames_skipped} | {_cell(_recompile_cell(row))} | "
+                   f"{', '.join(str(i + 1) for i in row.causes)} | {row.fixable} | "
                    f"{_cell(_fix_cell(row))} | {_cell(detail)} |")
     if r.skipped:
         out += ["", f"## Left out by the enumeration ({len(r.skipped)})", ""]
@@ -269,11 +286,12 @@ def render_sweep_html(r: SweepReport) -> str:
              for i, c in enumerate(r.causes, 1)]))
     parts.append("<h2>Architectures</h2>" + _table(
         [("library", False), ("modality", False), ("model", False), ("mode", False), ("status", False),
-         ("graphs", True), ("counted", True), ("listed", True), ("skipped frames", True), ("causes", False),
+         ("graphs", True), ("counted", True), ("listed", True), ("skipped frames", True), ("recompiles", False),
+         ("causes", False),
          ("safe fix", True), ("mend fix", False), ("where / why", False)],
         [[_e(row.library), _e(row.modality), f"<code>{_e(row.model)}</code>", _e(row.run_mode), _badge(row.status),
           str(row.graph_count), str(row.graph_break_count), str(row.breaks), str(row.frames_skipped),
-          _e(", ".join(str(i + 1) for i in row.causes)), str(row.fixable), _e(_fix_cell(row)),
+          _e(_recompile_cell(row)), _e(", ".join(str(i + 1) for i in row.causes)), str(row.fixable), _e(_fix_cell(row)),
           _e(row.why if row.status in (SWEEP_FAILED, SWEEP_NOT_BUILT) else ", ".join(row.where))]
          for row in r.rows]))
     if r.skipped:

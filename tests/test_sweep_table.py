@@ -76,6 +76,30 @@ def test_fix_results_are_counted_per_modality_with_partial_and_unkept_apart():
         assert getattr(total, f) == sum(getattr(p, f) for m, p in table.items() if m != ALL), f
 
 
+def test_recompiles_are_counted_per_row_and_pair_the_expected_first_size_change_apart():
+    from graphmend.core.model import Recompile
+    from reports.sweep import render_sweep
+
+    expected = Recompile(function="forward", reason="size mismatch at index 0", expected=True)
+    step = Recompile(function="forward", reason="self.step == 3", rule="GM701", guard_file="/m/a.py", guard_line=9)
+    limit = Recompile(function="forward", reason="self.step == 4", rule="GM701", limit=True)
+    t = TargetResult(name="/t/lib_a.py::mend_target_a", file="/t/lib_a.py", function="mend_target_a", graph_count=1,
+                     recompiles=[expected, step, limit])
+    clean = TargetResult(name="/t/lib_b.py::mend_target_b", file="/t/lib_b.py", function="mend_target_b",
+                         graph_count=1, recompiles=[expected])
+    a, b = stage._row(t, "a"), stage._row(clean, "b")
+    assert (a.status, a.recompiles, a.recompiles_located, a.recompile_limit) == (SWEEP_CLEAN, 2, 1, True)
+    assert (b.recompiles, b.recompile_limit) == (0, False)  # automatic dynamic shapes did what it is meant to
+    for r in (a, b):
+        r.library, r.modality = "lib", "text"
+    total = population([a, b], "lib")[-1]
+    assert (total.pairs, total.recompiling, total.recompiles, total.recompiles_located) == (2, 1, 2, 1)
+    rep = SweepReport(library="lib", rows=[a, b], population=population([a, b], "lib"))
+    text, md = render_sweep(rep, "text"), render_sweep(rep, "md")
+    assert "lib text a [eval]: 2 (1 located; the recompile limit reached)" in text and "lib text b [eval]" not in text
+    assert "| lib | text | a | eval | one graph | 1 | 0 | 0 | 0 | 2 (1 located; the recompile limit reached) |" in md
+
+
 def test_renderers_show_the_population_table_and_each_rows_library_and_modality():
     from reports.sweep import render_sweep
 
@@ -86,7 +110,7 @@ def test_renderers_show_the_population_table_and_each_rows_library_and_modality(
     total = rep.population[-1]
     want = ["lib", ALL, total.enumerated, total.built, total.pairs, total.breaking, total.breaks, total.graph_breaks,
             total.removed, total.removed_pct, total.zeroed, total.removed_partial, total.zeroed_partial,
-            total.removed_not_kept, total.fix_errors]
+            total.removed_not_kept, total.fix_errors, total.recompiling, total.recompiles, total.recompiles_located]
     assert any(line.split() == [str(w) for w in want] for line in text.splitlines()), text
     assert "| " + " | ".join(map(str, want)) + " |" in md
     assert "<h2>Population</h2>" in html and f"<td>{ALL}</td>" in html

@@ -599,6 +599,11 @@ class SweepRow:
     graph_break_count: int = 0
     breaks: int = 0  # distinct breaks listed, counted by explain or not
     frames_skipped: int = 0
+    # recompiles over the target's calls, those automatic dynamic shapes expect left out (each
+    # has a GM7xx rule); of them, those whose guarded user line Dynamo's record names
+    recompiles: int = 0
+    recompiles_located: int = 0
+    recompile_limit: bool = False  # one reached the recompile limit: the frame ran in eager after
     why: str = ""  # not built / failed: one line
     where: list[str] = field(default_factory=list)  # "file:line" of its first breaks
     causes: list[int] = field(default_factory=list)  # indexes into SweepReport.causes
@@ -643,6 +648,9 @@ class PopulationRow:
     removed_not_kept: int = 0  # removed by a rewrite mend fix would not write (rejected elsewhere, slower)
     fix_errors: int = 0  # breaking pairs mend fix could not run
     removed_pct: float = 0.0  # removed / breaks, in percent
+    recompiling: int = 0  # pairs that ran and recompiled (SweepRow.recompiles)
+    recompiles: int = 0  # their recompiles
+    recompiles_located: int = 0  # of them, those located to the user line whose value the guard holds
 
 
 @dataclass

@@ -106,6 +106,9 @@ def _add(p: PopulationRow, rows: Sequence[SweepRow]) -> None:
     p.pairs, p.breaking = len(ran), len(broke)
     p.breaks = sum(r.breaks for r in broke)
     p.graph_breaks = sum(r.graph_break_count for r in broke)
+    p.recompiling = sum(1 for r in ran if r.recompiles)
+    p.recompiles = sum(r.recompiles for r in ran)
+    p.recompiles_located = sum(r.recompiles_located for r in ran)
     for r in broke:
         zero = r.breaks_after == 0 and r.breaks_removed > 0
         if r.fix == FIX_VERIFIED:
