@@ -26,6 +26,12 @@ the end, and torch 2.13 lowers the unbacked slice with the same semantics). ``to
 a value past the end raise where the slice clamped. (``torch._check_is_size`` is deprecated
 on torch 2.13 in favour of ``torch._check(n >= 0)``.)
 
+Several reads bound by one statement (``t, h, w = (g[0].item() // m, g[1].item() // m, ...)``,
+the grid of a vision-language model's rope index in Qwen2/2.5/3-VL, GLM-4V and their copies)
+go through one op, each value its own unbacked int; a read floor-divided by an int literal or
+an ``int`` parameter stays divided (eager computes the same ``int // k``). Any value of the
+statement not kept so refuses the whole statement: its break would stay.
+
 ``sizes = t.tolist()`` (GM302, 1-D ``t``) is kept the same way, as a list of unbacked ints
 (``_mend_size_op(..., many=True)``: the fake makes one per element), where every use of the
 list is a split's sizes (``x.split(sizes, dim)``, ``torch.split(x, sizes)``), a size, or a
@@ -232,6 +238,43 @@ def _list_use(an: Analysis, u: cst.Name, var: str) -> tuple[str, str]:
     return kind, why
 
 
+def _targets(node: cst.Assign) -> list[tuple[str, cst.BaseExpression]]:
+    """``n = <value>`` -> [(n, value)]; ``a, b = (<x>, <y>)`` -> [(a, x), (b, y)] (Qwen-VL's grid
+    reads); anything else -> []."""
+    if len(node.targets) != 1:
+        return []
+    target = node.targets[0].target
+    if isinstance(target, cst.Name):
+        return [(target.value, node.value)]
+    value = node.value
+    if isinstance(target, cst.Tuple) and isinstance(value, cst.Tuple) and len(target.elements) == len(value.elements) \
+            and all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in target.elements) \
+            and all(isinstance(e, cst.Element) for e in value.elements):
+        return [(t.value.value, v.value) for t, v in zip(target.elements, value.elements)]  # type: ignore[attr-defined]
+    return []
+
+
+def _int_parameter(fn: cst.FunctionDef, name: str) -> bool:
+    """Whether ``name`` is a parameter of ``fn`` typed ``int`` or defaulting to an int literal."""
+    params = fn.params
+    for p in [*params.posonly_params, *params.params, *params.kwonly_params]:
+        if p.name.value == name:
+            typed = p.annotation is not None and code(p.annotation.annotation) == "int"
+            return typed or isinstance(p.default, cst.Integer)
+    return False
+
+
+def _floor_divided(value: cst.BaseExpression, fn: cst.FunctionDef) -> cst.BaseExpression:
+    """``<read> // k`` with ``k`` an int literal or an int parameter -> the read (eager computes
+    the same ``int // k`` on the op's int; compiled, an unbacked int divided stays one); else
+    ``value``."""
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.FloorDivide):
+        k = value.right
+        if isinstance(k, cst.Integer) or isinstance(k, cst.Name) and _int_parameter(fn, k.value):
+            return value.left
+    return value
+
+
 def plan(an: Analysis, ctx: Context) -> Plan:
     result = Plan()
     if ctx.lines is None:
@@ -241,7 +284,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
 
     class V(cst.CSTVisitor):
         def visit_Assign(self, n: cst.Assign) -> None:
-            if len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name):
+            if _targets(n):
                 assigns.append(n)
 
     an.visit_covering(V(), ctx)
@@ -256,39 +299,57 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         if not ctx.covers(start, end):
             continue
         f = facts.setdefault(id(fn), FunctionFacts(an, fn))
-        listed = _tolist(node.value)
-        # a .tolist() at a line where Dynamo broke on it reads a tensor: the capture is the proof
-        src = ("GM302", listed) if listed is not None else scalar_source(node.value, f.tensor_names(start))
-        if src is None or not ctx.wants(src[0]):
+        pairs = _targets(node)
+        # (var, rule, tensor read, whether a list) of each target a read binds
+        reads: list[tuple[str, str, cst.BaseExpression, bool]] = []
+        mixed = ""  # a target of several whose value reads a tensor in a form not kept
+        for var, value in pairs:
+            read = _floor_divided(value, fn)
+            # a .tolist() at a line where Dynamo broke on it reads a tensor: the capture is the proof
+            listed = _tolist(read) if len(pairs) == 1 and read is value else None
+            src = ("GM302", listed) if listed is not None else scalar_source(read, f.tensor_names(start))
+            if src is None or not ctx.wants(src[0]) \
+                    or src[0] == "GM303" and full_name(read.func) != "int":  # type: ignore[attr-defined]
+                # (float(t) is never a size)
+                if len(pairs) > 1 and (".item()" in code(value) or ".tolist()" in code(value)):
+                    mixed = mixed or f"`{var}` reads a tensor in a form not kept (`{code(value)}`)"
+                continue
+            reads.append((var, src[0], src[1], listed is not None))
+        if not reads:
             continue
-        if src[0] == "GM303" and full_name(node.value.func) != "int":  # type: ignore[attr-defined]
-            continue  # float(t) is never a size
-        rule, tensor = src
-        var = node.targets[0].target.value  # type: ignore[attr-defined]
-        uses: list[cst.Name] = []
+        rule, listed = reads[0][1], reads[0][3]
+        kinds: dict[str, list[tuple[str, str]]] = {}
+        for var, _, _, is_list in reads:
+            uses: list[cst.Name] = []
 
-        class U(cst.CSTVisitor):
-            def visit_Name(self, n: cst.Name) -> None:
-                if n.value == var and an.span(n)[0] > end:
-                    uses.append(n)
+            class U(cst.CSTVisitor):
+                def visit_Name(self, n: cst.Name) -> None:
+                    if n.value == var and an.span(n)[0] > end:
+                        uses.append(n)
 
-            def visit_Attribute(self, n: cst.Attribute) -> bool:
-                n.value.visit(self)  # ``self.n`` is an attribute, not the local
-                return False
+                def visit_Attribute(self, n: cst.Attribute) -> bool:
+                    n.value.visit(self)  # ``self.n`` is an attribute, not the local
+                    return False
 
-        fn.body.visit(U())
-        kinds = [(_list_use if listed is not None else _use)(an, u, var) for u in uses]
-        if not any(k in ("size", "slice", "split", "returned") for k, _ in kinds):
+            fn.body.visit(U())
+            kinds[var] = [(_list_use if is_list else _use)(an, u, var) for u in uses]
+        useful = [v for v in kinds if any(k in ("size", "slice", "split", "returned") for k, _ in kinds[v])]
+        if not useful:
             continue  # feeds no size or slice: not this family's (GM3's scalars keep it a tensor)
         try:
-            # bound here only, or earlier as well (`sizes = t.sum(0)`, then `sizes = sizes.tolist()`)
-            # outside a loop, where no earlier binding is read after this one
-            again = [line for n, line, _ in f.bindings if n == var and line != start]
-            if any(line > start for line in again) or again and an.in_loop(stmt):
-                raise Refuse(f"`{var}` is bound more than once in the function")
-            bad = [why for k, why in kinds if k == "bad"]
-            if bad:
-                raise Refuse(bad[0])
+            if mixed:
+                raise Refuse(mixed)
+            for var, _, _, _ in reads:
+                # bound here only, or earlier as well (`sizes = t.sum(0)`, then `sizes = sizes.tolist()`)
+                # outside a loop, where no earlier binding is read after this one
+                again = [line for n, line, _ in f.bindings if n == var and line != start]
+                if any(line > start for line in again) or again and an.in_loop(stmt):
+                    raise Refuse(f"`{var}` is bound more than once in the function")
+                bad = [why for k, why in kinds[var] if k == "bad"]
+                if bad:
+                    raise Refuse(bad[0])
+                if var not in useful:
+                    raise Refuse(f"`{var}` feeds no size or slice bound")
             missing = custom_op_lacking()
             if missing:
                 raise Refuse(missing)
@@ -298,27 +359,48 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             continue
         taken.update({read_name, op_var})
         # a list's sizes are checked by the split that takes them (eager raises there too)
-        sized = listed is None and any(k == "size" for k, _ in kinds)
+        sized = [var for var, _, _, is_list in reads if not is_list and any(k == "size" for k, _ in kinds[var])]
         read = {"GM301": "t.item()", "GM302": "t.tolist()", "GM303": "int(t)"}[rule]
-        shown = code(node.value)
-        shown = shown if len(shown) <= 30 else read.replace("t", "<...>", 1)
-        what = ("split sizes,\n    # read by the custom op mend::{} as unbacked ints" if listed is not None else
-                "a size or slice\n    # bound, read by the custom op mend::{} as an unbacked int").format(stem)
+        names = ", ".join(f"`{var}`" for var, _, _, _ in reads)
+        if len(reads) == 1:
+            shown = code(_floor_divided(pairs[0][1], fn))
+            shown = f"`{shown}`" if len(shown) <= 30 else f"`{read.replace('t', '<...>', 1)}`"
+        else:
+            shown = names
+        what = (" split sizes,\n    # read by the custom op mend::{} as unbacked ints" if listed else
+                " a size or slice\n    # bound, read by the custom op mend::{} as an unbacked int" if len(reads) == 1 else
+                "\n    # sizes or slice bounds, each read by the custom op mend::{} as an unbacked int").format(stem)
         helper = Helper(
             f"def {read_name}(t):\n"
-            f"    # mend {rule}: {fn.name.value}'s `{shown}` (line {start}), {what}\n"
+            f"    # mend {rule}: {fn.name.value}'s {shown} (line {start}),{what}\n"
             f"    return {read}\n\n\n"
             + _wrapped(f"{op_var} = _mend_size_op(", [f'"mend::{stem}"', read_name]
-                       + (["many=True"] if listed is not None else []), ")") + "\n")
-        kept = "a list of unbacked ints" if listed is not None else "an unbacked int"
-        site = Site(rule, start, end, f"`{var}` stays in the graph as {kept} (custom op mend::{stem}"
-                    + (", torch._check(" + var + " >= 0)" if sized else "") + ")", strategy="unbacked")
+                       + (["many=True"] if listed else []), ")") + "\n")
+        kept = "a list of unbacked ints" if listed else "an unbacked int" if len(reads) == 1 else "unbacked ints"
+        site = Site(rule, start, end, f"{names} stay{'s' if len(reads) == 1 else ''} in the graph as {kept} "
+                    f"(custom op mend::{stem}" + "".join(f", torch._check({v} >= 0)" for v in sized) + ")",
+                    strategy="unbacked")
+        replaced = {var: tensor for var, _, tensor, _ in reads}
 
-        def build(updated: cst.SimpleStatementLine, var=var, op_var=op_var, tensor=tensor, sized=sized):
-            call = cst.Call(cst.Name(op_var), [cst.Arg(tensor)])
-            out = [updated.with_changes(body=[updated.body[0].with_changes(value=call)])]
-            if sized:
-                out.append(cst.parse_statement(f"torch._check({var} >= 0)\n"))
+        def build(updated: cst.SimpleStatementLine, op_var=op_var, replaced=replaced, sized=sized, fn=fn):
+            assign = updated.body[0]
+
+            def through_op(var: str, value: cst.BaseExpression) -> cst.BaseExpression:
+                if var not in replaced:
+                    return value
+                call = cst.Call(cst.Name(op_var), [cst.Arg(replaced[var])])
+                read = _floor_divided(value, fn)
+                return call if read is value else value.with_changes(left=call)  # type: ignore[attr-defined]
+
+            target = assign.targets[0].target  # type: ignore[attr-defined]
+            if isinstance(target, cst.Name):
+                value = through_op(target.value, assign.value)  # type: ignore[attr-defined]
+            else:
+                value = assign.value.with_changes(elements=[  # type: ignore[attr-defined]
+                    e.with_changes(value=through_op(t.value.value, e.value))
+                    for t, e in zip(target.elements, assign.value.elements)])  # type: ignore[attr-defined]
+            out = [updated.with_changes(body=[assign.with_changes(value=value)])]
+            out += [cst.parse_statement(f"torch._check({var} >= 0)\n") for var in sized]
             return cst.FlattenSentinel(out)
 
         result.edits.append(Edit(stmt, build, site, helpers=(RUNTIME, helper)))
@@ -468,3 +550,39 @@ def route(x, gates):
         out.append(x.split(sizes, dim=0))
     return out
 ''', lines={8}, reason="`sizes` is bound more than once"))
+
+# a vision-language model's grid read back three at a time, each divided by an int merge size
+# and used as an arange's length (Qwen2/2.5/3-VL, GLM-4V, PaddleOCR-VL, transformers 5):
+# one op for the statement, each value an unbacked int
+_GRID = """import torch
+
+
+def positions(grid_thw, temp_merge_size: int = 1, spatial_merge_size: int = 1):
+    grid_t, grid_h, grid_w = (
+        grid_thw[0].item() // temp_merge_size,
+        grid_thw[1].item() // spatial_merge_size,
+        grid_thw[2].item() // 2,
+    )
+    t, h, w = torch.meshgrid(torch.arange(grid_t), torch.arange(grid_h), torch.arange(grid_w), indexing="ij")
+    return torch.stack([t, h, w]).reshape(3, -1)
+"""
+CASES.append(Case(_GRID, _GRID.replace("import torch\n", "import torch\n\n\n" + RUNTIME.source + "\n\n"
+                                       + "def _mend_module_positions_5(t):\n"
+                                       "    # mend GM301: positions's `grid_t`, `grid_h`, `grid_w` (line 5),\n"
+                                       "    # sizes or slice bounds, each read by the custom op mend::module_positions_5 as an "
+                                       "unbacked int\n"
+                                       "    return t.item()\n\n\n"
+                                       '_mend_module_positions_5_op = _mend_size_op(\n'
+                                       '    "mend::module_positions_5", _mend_module_positions_5\n)\n')
+                  .replace("grid_thw[0].item() //", "_mend_module_positions_5_op(grid_thw[0]) //")
+                  .replace("grid_thw[1].item() //", "_mend_module_positions_5_op(grid_thw[1]) //")
+                  .replace("grid_thw[2].item() //", "_mend_module_positions_5_op(grid_thw[2]) //")
+                  .replace("    )\n    t, h, w", "    )\n    torch._check(grid_t >= 0)\n    torch._check(grid_h >= 0)\n"
+                           "    torch._check(grid_w >= 0)\n    t, h, w"), lines={6, 7, 8}))
+# refused: one of the three reaches Python control flow; a divisor that may be a float
+CASES += [
+    Case(_GRID.replace("    return torch.stack", "    if grid_w > 1:\n        h = h * 2\n    return torch.stack"),
+         lines={6, 7, 8}, reason="reaches Python control flow (line 11)"),
+    Case(_GRID.replace("temp_merge_size: int = 1", "temp_merge_size=1.0"), lines={6},
+         reason="`grid_t` reads a tensor in a form not kept (`grid_thw[0].item() // temp_merge_size`)"),
+]
