@@ -105,6 +105,20 @@ def test_surfaced_needs_the_same_split_and_fewer_breaks():
     assert v.surfaced == [] and "5 (a line the rewrite wrote)" in v.new_breaks[0]
 
 
+def test_a_guard_on_an_unbacked_int_the_original_never_had_is_the_rewrites_own():
+    # same split, fewer breaks: it would pass as surfaced, but the sizes the rewrite kept in the
+    # graph as unbacked ints are what Dynamo could not guard on (an attention kernel asking u0 > 1)
+    guard = "Could not guard on data-dependent expression u0 > 1 (unhinted: u0 > 1)"
+    v = _compare([_brk(6, 2, reason=guard)], count_after=2)
+    assert v.surfaced == [] and v.new_breaks == [f"GM101 at m.py:9: {guard}"]
+    # where the original already guarded on an unbacked int, the split rule decides as before
+    before = TargetResult("t", "/m.py", "t", graph_break_count=3, breaks=[_brk(5, 2), _brk(2, 1, fn="forward", reason=guard)])
+    after = TargetResult("t", "/m.py", "t", graph_break_count=2, breaks=[_brk(6, 2, reason=guard)])
+    v = Verdict()
+    compare_breaks(v, before, after, {"/m.py": PATCHED}, {"/m.py": ORIGINAL})
+    assert v.new_breaks == [] and len(v.surfaced) == 1
+
+
 def test_original_line_maps_unchanged_lines_only():
     assert [original_line(ORIGINAL, PATCHED, n) for n in range(1, 7)] == [1, 2, 3, 4, None, 9]
 

@@ -212,6 +212,9 @@ def break_keys(breaks: Sequence[Break], texts: dict[str, str]) -> dict[tuple, Br
     return {break_key(b, texts): b for b in breaks}
 
 
+_UNBACKED_GUARD = "data-dependent expression"  # Dynamo's words for a guard on an unbacked symbol
+
+
 def compare_breaks(v: Verdict, before: TargetResult, after: TargetResult, patches: dict[str, str],
                    texts: dict[str, str]) -> None:
     """Fill ``v`` with what the re-trace ``after`` (of the program with ``patches``) says
@@ -236,6 +239,9 @@ def compare_breaks(v: Verdict, before: TargetResult, after: TargetResult, patche
     was_skipped = {(os.path.realpath(b.skipped_frame.file or ""), _user_function(b.skipped_frame.function)): b
                    for k, b in before_keys.items() if b.kind == "frame_skipped" and b.skipped_frame is not None
                    and k not in after_keys}
+    # a guard on an unbacked int where the original had none is the rewrite's own doing (the
+    # sizes it kept in the graph), never a break the removed split hid
+    unbacked_before = any(_UNBACKED_GUARD in (b.reason or "") for b in before.breaks)
     for k, b in moved.items():
         if b.line is not None:
             v.exposed.append(b)
@@ -244,7 +250,10 @@ def compare_breaks(v: Verdict, before: TargetResult, after: TargetResult, patche
         hid = gone_splits.get(split_key(after_keys[k], after_texts))
         skip = was_skipped.get((os.path.realpath(b.file or ""), _user_function(b.function or ""))) \
             if b.line is not None else None
-        if fewer and hid and b.line is not None:
+        caused = not unbacked_before and _UNBACKED_GUARD in (b.reason or "")
+        if caused:
+            v.new_breaks.append(where)
+        elif fewer and hid and b.line is not None:
             top = hid[0].stack[0]
             v.surfaced.append(Surfaced(where, f"{os.path.basename(top.file)}:{top.line}",
                                        [(os.path.realpath(h.file or ""), h.line) for h in hid]))
