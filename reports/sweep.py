@@ -143,8 +143,8 @@ def render_sweep_text(r: SweepReport) -> str:
         out += ["", "Top root causes (one line of code, however many models and copies hit it):"]
         for i, c in enumerate(r.causes[:TOP], 1):
             n, b = len(c.models), c.breaks
-            out.append(f"{i:3}. {c.rule} {n} model{'s' if n != 1 else ''}, {b} break{'s' if b != 1 else ''}, "
-                       f"fan-out {c.fan_out}"
+            out.append(f"{i:3}. {c.rule} {n} model{'s' if n != 1 else ''}, {b} break{'s' if b != 1 else ''}"
+                       + (f" ({c.removed} removed)" if r.population else "") + f", fan-out {c.fan_out}"
                        f" [{FIX_WORDS.get(c.fix, c.fix)}]  {_sites(c)}")
             out.append(f"     {c.source or c.reason}")
     broken = [row for row in r.rows if row.status == SWEEP_BREAKS]
@@ -185,10 +185,12 @@ def render_sweep_md(r: SweepReport) -> str:
         out.append(f"| {mode} | " + " | ".join(str(by.get(s, 0)) for s in STATUSES) + " |")
     if r.causes:
         out += ["", "## Root causes", "", _cell(r.fix_note), "",
-                "| # | rule | models | breaks | fan-out | fix | line | sites | models hit |",
-                "|---:|---|---:|---:|---:|---|---|---|---|"]
+                "| # | rule | models | breaks | " + ("removed | " if r.population else "")
+                + "fan-out | fix | line | sites | models hit |",
+                "|---:|---|---:|---:|" + ("---:|" if r.population else "") + "---:|---|---|---|---|"]
         for i, c in enumerate(r.causes, 1):
-            out.append(f"| {i} | {c.rule} | {len(c.models)} | {c.breaks} | {c.fan_out} | {FIX_WORDS.get(c.fix, c.fix)} | "
+            out.append(f"| {i} | {c.rule} | {len(c.models)} | {c.breaks} | " + (f"{c.removed} | " if r.population else "")
+                       + f"{c.fan_out} | {FIX_WORDS.get(c.fix, c.fix)} | "
                        f"{_code(c.source) if c.source else _cell(c.reason)} | {_cell(_sites(c))} | {_cell(_models(c))} |")
     if r.regressions or r.improvements:
         for title, changes in (("Regressions", r.regressions), ("Improvements", r.improvements)):
@@ -278,10 +280,10 @@ def render_sweep_html(r: SweepReport) -> str:
                  for c in changes]))
     if r.causes:
         parts.append(f"<h2>Root causes</h2><p class=\"small\">{_e(r.fix_note)}</p>" + _table(
-            [("#", True), ("rule", False), ("models", True), ("breaks", True), ("fan-out", True), ("fix", False),
-             ("line", False), ("sites", False), ("models hit", False)],
-            [[str(i), f'<span class="rule">{_e(c.rule)}</span>', str(len(c.models)), str(c.breaks), str(c.fan_out),
-              _e(FIX_WORDS.get(c.fix, c.fix)),
+            [("#", True), ("rule", False), ("models", True), ("breaks", True)] + ([("removed", True)] if r.population else [])
+            + [("fan-out", True), ("fix", False), ("line", False), ("sites", False), ("models hit", False)],
+            [[str(i), f'<span class="rule">{_e(c.rule)}</span>', str(len(c.models)), str(c.breaks)]
+             + ([str(c.removed)] if r.population else []) + [str(c.fan_out), _e(FIX_WORDS.get(c.fix, c.fix)),
               f"<code>{_e(c.source)}</code>" if c.source else _e(c.reason), _e(_sites(c)), _e(_models(c))]
              for i, c in enumerate(r.causes, 1)]))
     parts.append("<h2>Architectures</h2>" + _table(

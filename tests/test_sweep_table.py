@@ -156,3 +156,7 @@ def test_sweep_fix_table_agrees_with_its_rows_and_with_mend_fix(monkeypatch, tmp
     assert total.breaks == sum(r.breaks for r in rep.rows if r.status == SWEEP_BREAKS)
     assert (total.enumerated, total.built, total.pairs, total.breaking) == (3, 2, 2, 1)
     assert table["text"].breaking == 0 and table["vision"].removed == total.removed
+    # each root cause says how many of its breaks the verified fixes removed: together, the table's
+    assert sum(c.removed for c in rep.causes) == total.removed and all(c.removed <= c.breaks for c in rep.causes)
+    md = CliRunner().invoke(app, ["sweep", "fake", "--fix", "-q", "-f", "md"]).output
+    assert "| # | rule | models | breaks | removed | fan-out |" in md

@@ -672,6 +672,9 @@ class SweepCause:
     counted: bool = False  # explain counted it somewhere
     frames_skipped: int = 0  # frames Dynamo skipped because of it
     fix: str = "advice"  # "safe" (mend fix) | "unsafe" (--unsafe-fixes) | "advice" | "none" (no rule: GM9xx)
+    # after mend sweep --fix: of ``breaks``, those verified fixes removed (the pair's fix is
+    # verified and its re-trace has the break no more)
+    removed: int = 0
 
 
 @dataclass

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from graphmend.core.config import Config
-from graphmend.core.model import (SWEEP_BREAKS, SWEEP_CLEAN, SWEEP_FAILED, SWEEP_NOT_BUILT, Report, SweepCause,
+from graphmend.core.model import (FIX_VERIFIED, SWEEP_BREAKS, SWEEP_CLEAN, SWEEP_FAILED, SWEEP_NOT_BUILT, Report, SweepCause,
                                   SweepChange, SweepReport, SweepRow, SweepTotals, TargetResult)
 from graphmend.sweep.population import fix_breaking, fix_rows, population
 
@@ -224,6 +224,7 @@ def run_sweep(options: SweepOptions, config: Config, progress=None, torch_versio
         for mode, run in fix_runs.items():
             fix_rep = run.report  # type: ignore[attr-defined]
             fix_rows(out.rows, mode, fix_rep.fix_targets, fix_rep.targets, fix_rep.fixes, files)
+        count_removed(out, report, {mode: run.remaining for mode, run in fix_runs.items()})  # type: ignore[attr-defined]
         out.population = population(out.rows, p.library)
         out.fix_wall_s = round(fix_wall, 1)
     out.totals.wall_s = round(time.perf_counter() - start, 1)
@@ -318,6 +319,25 @@ def aggregate(out: SweepReport, report: Report, model_of: dict[str, str], order:
     rows.sort(key=lambda r: (rank.get(r.model, len(rank)), r.model))  # stable: modes stay in order
     out.rows, out.causes = rows, ranked
     out.totals = totals(out)
+
+
+def count_removed(out: SweepReport, report: Report, left: dict[str, dict[str, list]]) -> None:
+    """Each root cause's breaks verified fixes removed (``SweepCause.removed``): a break of a
+    pair whose fix is verified that the re-trace of the fixed program no longer has. ``left``:
+    {run mode: {target: the breaks its fixed program still has}} (``FixRun.remaining``)."""
+    kept = {(Path(name.split("::")[0]).name, mode): {(os.path.realpath(b.file or ""), b.line) for b in breaks}
+            for mode, by_target in left.items() for name, breaks in by_target.items()}
+    rows = {(Path(r.target.split("::")[0]).name, r.run_mode): r for r in out.rows if r.target}
+    by_key = {(c.rule, c.source or c.reason, c.gb_type or ""): c for c in out.causes}
+    for issue in report.issues:
+        c = by_key.get(_cause_key(issue))
+        for ti, bi in issue.breaks if c is not None else ():
+            t = report.targets[ti]
+            at = (Path(t.file).name, t.run_mode)
+            row, b = rows.get(at), t.breaks[bi]
+            if row is not None and row.fix == FIX_VERIFIED and at in kept \
+                    and (os.path.realpath(b.file or ""), b.line) not in kept[at]:
+                c.removed += 1
 
 
 def totals(out: SweepReport) -> SweepTotals:
