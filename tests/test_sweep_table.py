@@ -160,3 +160,39 @@ def test_sweep_fix_table_agrees_with_its_rows_and_with_mend_fix(monkeypatch, tmp
     assert sum(c.removed for c in rep.causes) == total.removed and all(c.removed <= c.breaks for c in rep.causes)
     md = CliRunner().invoke(app, ["sweep", "fake", "--fix", "-q", "-f", "md"]).output
     assert "| # | rule | models | breaks | removed | fan-out |" in md
+
+
+def test_population_page_adds_the_libraries_up_and_ranks_what_remains(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    from graphmend.core.model import SweepCause
+
+    spec = importlib.util.spec_from_file_location(
+        "population_page", Path(__file__).resolve().parent.parent / "benchmarks" / "population_page.py")
+    page = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(page)  # type: ignore[union-attr]
+    rows = _rows()
+    fix_rows(rows, "eval", *_fix_report())
+    one = SweepReport(library="lib", rows=rows, population=population(rows, "lib"),
+                      causes=[SweepCause(rule="GM101", category="c", reason="r", source="if x.sum() > 0:",
+                                         models=["a"], breaks=3, removed=3),
+                              SweepCause(rule="GM301", category="c", reason="r", source="n = t.item()",
+                                         models=["a", "b"], breaks=2, removed=0)])
+    two = SweepReport(library="other", rows=rows, population=population(rows, "other"),
+                      causes=[SweepCause(rule="GM502", category="c", reason="r", source="y = x[m]", models=["c"],
+                                         breaks=5, removed=1)])
+    (tmp_path / "one.json").write_text(one.to_json(), encoding="utf-8")
+    (tmp_path / "two.json").write_text(two.to_json(), encoding="utf-8")
+    assert page.main([str(tmp_path / "one.json"), str(tmp_path / "two.json"), "-o", str(tmp_path / "p.md")]) == 0
+    text = (tmp_path / "p.md").read_text(encoding="utf-8")
+    lib = one.population[-1]
+    grand = page.total([one, two])
+    assert (grand.breaks, grand.removed, grand.breaking) == (2 * lib.breaks, 2 * lib.removed, 2 * lib.breaking)
+    assert f"**{grand.removed} of {grand.breaks} logged breaks" in text
+    # what remains: the 4 breaks other's GM502 keeps before lib's GM301's 2; lib's GM101 keeps none
+    ranked = [line for line in text.splitlines() if line.startswith("| 1 |") or line.startswith("| 2 |")]
+    assert ranked[0].startswith("| 1 | other | GM502 | 1 | 5 | 1 | 4 |") and "| 2 | lib | GM301 |" in ranked[1]
+    assert "if x.sum() > 0:" not in text.split("## What remains")[1]
+    (tmp_path / "bare.json").write_text(SweepReport(library="x").to_json(), encoding="utf-8")
+    assert page.main([str(tmp_path / "bare.json")]) == 2  # no --fix: no population table
