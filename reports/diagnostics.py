@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from graphmend.core.model import PARTIAL, VERIFIED, CheckResult, Report
-from reports.paths import cost_text, printable
+from reports.wording import cost_text, printable
 
 
 def fix_listing(report: Report) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Optional
 
 from graphmend.core.model import CONFIRMED, DYNAMIC, Report
-from reports.paths import issue_parts, printable, rel
+from reports.wording import issue_parts, printable, rel
 
 
 def escape_data(text: str) -> str:

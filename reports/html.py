@@ -13,7 +13,7 @@ from html import escape
 from typing import Optional
 
 from graphmend.core.model import SLOWER, Break, Report, TargetResult
-from reports.paths import (UNSTABLE_NOTE, bench_setting, break_counts, cost_text, recompile_text, location, mode_note, printable, rel, run_setting, skipped_sentence,
+from reports.wording import (UNSTABLE_NOTE, bench_setting, break_counts, cost_text, recompile_text, location, mode_note, printable, rel, run_setting, skipped_sentence,
                            target_label)
 
 ARM_COLORS = {"eager": "#8a94a6", "original": "#e06c3c", "mended": "#2f9e6e", "reference": "#3b6fd8"}

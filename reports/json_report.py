@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from graphmend.core.model import Report
-from reports.paths import rel
+from reports.wording import rel
 
 # the model's fields that hold a file path (Frame.file, Issue.file, Recompile.guard_file, ...)
 _PATH_KEYS = ("file", "guard_file")

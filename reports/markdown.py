@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from graphmend.core.model import Report
-from reports.paths import (UNSTABLE_NOTE, bench_setting, cost_text, recompile_text, library_cause, location, mode_note, printable, rel, run_setting,
+from reports.wording import (UNSTABLE_NOTE, bench_setting, cost_text, recompile_text, library_cause, location, mode_note, printable, rel, run_setting,
                            skipped_sentence, target_label)
 
 

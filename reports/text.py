@@ -12,7 +12,7 @@ from typing import Optional
 
 from graphmend.core.model import (ADVICE, CONFIRMED, DYNAMIC, PARTIAL, REGRESSES, REJECTED, SLOWER, UNREACHED, UNVERIFIED, VERIFIED,
                                   Issue, Report)
-from reports.paths import (UNSTABLE_NOTE, bench_setting, break_counts, cost_text, recompile_text, library_cause, location, mode_note, printable, rel, run_setting,
+from reports.wording import (UNSTABLE_NOTE, bench_setting, break_counts, cost_text, recompile_text, library_cause, location, mode_note, printable, rel, run_setting,
                            short_path, skipped_sentence, target_label)
 
 WIDTH = 120

@@ -126,7 +126,7 @@ def test_a_frame_skip_names_the_skipped_frame_its_loop_and_what_it_hides(tmp_pat
     assert report.issues[hidden.hidden_by] is cause and findings[1].status == "unreached"
     other = next(i for i in report.issues if i.line == 9)  # another function: still only potential
     assert other.status == "potential" and other.hidden_by is None
-    from reports.paths import skipped_sentence
+    from reports.wording import skipped_sentence
 
     assert skipped_sentence(frame, str(tmp_path)) == "Model.forward ran entirely in eager (loop at model.py:13)"
 

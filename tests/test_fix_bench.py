@@ -21,7 +21,7 @@ import pytest
 from graphmend.bench.gate import judge, judge_runs
 from graphmend.bench.stage import BenchOptions, ratios_for, regressed
 from graphmend.bench.stats import slower
-from reports.paths import cost_text
+from reports.wording import cost_text
 from graphmend.core.model import FAILS, NOT_SLOWER, SLOWER, UNTOLD, BenchRow, CostCheck, FixTarget, Report, summarize
 
 REPO = Path(__file__).resolve().parent.parent

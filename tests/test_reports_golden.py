@@ -15,7 +15,7 @@ import pytest
 from graphmend.core.model import Report, summarize
 from reports import FORMATS, render
 from reports.github import escape_data, escape_property
-from reports.paths import location, rel
+from reports.wording import location, rel
 from reports.text import caret
 
 HERE = Path(__file__).parent

@@ -163,7 +163,7 @@ def main() -> None:
         sys.stderr.write("mend: interrupted\n")
         sys.exit(2)
     except Exception as exc:  # an internal error: one line, exit 2, no traceback
-        from reports.paths import printable
+        from reports.wording import printable
 
         sys.stderr.write(printable(f"mend: internal error: {type(exc).__name__}: {exc}") + "\n")
         sys.exit(2)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence
 
 import typer
 
-from reports.paths import plural, printable
+from reports.wording import plural, printable
 
 if TYPE_CHECKING:
     from graphmend.core.config import Config

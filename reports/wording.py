@@ -1,6 +1,8 @@
-"""Paths as reports show them: relative to ``Report.root`` where they lie under it.
+"""The wording every report format shares: paths as reports show them (relative to
+``Report.root`` where they lie under it), text made safe to print, counts, and the sentences
+for a break, a recompile, a skipped frame, a fix and a cost check.
 
-A pure string operation (no filesystem access, no resolving), so renders are the same on
+Pure string operations (no filesystem access, no resolving), so renders are the same on
 every machine and a saved report re-renders identically anywhere.
 """
 
