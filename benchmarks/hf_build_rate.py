@@ -41,7 +41,7 @@ def _alarm(signum, frame):
 def _one(args: tuple[str, int]) -> dict:
     """Build one class in this worker; a SIGALRM stops one that runs past ``timeout``."""
     name, timeout = args
-    from graphmend.core.jobs import describe
+    from graphmend.core.worker import describe
     from graphmend.sweep.building import NotBuilt
     from graphmend.sweep.hf import build_class
 

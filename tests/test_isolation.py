@@ -93,7 +93,7 @@ def test_os_exit_is_named_with_the_targets_own_last_output(tmp_path):
 def test_a_worker_that_prints_a_lot_keeps_only_a_bounded_tail(tmp_path):
     (tmp_path / "loud_worker.py").write_text(textwrap.dedent("""
         import os, sys, time
-        from graphmend.core.jobs import worker_main
+        from graphmend.core.worker import worker_main
 
         def handle(p):
             line = "x" * 1023 + "\\n"

@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from graphmend.core.jobs import Job, format_size, run_job, run_jobs
+from graphmend.core.jobs import Job, run_job, run_jobs
+from graphmend.core.worker import format_size
 
 
 def _worker(tmp_path):
     (tmp_path / "tiny_worker.py").write_text(textwrap.dedent("""
         import os, signal, time
-        from graphmend.core.jobs import worker_main
+        from graphmend.core.worker import worker_main
         def handle(p):
             if p["do"] == "raise": raise ValueError("nope")
             if p["do"] == "assert": assert p["do"] == "never"
@@ -53,7 +54,7 @@ def _tree_worker(tmp_path):
     writes its pid to a file and sleeps), then returns, hangs or dies without cleaning up."""
     (tmp_path / "tree_worker.py").write_text(textwrap.dedent("""
         import os, time
-        from graphmend.core.jobs import worker_main
+        from graphmend.core.worker import worker_main
 
         def spawn(path, daemon):
             if os.fork() == 0:
@@ -144,7 +145,7 @@ def _state_worker(tmp_path):
     (tmp_path / "state_worker.py").write_text(textwrap.dedent("""
         import os, random, sys
         PRELOADED = "torch" in sys.modules  # before this module imports anything
-        from graphmend.core.jobs import worker_main
+        from graphmend.core.worker import worker_main
 
         def handle(p):
             import time
@@ -215,7 +216,7 @@ def test_a_warm_process_let_go_still_sees_its_running_job_through(tmp_path):
 def _slow_start_worker(tmp_path):
     (tmp_path / "slow_start.py").write_text(textwrap.dedent("""
         import json, sys, time
-        from graphmend.core.jobs import worker_main
+        from graphmend.core.worker import worker_main
 
         payload = json.loads(open(sys.argv[1]).read())
 
@@ -251,7 +252,7 @@ def test_job_of_units_bounds_each_unit_and_keeps_the_finished_ones(tmp_path):
     fit a 2 s timeout; a unit that hangs is named by its label and the finished ones come back."""
     (tmp_path / "unit_worker.py").write_text(textwrap.dedent("""
         import time
-        from graphmend.core.jobs import unit_done, worker_main
+        from graphmend.core.worker import unit_done, worker_main
         def handle(p):
             out = []
             for i, work in enumerate(p["work"]):
@@ -281,7 +282,7 @@ def test_job_of_units_bounds_each_unit_and_keeps_the_finished_ones(tmp_path):
 def _memory_worker(tmp_path):
     (tmp_path / "mem_worker.py").write_text(textwrap.dedent("""
         import os, signal, sys
-        from graphmend.core.jobs import worker_main
+        from graphmend.core.worker import worker_main
 
         def handle(p):
             if p["do"] == "alloc":  # Python's own allocator
@@ -329,7 +330,7 @@ def test_memory_limit(tmp_path, warm):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="resource limits as Linux applies them")
 def test_memory_limit_caps_openblas_threads_and_names_its_failure(tmp_path, monkeypatch):
-    from graphmend.core.jobs import LIMITED_BLAS_THREADS
+    from graphmend.core.worker import LIMITED_BLAS_THREADS
 
     env = _memory_worker(tmp_path)
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from graphmend.core.jobs import _descendants, _proc_table
+from graphmend.core.processes import descendants as _descendants, proc_table as _proc_table
 
 
 def _listening() -> dict[int, str]:

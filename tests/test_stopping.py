@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from graphmend.core.jobs import _proc_table
+from graphmend.core.processes import proc_table as _proc_table
 
 ROOT = Path(__file__).resolve().parents[1]
 

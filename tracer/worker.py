@@ -5,10 +5,10 @@ PAYLOAD is ``{"targets": [TargetSpec as dict, ...], "modes": ["eval", "train"],
 RESULT is
 ``{"results": [TargetResult as dict, ...]}``, one per target and run mode (target-major),
 each with ``ran_files`` (see ``ran_files``) when asked.
-Each (target, mode) runs in a fork of the worker (``graphmend.core.jobs.run_isolated``), as if
+Each (target, mode) runs in a fork of the worker (``graphmend.core.worker.run_isolated``), as if
 alone: what one target changes (Dynamo's config, torch's default dtype, a closed fd, a module
 global) never reaches the next, and one that crashes or calls ``os._exit`` costs only its own
-result. Each is one unit of the job (``graphmend.core.jobs.unit_done``): the parent bounds each
+result. Each is one unit of the job (``graphmend.core.worker.unit_done``): the parent bounds each
 by --timeout and keeps the finished ones when a later one hangs.
 """
 
@@ -19,7 +19,7 @@ import sys
 import time
 from typing import Any, Optional, Sequence
 
-from graphmend.core.jobs import out_of_memory, run_isolated, unit_done, worker_main
+from graphmend.core.worker import out_of_memory, run_isolated, unit_done, worker_main
 from graphmend.core.model import TargetResult, to_dict
 from graphmend.core.modes import EVAL, TRAIN
 

@@ -11,7 +11,7 @@ import os
 import time
 from typing import Any
 
-from graphmend.core.jobs import worker_main
+from graphmend.core.worker import worker_main
 from graphmend.core.modes import EVAL, TRAIN
 
 COMPILED_ARMS = ("original", "mended", "reference")

@@ -14,7 +14,8 @@ import dataclasses
 import os
 from typing import Any, Optional
 
-from graphmend.core.jobs import Job, JobOutcome, describe, run_job_local
+from graphmend.core.jobs import Job, JobOutcome, run_job_local
+from graphmend.core.worker import describe
 
 RAY_INSTALL_HINT = 'pip install "graphmend[ray]"  (or: pip install "ray>=2.9")'
 

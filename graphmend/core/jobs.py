@@ -21,7 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
 
-_TAIL = 2000
+from graphmend.core.processes import ProcessTree, alive, signal_quietly
+from graphmend.core.worker import (ENV_MEMORY, ENV_STARTED, ENV_UNITS, ENV_WATCH, LIMITED_BLAS_THREADS, TAIL, died,
+                                   tail_text)
+
 # Added to each worker's limit before --timeout starts counting: importing torch takes
 # seconds (more on a loaded machine), and --timeout is meant for the target's own run.
 STARTUP_ALLOWANCE_S = 30.0
@@ -31,16 +34,8 @@ _DRAIN_S = 5.0  # waiting for a killed worker's exit status
 # what is kept on disk of a worker's stdout and stderr: their last bytes (the report shows only
 # their tail); a target that prints gigabytes must not fill the disk
 KEEP_OUTPUT = 4 << 20
-# set by the parent for the worker (and read and removed by worker_main)
-ENV_STARTED = "MEND_WORKER_STARTED"  # a file the worker creates once its start-up is done
-ENV_MEMORY = "MEND_WORKER_MEMORY_LIMIT"  # bytes
-ENV_UNITS = "MEND_WORKER_UNITS"  # a file the worker appends each finished unit's result to (JSON lines)
 # read by the parent: "spawn" starts every worker as a fresh interpreter, warm jobs included
 ENV_START = "MEND_WORKER_START"
-# a pid the worker watches: when that process is gone, nobody enforces the worker's timeout any
-# more, and the worker ends its tree and itself (run_job_local sets it to its own process's pid:
-# mend's, or on Ray the Ray worker's)
-ENV_WATCH = "MEND_WORKER_WATCH"
 
 
 @dataclass
@@ -86,20 +81,6 @@ class Job:
 # memory, a crash): such a failure says nothing of the work, and a cache must not keep it.
 TRANSIENT = ("timed out after", "out of memory", "worker killed by", "worker exited with status",
              "ray task failed")
-
-
-def _signal_name(code: int) -> str:
-    try:
-        return signal.Signals(code).name
-    except ValueError:
-        return f"signal {code}"
-
-
-def format_size(n: int) -> str:
-    """``4294967296`` -> ``4 GiB``; below 1 GiB in MiB."""
-    if n >= 1 << 30:
-        return f"{round(n / (1 << 30), 2):g} GiB"
-    return f"{round(n / (1 << 20), 1):g} MiB"
 
 
 def _worker_env(extra: dict[str, str], environ: Optional[dict[str, str]] = None) -> dict[str, str]:
@@ -252,26 +233,6 @@ def _watch(job: Job, proc: Any, tree: "ProcessTree", start: float, wall_start: f
                       units=done)
 
 
-def died(label: str, rc: int, err: str, memory_limit: Optional[int]) -> str:
-    """Why a process ended with status ``rc`` (negative: the signal) without its result, in one
-    line: the kernel's OOM killer, an allocation failure, a signal, an exit; ``err`` is the
-    end of its stderr, whose last line is added."""
-    last = _last_line(err)
-    if memory_limit and (rc == -signal.SIGKILL or looks_out_of_memory(err)):
-        # the kernel's OOM killer, or an allocation failure that took the process down
-        how = f"killed by {_signal_name(-rc)}" if rc < 0 else f"exited with status {rc}"
-        msg = f"{label}: out of memory (limit {format_size(memory_limit)}): worker {how}"
-    elif rc < 0:
-        name = _signal_name(-rc)
-        why = " (out of memory?)" if name == "SIGKILL" else ""
-        msg = f"{label}: worker killed by {name}{why}"
-    else:
-        msg = f"{label}: worker exited with status {rc} without a result"
-    if last:
-        msg += f": {last}"
-    return msg
-
-
 def _keep_tail(path: Path) -> None:
     """Free all but the last KEEP_OUTPUT bytes of the worker's output file ``path``, in place:
     the worker keeps writing at its offset, and what lies before the tail becomes a hole (Linux
@@ -312,8 +273,8 @@ def _tail(path: Path) -> str:
     try:
         with open(path, "rb") as fh:
             fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - 4 * _TAIL))
-            return _text(fh.read())
+            fh.seek(max(0, fh.tell() - 4 * TAIL))
+            return tail_text(fh.read())
     except OSError:
         return ""
 
@@ -468,7 +429,7 @@ class _Warm:
             lost, self.pending = list(self.pending.values()), {}
         for f in lost:
             if f.returncode is None:
-                f.returncode = -signal.SIGKILL if not _alive(f.pid) else 255
+                f.returncode = -signal.SIGKILL if not alive(f.pid) else 255
             f.forked.set()
             f.ended.set()
 
@@ -496,7 +457,7 @@ class _Warm:
 
     def kill(self) -> None:
         """Now, and the workers it forked with it (each is tied to it: see worker_main)."""
-        _signal(self.proc.pid, signal.SIGKILL)
+        signal_quietly(self.proc.pid, signal.SIGKILL)
 
     def close(self, wait: float = 0.0) -> None:
         """No more forks; it ends once the workers it runs have (their statuses still come)."""
@@ -572,16 +533,6 @@ def end_all() -> None:
     global _ending
     _ending = True
     _end_workers(drain=False)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _warm_main(preload: Sequence[str]) -> None:
@@ -678,408 +629,6 @@ def _warm_child(req: dict[str, Any]) -> None:
             sys.stderr.flush()
         finally:
             os._exit(code)
-
-
-# -- the worker's processes ---------------------------------------------------------
-#
-# A target may fork (a data-loader, a compile pool, a daemon that calls setsid and forks
-# again). None of it may outlive the worker. Three parts, because no one of them is enough:
-# - the worker makes itself a child subreaper (prctl PR_SET_CHILD_SUBREAPER): a process
-#   whose parent dies is re-parented to the worker, not to init, so everything the target
-#   started stays in the worker's tree, setsid or not, and before exiting the worker kills
-#   its children until none is left (worker_main);
-# - on a timeout the parent stops the worker's whole tree (found through /proc) and kills it,
-#   the worker's process group too;
-# - when the worker dies without cleaning up (a crash, os._exit in the target), its orphans
-#   go to init: the parent kills its process group and every process it saw in the tree
-#   while the worker ran (recorded on each poll; a (pid, start time) pair, so a recycled pid
-#   is never hit).
-# psutil would do the /proc part, but it is not a dependency.
-
-def _proc_table() -> dict[int, tuple[int, int]]:
-    """pid -> (parent pid, start time in clock ticks) of every process /proc shows; empty
-    where there is no /proc."""
-    table: dict[int, tuple[int, int]] = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return table
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                data = fh.read()
-            # "pid (comm) state ppid ..."; comm may hold spaces and parentheses
-            fields = data[data.rindex(b")") + 2:].split()
-            table[int(name)] = (int(fields[1]), int(fields[19]))
-        except (OSError, ValueError, IndexError):
-            continue
-    return table
-
-
-def _descendants(roots: Sequence[int], table: dict[int, tuple[int, int]]) -> dict[int, int]:
-    """pid -> start time of every process below ``roots`` in ``table``."""
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
-    found: dict[int, int] = {}
-    stack = list(roots)
-    while stack:
-        for c in children.get(stack.pop(), ()):
-            if c not in found:
-                found[c] = table[c][1]
-                stack.append(c)
-    return found
-
-
-def _signal(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-class ProcessTree:
-    """The processes a worker started, for killing them all when it ends (see above)."""
-
-    def __init__(self, pid: int):
-        self.pid = pid
-        self.seen: dict[int, int] = {}  # pid -> start time
-
-    def record(self) -> None:
-        self.seen.update(_descendants([self.pid], _proc_table()))
-
-    def kill(self) -> None:
-        """The worker (still running) and everything below it: stopped first, so that
-        nothing forks while the tree is collected, then killed."""
-        _signal(self.pid, signal.SIGSTOP)
-        victims: dict[int, int] = {}
-        for _ in range(100):
-            found = _descendants([self.pid], _proc_table())
-            new = [p for p in found if p not in victims]
-            for p in new:
-                _signal(p, signal.SIGSTOP)
-            victims.update(found)
-            if not new:
-                break
-        self.seen.update(victims)
-        self._kill_group()
-        _signal(self.pid, signal.SIGKILL)
-        self.kill_leftovers()
-
-    def kill_leftovers(self) -> None:
-        """After the worker ended: its process group, and what it started that still runs."""
-        self._kill_group()
-        if not self.seen:
-            return
-        table = _proc_table()
-        alive = [p for p, t in self.seen.items() if p in table and table[p][1] == t]
-        for p, t in {**{p: self.seen[p] for p in alive}, **_descendants(alive, table)}.items():
-            if p in table and table[p][1] == t:
-                _signal(p, signal.SIGKILL)
-
-    def _kill_group(self) -> None:
-        try:
-            os.killpg(self.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-def _reap_children() -> None:
-    """In the worker, before it exits: kill its children and wait for them, again until none
-    is left (as a subreaper it inherits each killed child's own children)."""
-    me = os.getpid()
-    for _ in range(1000):
-        kids = [p for p, (ppid, _) in _proc_table().items() if ppid == me]
-        if not kids:
-            break
-        for k in kids:
-            _signal(k, signal.SIGKILL)
-        for k in kids:
-            try:
-                os.waitpid(k, 0)
-            except ChildProcessError:
-                pass
-
-
-def _start_time(pid: int) -> Optional[int]:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            data = fh.read()
-        return int(data[data.rindex(b")") + 2:].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _watch_parent() -> None:
-    """In a worker given ENV_WATCH: end the worker's tree and the worker once the watched
-    process is gone. A Ray worker killed mid-task (the node's OOM killer, a lost node) would
-    otherwise leave its job running with no timeout over it."""
-    value = os.environ.pop(ENV_WATCH, "")
-    if not value.isdigit():
-        return
-    pid = int(value)
-    start = _start_time(pid)
-
-    def watch() -> None:
-        while True:
-            time.sleep(_POLL_S)
-            if not _alive(pid) or _start_time(pid) != start:  # gone, or its pid reused
-                _reap_children()
-                os._exit(1)
-
-    threading.Thread(target=watch, name="mend-watch", daemon=True).start()
-
-
-def _prctl(option: int, value: int) -> None:
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
-
-
-def _become_subreaper() -> None:
-    _prctl(36, 1)  # PR_SET_CHILD_SUBREAPER
-
-
-def _die_with_parent(sig: int) -> None:
-    """The kernel sends ``sig`` to this process when its parent (the thread that started it)
-    ends (PR_SET_PDEATHSIG)."""
-    _prctl(1, sig)  # PR_SET_PDEATHSIG
-
-
-def _on_term(signum: int, frame: Any) -> None:
-    """In a worker, on SIGTERM (its parent's death among them): end what it started, then
-    die of the signal as it would have."""
-    _reap_children()
-    signal.signal(signum, signal.SIG_DFL)
-    os.kill(os.getpid(), signum)
-
-
-# -- memory ----------------------------------------------------------------------------
-
-_memory_limit: Optional[int] = None  # in a worker: the limit it runs under
-
-
-def _apply_memory_limit() -> None:
-    """RLIMIT_DATA rather than RLIMIT_AS: both make malloc and anonymous mmap fail past the
-    limit (MemoryError in Python, torch's "can't allocate memory"), but the address-space
-    limit also counts what is only reserved, and CUDA's driver reserves tens of GiB of it at
-    start-up, so RLIMIT_AS would fail every CUDA worker. Children inherit the limit, each on
-    its own."""
-    global _memory_limit
-    value = os.environ.pop(ENV_MEMORY, "")
-    if not value:
-        return
-    try:
-        import resource
-
-        limit = int(value)
-        _, hard = resource.getrlimit(resource.RLIMIT_DATA)
-        if hard != resource.RLIM_INFINITY:
-            limit = min(limit, hard)
-        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
-        _memory_limit = limit
-    except (ImportError, ValueError, OSError):
-        pass
-
-
-_OOM_SIGNS = ("MemoryError", "can't allocate memory", "Cannot allocate memory", "std::bad_alloc",
-              "failed to map segment", "OpenBLAS error: Memory allocation")
-# OpenBLAS reserves a buffer per thread when it loads (with torch or numpy), one thread per
-# core: on a 16-core machine that alone passed a 1 GiB limit before any user code ran.
-# Under a memory limit a worker gets at most this many, unless the user set the variable.
-LIMITED_BLAS_THREADS = 4
-
-
-def looks_out_of_memory(text: str) -> bool:
-    return any(sign in text for sign in _OOM_SIGNS)
-
-
-def out_of_memory(exc: BaseException) -> Optional[str]:
-    """``out of memory (limit 4 GiB)`` when ``exc`` is an allocation failure (in a worker
-    given a memory limit, the limit named), else None. A GPU's out-of-memory is not this."""
-    if isinstance(exc, MemoryError) or (isinstance(exc, (RuntimeError, ImportError, OSError))
-                                        and looks_out_of_memory(str(exc)) and "CUDA" not in str(exc)):
-        return f"out of memory (limit {format_size(_memory_limit)})" if _memory_limit else "out of memory"
-    return None
-
-
-def describe(exc: BaseException) -> str:
-    """``ValueError: bad`` -- or, for an allocation failure, ``out of memory (limit 4 GiB)``
-    first, so a user sees why at once."""
-    text = f"{type(exc).__name__}: {_first_line(exc)}".rstrip(": ")
-    oom = out_of_memory(exc)
-    return f"{oom} ({text})" if oom else text
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0][:300] if lines else ""
-
-
-def _text(b: Optional[bytes]) -> str:
-    if not b:
-        return ""
-    s = b.decode("utf-8", "replace")
-    return s[-_TAIL:]
-
-
-def _last_line(s: str) -> str:
-    lines = [l.strip() for l in s.strip().splitlines() if l.strip()]
-    return lines[-1][:300] if lines else ""
-
-
-def worker_main(handler: Callable[[dict[str, Any]], dict[str, Any]],
-                startup: Optional[Callable[[], None]] = None) -> None:
-    """The worker side: ``python -m X PAYLOAD RESULT``. ``startup`` (importing torch, say)
-    runs first and is not counted against the job's timeout; ``handler`` returns the result;
-    an exception either raises becomes ``{"error": ...}`` so the parent sees why."""
-    import traceback
-
-    global _units_path, _job_dir
-    _apply_memory_limit()
-    _become_subreaper()
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _on_term)
-    _die_with_parent(signal.SIGTERM)
-    _units_path = os.environ.pop(ENV_UNITS, None)  # the user's code and its children need not see it
-    _watch_parent()
-    payload_path, result_path = sys.argv[1], sys.argv[2]
-    _job_dir = os.path.dirname(os.path.abspath(result_path))
-    try:
-        payload = json.loads(Path(payload_path).read_text(encoding="utf-8"))
-        if startup is not None:
-            startup()
-        _mark_started()
-        result = handler(payload)
-    except BaseException as exc:  # the user's code may raise anything, SystemExit too
-        tb = traceback.format_exc(limit=-3)
-        result = {"error": describe(exc) if out_of_memory(exc) else f"{type(exc).__name__}: {exc}".strip(),
-                  "traceback": tb}
-        if not str(exc).strip() and not out_of_memory(exc):
-            # a bare ``assert`` in a library says nothing; where it stands does
-            where = traceback.extract_tb(exc.__traceback__)[-1:]
-            if where:
-                result["error"] = (f"{type(exc).__name__} at {os.path.basename(where[0].filename)}:"
-                                   f"{where[0].lineno} in {where[0].name}")
-    tmp = result_path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(result, fh, default=str)
-    os.replace(tmp, result_path)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    _reap_children()
-    os._exit(0)  # skip interpreter teardown: torch's can be slow or crash
-
-
-_units_path: Optional[str] = None  # in a worker of a job of units: where unit_done appends
-_job_dir: Optional[str] = None  # in a worker: the job's temporary folder (its payload's)
-
-
-def run_isolated(fn: Callable[[], dict[str, Any]], label: str) -> dict[str, Any]:
-    """In a worker: ``fn()`` run in a fork of the worker, so that whatever it changes (module
-    globals, torch's and Dynamo's settings, the default dtype, a closed fd 1 or 2, processes
-    it leaves running) ends with the fork, and the next unit starts from the worker as it was.
-    ``fn``'s result (JSON), or ``{"error": ...}`` naming ``label`` when its process ended
-    without one: killed by a signal, out of memory, or the target's own ``os._exit(n)``."""
-    import tempfile
-
-    fd, path = tempfile.mkstemp(prefix="unit-", suffix=".json", dir=_job_dir)  # removed with the job's folder
-    os.close(fd)
-    marks = {n: _size(n) for n in (1, 2)}  # where the unit's own output will start
-    sys.stdout.flush()
-    sys.stderr.flush()
-    parent = os.getpid()
-    pid = os.fork()
-    if pid == 0:  # the unit
-        code = 1
-        try:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            _die_with_parent(signal.SIGKILL)
-            if os.getppid() != parent:
-                os._exit(1)
-            try:
-                result = fn()
-            except BaseException as exc:
-                result = {"error": f"{label}: {describe(exc)}"}
-            with open(path, "w", encoding="utf-8") as fh:
-                json.dump(result, fh, default=str)
-            code = 0
-        finally:
-            for stream in (sys.stdout, sys.stderr):
-                try:
-                    stream.flush()
-                except Exception:  # the target may have closed it
-                    pass
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    rc = os.waitstatus_to_exitcode(status)
-    _reap_children()  # what the unit started and left running
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-        os.unlink(path)
-    except OSError:
-        text = ""
-    if text:
-        try:
-            return json.loads(text)
-        except ValueError:
-            pass
-    out, err = _since(1, marks[1]), _since(2, marks[2])
-    if rc >= 0 and not (_memory_limit and looks_out_of_memory(err)):
-        last = _last_line(out) or _last_line(err)
-        return {"error": f"{label}: the target called os._exit({rc})" + (f"; its last output: {last}" if last else "")}
-    return {"error": died(label, rc, err, _memory_limit)}
-
-
-def _size(fd: int) -> Optional[int]:
-    try:
-        return os.fstat(fd).st_size
-    except OSError:
-        return None
-
-
-def _since(fd: int, mark: Optional[int]) -> str:
-    """The last of what was written to ``fd`` (a worker's stdout or stderr, a file opened for
-    writing only: read through /proc) past offset ``mark``."""
-    end = _size(fd)
-    if mark is None or end is None or end <= mark:
-        return ""
-    try:
-        with open(f"/proc/self/fd/{fd}", "rb") as fh:
-            fh.seek(max(mark, end - 4 * _TAIL))
-            return _text(fh.read(end - fh.tell()))
-    except (OSError, ValueError):
-        return ""
-
-
-def unit_done(result: dict[str, Any]) -> None:
-    """In a worker of a job of units: one unit finished with ``result`` (the parent restarts
-    the unit clock and keeps the result should a later unit hang or crash). A no-op in a
-    worker started without units."""
-    path = _units_path
-    if not path:
-        return
-    line = json.dumps(result, default=str) + "\n"
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(line)
-        fh.flush()
-
-
-def _mark_started() -> None:
-    path = os.environ.pop(ENV_STARTED, "")
-    if path:
-        try:
-            Path(path).touch()
-        except OSError:
-            pass
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--warm"]:

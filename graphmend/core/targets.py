@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from graphmend.core.jobs import out_of_memory
+from graphmend.core.worker import out_of_memory
 
 
 @dataclass

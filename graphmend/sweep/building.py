@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphmend.core.jobs import describe
+from graphmend.core.worker import describe
 
 
 class NotBuilt(Exception):

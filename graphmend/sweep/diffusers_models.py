@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from graphmend.core.jobs import describe
+from graphmend.core.worker import describe
 from graphmend.sweep.building import NotBuilt, forward_checked
 
 SELECTION = ("diffusers UNets, DiT/transformer models and VAEs with a tiny config here, and every scheduler's "

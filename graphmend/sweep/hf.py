@@ -30,7 +30,7 @@ import inspect
 import re
 from typing import Any, Optional
 
-from graphmend.core.jobs import describe  # an exception in one line, as every worker says it
+from graphmend.core.worker import describe  # an exception in one line, as every worker says it
 from graphmend.sweep.building import NotBuilt
 
 VOCAB, HIDDEN, HEADS, FFN, LAYERS = 1000, 64, 4, 128, 2

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from graphmend.core.jobs import describe
+from graphmend.core.worker import describe
 from graphmend.sweep.building import NotBuilt
 
 SELECTION = "the smallest variant of every timm architecture family (the module it is registered in), random weights"

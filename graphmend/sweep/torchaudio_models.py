@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from graphmend.core.jobs import describe
+from graphmend.core.worker import describe
 from graphmend.sweep.building import NotBuilt, forward_checked
 
 SELECTION = "every torchaudio.models architecture, built tiny from its builder's or class's config, random weights"

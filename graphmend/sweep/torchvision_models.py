@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphmend.core.jobs import describe
+from graphmend.core.worker import describe
 from graphmend.sweep.building import NotBuilt, forward_checked
 
 SELECTION = ("every torchvision.models builder for classification, detection, segmentation, video and optical "

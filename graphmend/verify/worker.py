@@ -26,7 +26,7 @@ import re
 from typing import Any, Optional
 
 from graphmend.core.cache import reading
-from graphmend.core.jobs import worker_main
+from graphmend.core.worker import worker_main
 from graphmend.verify.modes import (ALIASING, AUTOCAST, AUTOCAST_TRAIN, BF16, CHECK_NAMES, COMPILE_BACKEND, COMPILED,
                                    COMPILED_DIFFERS, DOUBLE, EVAL, F64, FUNC_GRAD, GENERATORS, HOOKS, HOOKS_FORWARD,
                                    NOT_DETERMINISTIC, REPLICA, TRAIN, VMAP)
