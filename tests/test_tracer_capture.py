@@ -88,3 +88,25 @@ def test_a_branch_without_a_caret_is_placed_at_its_condition(tmp_path, caret, co
             f"  Explanation: e\n\nUser code traceback:\n  File \"{src}\", line 3, in f\n    if y.sum() > 0:\n{caret}")
     brk = Recorder()._to_break(_Raw(parse_log_record(text), None))
     assert (brk.line, brk.col, brk.rule) == (3, col, "GM101")
+
+
+def test_a_record_mend_cannot_read_is_kept_raw_never_dropped():
+    """A torch that words a graph-break or recompile record anew: the record is a GM900 break
+    (or a recompile) with its raw text, and a record whose own formatting fails is one too."""
+    import logging
+
+    from tracer.recorder import Recorder, _Handler
+
+    rec = Recorder()
+    handler = _Handler(rec)
+
+    def emit(name, msg, args=None):
+        handler.emit(logging.LogRecord(name, logging.DEBUG, __file__, 1, msg, args, None))
+
+    emit("torch.__graph_breaks", "Graph split, worded anew\n  with details")
+    emit("torch.__graph_breaks", "broken %s %s", ("one",))  # formatting raises
+    emit("torch.__recompiles", "Recompiled, worded anew")
+    breaks = rec.breaks()
+    assert [(b.rule, b.reason) for b in breaks] == [("GM900", "Graph split, worded anew"), ("GM900", "broken %s %s")]
+    assert "with details" in breaks[0].explanation
+    assert [(r.function, r.reason) for r in rec.recording.recompiles] == [("(unread)", "Recompiled, worded anew")]

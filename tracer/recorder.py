@@ -174,8 +174,8 @@ class _Handler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             self.recorder._on_record(record)
-        except Exception:  # a parsing surprise must never break the user's run
-            pass
+        except Exception:  # a parsing surprise must never break the user's run: kept raw instead
+            self.recorder._unparsed(record)
 
 
 class Recorder:
@@ -294,19 +294,37 @@ class Recorder:
             return
         if record.name.endswith("__recompiles"):
             r = parse_recompile(text)
-            if r:
-                self.recording.recompiles.append(Recompile(
-                    function=r["function"], reason=r["reason"], file=r["file"], line=r["line"], call=self.call,
-                    guard_file=r.get("guard_file"), guard_line=r.get("guard_line"), guard_source=r.get("guard_source")))
+            if not r:
+                self._unparsed(record)
+                return
+            self.recording.recompiles.append(Recompile(
+                function=r["function"], reason=r["reason"], file=r["file"], line=r["line"], call=self.call,
+                guard_file=r.get("guard_file"), guard_line=r.get("guard_line"), guard_source=r.get("guard_source")))
             return
         parsed = parse_log_record(text)
         if parsed is None:
+            self._unparsed(record)
             return
         code = _compiling_code()
         compiled = None
         if code is not None:
             compiled = compiled_key(code.co_name, code.co_filename)
         self.recording.raw.append(_Raw(parsed, compiled, self.phase, self.call))
+
+    def _unparsed(self, record: logging.LogRecord) -> None:
+        """A record of Dynamo's that mend could not read (a torch that words it anew): kept with
+        its raw text, as a break no rule explains (GM900) or a recompile whose guard matches no
+        rule, never dropped."""
+        try:
+            text = record.getMessage()
+        except Exception:  # a record whose own formatting fails: its template is what there is
+            text = str(record.msg)
+        first = next((line.strip() for line in text.splitlines() if line.strip()), "(empty record)")[:300]
+        if record.name.endswith("__recompiles"):
+            self.recording.recompiles.append(Recompile(function="(unread)", reason=first, call=self.call))
+        elif record.name.endswith("__graph_breaks"):
+            pb = ParsedBreak(reason=first, message=text.strip("\n"), explanation=f"mend could not read this record: {text}")
+            self.recording.raw.append(_Raw(pb, None, self.phase, self.call))
 
     def _limit(self, function: str, file: Optional[str], line: Optional[int], reason: str) -> None:
         """The function reached the recompile limit: its latest recompile is where (Dynamo logs
