@@ -63,61 +63,12 @@ from rewrites.fixes.base import Analysis, Case, Context, Edit, FunctionFacts, He
     full_name, single
 from rewrites.fixes.gm3_scalars import scalar_source
 from rewrites.fixes.gm5_opaque import Refuse, _in_mend_helper, _module_names, _wrapped, site_names
+from rewrites.fixes.runtime import helper
 
 RULES = ("GM301", "GM302", "GM303")
 ORDER = 25  # before gm3_scalars (30), whose refusal ("reaches Python code") this rewrite answers
 
-RUNTIME = Helper('''def _mend_size_op(name, read, many=False):
-    # mend: `read` (a tensor's value read back as a Python int, or with `many` a 1-D
-    # tensor's values as a list of ints) as one custom op whose fake returns new
-    # unbacked ints, so torch.compile keeps the graph whole without
-    # capture_scalar_outputs; the torch._check lines after each call bound the int.
-    # Made once per process: a file imported twice (verification's overlay) finds its
-    # op in sys.modules.
-    import sys
-    import types
-
-    if not hasattr(torch.library, "custom_op"):
-        raise RuntimeError(
-            f"{name}: this torch has no torch.library.custom_op (torch >= 2.4 has it)"
-        )
-    reg = sys.modules.get("_mend_size_ops")
-    if reg is None:
-        reg = types.ModuleType("_mend_size_ops")
-        reg.ops = {}
-        sys.modules[reg.__name__] = reg
-    mine = (read.__code__.co_code, read.__code__.co_names)
-    base, k = name, 0
-    while name in reg.ops and reg.ops[name][1] != mine:
-        # another file's read has this name (same stem, function, line): the next one
-        k += 1
-        name = f"{base}_{k}"
-    if name in reg.ops:
-        return reg.ops[name][0]
-
-    def forward(t):
-        return read(t)
-
-    def fake(t):
-        # the frame's ShapeEnv makes the symbol (new_dynamic_size() would refuse outside
-        # fullgraph=True); its bounds are the torch._check calls at the site
-        ctx = torch.library.get_ctx()
-        env = ctx._shape_env
-        new = ctx.new_dynamic_size if env is None else env.create_unbacked_symint
-        if not many:
-            return new()
-        if t.dim() != 1:
-            raise ValueError(
-                f"{name} reads a 1-D tensor's values, not a {t.dim()}-D one's"
-            )
-        return [new() for _ in range(t.shape[0])]
-
-    schema = "(Tensor t) -> SymInt[]" if many else "(Tensor t) -> SymInt"
-    op = torch.library.custom_op(name, forward, mutates_args=(), schema=schema)
-    op.register_fake(fake)
-    reg.ops[name] = (op, mine)
-    return op
-''')
+RUNTIME = helper("size_op")
 
 # calls whose positional arguments are sizes: a negative one raises in eager too
 _SIZE_FUNCS = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn"})
