@@ -183,3 +183,65 @@ def test_enumeration_keeps_text_architectures():
     assert {"bert", "gpt2", "t5", "llama", "xlm"} <= set(models)
     assert "vit" in skipped and "whisper" in skipped and "llava" in skipped
     assert not set(models) & set(skipped)
+
+
+# classes the tiny builder reaches through what it derives from configs and forwards (graphmend.sweep.hf):
+# (class, an input it must have derived, how)
+NEWLY_BUILT = [
+    ("MimiDecoderModel", "latents"),  # a required argument, shaped as the forward documents it
+    ("LxmertModel", "visual_pos"),  # arguments the failures name (`visual_feats` cannot be None), documented
+    ("MusicgenForCausalLM", "input_ids"),  # a row a codebook: (batch x codebooks, seq) as documented
+    ("Siglip2VisionModel", "spatial_shapes"),  # naflex patches with their grid
+    ("MllamaVisionModel", "aspect_ratio_ids"),  # tiles, and the sub-config type's override
+    ("Pix2StructVisionModel", "flattened_patches"),
+    ("TimesFm2_5Model", "past_values"),  # univariate as documented, whole patches
+    ("VitPoseBackbone", "pixel_values"),  # no more experts than the full model
+    ("LongcatFlashModel", "input_ids"),  # latent attention's rope width is the rotary head_dim
+    ("VoxtralRealtimeForConditionalGeneration", "input_features"),  # an audio frame a token
+    ("SamModel", "pixel_values"),  # output_channels cut with the width it feeds
+    ("LiltForQuestionAnswering", "bbox"),  # an override: six layout embeddings of hidden // 6
+]
+
+
+@pytest.mark.parametrize("name,key", NEWLY_BUILT)
+def test_tiny_builder_builds_and_runs(name, key):
+    pytest.importorskip("transformers")
+    from graphmend.sweep.hf import build_class
+
+    model, inputs = build_class(name)
+    assert type(model).__name__ == name and key in inputs
+    if name == "MusicgenForCausalLM":  # one row of tokens per codebook of each sample
+        assert inputs["input_ids"].shape[0] == 2 * model.config.num_codebooks
+    if name == "VoxtralRealtimeForConditionalGeneration":  # frames lengthened until one audio embedding a token
+        assert inputs["input_features"].shape[-1] > 64
+
+
+def test_documented_shapes_are_sized_from_the_config():
+    from types import SimpleNamespace
+
+    from graphmend.sweep.hf_inputs import documented_shape, named_missing
+
+    class Model:
+        def forward(self, latents, codes=None, ctx=None, other=None):
+            r"""
+            Args:
+                latents (`torch.Tensor` of shape `(batch_size, hidden_size, frames)`):
+                    Latents.
+                codes (`torch.LongTensor` of shape `(batch_size * num_codebooks, sequence_length)`):
+                    Codes.
+                ctx (`torch.Tensor` of shape `[batch_size, config.block_size, dim * len(config.layer_ids)]`):
+                    Context.
+                other (`SomeSession`):
+                    Not a tensor.
+            """
+
+    cfg = SimpleNamespace(hidden_size=64, num_codebooks=4, block_size=3, layer_ids=[1, 2])
+    assert documented_shape(Model(), [cfg], "latents", 2) == (False, (2, 64, 16))
+    assert documented_shape(Model(), [cfg], "codes", 2) == (True, (8, 16))
+    assert documented_shape(Model(), [cfg], "ctx", 2) == (False, (2, 3, 128))
+    assert documented_shape(Model(), [cfg], "other", 2) is None
+    import inspect
+
+    accepted = inspect.signature(Model().forward).parameters
+    assert named_missing(ValueError("`ctx` cannot be None"), accepted, {"latents": 1}) == []  # no underscore: a word
+    assert named_missing(ValueError("You have to specify other_x"), {"other_x": None}, {}) == ["other_x"]

@@ -32,8 +32,10 @@ from typing import Any, Optional
 
 from graphmend.core.worker import describe  # an exception in one line, as every worker says it
 from graphmend.sweep.building import NotBuilt
-
-VOCAB, HIDDEN, HEADS, FFN, LAYERS = 1000, 64, 4, 128, 2
+# inputs a forward documents, and the layout variants tried when the derived inputs fail
+from graphmend.sweep.hf_inputs import VARIANTS, documented, documented_inputs, documented_shape, named_missing, required
+# the tiny sizes and the per-architecture overrides (OVERRIDES, CLASS_OVERRIDES): tables, in their own module
+from graphmend.sweep.hf_overrides import CLASS_OVERRIDES, FFN, HEADS, HIDDEN, LAYERS, OVERRIDES, VOCAB
 
 # Config __init__ parameter names that mean the same thing across architectures; only the
 # ones a config's signature names are passed (setting others after __init__ would miss
@@ -59,54 +61,6 @@ GENERIC = [  # pairs, not a dict: LAYERS and 2 kv heads share a value
 MOE = dict(num_experts=4, num_local_experts=4, num_experts_per_tok=2, moe_intermediate_size=64,
            shared_expert_intermediate_size=64, n_routed_experts=4, n_shared_experts=1, n_group=1, topk_group=1)
 
-# model_type -> (extra config kwargs, options). options: seq, pad_from, extra (an input
-# builder's name). What the generic build gets wrong for these architectures.
-OVERRIDES: dict[str, tuple[dict, dict]] = {
-    "electra": ({"embedding_size": 64}, {}), "albert": ({"embedding_size": 32}, {}),
-    "mega": ({"ema_projection_size": 4, "shared_representation_size": 32}, {}),  # transformers 4.x
-    "ibert": ({"quant_mode": False}, {}), "convbert": ({"embedding_size": 64}, {}),
-    "roformer": ({"embedding_size": 64}, {}), "squeezebert": ({"embedding_size": 64}, {}),
-    "rembert": ({"input_embedding_size": 32, "output_embedding_size": 32}, {}),
-    "mobilebert": ({"embedding_size": 32, "intra_bottleneck_size": 32, "true_hidden_size": 32,
-                    "num_feedforward_networks": 1}, {}),
-    "funnel": ({"block_sizes": [1, 1], "n_head": HEADS, "d_head": 16}, {}),
-    "esm": ({"pad_token_id": 1, "mask_token_id": 4}, {}),
-    "luke": ({"entity_vocab_size": 100, "entity_emb_size": 32}, {}),
-    "xmod": ({"default_language": "en_XX"}, {}),
-    "canine": ({"downsampling_rate": 4, "local_transformer_stride": 4}, {}),
-    "nystromformer": ({"num_landmarks": 4, "segment_means_seq_len": 16}, {}),
-    "mra": ({}, {"seq": 64, "pad_from": 56}),
-    "longformer": ({"attention_window": 8}, {"extra": "global_attention"}),
-    "big_bird": ({"block_size": 4, "num_random_blocks": 2, "attention_type": "block_sparse"},
-                 {"seq": 64, "pad_from": 56}),
-    "reformer": ({"num_attention_heads": 2, "attention_head_size": 32, "feed_forward_size": FFN,
-                  "attn_layers": ["local", "lsh"], "axial_pos_embds": False, "max_position_embeddings": 64,
-                  "local_attn_chunk_length": 8, "lsh_attn_chunk_length": 8, "num_buckets": 4,
-                  "is_decoder": False}, {}),
-    "gpt_neo": ({"attention_types": [[["global", "local"], 1]], "window_size": 8}, {}),
-    "gptj": ({"rotary_dim": 8}, {}), "codegen": ({"rotary_dim": 8}, {}),
-    "opt": ({"word_embed_proj_dim": HIDDEN}, {}), "mpt": ({"expansion_ratio": 2}, {}),
-    "jetmoe": ({"num_local_experts": 4, "num_experts_per_tok": 2, "kv_channels": 16}, {}),
-    "dbrx": ({"attn_config": {"kv_n_heads": 2}, "ffn_config": {"ffn_hidden_size": FFN, "moe_num_experts": 4,
-                                                               "moe_top_k": 2}}, {}),
-    "jamba": ({"num_experts": 4, "expert_layer_period": 2, "expert_layer_offset": 1, "attn_layer_period": 2,
-               "attn_layer_offset": 1, "use_mamba_kernels": False, "mamba_d_state": 8}, {}),
-    "recurrent_gemma": ({"lru_width": HIDDEN, "attention_window_size": 16, "num_key_value_heads": 1,
-                         "block_types": ["recurrent", "attention"]}, {}),
-    "mamba": ({"state_size": 8}, {}), "rwkv": ({"attention_hidden_size": HIDDEN}, {}),
-    "transfo-xl": ({"cutoffs": [200, 500], "div_val": 1, "mem_len": 16}, {}),
-    "pegasus_x": ({"block_size": 8, "num_global_tokens": 4}, {}), "marian": ({"decoder_vocab_size": VOCAB}, {}),
-    "led": ({"attention_window": 8}, {}),
-    "bigbird_pegasus": ({"block_size": 4, "num_random_blocks": 2, "attention_type": "block_sparse"},
-                        {"seq": 64, "pad_from": 56}),
-    "prophetnet": ({"ngram": 2, "num_buckets": 32}, {}), "xlm-prophetnet": ({"ngram": 2, "num_buckets": 32}, {}),
-    "fsmt": ({"langs": ["en", "de"]}, {}),
-    "switch_transformers": ({"num_layers": 1, "num_decoder_layers": 1, "num_experts": 2, "expert_capacity": 8,
-                             "num_sparse_encoder_layers": 1, "num_sparse_decoder_layers": 1}, {}),
-    "mamba2": ({"num_heads": 8, "expand": 2}, {}),  # hidden x expand must be heads x head_dim (16)
-    "apertus1p5": ({"codebook_dim": HIDDEN}, {}),  # no projection around the quantizer: codebook = hidden
-    "nllb-moe": ({"num_experts": 2, "encoder_sparse_step": 2, "decoder_sparse_step": 2, "expert_capacity": 8}, {}),
-}
 
 # the heads of text tasks (MODEL_FOR_<TASK>_MAPPING_NAMES)
 TEXT_TASKS = ("CAUSAL_LM", "MASKED_LM", "SEQ_TO_SEQ_CAUSAL_LM", "SEQUENCE_CLASSIFICATION", "TOKEN_CLASSIFICATION",
@@ -198,7 +152,7 @@ def config_kwargs(cls, extra: dict) -> dict:
         params = set()
     kw = {name: value for value, names in GENERIC for name in names if name in params}
     kw.update({k: v for k, v in MOE.items() if k in params and k not in extra})
-    kw.update(extra)
+    kw.update({k: v for k, v in extra.items() if "." not in k})  # "sub.name": a sub-config's (tiny_config_kwargs)
     return kw
 
 
@@ -401,6 +355,10 @@ def tiny_config_kwargs(cfg_cls, extra: Optional[dict] = None) -> dict:
     block a stage, and every sub-config (text/vision/audio/encoder/decoder) shrunk the same way,
     passed as a dict (with the sub-config's model type, which a composite needs to pick its class)."""
     extra = dict(extra or {})
+    nested: dict[str, dict] = {}  # an override's "sub.name": name in that sub-config's tiny kwargs
+    for key in [k for k in extra if "." in k]:
+        sub, name = key.split(".", 1)
+        nested.setdefault(sub, {})[name] = extra.pop(key)
     kw = config_kwargs(cfg_cls, {})
     try:
         params = set(inspect.signature(cfg_cls.__init__).parameters)
@@ -408,6 +366,14 @@ def tiny_config_kwargs(cfg_cls, extra: Optional[dict] = None) -> dict:
         params = set()
     kw.update({n: v for v, names in GENERIC_MORE for n in names if n in params})
     defaults = _defaults(cfg_cls)
+    for name in MOE:  # a tiny mixture has no more experts than the full one (vitpose's one expert is none)
+        if name in kw and isinstance(defaults.get(name), int) and 0 < defaults[name] < kw[name]:
+            kw[name] = defaults[name]
+    # latent attention: a rotary embedding sized by head_dim rotates the rope part of each head
+    if "qk_rope_head_dim" in kw and "head_dim" in kw and defaults.get("head_dim") == defaults.get("qk_rope_head_dim"):
+        kw["head_dim"] = kw["qk_rope_head_dim"]
+    if "qk_head_dim" in params and "qk_rope_head_dim" in kw and "qk_nope_head_dim" in kw:
+        kw["qk_head_dim"] = kw["qk_rope_head_dim"] + kw["qk_nope_head_dim"]
     for name in LISTS_OF_ONES:
         if name in params and isinstance(defaults.get(name), (list, tuple)):
             kw[name] = [1] * len(defaults[name])
@@ -428,6 +394,10 @@ def tiny_config_kwargs(cfg_cls, extra: Optional[dict] = None) -> dict:
         sub_params = _params(sub_cls)
         # the grouped-attention retry (``_first_built``) reaches every sub-config that has the heads
         sub_extra = {k: v for k, v in extra.items() if k == "num_key_value_heads" and k in sub_params}
+        # the sub-config's own model type's overrides (mllama's vision tower in mllama), then the composite's
+        sub_extra.update({k: v for k, v in OVERRIDES.get(getattr(sub_cls, "model_type", ""), ({}, {}))[0].items()
+                          if k in sub_params or "." in k})
+        sub_extra.update(nested.get(key, {}))
         init = dict(getattr(spec, "init_kwargs", None) or {})
         # a composite's full-size defaults for its sub-config may name sizes the sub-config's
         # __init__ does not (mistral3's pixtral head_dim 64): the generic tiny value replaces each
@@ -436,23 +406,28 @@ def tiny_config_kwargs(cfg_cls, extra: Optional[dict] = None) -> dict:
         if getattr(spec, "model_type", None):
             sub["model_type"] = spec.model_type
         kw[key] = sub
-        levels.append((sub, {**_defaults(sub_cls), **init}, sub_params))
-    if len(levels) > 1:
-        _fit_widths(levels)
+        # the composite's own default sub-config, where it sets sizes of its own (deepseek-ocr-2's encoder width)
+        own = defaults.get(key)
+        own = {k: v for k, v in vars(own).items() if not k.startswith("_")} if hasattr(own, "to_dict") else {}
+        levels.append((sub, {**_defaults(sub_cls), **init, **own}, sub_params))
+    _fit_widths(levels)
     if "num_key_value_heads" not in params:  # the retry's heads, for a composite: its sub-configs'
         extra.pop("num_key_value_heads", None)
     kw.update(extra)
     return kw
 
 
-# a width one config keeps of another's (vision_config.text_hidden_size, a head's condition_dim)
-WIDTH = re.compile(r"hidden_size|_dim$|(input|output|in|out)_size$")
+# a width one config keeps of another's (vision_config.text_hidden_size, a head's condition_dim),
+# or a count of channel groups a convolution takes of its width (mimi's upsample_groups, depthwise)
+WIDTH = re.compile(r"hidden_size|_dim$|(input|output|in|out)_size$|_groups$|^out(put)?_channels$")
+WIDTH_LIST = re.compile(r"channels|features|hidden_sizes|_dims$")
 
 
 def _fit_widths(levels: list) -> None:
-    """In a composite, a width that one config keeps of another's hidden size (its default equals
+    """A width that a config keeps of its own or another config's hidden size (its default equals
     that config's default hidden size, and its name says width) is cut with it: configs validate
-    that they agree. ``levels``: (tiny kwargs, defaults, ``__init__`` parameters) of each config."""
+    that they agree, and models size layers by both. ``levels``: (tiny kwargs, defaults,
+    ``__init__`` parameters) of each config."""
     cut = {d["hidden_size"]: k["hidden_size"] for k, d, _ in levels
            if isinstance(d.get("hidden_size"), int) and isinstance(k.get("hidden_size"), int)}
     for kw, defaults, params in levels:
@@ -462,6 +437,10 @@ def _fit_widths(levels: list) -> None:
             if (name not in kw or name in PROJECTIONS) and WIDTH.search(name) and isinstance(value, int) \
                     and value in cut:
                 kw[name] = cut[value]
+            # widths a stage at a time whose last feeds a config of that hidden size (a backbone's channels)
+            elif name not in kw and WIDTH_LIST.search(name) and isinstance(value, (list, tuple)) and value \
+                    and all(isinstance(v, int) and not isinstance(v, bool) for v in value) and value[-1] in cut:
+                kw[name] = [cut[v] if v == value[-1] else v for v in value]
 
 
 def _params(cls) -> set:
@@ -508,8 +487,6 @@ def _sub_config_class(spec):
         return None
 
 
-# class name -> (config kwargs, why): where the generic build fails for that class
-CLASS_OVERRIDES: dict[str, tuple[dict, str]] = {}
 
 B = 2  # batch: two samples, the second text right-padded
 SEQ = 16
@@ -707,6 +684,35 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0) -> dict:
         grid, _, patch = _grid(cfg)
         x["grid_thw"] = torch.tensor([grid] * B)
         x["hidden_states"] = torch.randn(B * grid[0] * grid[1] * grid[2], patch)
+    elif "pixel_values" in accepted and "spatial_shapes" in accepted:
+        # siglip-2 "naflex": an image as its patches flattened, with their grid's (rows, columns) and mask
+        p = getattr(vision, "patch_size", None) or 16
+        side = 4
+        x["pixel_values"] = torch.randn(B, side * side, (getattr(vision, "num_channels", None) or 3) * p * p)
+        x["spatial_shapes"] = torch.tensor([[side, side]] * B)
+        if "pixel_attention_mask" in accepted:
+            x["pixel_attention_mask"] = torch.ones(B, side * side, dtype=torch.long)
+    elif "pixel_values" in accepted and "aspect_ratio_ids" in accepted:
+        # mllama: an image as its tiles, (batch, images, tiles, channels, h, w), with its aspect ratio's id
+        tiles = getattr(vision, "max_num_tiles", None) or 4
+        h, w = _size(getattr(vision, "image_size", None))
+        x["pixel_values"] = torch.randn(B, 1, tiles, getattr(vision, "num_channels", None) or 3, h, w)
+        x["aspect_ratio_ids"] = torch.ones(B, 1, dtype=torch.long)  # id 1: one tile of 1 x 1
+        if "aspect_ratio_mask" in accepted:
+            x["aspect_ratio_mask"] = torch.zeros(B, 1, tiles, dtype=torch.long)
+            x["aspect_ratio_mask"][..., 0] = 1
+        if "cross_attention_mask" in accepted and "input_ids" in x:  # each token sees the image's first tile
+            x["cross_attention_mask"] = torch.zeros(B, x["input_ids"].shape[1], 1, tiles, dtype=torch.long)
+            x["cross_attention_mask"][..., 0] = 1
+    elif "flattened_patches" in accepted:
+        # pix2struct: patches flattened, each row led by its (row, column) on the grid (1-based, 0 pads)
+        width = getattr(vision, "patch_embed_hidden_size", None) or 3 * 16 * 16
+        side = 4
+        rows, cols = torch.meshgrid(torch.arange(1, side + 1), torch.arange(1, side + 1), indexing="ij")
+        grid = torch.stack([rows.flatten(), cols.flatten()], -1).float()
+        x["flattened_patches"] = torch.cat([grid.expand(B, -1, -1), torch.randn(B, side * side, width)], -1)
+        if "attention_mask" in accepted and "input_ids" not in x:
+            x["attention_mask"] = torch.ones(B, side * side, dtype=torch.long)
     elif "pixel_values" in accepted and ({"pixel_position_ids", "image_position_ids"} & set(accepted)):
         # gemma-4-like: an image as flattened patches with their (x, y) on the grid, pooled k x k
         k = getattr(vision, "pooling_kernel_size", None) or 1
@@ -770,9 +776,15 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0) -> dict:
                 x["future_time_features"] = torch.randn(B, pred, nf)
             if "future_values" in accepted:
                 x["future_values"] = torch.randn(B, pred) if size == 1 else torch.randn(B, pred, size)
-        else:  # patch models: (batch, context, channels)
+        else:  # patch models: (batch, context, channels), or (batch, context) where the forward says so
             ch = getattr(cfg, "num_input_channels", None) or getattr(cfg, "input_size", None) or 1
-            x["past_values"] = torch.randn(B, ctx, ch)
+            patch = next((v for v in (getattr(cfg, n, None) for n in ("patch_length", "patch_len", "input_patch_len"))
+                          if isinstance(v, int) and v > 0), None)
+            if patch and ctx % patch:  # whole patches (timesfm: the context is cut into patch_length steps)
+                ctx = patch * 2
+            doc = documented(model, "past_values")
+            univariate = doc is not None and len([d for d in doc[1].split(",") if d.strip()]) == 2
+            x["past_values"] = torch.randn(B, ctx) if univariate else torch.randn(B, ctx, ch)
     if "bbox" in accepted and "input_ids" in x:  # layout models: boxes x0 <= x1, y0 <= y1 in 0..1000
         lo = torch.randint(0, 500, (B, x["input_ids"].shape[1], 2))
         x["bbox"] = torch.cat([lo, lo + 10], -1)
@@ -867,11 +879,19 @@ def _run(model, cfg, accepted) -> dict:
         image_tokens = _grid(cfg)[1]
     first: Optional[Exception] = None
     tried = {image_tokens}
+    configs = _configs(cfg)
     for _ in range(4):
         inputs = class_inputs(model, cfg, accepted, image_tokens)
+        rows = documented_shape(model, configs, "input_ids", B) if "input_ids" in inputs else None
+        if rows and rows[1][0] != B and rows[1][0] % B == 0:  # musicgen: a row a codebook, (batch x codebooks, seq)
+            inputs["input_ids"] = inputs["input_ids"].repeat_interleave(rows[1][0] // B, 0)
+        # what the forward requires and the modality does not say (a decoder's latents): as documented
+        inputs.update(documented_inputs(model, configs, required(accepted, inputs), B))
         errors: list[Exception] = []
         # the inputs as derived, then each layout variant the modality is known in
-        for variant in [inputs] + _variants(inputs, accepted):
+        candidates = [inputs] + _variants(inputs, accepted)
+        grown = [inputs]  # the derived inputs and those grown from them by what failures named
+        for i, variant in enumerate(candidates):
             try:
                 _eager(model, variant, accepted)
                 return variant
@@ -879,6 +899,15 @@ def _run(model, cfg, accepted) -> dict:
                 return retry.inputs
             except Exception as exc:
                 errors.append(exc)
+                named = {}
+                if any(variant is g for g in grown) and len(grown) < 4:
+                    named = documented_inputs(model, configs, named_missing(exc, accepted, variant), B)
+                if named:  # an argument the failure names (`visual_feats` cannot be None), as documented, next
+                    grown.append({**variant, **named})
+                    candidates.insert(i + 1, grown[-1])
+                longer = _frames_per_token(exc, variant) if i == 0 else None
+                if longer is not None:
+                    candidates.insert(i + 1, longer)
         first = first or errors[0]
         # the placeholder count any layout's failure names (the derived one may fail earlier)
         m = next((m for m in map(_MISMATCH.search, map(str, errors)) if m), None)
@@ -889,6 +918,27 @@ def _run(model, cfg, accepted) -> dict:
         tried.add(nxt)
     assert first is not None
     raise first
+
+
+_PER_TOKEN = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton "
+                        r"dimension 1")
+
+
+def _frames_per_token(exc: Exception, x: dict) -> Optional[dict]:
+    """A streaming audio LM adds one audio embedding to each token (voxtral-realtime): where a failure
+    says the tokens (a) and the audio embeddings (b) differ in length, the mel frames times a / b."""
+    m = _PER_TOKEN.search(str(exc))
+    f, ids = x.get("input_features"), x.get("input_ids")
+    if m is None or f is None or ids is None or f.dim() != 3 or int(m.group(1)) != ids.shape[1]:
+        return None
+    a, b = int(m.group(1)), int(m.group(2))
+    if b <= 0 or a % b:
+        return None
+    out = {**x, "input_features": f.repeat(1, 1, a // b)}
+    for key in ("input_features_mask", "feature_attention_mask"):
+        if key in x:
+            out[key] = x[key].repeat(1, a // b)
+    return out
 
 
 def _placeholder_counts(features: int, cfg) -> list[int]:
@@ -948,55 +998,6 @@ def _grid(cfg) -> tuple[tuple[int, int, int], int, int]:
     return (1, h, w), h * w // (m * m), c * tp * p * p
 
 
-# Layout variants tried when the derived inputs fail, one at a time (a modality's tensors come in
-# more than one layout across architectures; the config does not say which):
-def _channels_audio(x: dict) -> Optional[dict]:  # codecs and raw-audio encoders: (batch, 1, samples)
-    v = x.get("input_values")
-    return {**x, "input_values": v.unsqueeze(1)} if v is not None and v.dim() == 2 else None
-
-
-def _time_major_features(x: dict) -> Optional[dict]:  # conformers: (batch, frames, mel), whisper (batch, mel, frames)
-    v = x.get("input_features")
-    return {**x, "input_features": v.transpose(1, 2).contiguous()} if v is not None and v.dim() == 3 else None
-
-
-def _images_per_sample(x: dict) -> Optional[dict]:  # idefics-like: (batch, images, channels, h, w)
-    v = x.get("pixel_values")
-    if v is None or v.dim() != 4:
-        return None
-    out = {**x, "pixel_values": v.unsqueeze(1)}
-    if "input_ids" in x:  # idefics: which image each text token sees, (batch, text, images)
-        out["image_attention_mask"] = x["input_ids"].new_ones(*x["input_ids"].shape, 1)
-    return out
-
-
-def _without_pixels(x: dict) -> Optional[dict]:  # a multimodal head that also runs on text alone
-    if "pixel_values" not in x or "input_ids" not in x:
-        return None
-    return {k: v for k, v in x.items() if k not in ("pixel_values", "image_grid_thw")}
-
-
-def _image_sizes(x: dict) -> Optional[dict]:  # pixtral, llava-next: each image's (height, width)
-    v = x.get("pixel_values")
-    if v is None or v.dim() != 4 or "image_sizes" in x:
-        return None
-    import torch
-
-    return {**x, "image_sizes": torch.tensor([list(v.shape[-2:])] * v.shape[0])}
-
-
-def _without_audio(x: dict) -> Optional[dict]:  # an omni model's image and text, its audio left out
-    if "input_features" not in x or "pixel_values" not in x:
-        return None
-    return {k: v for k, v in x.items() if k not in ("input_features", "feature_attention_mask", "input_features_mask")}
-
-
-def _longer_audio(x: dict) -> Optional[dict]:  # x-vector heads: their TDNN kernels outlast 4000 samples' frames
-    v = x.get("input_values")
-    return {**x, "input_values": v.repeat(1, 4)} if v is not None and v.dim() == 2 else None
-
-
-VARIANTS = (_channels_audio, _time_major_features, _images_per_sample, _image_sizes, _without_audio, _longer_audio)
 
 
 def _variants(inputs: dict, accepted) -> list[dict]:

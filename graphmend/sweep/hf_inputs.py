@@ -1,0 +1,183 @@
+"""transformers sweep: inputs a forward documents but ``class_inputs`` does not derive.
+
+A forward's docstring gives each tensor argument's shape in names (``latents (`torch.Tensor` of
+shape `(batch_size, hidden_size, frames)`)``, ``noise_embeds ... `[batch_size, config.block_size,
+dim]```): a name the config holds is its value there (``hidden_size``, ``config.block_size``,
+``visual_feat_dim``), ``batch_size`` is the sweep's batch, any other a short length. Used for the
+arguments a forward requires and for the ones a failure names (```visual_feats` cannot be
+`None```). And the layout variants (``VARIANTS``) tried when the derived inputs fail. No torch at
+import (``graphmend.sweep.hf`` imports this module at its own import).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Any, Optional
+
+LENGTH = 16  # a documented length the config does not size (frames, sequence_length, num_visual_features)
+
+# `name` (`torch.FloatTensor` of shape `(batch_size, hidden_size, frames)`, *optional*):
+_ARG = r"^\s*{name} \(`(?:~?torch\.)?(\w+)`(?: of shape `[(\[]([^`]*)[)\]]`)?"
+_EXPR = re.compile(r"^[\w\s.*+()/-]+$")  # what a documented dimension may be: names, numbers, arithmetic
+
+
+def documented(model, name: str) -> Optional[tuple[str, str]]:
+    """(the tensor type, the shape's text) that ``model.forward``'s docstring gives ``name``; None
+    when it gives no tensor type."""
+    doc = inspect.getdoc(getattr(model, "forward", None)) or ""
+    m = re.search(_ARG.format(name=re.escape(name)), doc, re.M)
+    if m is None or not (m.group(1).endswith("Tensor") or m.group(1) == "Tensor"):
+        return None
+    return m.group(1), m.group(2) or ""
+
+
+class _Sizes(dict):
+    """Names in a documented shape: the batch, the config's (first of it and its sub-configs that
+    has the name), else ``LENGTH``."""
+
+    def __init__(self, configs: list, batch: int):
+        super().__init__(batch_size=batch, len=len, config=configs[0] if configs else None)
+        self.configs = configs
+
+    def __missing__(self, key: str) -> Any:
+        for name in (key,) + ALIASES.get(key, ()):
+            for c in self.configs:
+                v = getattr(c, name, None)
+                if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                    return v
+        return LENGTH
+
+
+# a documented dimension's other names in configs
+ALIASES = {"dim": ("hidden_size",), "embed_dim": ("hidden_size",), "hidden_dim": ("hidden_size",),
+           "d_model": ("hidden_size",), "num_channels": ("in_channels",)}
+
+
+def documented_shape(model, cfg_list: list, name: str, batch: int) -> Optional[tuple[bool, tuple[int, ...]]]:
+    """(integer tensor?, shape) of argument ``name`` from the forward's docstring; None when the
+    docstring gives no shape or a dimension that is no positive size."""
+    doc = documented(model, name)
+    if doc is None or not doc[1].strip():
+        return None
+    kind, text = doc
+    dims = []
+    sizes = _Sizes(cfg_list, batch)
+    for part in text.split(","):
+        part = part.strip()
+        if not part or not _EXPR.match(part) or "__" in part:
+            return None
+        try:
+            value = eval(part, {"__builtins__": {}}, sizes)  # noqa: S307 -- names and arithmetic only (_EXPR)
+        except Exception:  # a dimension the config cannot size (an attribute of a missing config)
+            return None
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            return None
+        dims.append(value)
+    return kind.startswith(("Long", "Int", "Bool")), tuple(dims)
+
+
+def documented_inputs(model, cfg_list: list, names, batch: int) -> dict:
+    """A tensor for each of ``names`` whose shape the forward documents: random values, or ones
+    for an integer tensor (a mask that keeps all, an id that every table has)."""
+    import torch
+
+    out = {}
+    for name in names:
+        got = documented_shape(model, cfg_list, name, batch)
+        if got is None:
+            continue
+        integer, shape = got
+        out[name] = torch.ones(shape, dtype=torch.long) if integer else torch.randn(shape)
+    return out
+
+
+def required(accepted, have) -> list[str]:
+    """The forward's arguments that have no default and that ``have`` lacks."""
+    return [n for n, p in accepted.items() if n != "self" and p.default is p.empty
+            and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and n not in have]
+
+
+def named_missing(exc: BaseException, accepted, have) -> list[str]:
+    """The forward's arguments that a failure's message names (```visual_feats` cannot be `None```,
+    "You have to specify flattened_patches") and that ``have`` lacks."""
+    words = set(re.findall(r"\w+", str(exc)))
+    return [n for n in accepted if n in words and n not in have and n not in ("self", "kwargs") and "_" in n]
+
+
+# Layout variants tried when the derived inputs fail, one at a time (a modality's tensors come in
+# more than one layout across architectures; the config does not say which):
+def _channels_audio(x: dict) -> Optional[dict]:  # codecs and raw-audio encoders: (batch, 1, samples)
+    v = x.get("input_values")
+    return {**x, "input_values": v.unsqueeze(1)} if v is not None and v.dim() == 2 else None
+
+
+def _time_major_features(x: dict) -> Optional[dict]:  # conformers: (batch, frames, mel), whisper (batch, mel, frames)
+    v = x.get("input_features")
+    return {**x, "input_features": v.transpose(1, 2).contiguous()} if v is not None and v.dim() == 3 else None
+
+
+def _images_per_sample(x: dict) -> Optional[dict]:  # idefics-like: (batch, images, channels, h, w)
+    v = x.get("pixel_values")
+    if v is None or v.dim() != 4:
+        return None
+    out = {**x, "pixel_values": v.unsqueeze(1)}
+    if "input_ids" in x:  # idefics: which image each text token sees, (batch, text, images)
+        out["image_attention_mask"] = x["input_ids"].new_ones(*x["input_ids"].shape, 1)
+    return out
+
+
+def _without_pixels(x: dict) -> Optional[dict]:  # a multimodal head that also runs on text alone
+    if "pixel_values" not in x or "input_ids" not in x:
+        return None
+    return {k: v for k, v in x.items() if k not in ("pixel_values", "image_grid_thw")}
+
+
+def _image_sizes(x: dict) -> Optional[dict]:  # pixtral, llava-next: each image's (height, width)
+    v = x.get("pixel_values")
+    if v is None or v.dim() != 4 or "image_sizes" in x:
+        return None
+    import torch
+
+    return {**x, "image_sizes": torch.tensor([list(v.shape[-2:])] * v.shape[0])}
+
+
+def _without_audio(x: dict) -> Optional[dict]:  # an omni model's image and text, its audio left out
+    if "input_features" not in x or "pixel_values" not in x:
+        return None
+    return {k: v for k, v in x.items() if k not in ("input_features", "feature_attention_mask", "input_features_mask")}
+
+
+def _longer_audio(x: dict) -> Optional[dict]:  # x-vector heads: their TDNN kernels outlast 4000 samples' frames
+    v = x.get("input_values")
+    return {**x, "input_values": v.repeat(1, 4)} if v is not None and v.dim() == 2 else None
+
+
+def _larger_image(x: dict) -> Optional[dict]:  # text recognisers: their strides and pools outlast 64 px
+    v = x.get("pixel_values")
+    if v is None or v.dim() != 4 or max(v.shape[-2:]) > 64:
+        return None
+    return {**x, "pixel_values": v.repeat(1, 1, 2, 2)}
+
+
+def _patches_as_images(x: dict) -> Optional[dict]:  # grid models (paddleocr-vl, kimi): each patch (3, p, p)
+    v = x.get("pixel_values")
+    if v is None or v.dim() != 2 or "image_grid_thw" not in x or v.shape[1] % 3:
+        return None
+    p = round((v.shape[1] // 3) ** 0.5)
+    return {**x, "pixel_values": v.reshape(v.shape[0], 3, p, p)} if 3 * p * p == v.shape[1] else None
+
+
+def _speech_alone(x: dict) -> Optional[dict]:  # seamless: speech in, the text's mask does not fit its frames
+    if "input_features" not in x or "input_ids" not in x:
+        return None
+    return {k: v for k, v in x.items() if k not in ("input_ids", "attention_mask")}
+
+
+def _image_pairs(x: dict) -> Optional[dict]:  # keypoint matchers: two images a sample, (batch, 2, channels, h, w)
+    v = x.get("pixel_values")
+    return {**x, "pixel_values": v.unsqueeze(1).repeat(1, 2, 1, 1, 1)} if v is not None and v.dim() == 4 else None
+
+
+VARIANTS = (_channels_audio, _time_major_features, _images_per_sample, _image_sizes, _without_audio, _longer_audio,
+            _image_pairs, _speech_alone, _larger_image, _patches_as_images)

@@ -1,0 +1,103 @@
+"""transformers sweep: the tiny sizes and the per-architecture overrides of ``graphmend.sweep.hf``.
+
+Tables only (no torch, no transformers at import): what the generic tiny build gets wrong for
+one model type (``OVERRIDES``) or one class (``CLASS_OVERRIDES``), each with why. A key
+``"sub.name"`` (``"text_config.mlp_layer_types"``) sets ``name`` in the tiny kwargs of the
+sub-config ``sub``, the rest of which stays generic.
+"""
+
+from __future__ import annotations
+
+VOCAB, HIDDEN, HEADS, FFN, LAYERS = 1000, 64, 4, 128, 2
+
+# model_type -> (extra config kwargs, options). options: seq, pad_from, extra (an input
+# builder's name). What the generic build gets wrong for these architectures.
+OVERRIDES: dict[str, tuple[dict, dict]] = {
+    "electra": ({"embedding_size": 64}, {}), "albert": ({"embedding_size": 32}, {}),
+    "mega": ({"ema_projection_size": 4, "shared_representation_size": 32}, {}),  # transformers 4.x
+    "ibert": ({"quant_mode": False}, {}), "convbert": ({"embedding_size": 64}, {}),
+    "roformer": ({"embedding_size": 64}, {}), "squeezebert": ({"embedding_size": 64}, {}),
+    "rembert": ({"input_embedding_size": 32, "output_embedding_size": 32}, {}),
+    "mobilebert": ({"embedding_size": 32, "intra_bottleneck_size": 32, "true_hidden_size": 32,
+                    "num_feedforward_networks": 1}, {}),
+    "funnel": ({"block_sizes": [1, 1], "n_head": HEADS, "d_head": 16}, {}),
+    "esm": ({"pad_token_id": 1, "mask_token_id": 4}, {}),
+    "luke": ({"entity_vocab_size": 100, "entity_emb_size": 32}, {}),
+    "xmod": ({"default_language": "en_XX"}, {}),
+    "canine": ({"downsampling_rate": 4, "local_transformer_stride": 4}, {}),
+    "nystromformer": ({"num_landmarks": 4, "segment_means_seq_len": 16}, {}),
+    "mra": ({}, {"seq": 64, "pad_from": 56}),
+    "longformer": ({"attention_window": 8}, {"extra": "global_attention"}),
+    "big_bird": ({"block_size": 4, "num_random_blocks": 2, "attention_type": "block_sparse"},
+                 {"seq": 64, "pad_from": 56}),
+    "reformer": ({"num_attention_heads": 2, "attention_head_size": 32, "feed_forward_size": FFN,
+                  "attn_layers": ["local", "lsh"], "axial_pos_embds": False, "max_position_embeddings": 64,
+                  "local_attn_chunk_length": 8, "lsh_attn_chunk_length": 8, "num_buckets": 4,
+                  "is_decoder": False}, {}),
+    "gpt_neo": ({"attention_types": [[["global", "local"], 1]], "window_size": 8}, {}),
+    "gptj": ({"rotary_dim": 8}, {}), "codegen": ({"rotary_dim": 8}, {}),
+    "opt": ({"word_embed_proj_dim": HIDDEN}, {}), "mpt": ({"expansion_ratio": 2}, {}),
+    "jetmoe": ({"num_local_experts": 4, "num_experts_per_tok": 2, "kv_channels": 16}, {}),
+    "dbrx": ({"attn_config": {"kv_n_heads": 2}, "ffn_config": {"ffn_hidden_size": FFN, "moe_num_experts": 4,
+                                                               "moe_top_k": 2}}, {}),
+    "jamba": ({"num_experts": 4, "expert_layer_period": 2, "expert_layer_offset": 1, "attn_layer_period": 2,
+               "attn_layer_offset": 1, "use_mamba_kernels": False, "mamba_d_state": 8}, {}),
+    "recurrent_gemma": ({"lru_width": HIDDEN, "attention_window_size": 16, "num_key_value_heads": 1,
+                         "block_types": ["recurrent", "attention"]}, {}),
+    "mamba": ({"state_size": 8}, {}), "rwkv": ({"attention_hidden_size": HIDDEN}, {}),
+    "transfo-xl": ({"cutoffs": [200, 500], "div_val": 1, "mem_len": 16}, {}),
+    "pegasus_x": ({"block_size": 8, "num_global_tokens": 4}, {}), "marian": ({"decoder_vocab_size": VOCAB}, {}),
+    "led": ({"attention_window": 8}, {}),
+    "bigbird_pegasus": ({"block_size": 4, "num_random_blocks": 2, "attention_type": "block_sparse"},
+                        {"seq": 64, "pad_from": 56}),
+    "prophetnet": ({"ngram": 2, "num_buckets": 32}, {}), "xlm-prophetnet": ({"ngram": 2, "num_buckets": 32}, {}),
+    "fsmt": ({"langs": ["en", "de"]}, {}),
+    "switch_transformers": ({"num_layers": 1, "num_decoder_layers": 1, "num_experts": 2, "expert_capacity": 8,
+                             "num_sparse_encoder_layers": 1, "num_sparse_decoder_layers": 1}, {}),
+    "mamba2": ({"num_heads": 8, "expand": 2}, {}),  # hidden x expand must be heads x head_dim (16)
+    "apertus1p5": ({"codebook_dim": HIDDEN}, {}),  # no projection around the quantizer: codebook = hidden
+    # the vision tower concatenates its last state with those of intermediate_layers_indices (default 3..30):
+    # two tiny layers, both taken, three widths out; one global layer
+    "mllama_vision_model": ({"intermediate_layers_indices": [0, 1], "vision_output_dim": 3 * HIDDEN,
+                             "num_global_layers": 1}, {}),
+    "mllama_text_model": ({"cross_attention_layers": [1]}, {}),  # default layers 3..38: the second of two
+    # a checkpoint's config gives rope per layer type, which the rotary embedding looks up; the default has none
+    "cohere_compass_text": ({"rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 10000.0}}},
+                            {}),
+    # four coordinates and two shapes are concatenated to the hidden size: 4 x 8 + 2 x 8 = 48; a 64 px image
+    "layoutlmv3": ({"hidden_size": 48, "coordinate_size": 8, "shape_size": 8, "input_size": 64}, {}),
+    "donut-swin": ({"window_size": 2}, {}),  # its bias table keeps the window the 2 x 2 last stage of 64 px cuts
+    # the neck takes the layers backbone_out_indices names (default 2, 5, 8, 11), one each of its 4 stages
+    "dpt": ({"num_hidden_layers": 4, "backbone_out_indices": [0, 1, 2, 3]}, {}),
+    # the image is cut into patches of patch_size (default 384) at 1/4, 1/2 and 1 of its size, each patch a
+    # dinov2 image: patches of 16 px out of a 64 px image, of 8 px patches; the hooks are layers of the two
+    "depth_pro": ({"patch_size": 16, "intermediate_hook_ids": [1, 0],
+                   **{f"{m}_model_config.{k}": v for m in ("image", "patch", "fov")
+                      for k, v in (("image_size", 16), ("patch_size", 8))}}, {}),
+    # the shared positional embedding's features (default 128) are half the prompt and mask width
+    "sam_vision_model": ({"num_pos_feats": HIDDEN // 2}, {}), "sam_hq_vision_model": ({"num_pos_feats": HIDDEN // 2}, {}),
+    # no default: a checkpoint's config gives each class (2 by default) its score threshold and reading order
+    "pp_doclayout_v2": ({"class_thresholds": [0.5, 0.5], "class_order": [0, 1]}, {}),
+    # the projector's queries per image are looked up by its patches (default 1225 or 4900): a 64 px image has 4
+    "aria": ({"projector_patch_to_query_dict": {4: 4}}, {}),
+    "lilt": ({"hidden_size": 48}, {}),  # six layout embeddings of hidden_size // 6 are concatenated: 6 x 8
+    # the indexer's heads must fit the query heads of one key head (4 // 2)
+    "kolibri1_1": ({"index_num_heads": 1}, {}),
+    # its 2-D rotary embedding fills hidden_size / 2 with 4 x head_dim / 2 frequencies: 8 heads
+    "efficientloftr": ({"num_attention_heads": 8}, {}),
+    # no default: a checkpoint's config names each layer's MLP; and the SAM encoder's last channels (896) must be
+    # the vision encoder's width, whose default (4096) is not
+    "deepseek_ocr2": ({"text_config.mlp_layer_types": ["dense", "sparse"],
+                       "vision_config.sam_config.downsample_channels": [32, HIDDEN]}, {}),
+    # validated: the assistant's text model has no per-layer inputs (its forward then needs a target model's
+    # shared key/value states, which a sweep does not have)
+    "gemma4_assistant": ({"text_config.hidden_size_per_layer_input": 0, "text_config.vocab_size_per_layer_input": 0},
+                         {}),
+    # the Fourier image preprocessor's 261 channels take one cross-attention head (default 8)
+    "perceiver": ({"num_cross_attention_heads": 1}, {}),
+    "nllb-moe": ({"num_experts": 2, "encoder_sparse_step": 2, "decoder_sparse_step": 2, "expert_capacity": 8}, {}),
+}
+
+
+# class name -> (config kwargs, why): where the generic build fails for that class
+CLASS_OVERRIDES: dict[str, tuple[dict, str]] = {}
