@@ -809,7 +809,9 @@ _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d*)?(?:e-?\d+)?")
 
 def constants_of(text: str, conditions) -> list[float]:
     """The numbers written in the conditions (``h.max() > 0.3`` -> [0.3]): inputs filled
-    with them sit on the threshold, where rounding it in another precision shows."""
+    with them sit on the threshold, where rounding it in another precision shows; NaN for a
+    condition that asks for one (``torch.isnan(h).any()``), infinity for one that asks for
+    that: inputs full of them take the arm a guard against bad values keeps."""
     lines = text.splitlines()
     out: list[float] = []
     for l, c, el, ec in conditions:
@@ -819,9 +821,11 @@ def constants_of(text: str, conditions) -> list[float]:
         part[-1] = part[-1][:ec]
         part[0] = part[0][c:]
         src = "\n".join(part)
-        for m in _NUMBER.findall(src):
-            v = float(m)
-            if v not in out:
+        found = [float(m) for m in _NUMBER.findall(src)]
+        found += [float("nan")] * bool(re.search(r"\bisnan\b|\bnan\b", src))
+        found += [float("inf")] * bool(re.search(r"\bisinf\b|\bisfinite\b|\binf\b", src))
+        for v in found:
+            if v not in out and not (v != v and any(o != o for o in out)):  # NaN is no NaN's equal
                 out.append(v)
     return out[:6]
 

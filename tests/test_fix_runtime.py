@@ -10,7 +10,7 @@ import pytest
 from rewrites.fixes.runtime import helper
 
 
-@pytest.mark.parametrize("module", ["size_op", "opaque"])
+@pytest.mark.parametrize("module", ["size_op", "opaque", "emit"])
 def test_a_helper_is_the_modules_functions_as_the_file_has_them(module):
     got = helper(module)
     mod = importlib.import_module(f"rewrites.fixes.runtime.{module}")
@@ -36,3 +36,41 @@ def test_the_size_op_keeps_a_read_in_one_graph_and_is_made_once():
     explained = torch._dynamo.explain(pooled)(x, k)
     assert explained.graph_count == 1 and explained.graph_break_count == 0
     assert torch.equal(torch.compile(pooled, backend="eager")(x, k), pooled(x, k))
+
+
+def test_a_warning_and_a_log_record_fire_from_one_compiled_graph(caplog):
+    import logging
+    import warnings
+
+    torch = pytest.importorskip("torch")
+    from rewrites.fixes.runtime.emit import _mend_log_if, _mend_warn_if
+
+    log = logging.getLogger("rewrites.fixes.runtime.emit")  # the module's own logger: what _mend_log_if names
+
+    def f(x):
+        h = x * 2
+        _mend_warn_if(torch.isnan(h).any(), "NaN in the hidden state", RuntimeWarning, 17)
+        _mend_log_if((h.abs() > 100).any(), log, "warning", "large activations", 19)
+        return h + 1
+
+    torch._dynamo.reset()
+    explained = torch._dynamo.explain(f)(torch.randn(4))
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+    compiled = torch.compile(f, backend="aot_eager")
+    bad = torch.tensor([1.0, float("nan"), 500.0])
+    for fn, where in ((f, "eager"), (compiled, "compiled")):
+        caplog.clear()
+        with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING):
+            warnings.simplefilter("always")
+            fn(torch.randn(3))
+            assert not caught and not caplog.records, where
+            fn(bad)
+        assert [(w.category, str(w.message)) for w in caught] == [(RuntimeWarning, "NaN in the hidden state")], where
+        assert [(r.name, r.levelname, r.getMessage()) for r in caplog.records] == [
+            (log.name, "WARNING", "large activations")], where
+    # compiled, the message names the call's line of the original file
+    assert caught[0].lineno == 17 and caplog.records[0].lineno == 19
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(RuntimeWarning, match="NaN in the hidden state"):  # -W error raises, as eager does
+            compiled(bad)

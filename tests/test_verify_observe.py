@@ -444,3 +444,29 @@ def test_forward_hooks_alone_where_backward_hooks_break_the_original():
     assert HOOKS_FORWARD not in skipped and (HOOKS_FORWARD, "example") in plan
     why = _diff(_InPlaceOut(), _InPlaceOut(twice=True), (x,), HOOKS_FORWARD)
     assert why.endswith("module hooks: forward of fc ran 2 times, originally 1"), why
+
+
+def test_a_warning_or_log_record_lost_or_changed_is_a_difference():
+    import logging
+    import warnings
+
+    log = logging.getLogger("mend.test.said")
+
+    def said(warn: str = "", record: str = ""):
+        def f(x):
+            if warn:
+                warnings.warn(warn, RuntimeWarning)
+            if record:
+                log.warning(record)
+            return x * 2
+        return f
+
+    x = (torch.randn(3),)
+    assert _diff(said("NaN seen"), said("NaN seen"), x, EVAL, None, None) is None
+    assert "warning RuntimeWarning: NaN seen" in _diff(said("NaN seen"), said(), x, EVAL, None, None)
+    assert _diff(said(), said(record="big"), x, TRAIN, None, None).endswith(
+        "what the original warned and logged: nothing; the patched program: log mend.test.said WARNING: big")
+    # an object's address in a message is not a difference
+    assert _diff(said(f"at {hex(id(x))}"), said(f"at {hex(id(log))}"), x, EVAL, None, None) is None
+    # compiled runs leave messages to the rewrite's documented caveat
+    assert _diff(said("kept"), said(), x, COMPILED, None, None) is None

@@ -181,10 +181,11 @@ def run_call(fn: Any, module, args: tuple, kwargs: dict, mode: str, seed: int, l
         rec["precision"] = str(autocast_dtype(device)).replace("torch.", "")
         amp = torch.autocast(device_type=device, dtype=autocast_dtype(device))
     hooks = _CallLog(module, mode == HOOKS) if mode in (HOOKS, HOOKS_FORWARD) else contextlib.nullcontext()
+    said = _Said()
     _seed(seed)
     out = None
     try:
-        with ctx, hooks:
+        with ctx, hooks, said:
             if mode == FUNC_GRAD:
                 out = _func_grad(fn, module, args, kwargs, loss)
             elif mode == VMAP:
@@ -210,6 +211,7 @@ def run_call(fn: Any, module, args: tuple, kwargs: dict, mode: str, seed: int, l
             m.training = was
     if mode in (HOOKS, HOOKS_FORWARD):
         rec["calls"] = hooks.calls
+    rec["said"] = said.said
     rec["inputs_after"] = to_plain((args, kwargs))
     rec["rng"] = torch.get_rng_state()
     rec["aliases"] = aliases(out, (args, kwargs), module) if rec["status"] == "ok" else {}
@@ -222,6 +224,49 @@ def run_call(fn: Any, module, args: tuple, kwargs: dict, mode: str, seed: int, l
         if module is not None:
             module.zero_grad(set_to_none=True)
     return rec
+
+
+class _Said:
+    """What a call says besides its result: each warning (its class and message) and each log
+    record (logger, level, message), in order. Warnings are all recorded (``always``), none
+    raised; where the call names them (file, line) is left out: a rewrite moves lines."""
+
+    _ADDRESS = __import__("re").compile(r"0x[0-9a-fA-F]+")
+
+    def __init__(self) -> None:
+        self.said: list[str] = []
+
+    def __enter__(self):
+        import logging
+        import warnings
+
+        self._warnings = warnings.catch_warnings(record=True)
+        self._caught = self._warnings.__enter__()
+        warnings.simplefilter("always")
+        said = self
+
+        class Handler(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                try:
+                    text = record.getMessage()
+                except Exception:  # the record's own formatting fails: its template
+                    text = str(record.msg)
+                said.said.append(f"log {record.name} {record.levelname}: {said._plain(text)}")
+
+        self._handler = Handler(level=logging.NOTSET)
+        logging.getLogger().addHandler(self._handler)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import logging
+
+        logging.getLogger().removeHandler(self._handler)
+        self._warnings.__exit__(*exc)
+        # warnings first, then log records: their interleaving is not kept (two channels)
+        self.said[:0] = [f"warning {w.category.__name__}: {self._plain(str(w.message))}" for w in self._caught]
+
+    def _plain(self, text: str) -> str:
+        return self._ADDRESS.sub("0x?", text)[:300]
 
 
 def _paths(obj: Any, path: str) -> list[tuple[str, Any]]:
@@ -487,6 +532,11 @@ def compare_outcome(want: dict, got: dict, tolerance: Optional[dict], scaled: bo
     why = _compare_calls(want.get("calls"), got.get("calls"))
     if why:
         return why
+    # what the call warned and logged (compiled runs aside: a rewrite whose documented caveat is
+    # a message lost under torch.compile is judged by that caveat, not here)
+    if want.get("mode") != COMPILED and want.get("said") is not None and got.get("said") is not None \
+            and want["said"] != got["said"]:
+        return f"what the original warned and logged: {_said(want['said'])}; the patched program: {_said(got['said'])}"
     if want.get("second_order") and not got.get("second_order"):
         return "the gradient no longer depends on the inputs or parameters (no second derivative)"
     # under autocast the gradients went through its dtype as well: compared in it
@@ -494,6 +544,10 @@ def compare_outcome(want: dict, got: dict, tolerance: Optional[dict], scaled: bo
                                       ("grads_in", "the gradient of input"),
                                       ("grads_param", "the gradient of parameter")), tolerance, scaled,
                           want.get("precision"))
+
+
+def _said(said: list) -> str:
+    return "nothing" if not said else "; ".join(said[:3]) + (f" (and {len(said) - 3} more)" if len(said) > 3 else "")
 
 
 def _compare_calls(want: Optional[list], got: Optional[list]) -> Optional[str]:

@@ -49,7 +49,27 @@ so eager output would differ. ``torch.compiler.is_compiling`` exists from torch 
 both forms work on 2.9 to 2.14.
 
 An ``if`` whose body only logs or warns (``if (counts > cap).any(): logger.warning(...)``)
-breaks twice: on the tensor condition and on the call. Guarding its condition::
+breaks twice: on the tensor condition and on the call. Where the body is one call of a string
+literal (``warnings.warn("...")`` with Python's own warning class, or ``logger.<level>("...")``
+of the module's own logger, ``logging.getLogger(__name__)``) and the condition is one tensor
+(``not t`` becomes ``torch.logical_not(t)``; ``and`` / ``or`` / ``.item()`` leave Python deciding
+part of it), the message keeps firing in compiled code, a SAFE fix::
+
+    _mend_warn_if(torch.isnan(h).any(), "NaN in the hidden state", RuntimeWarning, 17)
+
+* eager: ``if cond: warnings.warn(message, category, stacklevel=2)`` inside the helper: the same
+  class, message and module, at the caller's line (a logger call the same, the same record);
+* under ``torch.compile``: one graph; an effectful custom op (``mend::warn_if`` /
+  ``mend::log_if``, registered ORDERED with torch's effects machinery, so the compiler keeps it
+  where it stands though it returns nothing) reads the condition -- the host sync the break
+  made, now inside the graph -- and warns (``warnings.warn_explicit``, the module's registry) or
+  logs (a record made by the module's logger) naming line 17 of the original file. Under
+  ``-W error`` the op raises the warning, as the original raises it. The runtime is
+  rewrites/fixes/runtime/emit.py, copied into the file. Verification compares what each call
+  warned and logged (graphmend/verify/modes.py), and fills inputs with NaN or infinity where a
+  condition asks for one, so both arms run.
+
+Any other such ``if`` gets its condition guarded::
 
     if not torch.compiler.is_compiling() and (counts > cap).any():
         logger.warning(...)
@@ -68,6 +88,7 @@ import libcst as cst
 
 from rewrites.fixes.base import (LOG_METHODS, Analysis, Case, Context, Edit, FunctionFacts, Helper, Plan, Refusal, Site,
                                  code, full_name, is_compiling_test, offer_unsafe, single, strip_item, strip_parens, tensorish)
+from rewrites.fixes.runtime import helper
 from rewrites.tensors import META_ATTRS, META_METHODS
 
 RULES = ("GM201", "GM202", "GM203")
@@ -199,6 +220,10 @@ def _plan_logging_ifs(an: Analysis, ctx: Context, result: Plan) -> set[int]:
             continue  # a Python condition (``if self.size_average is not None``): Dynamo decides it while
             # tracing, and each call in it gets the guard a lone call gets
         taken.update(id(c) for c in calls)
+        emit = _emitter(an, node, calls[0]) if len(calls) == 1 and _as_tensor(node.test) is not None else None
+        if emit is not None and not isinstance(emit, str):
+            _plan_emit(an, node, rule, emit, result)
+            continue
         lost = (f"this {'warning' if rule == 'GM203' else 'log message'} no longer fires in compiled code (eager "
                 "code is unchanged): the message eager code emits when the tensor condition holds is lost under "
                 "torch.compile")
@@ -218,6 +243,140 @@ def _plan_logging_ifs(an: Analysis, ctx: Context, result: Plan) -> set[int]:
 
         result.edits.append(Edit(node, build, site))
     return taken
+
+
+# the warning classes a rewritten call may name: Python's own (the op finds them by name)
+_WARNINGS = frozenset("Warning UserWarning DeprecationWarning PendingDeprecationWarning SyntaxWarning RuntimeWarning "
+                      "FutureWarning ImportWarning UnicodeWarning BytesWarning ResourceWarning".split())
+# logger methods a rewritten call may use, and how a module names its own logger
+_EMIT_METHODS = frozenset("debug info warning warn error critical".split())
+_OWN_LOGGER = ("logging.getLogger(__name__)", "logging.get_logger(__name__)", "getLogger(__name__)",
+               "get_logger(__name__)")
+EMIT = helper("emit")
+
+
+def effects_lacking() -> str | None:
+    """Why this torch cannot keep an effectful op in a graph, or None."""
+    try:
+        from torch._higher_order_ops.effects import _EffectType, _register_effectful_op  # noqa: F401
+        import torch
+    except ImportError:
+        return "this torch cannot keep an effectful custom op in the graph (torch._higher_order_ops.effects)"
+    return None if hasattr(torch.library, "custom_op") else "this torch has no torch.library.custom_op"
+
+
+def _literal(node: cst.BaseExpression) -> bool:
+    """A string literal (an f-string is not one: its values are read when it runs)."""
+    if isinstance(node, cst.ConcatenatedString):
+        return _literal(node.left) and _literal(node.right)
+    return isinstance(node, cst.SimpleString)
+
+
+def _module_logger(an: Analysis, name: str) -> bool:
+    """``name`` is bound at module level, once, to the module's own logger (named after it)."""
+    found = [st for st in an.module.body if isinstance(single(st), cst.Assign)
+             and any(isinstance(t.target, cst.Name) and t.target.value == name for t in single(st).targets)]
+    return len(found) == 1 and code(single(found[0]).value).replace(" ", "") in _OWN_LOGGER
+
+
+def _emitter(an: Analysis, node: cst.If, call: cst.Call):
+    """How the one call of an ``if`` that only warns or logs keeps firing under compile:
+    ("warn", message, category) / ("log", logger, method, message); a string (why not) for a
+    call of another form."""
+    fn = full_name(call.func) or ""
+    if fn in ("warnings.warn", "warn"):
+        args = list(call.args)
+        if not args or args[0].keyword is not None or not _literal(args[0].value):
+            return "the warning's message is not a string literal"
+        category = "UserWarning"
+        for a in args[1:]:
+            if (a.keyword is None and a is args[1] or a.keyword is not None and a.keyword.value == "category") \
+                    and isinstance(a.value, cst.Name) and a.value.value in _WARNINGS:
+                category = a.value.value
+            else:
+                return f"`{code(a)}` is not one of Python's warning classes"
+        return ("warn", args[0].value, category)
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value in _EMIT_METHODS \
+            and isinstance(call.func.value, cst.Name):
+        if len(call.args) != 1 or call.args[0].keyword is not None or not _literal(call.args[0].value):
+            return "the log call is not one string literal"
+        if not _module_logger(an, call.func.value.value):
+            return f"`{call.func.value.value}` is not this module's own logger (logging.getLogger(__name__))"
+        return ("log", call.func.value, call.func.attr.value, call.args[0].value)
+    return "not a warnings.warn or a logger call"
+
+
+def _as_tensor(test: cst.BaseExpression):
+    """The condition as one tensor the op can take (``not t`` -> ``torch.logical_not(t)``); None
+    where Python decides part of it (``and`` / ``or``, a chained comparison, a value read back
+    with ``.item()`` / ``bool()`` / ``int()``)."""
+    t = strip_parens(test)
+    if isinstance(t, cst.UnaryOperation) and isinstance(t.operator, cst.Not):
+        inner = _as_tensor(t.expression)
+        return None if inner is None else cst.Call(cst.parse_expression("torch.logical_not"), [cst.Arg(inner)])
+    if isinstance(t, (cst.BooleanOperation, cst.IfExp, cst.NamedExpr)) \
+            or isinstance(t, cst.Comparison) and len(t.comparisons) != 1:
+        return None
+    bad = [n for n in names_in_calls(t) if n in ("item", "tolist", "bool", "int", "float", "len", "any", "all")
+           and not _tensor_method(t, n)]
+    return None if bad else t
+
+
+def names_in_calls(node: cst.CSTNode) -> list[str]:
+    """The names called in ``node``: ``f(...)`` -> f, ``x.m(...)`` -> m."""
+    out: list[str] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            if isinstance(n.func, cst.Name):
+                out.append(n.func.value)
+            elif isinstance(n.func, cst.Attribute):
+                out.append(n.func.attr.value)
+
+    node.visit(V())
+    return out
+
+
+def _tensor_method(node: cst.CSTNode, name: str) -> bool:
+    """Every call of ``name`` in ``node`` is a method (``t.any()``), not Python's builtin."""
+    found: list[bool] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            if isinstance(n.func, cst.Name) and n.func.value == name:
+                found.append(False)
+            elif isinstance(n.func, cst.Attribute) and n.func.attr.value == name:
+                found.append(name not in ("item", "tolist"))
+
+    node.visit(V())
+    return all(found)
+
+
+def _plan_emit(an: Analysis, node: cst.If, rule: str, emit: tuple, result: Plan) -> None:
+    """``if <tensor>: warnings.warn("...")`` (or a module logger's call) -> one call of
+    ``_mend_warn_if`` / ``_mend_log_if``: the message fires in compiled code too."""
+    start, end = an.span(node)
+    missing = effects_lacking()
+    if missing:
+        result.refusals.append(Refusal(rule, start, f"not kept firing under torch.compile: {missing}"))
+        return
+    line = an.span(node.body.body[0])[0]
+    what = "warning" if emit[0] == "warn" else "log message"
+    site = Site(rule, start, end, f"the {what} fires in compiled code too: an effectful custom op reads the condition "
+                "(a host sync there) and emits it", conditions=[an.rng(node.test)], strategy="emit_if")
+
+    def build(updated: cst.If, emit=emit, line=line):
+        cond = _as_tensor(updated.test)
+        if emit[0] == "warn":
+            args = [cond, emit[1], cst.Name(emit[2]), cst.Integer(str(line))]
+            fn = "_mend_warn_if"
+        else:
+            args = [cond, emit[1], cst.SimpleString(f'"{emit[2]}"'), emit[3], cst.Integer(str(line))]
+            fn = "_mend_log_if"
+        call = cst.Call(cst.Name(fn), [cst.Arg(a) for a in args])
+        return cst.SimpleStatementLine([cst.Expr(call)], leading_lines=updated.leading_lines)
+
+    result.edits.append(Edit(node, build, site, helpers=(EMIT,)))
 
 
 # what a guarded warnings.warn changes that no check sees (the checks run the default filters)
@@ -353,16 +512,35 @@ CASES += [Case(
     "        warnings.warn('over')\n    return x.clamp(max=cap)\n", unsafe=True,
 ), Case(  # an `or` condition stays one operand of the guard's `and`
     "import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(x, cap):\n"
-    "    if (x > cap).any() or x.isnan().any():\n        logger.warning('bad input')\n    return x\n",
+    "    if (x > cap).any() or x.isnan().any():\n        logger.warning('bad input: %d', len(x))\n    return x\n",
     "import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(x, cap):\n"
     "    if not torch.compiler.is_compiling() and ((x > cap).any() or x.isnan().any()):\n"
-    "        logger.warning('bad input')\n    return x\n", unsafe=True,
+    "        logger.warning('bad input: %d', len(x))\n    return x\n", unsafe=True,
 )]
+
+# a literal message under a tensor condition keeps firing in compiled code: one call of the
+# helper, whose effectful op reads the condition (safe: eager code warns and logs as before)
+_NAN_LOG = "import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(h):\n    if torch.isnan(h).any():\n" \
+    "        logger.warning('nan')\n    return h\n"
+_NAN_WARN = "import warnings\nimport torch\ndef f(h):\n    if not torch.isfinite(h).all():\n" \
+    "        warnings.warn('not finite', RuntimeWarning)\n    return h\n"
+CASES += [
+    Case(_NAN_LOG, _NAN_LOG.replace("import torch\n", "import torch\n\n\n" + EMIT.source + "\n\n")
+         .replace("    if torch.isnan(h).any():\n        logger.warning('nan')\n",
+                  "    _mend_log_if(torch.isnan(h).any(), logger, \"warning\", 'nan', 6)\n")),
+    Case(_NAN_WARN, _NAN_WARN.replace("import torch\n", "import torch\n\n\n" + EMIT.source + "\n\n")
+         .replace("    if not torch.isfinite(h).all():\n        warnings.warn('not finite', RuntimeWarning)\n",
+                  "    _mend_warn_if(\n        torch.logical_not(torch.isfinite(h).all()),\n        'not finite',\n"
+                  "        RuntimeWarning,\n        5,\n    )\n")),
+]
 
 # left alone
 CASES += [
-    Case("import logging\nimport torch\nlogger = logging.getLogger(__name__)\ndef f(h):\n    if torch.isnan(h).any():\n"
-         "        logger.warning('nan')\n    return h\n", reason="no longer fires in compiled code"),
+    # a logger not named after the module, an f-string: the message may differ, only unsafe
+    Case(_NAN_LOG.replace("getLogger(__name__)", "getLogger('other')"), reason="no longer fires in compiled code"),
+    Case(_NAN_WARN.replace("'not finite'", "f'not finite: {h.shape}'"), reason="no longer fires in compiled code"),
+    Case(_NAN_LOG.replace("torch.isnan(h).any()", "h.isnan().any() or h.max().item() > 9"),
+         reason="no longer fires in compiled code"),  # Python decides part of the condition
     Case("import warnings\ndef f(x):\n    warnings.warn('deprecated')\n    return x * 2\n",
          reason="under `-W error`"),
     Case("print('module level')\n"),
