@@ -10,7 +10,7 @@ import pytest
 from rewrites.fixes.runtime import helper
 
 
-@pytest.mark.parametrize("module", ["size_op", "opaque", "emit"])
+@pytest.mark.parametrize("module", ["size_op", "opaque", "emit", "guard"])
 def test_a_helper_is_the_modules_functions_as_the_file_has_them(module):
     got = helper(module)
     mod = importlib.import_module(f"rewrites.fixes.runtime.{module}")
@@ -74,3 +74,22 @@ def test_a_warning_and_a_log_record_fire_from_one_compiled_graph(caplog):
         warnings.simplefilter("error")
         with pytest.raises(RuntimeWarning, match="NaN in the hidden state"):  # -W error raises, as eager does
             compiled(bad)
+
+
+def test_a_guard_raises_its_error_in_eager_and_checks_in_one_compiled_graph():
+    torch = pytest.importorskip("torch")
+    from rewrites.fixes.runtime.guard import _mend_raise_if
+
+    def f(x):
+        _mend_raise_if((x < 0).any(), ValueError, "negative input")
+        return x.sqrt()
+
+    torch._dynamo.reset()
+    explained = torch._dynamo.explain(f)(torch.rand(4))
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+    with pytest.raises(ValueError, match="^negative input$"):
+        f(-torch.rand(4))
+    compiled = torch.compile(f, backend="aot_eager")
+    assert torch.equal(compiled(torch.ones(4)), torch.ones(4))
+    with pytest.raises(RuntimeError, match="negative input"):
+        compiled(-torch.rand(4))

@@ -10,7 +10,9 @@ in-graph check, eager code runs the ORIGINAL statement verbatim::
 
 * ``assert <tensor cond>, msg`` (GM401)             -> ``torch._assert_async(<cond>, msg)`` / ``else:`` the assert
 * ``if <tensor cond>: raise E(msg)`` (GM402)         -> ``torch._assert_async(torch.logical_not(<cond>), msg)`` /
-  ``elif <cond>:`` the raise
+  ``elif <cond>:`` the raise; where the condition is one tensor as written and ``msg`` a string
+  literal, the one line ``_mend_raise_if(<cond>, E, msg)`` instead (rewrites/fixes/runtime/guard.py,
+  defined once in the file: the same split inside it, eager raising ``E(msg)`` from the helper)
 * ``if not torch.equal(a, b): raise E(msg)`` (GM402) -> ``torch._check(a.shape == b.shape)`` +
   ``torch._assert_async((a == b).all(), msg)`` / ``elif not torch.equal(a, b):`` the raise
 * ``assert list(t.size()) == [a, b]`` where Dynamo broke (GM401) -> one ``_mend_check`` per
@@ -42,6 +44,7 @@ import libcst as cst
 from rewrites.fixes.base import (IS_COMPILING, Analysis, Case, Context, Edit, FunctionFacts, Helper, Plan, Refusal,
                                  Site, call, code, full_name, impurity, in_compile_split, paren, strip_parens)
 from rewrites.fixes.conditions import Refuse, convert_condition
+from rewrites.fixes.runtime import helper
 
 RULES = ("GM401", "GM402", "GM301")
 ORDER = 10
@@ -104,6 +107,38 @@ def _own_line(stmt: cst.SimpleStatementLine) -> cst.IndentedBlock:
 
 def _line(small: cst.BaseSmallStatement, leading=()) -> cst.SimpleStatementLine:
     return cst.SimpleStatementLine(body=[small], leading_lines=list(leading))
+
+
+RAISE_IF = helper("guard")
+
+
+def _one_call(node: cst.If, raise_node: cst.Raise, names, forced: bool, eq):
+    """``if <tensor>: raise E("literal")`` -> a builder of the one line
+    ``_mend_raise_if(<tensor>, E, "literal")``; None where the statement needs both arms
+    written out: a condition that must be converted to be one tensor (eager code must evaluate
+    the original), ``torch.equal`` (two checks), ``raise ... from``, an exception made with other
+    arguments, or a message that is not a string literal (evaluated on every call, not only on a
+    failure)."""
+    if eq is not None or raise_node.cause is not None or not isinstance(raise_node.exc, cst.Call):
+        return None
+    exc = raise_node.exc
+    if not isinstance(exc.func, (cst.Name, cst.Attribute)) or len(exc.args) != 1 or exc.args[0].keyword is not None \
+            or exc.args[0].star or not isinstance(exc.args[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+        return None
+    try:
+        if not convert_condition(node.test, names, forced).deep_equals(node.test):
+            return None
+    except Refuse:
+        return None
+
+    def build(updated: cst.If) -> cst.SimpleStatementLine:
+        r: cst.Raise = updated.body.body[0].body[0]
+        c = r.exc  # type: ignore[assignment]
+        line = cst.Call(cst.Name("_mend_raise_if"), [cst.Arg(strip_parens(updated.test)), cst.Arg(c.func),  # type: ignore[union-attr]
+                                                      cst.Arg(c.args[0].value)])  # type: ignore[union-attr]
+        return _line(cst.Expr(line), updated.leading_lines)
+
+    return build
 
 
 def _equal_args(test: cst.BaseExpression) -> Optional[tuple[cst.BaseExpression, cst.BaseExpression]]:
@@ -288,6 +323,12 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         if raise_node.exc is not None and impurity(raise_node.exc):
             result.refusals.append(Refusal("GM402", start, f"the exception {impurity(raise_node.exc)}"))
             continue
+        one = _one_call(node, raise_node, names, forced, eq)
+        if one is not None:
+            site = Site("GM402", start, end, "`if ...: raise` on a tensor -> one _mend_raise_if call: eager raises as "
+                        "before, compiled code checks with torch._assert_async", strategy="assert_async")
+            result.edits.append(Edit(node, lambda updated, one=one: one(updated), site, helpers=(RAISE_IF,)))
+            continue
         site = Site("GM402", start, end, "`if ...: raise` on a tensor -> torch._assert_async under compile; "
                     "eager keeps the raise", strategy="assert_async")
 
@@ -319,11 +360,18 @@ CASES = [
         "        torch._assert_async((x >= 0).all(), 'negative input')\n"
         "    else:\n        assert (x >= 0).all(), 'negative input'\n    return x.sqrt()\n",
     ),
-    Case(  # eager raises the same ValueError a caller's ``except ValueError`` catches
+    Case(  # one line: eager raises the same ValueError a caller's ``except ValueError`` catches
         "import torch\ndef f(x):\n    if (x < 0).any():\n        raise ValueError('negative input')\n    return x.sqrt()\n",
+        "import torch\n\n\n" + RAISE_IF.source + "\n\ndef f(x):\n"
+        "    _mend_raise_if((x < 0).any(), ValueError, 'negative input')\n    return x.sqrt()\n",
+    ),
+    Case(  # a condition that must be made one tensor: eager keeps the original, in its own arm
+        "import torch\ndef f(x):\n    if x.min() < 0 or x.max() > 1:\n        raise ValueError('out of range')\n"
+        "    return x.sqrt()\n",
         "import torch\ndef f(x):\n    if torch.compiler.is_compiling():\n"
-        "        torch._assert_async(torch.logical_not((x < 0).any()), 'negative input')\n"
-        "    elif (x < 0).any():\n        raise ValueError('negative input')\n    return x.sqrt()\n",
+        "        torch._assert_async(\n            torch.logical_not(torch.logical_or(x.min() < 0, x.max() > 1)),\n"
+        "            'out of range',\n        )\n"
+        "    elif x.min() < 0 or x.max() > 1:\n        raise ValueError('out of range')\n    return x.sqrt()\n",
     ),
     Case(
         "import torch\ndef f(a, b):\n    if not torch.equal(a, b):\n        raise RuntimeError('tied weights differ')\n    return a + b\n",

@@ -15,7 +15,9 @@ from rewrites.tensors import LIMITS, TENSORISH
 _TRAP = ("Split the statement on `torch.compiler.is_compiling()`: compiled code gets the check as a graph op, "
          "`torch._assert_async(cond, msg)` (checked on device, asynchronously), and eager code runs the original "
          "statement verbatim (`else: assert ...` / `elif cond: raise E(msg)`). Dynamo resolves `is_compiling()` "
-         "while tracing, so the graph has no break.")
+         "while tracing, so the graph has no break. `if cond: raise E(\"literal\")` on a condition that is one "
+         "tensor as written becomes one line, `_mend_raise_if(cond, E, \"literal\")`, a helper defined once in "
+         "the file that makes the same split (eager code raises `E(\"literal\")` from inside it).")
 _TRAP_CHANGES = ("What changes for the user: nothing in eager code (same exception type and message, a bare "
                  "`AssertionError()` for an assert without a message, `python -O` strips the assert as before). "
                  "Under `torch.compile` a failing check raises `RuntimeError` instead of the original type (on CUDA "
