@@ -90,7 +90,8 @@ POPULATION_NOTE = ("pairs: (model, mode) pairs that ran; breaking: those that br
                    "partially verified rewrite took part (a skipped check or a caveat); not kept: one mend fix "
                    "would not write. Neither of the last two counts as removed. recompiling: pairs that recompiled over "
                    "their calls of other sizes (the first size change automatic dynamic shapes expects left out); "
-                   "located: recompiles whose guard names the user line whose value it holds.")
+                   "located: recompiles placed at a source line (the user line whose value the guard holds, or, for "
+                   "a guard on a tensor argument's size or rank, the function that takes it).")
 
 
 def _population(r: SweepReport) -> list[list[str]]:

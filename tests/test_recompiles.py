@@ -61,6 +61,7 @@ def test_target_calls_override_derived_ones_and_bad_ones_name_the_target():
     ("len(L['xs']) == 2", "GM704", "len(xs)"),
     ("2 <= x.size()[1] <= 4", "GM701", "x.shape[1]"),
     ("tensor 'x' size mismatch at index 0. expected 3, actual 4", "GM701", "x.shape[0]"),
+    ("tensor 'mems' rank mismatch. expected 1, actual 3", "GM701", "mems.dim()"),  # torchaudio's Emformer
     ("___check_type_id(self._modules['act'], 93979718194848), type=<class 'torch.nn.modules.activation.ReLU'>",
      "GM703", "self.act"),
     ("___check_obj_id(act, 140282207413776), type=<class 'builtin_function_or_method'>", "GM703", "act"),

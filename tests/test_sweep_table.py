@@ -83,21 +83,24 @@ def test_recompiles_are_counted_per_row_and_pair_the_expected_first_size_change_
     expected = Recompile(function="forward", reason="size mismatch at index 0", expected=True)
     step = Recompile(function="forward", reason="self.step == 3", rule="GM701", guard_file="/m/a.py", guard_line=9)
     limit = Recompile(function="forward", reason="self.step == 4", rule="GM701", limit=True)
+    # a guard on a tensor argument: placed at the function that takes it
+    rank = Recompile(function="forward", reason="tensor 'mems' rank mismatch. expected 1, actual 3", rule="GM701",
+                     file="/m/a.py", line=40)
     t = TargetResult(name="/t/lib_a.py::mend_target_a", file="/t/lib_a.py", function="mend_target_a", graph_count=1,
-                     recompiles=[expected, step, limit])
+                     recompiles=[expected, step, limit, rank])
     clean = TargetResult(name="/t/lib_b.py::mend_target_b", file="/t/lib_b.py", function="mend_target_b",
                          graph_count=1, recompiles=[expected])
     a, b = stage._row(t, "a"), stage._row(clean, "b")
-    assert (a.status, a.recompiles, a.recompiles_located, a.recompile_limit) == (SWEEP_CLEAN, 2, 1, True)
+    assert (a.status, a.recompiles, a.recompiles_located, a.recompile_limit) == (SWEEP_CLEAN, 3, 2, True)
     assert (b.recompiles, b.recompile_limit) == (0, False)  # automatic dynamic shapes did what it is meant to
     for r in (a, b):
         r.library, r.modality = "lib", "text"
     total = population([a, b], "lib")[-1]
-    assert (total.pairs, total.recompiling, total.recompiles, total.recompiles_located) == (2, 1, 2, 1)
+    assert (total.pairs, total.recompiling, total.recompiles, total.recompiles_located) == (2, 1, 3, 2)
     rep = SweepReport(library="lib", rows=[a, b], population=population([a, b], "lib"))
     text, md = render_sweep(rep, "text"), render_sweep(rep, "md")
-    assert "lib text a [eval]: 2 (1 located; the recompile limit reached)" in text and "lib text b [eval]" not in text
-    assert "| lib | text | a | eval | one graph | 1 | 0 | 0 | 0 | 2 (1 located; the recompile limit reached) |" in md
+    assert "lib text a [eval]: 3 (2 located; the recompile limit reached)" in text and "lib text b [eval]" not in text
+    assert "| lib | text | a | eval | one graph | 1 | 0 | 0 | 0 | 3 (2 located; the recompile limit reached) |" in md
 
 
 def test_renderers_show_the_population_table_and_each_rows_library_and_modality():

@@ -183,6 +183,8 @@ def guarded_expression(reason: str) -> Optional[str]:
     m = _TENSOR.search(g)
     if m:
         dim = m.group("dim")
+        if m.group("what") == "rank":  # the number of dimensions, as the code reads it
+            return f"{m.group('name')}.dim()"
         return f"{m.group('name')}.{m.group('what')}" + (f"({dim})" if dim is not None else "")
     m = _GLOBAL.search(g)
     if m:

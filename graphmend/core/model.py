@@ -7,6 +7,8 @@ other tools read. Bump ``SCHEMA_VERSION`` on any incompatible change.
 
 from __future__ import annotations
 
+import re
+
 import dataclasses
 import functools
 import json
@@ -93,6 +95,10 @@ class Break:
     library: list[Frame] = field(default_factory=list)
 
 
+# "tensor 'mems' rank mismatch. expected 1, actual 3": a guard on one of the function's tensors
+_TENSOR_GUARD = re.compile(r"tensor '[^']+' ")
+
+
 @dataclass
 class Recompile:
     """Dynamo compiled a function again: a guard of its cached graph failed. Not a graph break."""
@@ -120,6 +126,13 @@ class Recompile:
     def guarded(self) -> bool:
         """Whether Dynamo's record names the user line whose value the failed guard holds."""
         return bool(self.guard_file and self.guard_line)
+
+    @property
+    def located(self) -> bool:
+        """Whether the recompile is placed at a source line: the user line whose value the failed
+        guard holds, or, for a guard on a tensor argument (its size, stride, rank, dtype), the
+        recompiled function's own line, whose argument the guard names."""
+        return self.guarded or bool(self.file and self.line and _TENSOR_GUARD.match(self.reason or ""))
 
     @property
     def place(self) -> tuple[Optional[str], Optional[int]]:
@@ -600,7 +613,7 @@ class SweepRow:
     breaks: int = 0  # distinct breaks listed, counted by explain or not
     frames_skipped: int = 0
     # recompiles over the target's calls, those automatic dynamic shapes expect left out (each
-    # has a GM7xx rule); of them, those whose guarded user line Dynamo's record names
+    # has a GM7xx rule); of them, those placed at a source line (Recompile.located)
     recompiles: int = 0
     recompiles_located: int = 0
     recompile_limit: bool = False  # one reached the recompile limit: the frame ran in eager after
@@ -650,7 +663,7 @@ class PopulationRow:
     removed_pct: float = 0.0  # removed / breaks, in percent
     recompiling: int = 0  # pairs that ran and recompiled (SweepRow.recompiles)
     recompiles: int = 0  # their recompiles
-    recompiles_located: int = 0  # of them, those located to the user line whose value the guard holds
+    recompiles_located: int = 0  # of them, those placed at a source line (Recompile.located)
 
 
 @dataclass

@@ -245,7 +245,7 @@ def _row(t: TargetResult, model: str) -> SweepRow:
                    graph_break_count=t.graph_break_count, breaks=len(t.breaks), frames_skipped=t.frames_skipped,
                    duration_s=t.duration_s)
     unexpected = [rc for rc in t.recompiles if not rc.expected]
-    row.recompiles, row.recompiles_located = len(unexpected), sum(rc.guarded for rc in unexpected)
+    row.recompiles, row.recompiles_located = len(unexpected), sum(rc.located for rc in unexpected)
     row.recompile_limit = any(rc.limit for rc in t.recompiles)
     if t.error and NOT_BUILT_MARK in t.error:
         row.status, row.why = SWEEP_NOT_BUILT, t.error.split(NOT_BUILT_MARK, 1)[1]

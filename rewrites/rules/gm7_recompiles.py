@@ -9,7 +9,8 @@ from rewrites.rules.base import Rule
 
 GM701 = Rule(
     code="GM701", name="size-specialised", category="recompile",
-    summary="A tensor size the compiled graph was specialised on changed: the function recompiled.",
+    summary="A tensor size (or its number of dimensions) the compiled graph was specialised on changed: the "
+            "function recompiled.",
     why=("Dynamo guards on the sizes a graph was traced with. The first change of a size makes it dynamic "
          "(automatic dynamic shapes: one recompile, expected and not reported); a size that recompiles again "
          "was kept static (automatic dynamic off, `mark_static`), is 0 or 1 (always specialised), or fed Python "
@@ -17,7 +18,8 @@ GM701 = Rule(
     fix=("Mark the dimension dynamic before the first call (`torch._dynamo.mark_dynamic(x, 1)`) or compile with "
          "`dynamic=True`; keep sizes out of Python control flow (compute on the tensor, or pad to fixed buckets)."),
     preconditions="No automatic fix.", static=False,
-    guard_patterns=(r"size mismatch at index", r"\.size\(\)\[", r"\.shape\[", r"stride mismatch", r"\.stride\(\)",
+    guard_patterns=(r"size mismatch at index", r"rank mismatch", r"\.size\(\)\[", r"\.shape\[", r"stride mismatch",
+                    r"\.stride\(\)",
                     r"storage_offset\(\)"),
     advice="torch._dynamo.mark_dynamic(x, dim) on the input, or torch.compile(..., dynamic=True)",
 )
