@@ -200,6 +200,12 @@ NEWLY_BUILT = [
     ("VoxtralRealtimeForConditionalGeneration", "input_features"),  # an audio frame a token
     ("SamModel", "pixel_values"),  # output_channels cut with the width it feeds
     ("LiltForQuestionAnswering", "bbox"),  # an override: six layout embeddings of hidden // 6
+    ("LlavaNextModel", "image_sizes"),  # anyres: pinpoints in tiny tiles, (batch, views, c, h, w) with each size
+    ("SpeechT5Model", "decoder_input_values"),  # no pre-nets: hidden states in and out
+    ("VibeVoiceAcousticTokenizerEncoderModel", "hidden_states"),  # the main input under the forward's name
+    ("MuseGlimmerModel", "image_grid_thw"),  # out_hidden_size: the vision width times the 2 x 2 merge
+    ("Blip2ForImageTextRetrieval", "pixel_values"),  # a class override: the Q-Former embeds the text
+    ("UVDocModel", "pixel_values"),  # an override: the backbone puts out every bridge stage
 ]
 
 
@@ -214,6 +220,10 @@ def test_tiny_builder_builds_and_runs(name, key):
         assert inputs["input_ids"].shape[0] == 2 * model.config.num_codebooks
     if name == "VoxtralRealtimeForConditionalGeneration":  # frames lengthened until one audio embedding a token
         assert inputs["input_features"].shape[-1] > 64
+    if name == "LlavaNextModel":  # pinpoints scaled to the tiny tower's 64 px: a base view and up to 4 tiles
+        assert model.config.image_grid_pinpoints[0] == [64, 128] and inputs["pixel_values"].shape[1] == 5
+    if name == "SpeechT5Model":  # hidden states of the model's width, not raw audio
+        assert inputs["input_values"].shape[-1] == model.config.hidden_size
 
 
 def test_documented_shapes_are_sized_from_the_config():
@@ -245,3 +255,25 @@ def test_documented_shapes_are_sized_from_the_config():
     accepted = inspect.signature(Model().forward).parameters
     assert named_missing(ValueError("`ctx` cannot be None"), accepted, {"latents": 1}) == []  # no underscore: a word
     assert named_missing(ValueError("You have to specify other_x"), {"other_x": None}, {}) == ["other_x"]
+
+
+def test_anyres_pinpoints_and_the_main_input_alias():
+    import inspect
+    from types import SimpleNamespace
+
+    from graphmend.sweep.hf import _fit_pinpoints, _main_alias, _renamed
+
+    cfg = SimpleNamespace(image_grid_pinpoints=[[336, 672], [672, 672]], vision_config=SimpleNamespace(image_size=64))
+    _fit_pinpoints(cfg)  # each 336 px tile of the full-size tower is one 64 px tile of the tiny one
+    assert cfg.image_grid_pinpoints == [[64, 128], [128, 128]]
+
+    class Encoder:
+        main_input_name = "input_values"
+
+        def forward(self, hidden_states, padding_cache=None):
+            pass
+
+    accepted = inspect.signature(Encoder().forward).parameters
+    alias = _main_alias(Encoder(), accepted)
+    assert alias == ("hidden_states", "input_values")
+    assert set(_renamed({"input_values": 1}, alias)) == {"hidden_states"}

@@ -420,6 +420,7 @@ def tiny_config_kwargs(cfg_cls, extra: Optional[dict] = None) -> dict:
 # a width one config keeps of another's (vision_config.text_hidden_size, a head's condition_dim),
 # or a count of channel groups a convolution takes of its width (mimi's upsample_groups, depthwise)
 WIDTH = re.compile(r"hidden_size|_dim$|(input|output|in|out)_size$|_groups$|^out(put)?_channels$")
+MERGED_WIDTHS = ("out_hidden_size",)  # GENERIC_MORE's guess (the text's width) unless the default is a merged width
 WIDTH_LIST = re.compile(r"channels|features|hidden_sizes|_dims$")
 
 
@@ -430,9 +431,19 @@ def _fit_widths(levels: list) -> None:
     ``__init__`` parameters) of each config."""
     cut = {d["hidden_size"]: k["hidden_size"] for k, d, _ in levels
            if isinstance(d.get("hidden_size"), int) and isinstance(k.get("hidden_size"), int)}
-    for kw, defaults, params in levels:
+    # a vision tower that merges m x m patches puts out m^2 times its width, which a composite sizes its
+    # projector by (muse-glimmer's out_hidden_size 6144 of 1536); the tower's own out_hidden_size is the text's
+    merged = {d["hidden_size"] * m * m: (k["hidden_size"] * m * m, i) for i, (k, d, _) in enumerate(levels)
+              for m in [d.get("spatial_merge_size") or d.get("merge_size")]
+              if isinstance(m, int) and m > 1 and isinstance(d.get("hidden_size"), int)
+              and isinstance(k.get("hidden_size"), int)}
+    for i, (kw, defaults, params) in enumerate(levels):
         for name in params:
             value = defaults.get(name)
+            if name in MERGED_WIDTHS and isinstance(value, int) and value in merged and value not in cut \
+                    and merged[value][1] != i:
+                kw[name] = merged[value][0]
+                continue
             # a projection a composite sizes to another config's width (paligemma's to the text's)
             if (name not in kw or name in PROJECTIONS) and WIDTH.search(name) and isinstance(value, int) \
                     and value in cut:
@@ -723,6 +734,13 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0) -> dict:
         x["pixel_values"] = torch.rand(B, side * side, (getattr(vision, "num_channels", None) or 3) * p * p)
         key = "pixel_position_ids" if "pixel_position_ids" in accepted else "image_position_ids"
         x[key] = pos.unsqueeze(0).expand(B, -1, -1).contiguous()
+    elif "pixel_values" in accepted and "image_sizes" in accepted and _pinpoints(cfg):
+        # llava-next ("anyres"): each image as its base view and the tiles of its grid, (batch, views, channels,
+        # h, w), with its size; as many tiles as the largest grid has (a model keeps those its image's grid takes)
+        h, w = _size(getattr(vision, "image_size", None))
+        views = 1 + max(a * b for a, b in _pinpoints(cfg)) // (h * w)
+        x["pixel_values"] = torch.randn(B, views, getattr(vision, "num_channels", None) or 3, h, w)
+        x["image_sizes"] = torch.tensor([[h, w]] * B)
     elif "pixel_values" in accepted:
         h, w = _size(getattr(vision, "image_size", None) or getattr(cfg, "image_size", None))
         c = getattr(vision, "num_channels", None) or 3
@@ -836,6 +854,7 @@ def _build_class(cls, cfg_cls, extra: dict, from_config: dict) -> tuple[Any, dic
     _fit_pad(cfg)
     _fit_mrope(cfg)
     _fit_sliding_window(cfg)
+    _fit_pinpoints(cfg)
     try:
         model = _model(cls, cfg, from_config)
     except TypeError as exc:
@@ -880,6 +899,9 @@ def _run(model, cfg, accepted) -> dict:
     first: Optional[Exception] = None
     tried = {image_tokens}
     configs = _configs(cfg)
+    alias = _main_alias(model, accepted)
+    if alias:  # the modality's input is derived under the model's main input's name, passed under the forward's
+        accepted = {**accepted, alias[1]: accepted[alias[0]]}
     for _ in range(4):
         inputs = class_inputs(model, cfg, accepted, image_tokens)
         rows = documented_shape(model, configs, "input_ids", B) if "input_ids" in inputs else None
@@ -889,12 +911,13 @@ def _run(model, cfg, accepted) -> dict:
         inputs.update(documented_inputs(model, configs, required(accepted, inputs), B))
         errors: list[Exception] = []
         # the inputs as derived, then each layout variant the modality is known in
-        candidates = [inputs] + _variants(inputs, accepted)
+        candidates = [inputs] + _variants(inputs, accepted) + _as_hidden_states(inputs, cfg, accepted)
         grown = [inputs]  # the derived inputs and those grown from them by what failures named
         for i, variant in enumerate(candidates):
             try:
-                _eager(model, variant, accepted)
-                return variant
+                ran = _renamed(variant, alias)
+                _eager(model, ran, accepted)
+                return ran
             except _Retry as retry:
                 return retry.inputs
             except Exception as exc:
@@ -918,6 +941,52 @@ def _run(model, cfg, accepted) -> dict:
         tried.add(nxt)
     assert first is not None
     raise first
+
+
+# the inputs ``class_inputs`` derives for a modality, by the model's main input name
+MAIN_INPUTS = ("input_values", "input_features", "pixel_values", "input_ids")
+
+
+def _main_alias(model, accepted) -> Optional[tuple[str, str]]:
+    """(the forward's first argument, the model's main input), where the forward requires under
+    another name (vibevoice's acoustic encoder: ``hidden_states``) the main input its class
+    declares (``input_values``) and names none of the inputs of a modality; else None."""
+    main = getattr(model, "main_input_name", None)
+    if main not in MAIN_INPUTS or not accepted or any(n in accepted for n in MAIN_INPUTS):
+        return None
+    params = [(n, p) for n, p in accepted.items() if n != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD,
+                                                                                 p.KEYWORD_ONLY)]
+    if not params or params[0][1].default is not params[0][1].empty:
+        return None
+    note = params[0][1].annotation  # a tensor, or not said; not a session (sam2-video's inference_session)
+    if note is not params[0][1].empty and "Tensor" not in str(note):
+        return None
+    return params[0][0], main
+
+
+def _renamed(x: dict, alias: Optional[tuple[str, str]]) -> dict:
+    """``x`` with the main input under the forward's name for it (``_main_alias``)."""
+    if not alias or alias[1] not in x:
+        return x
+    out = {k: v for k, v in x.items() if k != alias[1]}
+    out.setdefault(alias[0], x[alias[1]])
+    return out
+
+
+def _as_hidden_states(x: dict, cfg, accepted) -> list[dict]:
+    """A bare encoder-decoder with no pre-nets (speecht5's model) takes hidden states where its
+    heads take audio: ``input_values`` (batch, frames, hidden) and ``decoder_input_values``
+    (batch, frames, hidden), as its forward documents them ("... or hidden states")."""
+    import torch
+
+    v, width = x.get("input_values"), getattr(cfg, "hidden_size", None)
+    if v is None or v.dim() != 2 or "decoder_input_values" not in accepted or not isinstance(width, int) \
+            or not getattr(cfg, "is_encoder_decoder", False):
+        return []
+    out = {k: t for k, t in x.items() if k != "attention_mask"}  # the mask counted samples, not frames
+    out["input_values"] = torch.randn(B, SEQ, width)
+    out["decoder_input_values"] = torch.randn(B, SEQ // 2, width)
+    return [out]
 
 
 _PER_TOKEN = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton "
@@ -984,6 +1053,32 @@ def _fit_sliding_window(cfg) -> None:
                 c.sliding_window = 8
             except Exception:  # a read-only property derives it
                 pass
+
+
+def _pinpoints(cfg) -> list:
+    """The (height, width) resolutions a llava-next-like ("anyres") config tiles an image to; [] for none."""
+    pins = getattr(cfg, "image_grid_pinpoints", None)
+    ok = isinstance(pins, (list, tuple)) and pins and all(
+        isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(v, int) and v > 0 for v in p) for p in pins)
+    return [list(p) for p in pins] if ok else []
+
+
+def _fit_pinpoints(cfg) -> None:
+    """Anyres resolutions are multiples of the full-size vision tower's image size (336: 336 x 672, ...),
+    each multiple a tile: the same multiples of the tiny tower's image size (64 x 128, ...)."""
+    import math
+
+    pins = _pinpoints(cfg)
+    side = _size(getattr(_sub(cfg, "vision_config"), "image_size", None))[0]
+    if not pins:
+        return
+    unit = math.gcd(*(v for p in pins for v in p))
+    if unit == side:
+        return
+    try:
+        cfg.image_grid_pinpoints = [[v // unit * side for v in p] for p in pins]
+    except Exception:  # a read-only property derives it
+        pass
 
 
 def _grid(cfg) -> tuple[tuple[int, int, int], int, int]:

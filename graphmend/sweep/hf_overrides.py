@@ -96,8 +96,17 @@ OVERRIDES: dict[str, tuple[dict, dict]] = {
     # the Fourier image preprocessor's 261 channels take one cross-attention head (default 8)
     "perceiver": ({"num_cross_attention_heads": 1}, {}),
     "nllb-moe": ({"num_experts": 2, "encoder_sparse_step": 2, "decoder_sparse_step": 2, "expert_capacity": 8}, {}),
+    # the backbone's out_indices default to its last stage; the head concatenates all six bridge stages
+    "uvdoc": ({"backbone_config": {"model_type": "uvdoc_backbone", "out_indices": [1, 2, 3, 4, 5, 6]}}, {}),
+    # no default: a checkpoint's config pairs vision and text layers for the deepstack projectors and names the
+    # text layers of the 4 spatial groups (default 12..21 of 2); a 2 x 2 window of patches to 1 x 1 query
+    "granite4_vision": ({"downsample_rate": "1/2", "deepstack_layer_map": [[-2, 0], [-1, 1]],
+                         "spatial_target_layers": [0, 1, 0, 1]}, {}),
 }
 
 
 # class name -> (config kwargs, why): where the generic build fails for that class
-CLASS_OVERRIDES: dict[str, tuple[dict, str]] = {}
+CLASS_OVERRIDES: dict[str, tuple[dict, str]] = {
+    "Blip2ForImageTextRetrieval": ({"qformer_config.use_qformer_text_input": True},
+                                   "its Q-Former embeds the text too (a checkpoint's config says so; the default does not)"),
+}
