@@ -541,7 +541,7 @@ def test_before_torch_2_13_the_handle_is_not_an_opaque_object():
               "ns = {}\nexec(sys.stdin.read(), ns)\nprint(ns['_mend_opaque_runtime']().opaque)\n")
     seen = {}
     for version in ("2.11.0+cu130", "2.13.0"):
-        out = subprocess.run([sys.executable, "-c", script, version], input="import torch\n" + gm5_opaque.RUNTIME.source,
+        out = subprocess.run([sys.executable, "-c", script, version], input="import torch\n" + gm5_opaque.RUNTIME.text,
                              capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr[-2000:]
         seen[version] = out.stdout.strip()

@@ -10,7 +10,7 @@ import pytest
 from rewrites.fixes.runtime import helper
 
 
-@pytest.mark.parametrize("module", ["size_op", "opaque", "emit", "guard"])
+@pytest.mark.parametrize("module", ["size_op", "opaque", "emit", "guard", "registry"])
 def test_a_helper_is_the_modules_functions_as_the_file_has_them(module):
     got = helper(module)
     mod = importlib.import_module(f"rewrites.fixes.runtime.{module}")
@@ -93,3 +93,15 @@ def test_a_guard_raises_its_error_in_eager_and_checks_in_one_compiled_graph():
     assert torch.equal(compiled(torch.ones(4)), torch.ones(4))
     with pytest.raises(RuntimeError, match="negative input"):
         compiled(-torch.rand(4))
+
+
+def test_the_op_runtimes_share_one_naming_helper_defined_once_before_them():
+    from rewrites.fixes import gm3_unbacked, gm5_opaque
+    from rewrites.fixes.runtime.registry import _mend_op_name
+
+    for rt in (gm3_unbacked.RUNTIME, gm5_opaque.RUNTIME):
+        assert [h.name for h in rt.with_required()] == ["_mend_op_name", rt.name]
+        assert rt.text.startswith("def _mend_op_name(") and rt.text.count("def _mend_op_name(") == 1
+    ops = {"mend::m_f_3": ("op", "code A")}
+    assert _mend_op_name(ops, "mend::m_f_3", "code A") == ("mend::m_f_3", "op")  # this code's op, made before
+    assert _mend_op_name(ops, "mend::m_f_3", "code B") == ("mend::m_f_3_1", None)  # another file's: the next name

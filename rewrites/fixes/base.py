@@ -55,6 +55,8 @@ class Helper:
     by which the detectors know its body is a repair, not a break."""
 
     source: str
+    # helpers this one calls, defined in the file before it (once, whoever else needs them)
+    requires: tuple["Helper", ...] = ()
 
     def __post_init__(self) -> None:
         from rewrites.guards import MEND_HELPER_PREFIX
@@ -65,6 +67,18 @@ class Helper:
     @property
     def name(self) -> str:
         return re.match(r"def (\w+)", self.source).group(1)  # type: ignore[union-attr]
+
+    def with_required(self) -> list["Helper"]:
+        """This helper after every helper it requires (theirs first), each once."""
+        out: list[Helper] = []
+        for h in self.requires:
+            out += [r for r in h.with_required() if r not in out]
+        return out + [self]
+
+    @property
+    def text(self) -> str:
+        """What a file that needs this helper gets: the required helpers' source, then its own."""
+        return "\n\n".join(h.source for h in self.with_required())
 
 
 @dataclass
@@ -311,7 +325,7 @@ def apply_edits(analysis: Analysis, edits: Sequence[Edit], width: int = 88) -> s
         new = ensure_import(new, "torch")
     for name in dict.fromkeys(i for e in edits for i in e.imports):
         new = ensure_import(new, name)
-    helpers = list(dict.fromkeys(h for e in edits for h in e.helpers))
+    helpers = list(dict.fromkeys(r for e in edits for h in e.helpers for r in h.with_required()))
     for h in reversed(helpers):  # each goes in at the same place: keep the edits' order
         new = ensure_helper(new, h)
     return new.code

@@ -68,7 +68,7 @@ from rewrites.fixes.runtime import helper
 RULES = ("GM301", "GM302", "GM303")
 ORDER = 25  # before gm3_scalars (30), whose refusal ("reaches Python code") this rewrite answers
 
-RUNTIME = helper("size_op")
+RUNTIME = helper("size_op", requires=("registry",))
 
 # calls whose positional arguments are sizes: a negative one raises in eager too
 _SIZE_FUNCS = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn"})
@@ -377,7 +377,7 @@ def _read(rule: str, stem: str, shown: str, line: int, read: str) -> str:
 
 CASES = [
     # a size (arange) and a slice bound: the op, and `>= 0`, which arange required already
-    Case(_LENGTHS, _LENGTHS.replace("import torch\n", "import torch\n\n\n" + RUNTIME.source + "\n\n"
+    Case(_LENGTHS, _LENGTHS.replace("import torch\n", "import torch\n\n\n" + RUNTIME.text + "\n\n"
                                     + _read("GM301", "module_pooled_5", "lengths.max().item()", 5, "t.item()"))
          .replace("    n = lengths.max().item()\n",
                   "    n = _mend_module_pooled_5_op(lengths.max())\n    torch._check(n >= 0)\n"), lines={5}),
@@ -391,7 +391,7 @@ def pooled(x: torch.Tensor, k: torch.Tensor):
 ''', '''import torch
 
 
-''' + RUNTIME.source + "\n\n" + _read("GM303", "module_pooled_5", "int(k.sum())", 5, "int(t)") + '''
+''' + RUNTIME.text + "\n\n" + _read("GM303", "module_pooled_5", "int(k.sum())", 5, "int(t)") + '''
 
 def pooled(x: torch.Tensor, k: torch.Tensor):
     n = _mend_module_pooled_5_op(k.sum())
@@ -423,7 +423,7 @@ def spread(counts):
 ''', '''import torch
 
 
-''' + RUNTIME.source + "\n\n" + _read("GM303", "module_spread_5", "int(counts.sum())", 5, "int(t)")
+''' + RUNTIME.text + "\n\n" + _read("GM303", "module_spread_5", "int(counts.sum())", 5, "int(t)")
     .replace("pooled's", "spread's") + '''
 
 def spread(counts):
@@ -445,7 +445,7 @@ def masks(lengths):
     b = torch.arange(0, max_len, dtype=lengths.dtype) < lengths[:, None]
     return a, b
 '''
-CASES.append(Case(_MASKS, _MASKS.replace("import torch\n", "import torch\n\n\n" + RUNTIME.source + "\n\n"
+CASES.append(Case(_MASKS, _MASKS.replace("import torch\n", "import torch\n\n\n" + RUNTIME.text + "\n\n"
                                          + _read("GM303", "module_masks_5", "int(torch.max(lengths).item())", 5,
                                                  "int(t)").replace("pooled's", "masks's") + "\n\n"
                                          + _read("GM301", "module_masks_7", "torch.max(lengths).item()", 7,
@@ -483,7 +483,7 @@ def _list_read(stem: str, shown: str, line: int) -> str:
             + "\n")
 
 
-CASES.append(Case(_ROUTER, _ROUTER.replace("import torch\n", "import torch\n\n\n" + RUNTIME.source + "\n\n"
+CASES.append(Case(_ROUTER, _ROUTER.replace("import torch\n", "import torch\n\n\n" + RUNTIME.text + "\n\n"
                                            + _list_read("module_route_6", "sizes.tolist()", 6))
                   .replace("    sizes = sizes.tolist()\n", "    sizes = _mend_module_route_6_op(sizes)\n"), lines={6}))
 # refused: a list whose values reach Python, and an earlier binding a loop reads again
@@ -517,7 +517,7 @@ def positions(grid_thw, temp_merge_size: int = 1, spatial_merge_size: int = 1):
     t, h, w = torch.meshgrid(torch.arange(grid_t), torch.arange(grid_h), torch.arange(grid_w), indexing="ij")
     return torch.stack([t, h, w]).reshape(3, -1)
 """
-CASES.append(Case(_GRID, _GRID.replace("import torch\n", "import torch\n\n\n" + RUNTIME.source + "\n\n"
+CASES.append(Case(_GRID, _GRID.replace("import torch\n", "import torch\n\n\n" + RUNTIME.text + "\n\n"
                                        + "def _mend_module_positions_5(t):\n"
                                        "    # mend GM301: positions's `grid_t`, `grid_h`, `grid_w` (line 5),\n"
                                        "    # sizes or slice bounds, each read by the custom op mend::module_positions_5 as an "

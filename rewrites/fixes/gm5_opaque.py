@@ -99,7 +99,7 @@ ORDER = 5  # first: the region is replaced whole, so no family rewrites inside i
 
 REF = "_mend_opaque"  # the attribute __init__ gives the module: its opaque handle
 
-RUNTIME = helper("opaque")
+RUNTIME = helper("opaque", requires=("registry",))
 
 _DATA_DEPENDENT = {"nonzero": "GM501", "argwhere": "GM501", "where": "GM501", "tolist": "GM302"}
 _INPLACE_WRITES = frozenset({"index_add_", "index_copy_", "index_put_", "scatter_add_", "scatter_", "masked_scatter_",
@@ -625,7 +625,7 @@ _mend_module_forward_11_op = _mend_opaque_op(
 
 # at the nonzero's line, where Dynamo broke
 CASES = [
-    Case(_MOE, _MOE.replace("from torch import nn\n", "from torch import nn\n\n\n" + RUNTIME.source + "\n\n" + _SITE)
+    Case(_MOE, _MOE.replace("from torch import nn\n", "from torch import nn\n\n\n" + RUNTIME.text + "\n\n" + _SITE)
          .replace("        self.experts = nn.ModuleList(nn.Linear(dim, dim) for _ in range(n))\n",
                   "        self.experts = nn.ModuleList(nn.Linear(dim, dim) for _ in range(n))\n"
                   "        self._mend_opaque = _mend_module_ref(self)\n")
@@ -709,7 +709,7 @@ _ADAPTERS_CALL = '''        out = _mend_module_forward_11_op(
 '''
 CASES.append(Case(
     _ADAPTERS,
-    _ADAPTERS.replace("from torch import nn\n", "from torch import nn\n\n\n" + RUNTIME.source + "\n\n" + _ADAPTERS_SITE)
+    _ADAPTERS.replace("from torch import nn\n", "from torch import nn\n\n\n" + RUNTIME.text + "\n\n" + _ADAPTERS_SITE)
     .replace("for i in range(n)})\n", "for i in range(n)})\n        self._mend_opaque = _mend_module_ref(self)\n")
     .replace(_ADAPTERS_LOOP, _ADAPTERS_CALL),
     lines={14}))

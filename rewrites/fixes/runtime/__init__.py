@@ -13,11 +13,12 @@ _HERE = Path(__file__).resolve().parent
 
 
 @functools.lru_cache(maxsize=None)
-def helper(module: str) -> Helper:
+def helper(module: str, requires: tuple[str, ...] = ()) -> Helper:
     """The functions of ``runtime/<module>.py`` (from its first ``def`` to its end, as the
-    file has them) as one helper, named after the first."""
+    file has them) as one helper, named after the first; ``requires``: the runtime modules
+    whose functions it calls."""
     text = (_HERE / f"{module}.py").read_text(encoding="utf-8")
     first = next((n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef)), None)
     if first is None:
         raise LookupError(f"rewrites/fixes/runtime/{module}.py defines no function")
-    return Helper("\n".join(text.splitlines()[first.lineno - 1:]) + "\n")
+    return Helper("\n".join(text.splitlines()[first.lineno - 1:]) + "\n", tuple(helper(r) for r in requires))

@@ -7,6 +7,8 @@ a module so that it is linted, and tested by importing it.
 
 import torch  # the rewritten file's own import: the copied function reads it as a global
 
+from rewrites.fixes.runtime.registry import _mend_op_name  # copied into the file before this
+
 
 def _mend_opaque_runtime():
     # mend: what every opaque region shares, made once per process (a file
@@ -91,13 +93,9 @@ def _mend_opaque_op(name, region, kinds, like, dtype=None):
         return code.co_code, code.co_names, consts
 
     mine = fingerprint(region.__code__)
-    base, k = name, 0
-    while name in rt.ops and rt.ops[name][1] != mine:
-        # another file's region has this name (same stem, function, line): the next one
-        k += 1
-        name = f"{base}_{k}"
-    if name in rt.ops:
-        return rt.ops[name][0]
+    name, made = _mend_op_name(rt.ops, name, mine)
+    if made is not None:
+        return made
     kinds = kinds.split()
     module = kinds[0] == "module"
     kinds = kinds[1:] if module else kinds

@@ -7,6 +7,8 @@ a module so that it is linted, and tested by importing it.
 
 import torch  # the rewritten file's own import: the copied function reads it as a global
 
+from rewrites.fixes.runtime.registry import _mend_op_name  # copied into the file before this
+
 
 def _mend_size_op(name, read, many=False):
     # mend: `read` (a tensor's value read back as a Python int, or with `many` a 1-D
@@ -28,13 +30,9 @@ def _mend_size_op(name, read, many=False):
         reg.ops = {}
         sys.modules[reg.__name__] = reg
     mine = (read.__code__.co_code, read.__code__.co_names)
-    base, k = name, 0
-    while name in reg.ops and reg.ops[name][1] != mine:
-        # another file's read has this name (same stem, function, line): the next one
-        k += 1
-        name = f"{base}_{k}"
-    if name in reg.ops:
-        return reg.ops[name][0]
+    name, made = _mend_op_name(reg.ops, name, mine)
+    if made is not None:
+        return made
 
     def forward(t):
         return read(t)
