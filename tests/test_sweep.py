@@ -81,6 +81,20 @@ def test_root_causes_are_deduplicated_with_their_fan_out():
     assert t.by_mode["train"][SWEEP_BREAKS] == 1
 
 
+def test_a_cause_whose_sites_the_planner_refuses_is_advice_with_the_planners_reason():
+    rep, model_of = _synthetic()
+    for i in rep.issues:  # as plan_issues leaves them: xlm's copy planned, flaubert's refused
+        if i.rule == "GM301":
+            i.fix, i.fix_why = ("safe", "") if "xlm" in i.file else (None, "`n` reaches Python control flow")
+        else:
+            i.fix, i.fix_why = None, "the call shares a line with other code"
+    out = SweepReport(library="transformers", run_modes=["eval", "train"])
+    aggregate(out, rep, model_of, ["bert", "xlm", "flaubert", "vit", "big"])
+    by = {c.rule: c for c in out.causes}
+    assert (by["GM301"].fix, by["GM301"].fix_why) == ("safe", "")  # the best any of its sites has
+    assert (by["GM201"].fix, by["GM201"].fix_why) == ("advice", "the call shares a line with other code")
+
+
 def test_baseline_regressions_and_improvements():
     before, now = _sweep(), _sweep()
     by = {(r.model, r.run_mode): r for r in before.rows}

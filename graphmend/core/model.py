@@ -685,6 +685,7 @@ class SweepCause:
     counted: bool = False  # explain counted it somewhere
     frames_skipped: int = 0  # frames Dynamo skipped because of it
     fix: str = "advice"  # "safe" (mend fix) | "unsafe" (--unsafe-fixes) | "advice" | "none" (no rule: GM9xx)
+    fix_why: str = ""  # where no site plans a rewrite: the planner's reason at the first site
     # after mend sweep --fix: of ``breaks``, those verified fixes removed (the pair's fix is
     # verified and its re-trace has the break no more)
     removed: int = 0

@@ -38,11 +38,11 @@ LIBRARIES = {"transformers": ("graphmend.sweep.hf", "hf"), "timm": ("graphmend.s
              "torchaudio": ("graphmend.sweep.torchaudio_models", "ta"),
              "diffusers": ("graphmend.sweep.diffusers_models", "diffusers")}
 NOT_BUILT_MARK = "raised NotBuilt: "
-FIX_NOTE = ("Static fixability of each root cause's rule, from the rule records: safe = a fix family mend fix "
-            "rewrites (applied only after verification), unsafe = only with --unsafe-fixes (may change cost), "
-            "advice = no automatic fix, none = no rule explains the break (GM9xx). Nothing is rewritten or "
-            "verified for this column: mend sweep --fix (the population table) or mend fix of a model's target "
-            "verifies them.")
+FIX_NOTE = ("Each root cause's fix is the planner's verdict at its sites (libcst only, no run, as mend analyze "
+            "gives it): safe = mend fix plans a rewrite there (written only once verification passes), unsafe = "
+            "only --unsafe-fixes would, advice = no rewrite is planned (the planner's reason is kept with the "
+            "cause), none = no rule explains the break (GM9xx). Nothing is verified for this column: mend sweep "
+            "--fix (the population table) or mend fix of a model's target verifies them.")
 _WHERE = 3  # break sites a row lists
 
 
@@ -198,6 +198,11 @@ def run_sweep(options: SweepOptions, config: Config, progress=None, torch_versio
         files = write_targets(folder, p.library, p.models)
         report = (capture(folder, config, options.jobs, options.timeout, progress, options.collect, names=sorted(files))
                   if files else Report())
+        if files:
+            from graphmend.fixing import plan_issues
+
+            # each cause's fix is the planner's verdict at its site (libcst only, no run), as in analyze
+            plan_issues(report, [folder], config, progress)
         if options.fix:
             fix_start = time.perf_counter()
             fix_runs = fix_breaking(folder, files, report, config, options.jobs, options.timeout, progress)
@@ -299,9 +304,12 @@ def aggregate(out: SweepReport, report: Report, model_of: dict[str, str], order:
         c.counted = c.counted or issue.counted
         c.frames_skipped += len(issue.skipped)
         fixes.setdefault(key, []).append(issue.fix or ("none" if issue.rule.startswith("GM9") else "advice"))
+        c.fix_why = c.fix_why or (issue.fix_why if not issue.fix else "")
     for key, kinds in fixes.items():  # the best any of its sites has
         c = causes[key]
         c.fix = min(kinds, key=_FIX_RANK.__getitem__)
+        if c.fix in ("safe", "unsafe"):
+            c.fix_why = ""
         c.models.sort(key=lambda m: (rank.get(m, len(rank)), m))
         c.sites.sort()
     ranked = sorted(causes.values(), key=lambda c: (-len(c.models), -c.breaks, -c.fan_out, c.rule, c.reason))
