@@ -21,7 +21,7 @@ from graphmend.core.model import PopulationRow, SweepReport  # noqa: E402
 from graphmend.core.sources import write_atomic  # noqa: E402
 from graphmend.sweep.population import ALL  # noqa: E402
 from reports.markdown import _cell, _code  # noqa: E402
-from reports.sweep import FIX_WORDS, POPULATION, POPULATION_NOTE  # noqa: E402
+from reports.sweep import POPULATION, POPULATION_NOTE  # noqa: E402
 
 SUMMED = [f.name for f in fields(PopulationRow) if f.type in ("int", int)]
 
@@ -42,6 +42,19 @@ def ranked(reports: list[SweepReport]) -> list[tuple[SweepReport, object]]:
     left = [(r, c) for r in reports for c in r.causes if c.breaks > c.removed]
     return sorted(left, key=lambda rc: (-(rc[1].breaks - rc[1].removed), -len(rc[1].models), rc[0].library,
                                         rc[1].rule))
+
+
+def why(report: SweepReport, cause) -> str:
+    """Why a cause keeps its breaks, as its report says it. A report whose causes carry their
+    rule's fixability rather than the planner's verdict (its fix note says "Static") says only
+    that the rule has a rewrite."""
+    if cause.fix in ("safe", "unsafe") and report.fix_note.startswith("Static"):
+        return "its rule has a rewrite (the report holds no planner verdict)"
+    if cause.fix in ("safe", "unsafe"):
+        return "planned" + (" (--unsafe-fixes)" if cause.fix == "unsafe" else "")
+    if cause.fix == "none":
+        return "no rule"
+    return " ".join((cause.fix_why or "no rewrite is planned at the line").split())[:200]
 
 
 def page(reports: list[SweepReport], names: list[str]) -> str:
@@ -71,17 +84,17 @@ def page(reports: list[SweepReport], names: list[str]) -> str:
         out.append("| " + " | ".join(cells) + " |")
     out += ["", _cell(POPULATION_NOTE), "", "## What remains, ranked", "",
             "Every root cause (one line of code, however many models and copies hit it) that keeps a logged break "
-            "after the verified fixes, by the breaks it keeps, then by the models it reaches. *fix*: what mend "
-            "has for the line (`mend fix`: a rewrite is planned, which verification then kept or rejected for "
-            "the reason `mend fix` names; `advice only`: no rewrite applies; `no rule`: a cause no rule "
-            "explains yet).", "",
-            "| # | library | rule | models | breaks | removed | kept | fix | line | sites |",
+            "after the verified fixes, by the breaks it keeps, then by the models it reaches. *why it stays*: "
+            "the planner's reason where no rewrite is planned at the line, `planned` where one is (verification "
+            "then kept it, or not, for the reason `mend fix` of the model names), `no rule` for a cause no rule "
+            "explains yet.", "",
+            "| # | library | rule | models | breaks | removed | kept | why it stays | line | sites |",
             "|---:|---|---|---:|---:|---:|---:|---|---|---|"]
     for i, (r, c) in enumerate(ranked(reports), 1):
         line = _code(c.source) if c.source else _cell(c.reason)
         sites = ", ".join(c.sites[:2]) + (f" (+{len(c.sites) - 2})" if len(c.sites) > 2 else "")
         out.append(f"| {i} | {_cell(r.library)} | {c.rule} | {len(c.models)} | {c.breaks} | {c.removed} | "
-                   f"{c.breaks - c.removed} | {FIX_WORDS.get(c.fix, c.fix)} | {line} | {_cell(sites)} |")
+                   f"{c.breaks - c.removed} | {_cell(why(r, c))} | {line} | {_cell(sites)} |")
     return "\n".join(out) + "\n"
 
 
