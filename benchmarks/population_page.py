@@ -68,7 +68,7 @@ def page(reports: list[SweepReport], names: list[str]) -> str:
            f"**{grand.removed} of {grand.breaks} logged breaks ({grand.removed_pct:g} %) removed by verified "
            f"fixes; {grand.zeroed} of {grand.breaking} breaking pairs ({zero_share}) brought to zero; "
            f"{grand.recompiling} pairs recompile ({grand.recompiles} recompiles, {grand.recompiles_located} "
-           "located to a user line).**", "", "## Sources", ""]
+           "located to a source line).**", "", "## Sources", ""]
     for r, name in zip(reports, names):
         out.append(f"- {_cell(r.library)} {_cell(r.library_version)} (torch {_cell(r.torch_version or '?')}, "
                    f"{r.cpus} CPUs, --jobs {r.jobs}, modes {','.join(r.run_modes)}; {r.totals.wall_s / 60:.0f} min, "
