@@ -88,11 +88,12 @@ import libcst as cst
 
 from rewrites.fixes.base import (LOG_METHODS, Analysis, Case, Context, Edit, FunctionFacts, Helper, Plan, Refusal, Site,
                                  code, full_name, is_compiling_test, offer_unsafe, single, strip_item, strip_parens, tensorish)
+from rewrites.fixes.gm3_unbacked import custom_op_lacking
 from rewrites.fixes.runtime import helper
 from rewrites.tensors import META_ATTRS, META_METHODS
 
 RULES = ("GM201", "GM202", "GM203")
-UNSAFE_RULES = ("GM203",)  # a warning skipped under torch.compile: WARNING_CAVEAT
+# (GM203 also has a safe rewrite, the emit_if of an `if` that only warns: no rule here is unsafe only)
 ORDER = 20
 
 PRINT_HELPER = Helper('''def _mend_print(*args, **kwargs):
@@ -256,13 +257,18 @@ EMIT = helper("emit")
 
 
 def effects_lacking() -> str | None:
-    """Why this torch cannot keep an effectful op in a graph, or None."""
+    """Why the installed torch cannot keep an effectful custom op in a graph, or None: read
+    from torch when the process has imported it, else from its version (the planner imports
+    no torch; custom ops and their effects registry came in 2.4)."""
+    import sys
+
+    if sys.modules.get("torch") is None:
+        return custom_op_lacking()
     try:
         from torch._higher_order_ops.effects import _EffectType, _register_effectful_op  # noqa: F401
-        import torch
     except ImportError:
         return "this torch cannot keep an effectful custom op in the graph (torch._higher_order_ops.effects)"
-    return None if hasattr(torch.library, "custom_op") else "this torch has no torch.library.custom_op"
+    return custom_op_lacking()
 
 
 def _literal(node: cst.BaseExpression) -> bool:

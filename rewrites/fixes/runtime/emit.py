@@ -52,22 +52,38 @@ def _mend_emit_ops():
     from torch._higher_order_ops.effects import _EffectType, _register_effectful_op
 
     def warn_if(
-        cond: torch.Tensor, message: str, category: str, module: str, filename: str, line: int
+        cond: torch.Tensor,
+        message: str,
+        category: str,
+        module: str,
+        filename: str,
+        line: int,
     ) -> None:
         if bool(cond):
             mod = sys.modules.get(module)
             registry = vars(mod).setdefault("__warningregistry__", {}) if mod else None
             warnings.warn_explicit(
-                message, getattr(builtins, category), filename, line, module=module, registry=registry
+                message,
+                getattr(builtins, category),
+                filename,
+                line,
+                module=module,
+                registry=registry,
             )
 
     def log_if(
-        cond: torch.Tensor, logger: str, method: str, message: str, filename: str, line: int
+        cond: torch.Tensor,
+        logger: str,
+        method: str,
+        message: str,
+        filename: str,
+        line: int,
     ) -> None:
         log = logging.getLogger(logger)
-        level = logging.WARNING if method == "warn" else getattr(logging, method.upper())
+        level = getattr(logging, "WARNING" if method == "warn" else method.upper())
         if log.isEnabledFor(level) and bool(cond):
-            log.handle(log.makeRecord(log.name, level, filename, line, message, (), None))
+            record = log.makeRecord(log.name, level, filename, line, message, (), None)
+            log.handle(record)
 
     ops = types.ModuleType("_mend_emit_ops")
     for fn in (warn_if, log_if):
