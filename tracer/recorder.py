@@ -175,7 +175,10 @@ class _Handler(logging.Handler):
         try:
             self.recorder._on_record(record)
         except Exception:  # a parsing surprise must never break the user's run: kept raw instead
-            self.recorder._unparsed(record)
+            try:
+                self.recorder._unparsed(record)
+            except Exception:  # not even its raw text could be kept: the run goes on without it
+                pass
 
 
 class Recorder:

@@ -56,6 +56,7 @@ stay so), and the state of every ``torch.Generator`` the module holds as an attr
 from __future__ import annotations
 
 import random
+import re
 from typing import Any, Optional
 
 from graphmend.core.modes import EVAL, TRAIN, training_loss
@@ -231,7 +232,7 @@ class _Said:
     record (logger, level, message), in order. Warnings are all recorded (``always``), none
     raised; where the call names them (file, line) is left out: a rewrite moves lines."""
 
-    _ADDRESS = __import__("re").compile(r"0x[0-9a-fA-F]+")
+    _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 
     def __init__(self) -> None:
         self.said: list[str] = []

@@ -327,7 +327,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         if one is not None:
             site = Site("GM402", start, end, "`if ...: raise` on a tensor -> one _mend_raise_if call: eager raises as "
                         "before, compiled code checks with torch._assert_async", strategy="assert_async")
-            result.edits.append(Edit(node, lambda updated, one=one: one(updated), site, helpers=(RAISE_IF,)))
+            result.edits.append(Edit(node, one, site, helpers=(RAISE_IF,)))
             continue
         site = Site("GM402", start, end, "`if ...: raise` on a tensor -> torch._assert_async under compile; "
                     "eager keeps the raise", strategy="assert_async")
