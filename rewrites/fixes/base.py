@@ -560,6 +560,14 @@ def exact_in_half(node: cst.BaseExpression) -> bool:
     return half == v and f32 == v and bf16_bits & 0xFFFF == 0
 
 
+def is_string_literal(node: Optional[cst.BaseExpression]) -> bool:
+    """A string literal, concatenated or not, with no f-string part: a constant, read when the
+    code is written, never when it runs."""
+    if isinstance(node, cst.ConcatenatedString):
+        return is_string_literal(node.left) and is_string_literal(node.right)
+    return isinstance(node, cst.SimpleString)
+
+
 def is_number_literal(node: cst.BaseExpression) -> bool:
     while isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
         node = node.expression

@@ -87,7 +87,8 @@ from __future__ import annotations
 import libcst as cst
 
 from rewrites.fixes.base import (LOG_METHODS, Analysis, Case, Context, Edit, FunctionFacts, Helper, Plan, Refusal, Site,
-                                 code, full_name, is_compiling_test, offer_unsafe, single, strip_item, strip_parens, tensorish)
+                                 code, full_name, is_compiling_test, is_string_literal, offer_unsafe, single, strip_item,
+                                 strip_parens, tensorish)
 from rewrites.fixes.gm3_unbacked import custom_op_lacking
 from rewrites.fixes.runtime import helper
 from rewrites.tensors import META_ATTRS, META_METHODS
@@ -271,13 +272,6 @@ def effects_lacking() -> str | None:
     return custom_op_lacking()
 
 
-def _literal(node: cst.BaseExpression) -> bool:
-    """A string literal (an f-string is not one: its values are read when it runs)."""
-    if isinstance(node, cst.ConcatenatedString):
-        return _literal(node.left) and _literal(node.right)
-    return isinstance(node, cst.SimpleString)
-
-
 def _module_logger(an: Analysis, name: str) -> bool:
     """``name`` is bound at module level, once, to the module's own logger (named after it)."""
     found = [st for st in an.module.body if isinstance(single(st), cst.Assign)
@@ -292,7 +286,7 @@ def _emitter(an: Analysis, node: cst.If, call: cst.Call):
     fn = full_name(call.func) or ""
     if fn in ("warnings.warn", "warn"):
         args = list(call.args)
-        if not args or args[0].keyword is not None or not _literal(args[0].value):
+        if not args or args[0].keyword is not None or not is_string_literal(args[0].value):
             return "the warning's message is not a string literal"
         category = "UserWarning"
         for a in args[1:]:
@@ -304,7 +298,7 @@ def _emitter(an: Analysis, node: cst.If, call: cst.Call):
         return ("warn", args[0].value, category)
     if isinstance(call.func, cst.Attribute) and call.func.attr.value in _EMIT_METHODS \
             and isinstance(call.func.value, cst.Name):
-        if len(call.args) != 1 or call.args[0].keyword is not None or not _literal(call.args[0].value):
+        if len(call.args) != 1 or call.args[0].keyword is not None or not is_string_literal(call.args[0].value):
             return "the log call is not one string literal"
         if not _module_logger(an, call.func.value.value):
             return f"`{call.func.value.value}` is not this module's own logger (logging.getLogger(__name__))"

@@ -42,7 +42,8 @@ from typing import Optional
 import libcst as cst
 
 from rewrites.fixes.base import (IS_COMPILING, Analysis, Case, Context, Edit, FunctionFacts, Helper, Plan, Refusal,
-                                 Site, call, code, full_name, impurity, in_compile_split, paren, strip_parens)
+                                 Site, call, code, full_name, impurity, in_compile_split, is_string_literal, paren,
+                                 strip_parens)
 from rewrites.fixes.conditions import Refuse, convert_condition
 from rewrites.fixes.runtime import helper
 
@@ -71,18 +72,11 @@ def _condition_text(test: cst.BaseExpression, prefix: str = "assertion failed") 
     return cst.SimpleString(f'"{prefix}: {text}"')  # double quotes, as the formatters write them
 
 
-def _literal(msg: Optional[cst.BaseExpression]) -> bool:
-    """A string literal (no f-string part): a constant the graph can carry."""
-    if isinstance(msg, cst.ConcatenatedString):
-        return _literal(msg.left) and _literal(msg.right)
-    return isinstance(msg, cst.SimpleString)
-
-
 def _compiled_message(msg: Optional[cst.BaseExpression], test: cst.BaseExpression,
                       prefix: str = "assertion failed") -> cst.BaseExpression:
     """The message of the compiled check: the original's when it is a string literal, else
     the condition's text (an f-string or a call cannot be built inside the graph)."""
-    return msg if msg is not None and _literal(msg) else _condition_text(test, prefix)
+    return msg if msg is not None and is_string_literal(msg) else _condition_text(test, prefix)
 
 
 def _raise_message(exc: Optional[cst.BaseExpression], test: cst.BaseExpression) -> cst.BaseExpression:
@@ -123,7 +117,7 @@ def _one_call(node: cst.If, raise_node: cst.Raise, names, forced: bool, eq):
         return None
     exc = raise_node.exc
     if not isinstance(exc.func, (cst.Name, cst.Attribute)) or len(exc.args) != 1 or exc.args[0].keyword is not None \
-            or exc.args[0].star or not isinstance(exc.args[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+            or exc.args[0].star or not is_string_literal(exc.args[0].value):
         return None
     try:
         if not convert_condition(node.test, names, forced).deep_equals(node.test):
