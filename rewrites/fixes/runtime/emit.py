@@ -15,7 +15,9 @@ def _mend_warn_if(cond, message, category, line):
     # reads `cond` (a host sync, where the original broke the graph) and warns as line
     # `line` of this file (the call's line in the original source).
     if torch.compiler.is_compiling():
-        _mend_emit.warn_if(cond, message, category.__name__, __name__, __file__, line)
+        # str(): torch 2.11's compiler passes a class's bare __name__ to no op
+        name = str(category.__name__)
+        _mend_emit.warn_if(cond, message, name, __name__, __file__, line)
     elif cond:
         import warnings
 
