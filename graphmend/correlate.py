@@ -2,9 +2,12 @@
 
 A finding is ``confirmed`` when a dynamic break of any target lies at the same file and line
 and the two rule families are compatible (a condition on ``t.item()`` is GM101 statically
-and may be classified GM3xx or GM1xx dynamically); otherwise it stays ``potential``. A GM9xx
-break (no rule explained it dynamically) that a static finding explains takes that
-finding's rule and category; the others stay GM9xx with Dynamo's words.
+and may be classified GM3xx or GM1xx dynamically); otherwise it stays ``potential``.
+
+A break keeps the rule its capture gave it (``tracer.classify``, from Dynamo's own fields):
+nothing here assigns one. A GM9xx break (no rule explained it dynamically) that a static
+finding on its line explains is merged into that finding's issue, which names the finding's
+rule (``explaining_rule``); the others stay GM9xx issues with Dynamo's words.
 
 ``diagnose`` then merges both sources into ``Report.issues``, one per cause and place (what
 every format lists), and tells the costliest fact: the frames Dynamo skipped because of a
@@ -18,7 +21,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from graphmend.core.model import (CONFIRMED, DYNAMIC, POTENTIAL, UNREACHED, Break, Finding, Issue, Report,
+from graphmend.core.model import (CONFIRMED, DYNAMIC, POTENTIAL, UNREACHED, Break, Issue, Report,
                              SkippedFrame)
 from rewrites.rules import get_rule
 from rewrites.rules.base import SAFE, UNSAFE
@@ -59,22 +62,18 @@ def correlate(report: Report) -> None:
             f = _norm(b.file)
             if f is not None and b.line is not None:
                 breaks_at.setdefault((f, b.line), []).append(b)
-    by_line: dict[tuple[str, int], list[Finding]] = {}
     for finding in report.findings:
-        key = (_norm(finding.file), finding.line)
-        by_line.setdefault(key, []).append(finding)
-        hits = breaks_at.get(key, ())
+        hits = breaks_at.get((_norm(finding.file), finding.line), ())
         finding.status = CONFIRMED if any(compatible(finding.rule, b.rule) for b in hits) else POTENTIAL
-    # breaks Dynamo could not classify, explained by a static finding on their line
-    for key, breaks in breaks_at.items():
-        findings = by_line.get(key)
-        if not findings:
-            continue
-        best = min(findings, key=lambda f: (_PRIORITY.index(f.rule[:3]) if f.rule[:3] in _PRIORITY else 99, f.rule))
-        for b in breaks:
-            if b.rule.startswith("GM9") and b.kind != "frame_skipped":
-                b.rule = best.rule
-                b.category = best.category
+
+
+def explaining_rule(b: Break, static_rules: list[str]) -> str:
+    """The rule that names ``b``'s issue: its own, unless Dynamo's words mapped to no rule
+    (GM9xx) and a static finding on its line says which one it is (``static_rules``, the
+    rules of the findings there), the first of them by family priority."""
+    if b.rule.startswith("GM9") and b.kind != "frame_skipped" and static_rules:
+        return min(static_rules, key=_rank)
+    return b.rule
 
 
 # -- one issue per cause and place --------------------------------------------------------
@@ -103,15 +102,19 @@ def diagnose(report: Report, read_sources: bool = True, enabled: Callable[[str],
     (``--select`` / ``--ignore``; a break is reported whatever its rule, as Dynamo saw it)."""
     norm = _norm if read_sources else (lambda p: p or None)
     findings, targets = report.findings, report.targets
+    static_rules: dict[tuple, list[str]] = {}
+    for finding in findings:
+        static_rules.setdefault((norm(finding.file), finding.line), []).append(finding.rule)
     groups: list[_Group] = []
     dynamic_at: dict[tuple, list[_Group]] = {}
     for ti, t in enumerate(targets):
         for bi, b in enumerate(t.breaks):
             f = norm(b.file)
             place = (f, b.line) if f is not None and b.line is not None else (None, b.reason)
-            group = next((g for g in dynamic_at.get(place, ()) if g.rule == b.rule), None)
+            rule = explaining_rule(b, static_rules.get(place, []))
+            group = next((g for g in dynamic_at.get(place, ()) if g.rule == rule), None)
             if group is None:
-                group = _Group(place, b.rule)
+                group = _Group(place, rule)
                 groups.append(group)
                 dynamic_at.setdefault(place, []).append(group)
             group.breaks.append((ti, bi))
@@ -199,9 +202,12 @@ def _issue(report: Report, g: _Group) -> Issue:
     fs = sorted((report.findings[i] for i in g.findings), key=lambda f: _rank(f.rule))
     bs = [report.targets[ti].breaks[bi] for ti, bi in g.breaks]
     labels = list(dict.fromkeys(_label(report.targets[ti]) for ti, _ in g.breaks))
-    # the dynamic rule is what Dynamo said; GM9xx (unexplained) yields to a static rule
-    rule = bs[0].rule if bs and (not fs or not bs[0].rule.startswith("GM9")) else fs[0].rule
-    codes = list(dict.fromkeys([rule] + [f.rule for f in fs] + [b.rule for b in bs]))
+    # the dynamic rule is what Dynamo said (GM9xx, unexplained, yielded to a static one when the
+    # group was made); static findings alone: the first by family priority
+    rule = g.rule if bs else fs[0].rule
+    # a GM9xx break a finding explains adds no code of its own
+    codes = list(dict.fromkeys([rule] + [f.rule for f in fs] + [b.rule for b in bs if b.rule == rule
+                                                                 or not b.rule.startswith("GM9")]))
     first = fs[0] if fs else None
     # Dynamo's words from a break that has them all (a graph break before a frame-skip record)
     brk = min(bs, key=lambda b: (b.kind != "graph_break", not b.explanation, len(b.stack) == 0)) if bs else None

@@ -25,8 +25,26 @@ def test_correlate_marks_confirmed_and_potential():
     correlate(report)
     assert [f.status for f in findings] == ["confirmed", "confirmed", "confirmed", "confirmed", "confirmed",
                                             "potential"]
-    assert breaks[3].rule == "GM201" and breaks[3].category == "side-effect"  # explained by the static rule
-    assert breaks[4].rule == "GM900"  # nothing explains it: stays GM9xx
+
+
+def test_an_unexplained_break_keeps_its_rule_and_its_issue_names_the_finding_that_explains_it():
+    """A break's rule is decided once, at capture: a GM9xx break a static finding explains is
+    not re-labelled; its issue names the finding's rule (and no GM9xx code beside it)."""
+    from graphmend.correlate import diagnose
+
+    findings = [_finding("GM201", 30), _finding("GM301", 60), _finding("GM101", 60)]
+    breaks = [Break(rule="GM900", category="unexplained", reason="odd", file="/w/m.py", line=30),
+              Break(rule="GM900", category="unexplained", reason="nothing static", file="/w/m.py", line=99),
+              Break(rule="GM901", category="unexplained", reason="odder", file="/w/m.py", line=60)]
+    report = Report(targets=[TargetResult(name="t", file="/w/m.py", function="t", breaks=breaks)], findings=findings)
+    correlate(report)
+    diagnose(report, read_sources=False)
+    assert [b.rule for b in breaks] == ["GM900", "GM900", "GM901"]
+    by_line = {i.line: i for i in report.issues}
+    assert (by_line[30].rule, by_line[30].category, by_line[30].status, by_line[30].also) == \
+        ("GM201", "side-effect", "confirmed", [])
+    assert by_line[60].rule == "GM101" and by_line[60].also == ["GM301"]  # GM1 names it before GM3
+    assert by_line[99].rule == "GM900" and by_line[99].status == "dynamic"
 
 
 def test_incompatible_family_stays_potential():

@@ -333,3 +333,21 @@ def test_every_broad_except_says_what_it_swallows():
                         and "#" not in line and "#" not in (lines[i + 1] if i + 1 < len(lines) else ""):
                     silent.append(f"{path.relative_to(ROOT)}:{i + 1}")
     assert not silent, "say what these swallow (or narrow them): " + ", ".join(silent)
+
+
+def test_a_break_rule_is_decided_once_at_capture():
+    """Dynamo's call site is the truth: a break's (and a recompile's) rule is set where the
+    capture classifies it (tracer/classify.py, tracer/recorder.py) and nowhere after; an
+    issue names the rule that explains a break instead of re-labelling it."""
+    setters = []
+    for folder in ("graphmend", "tracer", "rewrites", "reports"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                targets = node.targets if isinstance(node, ast.Assign) else \
+                    [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+                for t in targets:
+                    for leaf in (t.elts if isinstance(t, ast.Tuple) else [t]):
+                        if isinstance(leaf, ast.Attribute) and leaf.attr == "rule":
+                            setters.append(f"{path.relative_to(ROOT).as_posix()}:{node.lineno}")
+    assert setters and all(s.startswith("tracer/") for s in setters), setters
