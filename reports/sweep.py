@@ -118,6 +118,17 @@ def _models(c) -> str:
     return shown + (f" and {len(c.models) - 8} more" if len(c.models) > 8 else "")
 
 
+def _recompiles(c) -> str:
+    return (f"{c.recompiles} recompile{'s' if c.recompiles != 1 else ''} ({c.located} located)"
+            + (", recompile limit reached" if c.limit else ""))
+
+
+def _guarded(c) -> str:
+    """What a recompile cause's guard holds, in words: the guarded line or expression, else
+    Dynamo's guard in the function that recompiled."""
+    return c.what or f"{c.reason} (in {c.function})"
+
+
 def _sites(c) -> str:
     shown = ", ".join(c.sites[:3])
     return shown + (f" (+{len(c.sites) - 3} copies)" if len(c.sites) > 3 else "")
@@ -160,6 +171,12 @@ def render_sweep_text(r: SweepReport) -> str:
         out += ["", "Recompiling:"]
         out += [f"  {row.library} {row.modality or '-'} {row.model} [{row.run_mode}]: {_recompile_cell(row)}"
                 for row in recompiling]
+    if r.recompile_causes:
+        out += ["", "Top recompile causes (the value a failed guard holds, however many models hit it):"]
+        for i, c in enumerate(r.recompile_causes[:TOP], 1):
+            n = len(c.models)
+            out.append(f"{i:3}. {c.rule} {n} model{'s' if n != 1 else ''}, {_recompiles(c)}  {_sites(c)}")
+            out.append(f"     {_guarded(c)}")
     failed = [row for row in r.rows if row.status in (SWEEP_FAILED, SWEEP_NOT_BUILT)]
     if failed:
         out += ["", "Not run:"]
@@ -193,6 +210,14 @@ def render_sweep_md(r: SweepReport) -> str:
             out.append(f"| {i} | {c.rule} | {len(c.models)} | {c.breaks} | " + (f"{c.removed} | " if r.population else "")
                        + f"{c.fan_out} | {FIX_WORDS.get(c.fix, c.fix)} | "
                        f"{_code(c.source) if c.source else _cell(c.reason)} | {_cell(_sites(c))} | {_cell(_models(c))} |")
+    if r.recompile_causes:
+        out += ["", "## Recompile causes", "",
+                "| # | rule | models | recompiles | located | limit reached | guarded value | sites | models hit |",
+                "|---:|---|---:|---:|---:|---|---|---|---|"]
+        for i, c in enumerate(r.recompile_causes, 1):
+            out.append(f"| {i} | {c.rule} | {len(c.models)} | {c.recompiles} | {c.located} | "
+                       f"{'yes' if c.limit else 'no'} | {_code(c.what) if c.what else _cell(_guarded(c))} | "
+                       f"{_cell(_sites(c))} | {_cell(_models(c))} |")
     if r.regressions or r.improvements:
         for title, changes in (("Regressions", r.regressions), ("Improvements", r.improvements)):
             out += ["", f"## {title} against {_cell(r.baseline or '')}", ""]
@@ -287,6 +312,14 @@ def render_sweep_html(r: SweepReport) -> str:
              + ([str(c.removed)] if r.population else []) + [str(c.fan_out), _e(FIX_WORDS.get(c.fix, c.fix)),
               f"<code>{_e(c.source)}</code>" if c.source else _e(c.reason), _e(_sites(c)), _e(_models(c))]
              for i, c in enumerate(r.causes, 1)]))
+    if r.recompile_causes:
+        parts.append("<h2>Recompile causes</h2>" + _table(
+            [("#", True), ("rule", False), ("models", True), ("recompiles", True), ("located", True),
+             ("limit reached", False), ("guarded value", False), ("sites", False), ("models hit", False)],
+            [[str(i), f'<span class="rule">{_e(c.rule)}</span>', str(len(c.models)), str(c.recompiles),
+              str(c.located), "yes" if c.limit else "no",
+              f"<code>{_e(c.what)}</code>" if c.what else _e(_guarded(c)), _e(_sites(c)), _e(_models(c))]
+             for i, c in enumerate(r.recompile_causes, 1)]))
     parts.append("<h2>Architectures</h2>" + _table(
         [("library", False), ("modality", False), ("model", False), ("mode", False), ("status", False),
          ("graphs", True), ("counted", True), ("listed", True), ("skipped frames", True), ("recompiles", False),

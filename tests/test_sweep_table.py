@@ -200,3 +200,38 @@ def test_population_page_adds_the_libraries_up_and_ranks_what_remains(tmp_path):
     assert "if x.sum() > 0:" not in text.split("## What remains")[1]
     (tmp_path / "bare.json").write_text(SweepReport(library="x").to_json(), encoding="utf-8")
     assert page.main([str(tmp_path / "bare.json")]) == 2  # no --fix: no population table
+
+
+def test_recompile_causes_merge_one_guarded_line_over_models_most_recompiles_first():
+    """Each GM7xx cause once over the sweep (the guarded line's copies and the models that hit
+    it), with its recompiles, how many are located and whether the limit was reached; every
+    format shows them and JSON keeps them."""
+    from graphmend.core.model import Recompile, Report, SweepReport
+    from graphmend.correlate import diagnose
+    from reports.sweep import render_sweep
+
+    def step(n, file="/site/lib/a.py", limit=False):
+        return Recompile(function="forward", reason=f"self.step == {n}", file=file, line=5, rule="GM701",
+                         guard_file=file, guard_line=9, guard_source="self.step += 1", limit=limit,
+                         expression="self.step")
+
+    size = Recompile(function="forward", reason="tensor 'x' size mismatch at index 1. expected 4, actual 0",
+                     file="/site/lib/b.py", line=20, rule="GM704", expression="x.shape[1]")
+    targets = [TargetResult(name=f"/t/lib_{m}.py::mend_target_{m}", file=f"/t/lib_{m}.py",
+                            function=f"mend_target_{m}", graph_count=1, recompiles=rcs)
+               for m, rcs in (("a", [step(2), step(3, limit=True)]), ("b", [step(2, "/site/lib/b.py"), size]))]
+    report = Report(targets=targets)
+    diagnose(report, read_sources=False)
+    out = SweepReport(library="lib")
+    stage.aggregate(out, report, {t.name: t.name.split("lib_")[1][0] for t in targets}, ["a", "b"])
+    first, second = out.recompile_causes
+    assert (first.rule, first.what, first.models, first.recompiles, first.limit) == \
+        ("GM701", "self.step += 1", ["a", "b"], 3, True)
+    assert first.sites == ["/site/lib/a.py:9", "/site/lib/b.py:9"] and first.located == 3
+    assert (second.rule, second.what, second.models, second.recompiles, second.limit) == \
+        ("GM704", "x.shape[1]", ["b"], 1, False)
+    text, md, html = (render_sweep(out, f) for f in ("text", "md", "html"))
+    assert "  1. GM701 2 models, 3 recompiles (3 located), recompile limit reached" in text
+    assert "| 1 | GM701 | 2 | 3 | 3 | yes | `self.step += 1` |" in md
+    assert "<h2>Recompile causes</h2>" in html and "<code>x.shape[1]</code>" in html
+    assert SweepReport.from_json(render_sweep(out, "json")).recompile_causes == out.recompile_causes

@@ -692,6 +692,24 @@ class SweepCause:
 
 
 @dataclass
+class SweepRecompileCause:
+    """One cause of recompiles over the whole sweep: the same GM7xx rule guarding the same
+    value (the guarded line's text, else what the guard holds, in the recompiled function),
+    however many files carry it and models hit it."""
+
+    rule: str
+    what: str  # the guarded line, whitespace-normalised; else the expression the guard holds
+    reason: str  # the first failed guard, in Dynamo's words (one line)
+    function: str = ""  # the function that recompiled
+    sites: list[str] = field(default_factory=list)  # "file:line", library-relative; where it is told
+    models: list[str] = field(default_factory=list)
+    modes: list[str] = field(default_factory=list)
+    recompiles: int = 0  # recompiles it accounts for, over every model and mode
+    located: int = 0  # of them, placed at a source line (Recompile.located)
+    limit: bool = False  # some model reached the recompile limit through it (eager from then on)
+
+
+@dataclass
 class SweepChange:
     """One architecture and run mode against the baseline sweep."""
 
@@ -742,6 +760,7 @@ class SweepReport:
     targets_dir: str = ""  # where the generated targets are (kept with --targets-dir)
     rows: list[SweepRow] = field(default_factory=list)  # model-major, modes in order
     causes: list[SweepCause] = field(default_factory=list)  # most models first
+    recompile_causes: list[SweepRecompileCause] = field(default_factory=list)  # most recompiles first
     skipped: dict[str, str] = field(default_factory=dict)  # model -> why the enumeration left it out
     baseline: Optional[str] = None
     regressions: list[SweepChange] = field(default_factory=list)

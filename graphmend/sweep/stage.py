@@ -25,7 +25,7 @@ from typing import Optional, Sequence
 
 from graphmend.core.config import Config
 from graphmend.core.model import (FIX_VERIFIED, SWEEP_BREAKS, SWEEP_CLEAN, SWEEP_FAILED, SWEEP_NOT_BUILT, Report, SweepCause,
-                                  SweepChange, SweepReport, SweepRow, SweepTotals, TargetResult)
+                                  SweepChange, SweepRecompileCause, SweepReport, SweepRow, SweepTotals, TargetResult)
 from graphmend.sweep.population import fix_breaking, fix_rows, population
 
 # library name -> (module, target file prefix). A library module exposes ``version() -> str``,
@@ -326,7 +326,43 @@ def aggregate(out: SweepReport, report: Report, model_of: dict[str, str], order:
         row.causes.sort()
     rows.sort(key=lambda r: (rank.get(r.model, len(rank)), r.model))  # stable: modes stay in order
     out.rows, out.causes = rows, ranked
+    out.recompile_causes = recompile_causes(report, model_of, rank)
     out.totals = totals(out)
+
+
+def recompile_causes(report: Report, model_of: dict[str, str], rank: dict[str, int]) -> list[SweepRecompileCause]:
+    """The recompile issues (GM7xx, one per cause and place) merged by rule and guarded value
+    over the copies of one line, most recompiles first."""
+    causes: dict[tuple, SweepRecompileCause] = {}
+    for issue in report.issues:
+        if not issue.recompiles:
+            continue
+        rcs = [(report.targets[ti], report.targets[ti].recompiles[ri]) for ti, ri in issue.recompiles]
+        first = rcs[0][1]
+        source = " ".join((issue.source_line or "").split())
+        what = source or first.expression or ""
+        key = (issue.rule, what, "" if source else issue.function or "")
+        c = causes.get(key)
+        if c is None:
+            c = causes[key] = SweepRecompileCause(rule=issue.rule, what=what,
+                                                  reason=(first.reason or "").strip().split("\n")[0][:300],
+                                                  function=issue.function or "")
+        site = f"{_short(issue.file)}:{issue.line}" if issue.file else "(no source line)"
+        if site not in c.sites:
+            c.sites.append(site)
+        for t, rc in rcs:
+            model = model_of.get(t.name, t.name)
+            if model not in c.models:
+                c.models.append(model)
+            if t.run_mode not in c.modes:
+                c.modes.append(t.run_mode)
+            c.recompiles += 1
+            c.located += rc.located
+            c.limit = c.limit or rc.limit
+    for c in causes.values():
+        c.models.sort(key=lambda m: (rank.get(m, len(rank)), m))
+        c.sites.sort()
+    return sorted(causes.values(), key=lambda c: (-c.recompiles, -len(c.models), c.rule, c.what))
 
 
 def count_removed(out: SweepReport, report: Report, left: dict[str, dict[str, list]]) -> None:
