@@ -95,7 +95,32 @@ def page(reports: list[SweepReport], names: list[str]) -> str:
         sites = ", ".join(c.sites[:2]) + (f" (+{len(c.sites) - 2})" if len(c.sites) > 2 else "")
         out.append(f"| {i} | {_cell(r.library)} | {c.rule} | {len(c.models)} | {c.breaks} | {c.removed} | "
                    f"{c.breaks - c.removed} | {_cell(why(r, c))} | {line} | {_cell(sites)} |")
+    out += recompiles(reports)
     return "\n".join(out) + "\n"
+
+
+def recompiles(reports: list[SweepReport]) -> list[str]:
+    """Every recompile cause across libraries, most recompiles first; which reports hold none
+    because they were made before sweeps named them."""
+    rows = sorted(((r, c) for r in reports for c in r.recompile_causes),
+                  key=lambda rc: (-rc[1].recompiles, -len(rc[1].models), rc[0].library, rc[1].rule))
+    older = [r.library for r in reports if any(p.recompiles for p in r.population) and not r.recompile_causes]
+    out = ["", "## Recompiles, ranked", "",
+           "Every cause of a recompile over the calls of other sizes (the first size change, which automatic "
+           "dynamic shapes expects, left out): one guarded line or value, however many models and copies hit it, "
+           "by the recompiles it makes. *limit*: some model reached the recompile limit through it and ran in "
+           "eager from then on."]
+    if older:
+        out += ["", f"Not broken down here (their reports predate recompile causes): {', '.join(older)}."]
+    if rows:
+        out += ["", "| # | library | rule | models | recompiles | located | limit | guarded value | sites |",
+                "|---:|---|---|---:|---:|---:|---|---|---|"]
+    for i, (r, c) in enumerate(rows, 1):
+        what = _code(c.what) if c.what else _cell(f"{c.reason} (in {c.function})")
+        sites = ", ".join(c.sites[:2]) + (f" (+{len(c.sites) - 2})" if len(c.sites) > 2 else "")
+        out.append(f"| {i} | {_cell(r.library)} | {c.rule} | {len(c.models)} | {c.recompiles} | {c.located} | "
+                   f"{'yes' if c.limit else 'no'} | {what} | {_cell(sites)} |")
+    return out
 
 
 def main(argv=None) -> int:

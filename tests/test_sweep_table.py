@@ -200,6 +200,17 @@ def test_population_page_adds_the_libraries_up_and_ranks_what_remains(tmp_path):
     assert "if x.sum() > 0:" not in text.split("## What remains")[1]
     (tmp_path / "bare.json").write_text(SweepReport(library="x").to_json(), encoding="utf-8")
     assert page.main([str(tmp_path / "bare.json")]) == 2  # no --fix: no population table
+    # recompiles: ranked across libraries by the recompiles each cause makes
+    from graphmend.core.model import SweepRecompileCause
+
+    one.recompile_causes = [SweepRecompileCause(rule="GM701", what="self.step += 1", reason="r", models=["a"],
+                                                sites=["lib/a.py:9"], recompiles=2, located=2)]
+    two.recompile_causes = [SweepRecompileCause(rule="GM704", what="", reason="tensor 'x' size mismatch",
+                                                function="forward", models=["c", "d"], recompiles=5, located=5,
+                                                limit=True)]
+    section = page.page([one, two], ["one.json", "two.json"]).split("## Recompiles, ranked")[1]
+    assert section.index("| 1 | other | GM704 | 2 | 5 | 5 | yes | tensor 'x' size mismatch (in forward) |") < \
+        section.index("| 2 | lib | GM701 | 1 | 2 | 2 | no | `self.step += 1` | lib/a.py:9 |")
 
 
 def test_recompile_causes_merge_one_guarded_line_over_models_most_recompiles_first():
