@@ -728,6 +728,14 @@ def _judged(o: Outcome, cands: dict[str, "FileCandidate"], options: FixOptions) 
     return _patch_digests([s for s in o.sites if o.verdicts.get(id(s)) is None or o.passes(s)], cands, options)
 
 
+def _unfinished(v) -> bool:
+    """Whether verification attempt ``v`` stopped for a reason of the machine (a timeout,
+    memory, a killed worker) rather than anything the program did."""
+    from graphmend.core.jobs import TRANSIENT
+
+    return bool(v.error) and any(sign in v.error for sign in TRANSIENT)
+
+
 def _keepable(ft: FixTarget, outcome: Outcome) -> bool:
     """A verdict is kept unless a worker failed in a way that may not happen again (a
     timeout, memory, a crash): that says nothing about the fix. What the program itself did,
@@ -879,7 +887,7 @@ def _verify_sites_in(tmp: str, spec, before: TargetResult, sites: list[SiteRecor
     def failed_whole(v) -> Optional[str]:
         """Why the attempt as a whole failed (every rewrite in it is suspect), or None."""
         if v.error:
-            return f"verification failed: {v.error}"
+            return f"verification did not finish: {v.error}" if _unfinished(v) else f"verification failed: {v.error}"
         if v.mismatches:
             return f"behaviour changed: {v.mismatches[0]}"
         if v.new_breaks:
@@ -895,7 +903,8 @@ def _verify_sites_in(tmp: str, spec, before: TargetResult, sites: list[SiteRecor
         whole = failed_whole(v)
         for s in chosen:
             if whole:
-                out[id(s)] = (REJECTED, whole)
+                # a run that did not finish (time, memory, a crash) says nothing against the fix
+                out[id(s)] = (UNVERIFIED if _unfinished(v) else REJECTED, whole)
                 continue
             keys = s.condition_keys()
             seen = [set(v.arms.get(k, ())) for k in keys]
@@ -921,7 +930,9 @@ def _verify_sites_in(tmp: str, spec, before: TargetResult, sites: list[SiteRecor
     verdicts = judge(v, sites)
     final = v
     if any(o is not None and o[0] != PASS for o in verdicts.values()):
-        if failed_whole(v) and len(sites) > 1:
+        # rewrites failed together are tried alone, unless the run did not finish: alone, each
+        # would run as long
+        if failed_whole(v) and not _unfinished(v) and len(sites) > 1:
             for s in sites[:MAX_ISOLATED]:
                 verdicts[id(s)] = judge(attempt([s]), [s])[id(s)]
             for s in sites[MAX_ISOLATED:]:

@@ -99,3 +99,29 @@ def test_print_of_a_size_and_item_with_a_module_output_are_fixed_and_the_loop_fr
     patched = tmp_path / "plain_mended.py"
     patched.write_text(text, encoding="utf-8")
     assert _eager_stdout(_load(path, "_plain_orig")) == _eager_stdout(_load(patched, "_plain_mended"))
+
+
+def test_a_verification_that_does_not_finish_leaves_its_fixes_unverified_and_is_not_retried_alone(tmp_path,
+                                                                                                  monkeypatch):
+    """A verification run stopped by the machine (a timeout, memory, a killed worker) says
+    nothing against the rewrites: each stays unverified (never written) with the reason, not
+    rejected; and they are not tried one by one, which would time out once per rewrite."""
+    pytest.importorskip("torch")
+    import graphmend.verify.run as verify_run
+    from graphmend.core.config import load_config
+    from graphmend.fixing import FixOptions, run_fix
+
+    attempts = []
+
+    def unfinished(original, patches, before, texts, timeout, **kwargs):
+        attempts.append(sorted(patches))
+        return verify_run.Verdict(error=f"patched run: {before.name}: timed out after 5 s (raise it with --timeout)")
+
+    monkeypatch.setattr(verify_run, "verify_target", unfinished)
+    (tmp_path / "plain.py").write_text(PLAIN, encoding="utf-8")
+    run = run_fix([tmp_path], load_config([tmp_path]), FixOptions(timeout=300, cache=False, only=("mend_target_block",)))
+    fixes = [f for f in run.report.fixes if f.status != "advice"]
+    assert len(fixes) >= 2 and run.patches == {}
+    for f in fixes:
+        assert f.status == "unverified" and f.reason.startswith("verification did not finish: patched run: "), f
+    assert len(attempts) == 1  # the rewrites together, once
