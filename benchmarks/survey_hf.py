@@ -31,10 +31,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from graphmend.core.sources import write_atomic  # noqa: E402  (temp file + rename, mode kept)
 
 # the tiny sizes, the config parameters they go to and what each architecture needs: mend sweep's
-from graphmend.sweep.hf import OVERRIDES, VOCAB, config_kwargs  # noqa: E402,F401
+from graphmend.sweep.hf import OVERRIDES, VOCAB  # noqa: E402,F401
+from graphmend.sweep.hf_config import config_kwargs  # noqa: E402,F401
 
 # the architectures surveyed (transformers 4.46 and 5.x), each built as mend sweep builds it,
-# with sweep's per-architecture overrides (graphmend/sweep/hf.py: OVERRIDES)
+# with sweep's per-architecture overrides (graphmend/sweep/hf_overrides.py: OVERRIDES)
 SURVEYED = [
     # encoders
     "bert", "roberta", "xlm-roberta", "camembert", "roberta-prelayernorm", "electra", "albert", "distilbert",

@@ -275,7 +275,8 @@ def test_anyres_pinpoints_and_the_main_input_alias():
     import inspect
     from types import SimpleNamespace
 
-    from graphmend.sweep.hf import _fit_pinpoints, _main_alias, _renamed
+    from graphmend.sweep.hf import _main_alias, _renamed
+    from graphmend.sweep.hf_config import _fit_pinpoints
 
     cfg = SimpleNamespace(image_grid_pinpoints=[[336, 672], [672, 672]], vision_config=SimpleNamespace(image_size=64))
     _fit_pinpoints(cfg)  # each 336 px tile of the full-size tower is one 64 px tile of the tiny one

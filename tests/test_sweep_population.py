@@ -67,7 +67,7 @@ def test_special_token_ids_are_moved_inside_the_tiny_vocabulary():
     pytest.importorskip("transformers")
     from transformers import Idefics3Config
 
-    from graphmend.sweep.hf import _fit_special_ids, tiny_config_kwargs
+    from graphmend.sweep.hf_config import _fit_special_ids, tiny_config_kwargs
 
     cfg = Idefics3Config(**tiny_config_kwargs(Idefics3Config))
     vocab = cfg.text_config.vocab_size
@@ -82,7 +82,8 @@ def test_per_layer_lists_are_cut_with_the_depth():
     pytest.importorskip("transformers")
     from transformers import Zamba2Config
 
-    from graphmend.sweep.hf import LAYERS, tiny_config_kwargs
+    from graphmend.sweep.hf_config import tiny_config_kwargs
+    from graphmend.sweep.hf_overrides import LAYERS
 
     kw = tiny_config_kwargs(Zamba2Config)
     assert len(kw["layers_block_type"]) == kw["num_hidden_layers"] == LAYERS
@@ -102,7 +103,8 @@ def test_a_width_one_config_keeps_of_another_is_cut_with_it():
     pytest.importorskip("transformers")
     import transformers as T
 
-    from graphmend.sweep.hf import HIDDEN, tiny_config_kwargs
+    from graphmend.sweep.hf_config import tiny_config_kwargs
+    from graphmend.sweep.hf_overrides import HIDDEN
 
     for name, sub, attr in (("Nemotron3DiarizationConfig", "head_config", "audio_hidden_size"),
                             ("Inkling2Config", "vision_config", "text_hidden_size")):
@@ -117,7 +119,7 @@ def test_mrope_sections_fit_the_tiny_rotary_half():
     pytest.importorskip("transformers")
     from transformers import Qwen2VLConfig
 
-    from graphmend.sweep.hf import _fit_mrope, mrope_sections, tiny_config_kwargs
+    from graphmend.sweep.hf_config import _fit_mrope, mrope_sections, tiny_config_kwargs
 
     assert mrope_sections(8) == [3, 3, 2] and mrope_sections(32, 4) == [8, 8, 8, 8]
     cfg = Qwen2VLConfig(**tiny_config_kwargs(Qwen2VLConfig))
@@ -146,7 +148,8 @@ def test_a_composites_full_size_defaults_for_a_sub_config_are_cut():
     pytest.importorskip("transformers")
     from transformers import Mistral3Config, PaliGemmaConfig
 
-    from graphmend.sweep.hf import HIDDEN, tiny_config_kwargs
+    from graphmend.sweep.hf_config import tiny_config_kwargs
+    from graphmend.sweep.hf_overrides import HIDDEN
 
     vision = Mistral3Config(**tiny_config_kwargs(Mistral3Config)).vision_config
     assert vision.head_dim == vision.hidden_size // vision.num_attention_heads
@@ -159,7 +162,7 @@ def test_placeholder_counts_read_vectors_or_elements():
     pytest.importorskip("transformers")
     from transformers import Mistral3Config
 
-    from graphmend.sweep.hf import _placeholder_counts, tiny_config_kwargs
+    from graphmend.sweep.hf_config import _placeholder_counts, tiny_config_kwargs
 
     cfg = Mistral3Config(**tiny_config_kwargs(Mistral3Config))
     assert _placeholder_counts(512, cfg) == [256, 4]
@@ -200,7 +203,7 @@ def test_typed_layers_without_a_window_get_one():
     pytest.importorskip("transformers")
     from transformers import Step3p7Config
 
-    from graphmend.sweep.hf import _fit_sliding_window, tiny_config_kwargs
+    from graphmend.sweep.hf_config import _fit_sliding_window, tiny_config_kwargs
 
     cfg = Step3p7Config(**tiny_config_kwargs(Step3p7Config))
     assert cfg.text_config.sliding_window is None

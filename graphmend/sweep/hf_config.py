@@ -1,0 +1,621 @@
+"""transformers sweep: the tiny config a class is built from, and the inputs it runs on.
+
+A config class gets the generic tiny sizes (vocab 1000, hidden 64, 4 heads, 2 layers, FFN 128:
+``GENERIC``, ``MOE``, ``GENERIC_MORE``) for the parameters its ``__init__`` names, list-valued
+depths cut to one block a stage, widths and per-layer lists cut with the sizes they copy, every
+sub-config shrunk the same way, and the per-architecture overrides (``tiny_config_kwargs``). The
+built config is then fitted where full-size values outlast the tiny sizes (``_fit_*``: special
+token ids, pad token, multimodal rope sections, sliding window, anyres pinpoints). ``class_inputs``
+derives a batch of ``B`` samples of the class's modality from the config. No torch at import
+(``graphmend.sweep.hf`` imports this module at its own import; this one never imports it).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Any, Optional
+
+# the shape a forward's docstring gives an input (a time series' past values: with channels or not)
+from graphmend.sweep.hf_inputs import documented
+# the tiny sizes and the per-architecture overrides: tables, in their own module
+from graphmend.sweep.hf_overrides import FFN, HEADS, HIDDEN, LAYERS, OVERRIDES, VOCAB
+
+# Config __init__ parameter names that mean the same thing across architectures; only the
+# ones a config's signature names are passed (setting others after __init__ would miss
+# values the config derives in __init__, e.g. head_dim).
+GENERIC = [  # pairs, not a dict: LAYERS and 2 kv heads share a value
+    (VOCAB, ["vocab_size", "src_vocab_size", "tgt_vocab_size"]),
+    (HIDDEN, ["hidden_size", "d_model", "n_embd", "emb_dim", "dim", "embed_dim", "n_embed", "d_embed"]),
+    (LAYERS, LAYER_NAMES := ["num_hidden_layers", "n_layer", "num_layers", "n_layers", "encoder_layers",
+                             "decoder_layers", "num_decoder_layers", "num_encoder_layers"]),
+    (HEADS, ["num_attention_heads", "n_head", "n_heads", "num_heads", "encoder_attention_heads",
+             "decoder_attention_heads", "num_encoder_attention_heads", "num_decoder_attention_heads"]),
+    (FFN, ["intermediate_size", "d_ff", "encoder_ffn_dim", "decoder_ffn_dim", "ffn_dim", "n_inner", "d_inner",
+           "dff", "hidden_dim"]),
+    (128, ["max_position_embeddings", "n_positions", "n_ctx", "max_seq_len", "max_encoder_position_embeddings",
+           "max_decoder_position_embeddings", "max_positions", "context_length"]),
+    (16, ["head_dim", "d_kv", "d_head"]),
+    (2, ["num_key_value_heads"]),
+    # multi-head latent attention (deepseek_v2/v3 and their kin): defaults in the hundreds
+    (8, ["qk_rope_head_dim", "qk_nope_head_dim"]),
+    (16, ["v_head_dim", "kv_lora_rank"]),
+    (32, ["q_lora_rank"]),
+]
+MOE = dict(num_experts=4, num_local_experts=4, num_experts_per_tok=2, moe_intermediate_size=64,
+           shared_expert_intermediate_size=64, n_routed_experts=4, n_shared_experts=1, n_group=1, topk_group=1)
+
+
+def config_kwargs(cls, extra: dict) -> dict:
+    """The generic tiny sizes for the parameters ``cls.__init__`` names, then ``extra``."""
+    try:
+        params = set(inspect.signature(cls.__init__).parameters)
+    except (TypeError, ValueError):
+        params = set()
+    kw = {name: value for value, names in GENERIC for name in names if name in params}
+    kw.update({k: v for k, v in MOE.items() if k in params and k not in extra})
+    kw.update({k: v for k, v in extra.items() if "." not in k})  # "sub.name": a sub-config's (tiny_config_kwargs)
+    return kw
+
+
+# Vision, audio, time series and layout sizes, generic like GENERIC: passed only where a config's
+# __init__ names them. Image 64 px keeps a stride-32 backbone at 2x2; audio sizes keep a
+# whisper-like encoder at 2 x 64 frames.
+GENERIC_MORE = [
+    (64, ["image_size", "crop_size"]),
+    (4, ["num_frames"]),
+    (64, ["max_source_positions"]),
+    (16, ["context_length"]), (4, ["prediction_length"]), ([1, 2, 3], ["lags_sequence"]),
+    (1, ["num_time_features"]),
+    (32, PROJECTIONS := ["projection_dim", "text_embed_dim", "vision_embed_dim", "proj_dim"]),
+    (HIDDEN, ["out_hidden_size"]),  # qwen-vl: the merged vision features join the text's hidden size
+    (16, ["image_seq_length", "num_query_tokens", "mm_tokens_per_image"]),
+    # detection queries: rt-detr-like encoders pick the top num_queries of their 84 tokens at 64 px
+    (16, ["num_queries"]),
+]
+# list-valued sizes of hierarchical backbones (swin, convnext, resnet, ...): one block a stage
+LISTS_OF_ONES = ("depths", "num_layers_per_stage", "stage_depths")
+
+
+def tiny_config_kwargs(cfg_cls, extra: Optional[dict] = None) -> dict:
+    """``config_kwargs`` plus the vision/audio/time-series sizes, list-valued depths cut to one
+    block a stage, and every sub-config (text/vision/audio/encoder/decoder) shrunk the same way,
+    passed as a dict (with the sub-config's model type, which a composite needs to pick its class)."""
+    extra = dict(extra or {})
+    nested: dict[str, dict] = {}  # an override's "sub.name": name in that sub-config's tiny kwargs
+    for key in [k for k in extra if "." in k]:
+        sub, name = key.split(".", 1)
+        nested.setdefault(sub, {})[name] = extra.pop(key)
+    kw = config_kwargs(cfg_cls, {})
+    try:
+        params = set(inspect.signature(cfg_cls.__init__).parameters)
+    except (TypeError, ValueError):
+        params = set()
+    kw.update({n: v for v, names in GENERIC_MORE for n in names if n in params})
+    defaults = _defaults(cfg_cls)
+    for name in MOE:  # a tiny mixture has no more experts than the full one (vitpose's one expert is none)
+        if name in kw and isinstance(defaults.get(name), int) and 0 < defaults[name] < kw[name]:
+            kw[name] = defaults[name]
+    # latent attention: a rotary embedding sized by head_dim rotates the rope part of each head
+    if "qk_rope_head_dim" in kw and "head_dim" in kw and defaults.get("head_dim") == defaults.get("qk_rope_head_dim"):
+        kw["head_dim"] = kw["qk_rope_head_dim"]
+    if "qk_head_dim" in params and "qk_rope_head_dim" in kw and "qk_nope_head_dim" in kw:
+        kw["qk_head_dim"] = kw["qk_rope_head_dim"] + kw["qk_nope_head_dim"]
+    for name in LISTS_OF_ONES:
+        if name in params and isinstance(defaults.get(name), (list, tuple)):
+            kw[name] = [1] * len(defaults[name])
+    # a size the config keeps per stage (swin's num_heads, pvt's num_attention_heads): one a stage
+    for name, value in list(kw.items()):
+        default = defaults.get(name)
+        if isinstance(value, int) and isinstance(default, (list, tuple)) and default \
+                and all(isinstance(d, int) for d in default):
+            kw[name] = [value] * len(default)
+    _fit_per_layer(kw, defaults, params)
+    levels = [(kw, defaults, params)]
+    for key, spec in (getattr(cfg_cls, "sub_configs_defaults", None) or {}).items():
+        if key in extra or key == "backbone_config":  # backbones may be timm's; the default is kept
+            continue
+        sub_cls = _sub_config_class(spec)
+        if sub_cls is None:
+            continue
+        sub_params = _params(sub_cls)
+        # the grouped-attention retry (``_first_built``) reaches every sub-config that has the heads
+        sub_extra = {k: v for k, v in extra.items() if k == "num_key_value_heads" and k in sub_params}
+        # the sub-config's own model type's overrides (mllama's vision tower in mllama), then the composite's
+        sub_extra.update({k: v for k, v in OVERRIDES.get(getattr(sub_cls, "model_type", ""), ({}, {}))[0].items()
+                          if k in sub_params or "." in k})
+        sub_extra.update(nested.get(key, {}))
+        init = dict(getattr(spec, "init_kwargs", None) or {})
+        # a composite's full-size defaults for its sub-config may name sizes the sub-config's
+        # __init__ does not (mistral3's pixtral head_dim 64): the generic tiny value replaces each
+        init.update({n: v for v, names in GENERIC for n in names if n in init})
+        sub = {**init, **tiny_config_kwargs(sub_cls, sub_extra)}
+        if getattr(spec, "model_type", None):
+            sub["model_type"] = spec.model_type
+        kw[key] = sub
+        # the composite's own default sub-config, where it sets sizes of its own (deepseek-ocr-2's encoder width)
+        own = defaults.get(key)
+        own = {k: v for k, v in vars(own).items() if not k.startswith("_")} if hasattr(own, "to_dict") else {}
+        levels.append((sub, {**_defaults(sub_cls), **init, **own}, sub_params))
+    _fit_widths(levels)
+    if "num_key_value_heads" not in params:  # the retry's heads, for a composite: its sub-configs'
+        extra.pop("num_key_value_heads", None)
+    kw.update(extra)
+    return kw
+
+
+# a width one config keeps of another's (vision_config.text_hidden_size, a head's condition_dim),
+# or a count of channel groups a convolution takes of its width (mimi's upsample_groups, depthwise)
+WIDTH = re.compile(r"hidden_size|_dim$|(input|output|in|out)_size$|_groups$|^out(put)?_channels$")
+MERGED_WIDTHS = ("out_hidden_size",)  # GENERIC_MORE's guess (the text's width) unless the default is a merged width
+WIDTH_LIST = re.compile(r"channels|features|hidden_sizes|_dims$")
+
+
+def _fit_widths(levels: list) -> None:
+    """A width that a config keeps of its own or another config's hidden size (its default equals
+    that config's default hidden size, and its name says width) is cut with it: configs validate
+    that they agree, and models size layers by both. ``levels``: (tiny kwargs, defaults,
+    ``__init__`` parameters) of each config."""
+    cut = {d["hidden_size"]: k["hidden_size"] for k, d, _ in levels
+           if isinstance(d.get("hidden_size"), int) and isinstance(k.get("hidden_size"), int)}
+    # a vision tower that merges m x m patches puts out m^2 times its width, which a composite sizes its
+    # projector by (muse-glimmer's out_hidden_size 6144 of 1536); the tower's own out_hidden_size is the text's
+    merged = {d["hidden_size"] * m * m: (k["hidden_size"] * m * m, i) for i, (k, d, _) in enumerate(levels)
+              for m in [d.get("spatial_merge_size") or d.get("merge_size")]
+              if isinstance(m, int) and m > 1 and isinstance(d.get("hidden_size"), int)
+              and isinstance(k.get("hidden_size"), int)}
+    for i, (kw, defaults, params) in enumerate(levels):
+        for name in params:
+            value = defaults.get(name)
+            if name in MERGED_WIDTHS and isinstance(value, int) and value in merged and value not in cut \
+                    and merged[value][1] != i:
+                kw[name] = merged[value][0]
+                continue
+            # a projection a composite sizes to another config's width (paligemma's to the text's)
+            if (name not in kw or name in PROJECTIONS) and WIDTH.search(name) and isinstance(value, int) \
+                    and value in cut:
+                kw[name] = cut[value]
+            # widths a stage at a time whose last feeds a config of that hidden size (a backbone's channels)
+            elif name not in kw and WIDTH_LIST.search(name) and isinstance(value, (list, tuple)) and value \
+                    and all(isinstance(v, int) and not isinstance(v, bool) for v in value) and value[-1] in cut:
+                kw[name] = [cut[v] if v == value[-1] else v for v in value]
+
+
+def _params(cls) -> set:
+    try:
+        return set(inspect.signature(cls.__init__).parameters)
+    except (TypeError, ValueError):
+        return set()
+
+
+def _fit_per_layer(kw: dict, defaults: dict, params: set) -> None:
+    """A per-layer list of types (``layer_types``, ``layers_block_type``, ...) of the full-size depth,
+    defaulted or derived from it, would outlast the tiny depth (configs validate that they
+    agree): each list ``__init__`` takes whose default length is a depth the tiny kwargs cut
+    keeps its first entries, one a tiny layer, as a config that derives the list from its
+    depth does."""
+    cut = {defaults[n]: kw[n] for n in LAYER_NAMES
+           if isinstance(defaults.get(n), int) and isinstance(kw.get(n), int) and kw[n] < defaults[n]}
+    for name in params:
+        default = defaults.get(name)
+        # types only: a list of numbers may hold layer indices (kv_source_layers) a cut would break
+        if name not in kw and isinstance(default, (list, tuple)) and len(default) in cut \
+                and all(isinstance(d, str) for d in default):
+            kw[name] = list(default[:cut[len(default)]])
+
+
+def _defaults(cfg_cls) -> dict:
+    """The config's default attribute values (empty when its defaults do not build)."""
+    try:
+        return dict(vars(cfg_cls()))
+    except Exception:  # a config whose defaults raise (a required argument): no defaults
+        return {}
+
+
+def _sub_config_class(spec):
+    from transformers.configuration_utils import PreTrainedConfig
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    cls = getattr(spec, "config_class", None)
+    if isinstance(cls, type) and issubclass(cls, PreTrainedConfig):
+        return cls
+    try:
+        return CONFIG_MAPPING[spec.model_type]
+    except Exception:  # a model type the mapping lacks or cannot import: no config class
+        return None
+
+
+B = 2  # batch: two samples, the second text right-padded
+SEQ = 16
+
+
+def _sub(cfg, *names):
+    """The first of cfg's sub-configs ``names`` that exists, else cfg itself."""
+    for n in names:
+        sub = getattr(cfg, n, None)
+        if sub is not None and not isinstance(sub, (dict, str)):
+            return sub
+    return cfg
+
+
+def _size(value, default: int = 64) -> tuple[int, int]:
+    if isinstance(value, (list, tuple)) and len(value) >= 2:
+        return int(value[0]), int(value[1])
+    if isinstance(value, dict):
+        return int(value.get("height", default)), int(value.get("width", default))
+    return (int(value), int(value)) if isinstance(value, int) else (default, default)
+
+
+def _token(cfg, *names) -> Optional[int]:
+    for holder in _holders(cfg):
+        for n in names:
+            v = getattr(holder, n, None)
+            if isinstance(v, int):
+                return v
+    return None
+
+
+def _holders(cfg) -> list:
+    """The config and its text/decoder sub-configs, each once: where token ids live."""
+    out = []
+    vlm = _sub(cfg, "vlm_config")  # a retrieval head around a whole vision-language model (colpali)
+    for h in (cfg, _sub(cfg, "text_config"), _sub(cfg, "decoder"), _sub(cfg, "text_encoder"), _sub(cfg, "encoder"),
+              vlm, _sub(vlm, "text_config")):
+        if all(h is not o for o in out):
+            out.append(h)
+    return out
+
+
+def _is_token_attr(attr: str) -> bool:
+    return attr.endswith(("_token_id", "_token_index", "_token_ids"))
+
+
+def _fit_special_ids(cfg) -> None:
+    """Special token ids (pad/bos/eos, image/video/audio placeholders) of the full-size vocabulary
+    would index past the tiny one: each id at or past it is moved to a distinct id at its top
+    (the same id the same new one in every sub-config, so an image token stays one token)."""
+    text_vocab = getattr(_sub(cfg, "text_config", "decoder"), "vocab_size", None)
+    moved: dict[int, int] = {}
+    for holder in _holders(cfg):
+        vocab = getattr(holder, "vocab_size", None)
+        vocab = vocab if isinstance(vocab, int) else text_vocab
+        if not isinstance(vocab, int) or vocab < 8:
+            continue
+        for attr, val in list(vars(holder).items()):
+            if not _is_token_attr(attr):
+                continue
+            vals = val if isinstance(val, list) else [val]
+            if not all(isinstance(v, int) for v in vals) or all(v < vocab for v in vals):
+                continue
+            for v in vals:
+                if v >= vocab and v not in moved:
+                    moved[v] = vocab - 1 - len(moved)
+            new = [moved.get(v, v) if v >= vocab else v for v in vals]
+            try:
+                setattr(holder, attr, new if isinstance(val, list) else new[0])
+            except Exception:
+                pass  # a read-only property derives it
+
+
+def _fit_image_token(cfg) -> list:
+    """A config that names an image placeholder but leaves it unset (blip-2: the processor adds it
+    to the vocabulary) cannot find its image in the tokens: an id at the top of the tiny
+    vocabulary that no other special token holds becomes the placeholder. Returns the
+    (config, attribute) set, for a model that then fails with its image to run on text alone."""
+    for holder in _holders(cfg):
+        for attr in ("image_token_id", "image_token_index"):
+            if attr in vars(holder) and getattr(holder, attr) is None:
+                vocab = getattr(_sub(cfg, "text_config", "decoder"), "vocab_size", None) or VOCAB
+                taken = _special_ids(cfg)
+                try:
+                    setattr(holder, attr, next(i for i in range(vocab - 1, 0, -1) if i not in taken))
+                except Exception:  # a read-only property derives it
+                    return []
+                return [(holder, attr)]
+    return []
+
+
+def _fit_pad(cfg) -> None:
+    """A config with no pad token (llama, falcon) cannot pool a padded batch of 2 for sequence
+    classification: id 0, which random ids avoid (``class_inputs``), pads."""
+    for holder in _holders(cfg):
+        if "pad_token_id" in vars(holder) and holder.pad_token_id is None and isinstance(
+                getattr(holder, "vocab_size", None), int):
+            try:
+                holder.pad_token_id = 0
+            except Exception:  # a read-only property derives it
+                pass
+
+
+def _configs(cfg) -> list:
+    """The config and every sub-config under it, each once."""
+    from transformers.configuration_utils import PreTrainedConfig
+
+    out, todo = [], [cfg]
+    while todo:
+        c = todo.pop()
+        if isinstance(c, PreTrainedConfig) and all(c is not o for o in out):
+            out.append(c)
+            todo.extend(v for v in vars(c).values() if isinstance(v, PreTrainedConfig))
+    return out
+
+
+def _fit_mrope(cfg) -> None:
+    """Multimodal rope (qwen-vl, glm-4v and kin) splits each head's rotary half into (time, height,
+    width) sections; the full-size sections (or the modeling code's default when the config has
+    none) sum past the tiny head's: the sections are set to the tiny rotary half, split evenly."""
+    for c in _configs(cfg):
+        rope = getattr(c, "rope_parameters", None)
+        if not isinstance(rope, dict) or "mrope_section" not in (
+                set(getattr(type(c), "ignore_keys_at_rope_validation", None) or ()) | set(rope)):
+            continue
+        heads = getattr(c, "num_attention_heads", None)
+        dim = (getattr(c, "qk_rope_head_dim", None) or getattr(c, "head_dim", None)
+               or (c.hidden_size // heads if isinstance(heads, int) and heads else None))
+        if not isinstance(dim, int):
+            continue
+        half = int(dim * (rope.get("partial_rotary_factor") or getattr(c, "partial_rotary_factor", None) or 1.0)) // 2
+        section = rope.get("mrope_section")
+        if isinstance(section, (list, tuple)) and sum(section) == half:
+            continue
+        rope["mrope_section"] = mrope_sections(half, len(section) if isinstance(section, (list, tuple)) else 3)
+
+
+def mrope_sections(half: int, n: int = 3) -> list[int]:
+    """``half`` rotary frequencies in ``n`` sections as even as can be, the larger first."""
+    return [half // n + (i < half % n) for i in range(n)]
+
+
+def _special_ids(cfg) -> set:
+    ids: set = set()
+    for holder in _holders(cfg):
+        for attr, val in vars(holder).items():
+            if _is_token_attr(attr):
+                ids.update(v for v in (val if isinstance(val, list) else [val]) if isinstance(v, int))
+    return ids
+
+
+def class_inputs(model, cfg, accepted, image_tokens: int = 0) -> dict:
+    """Keyword inputs of the class's own modality, for the parameters its forward names:
+    tokens (with ``image_tokens`` image placeholders where the config names an image token),
+    pixels from the vision config's image size and channels, mel features from its mel bins,
+    raw audio, video frames, past values of a time series, boxes for layout models."""
+    import torch
+
+    text = _sub(cfg, "text_config", "decoder")
+    vocab = getattr(text, "vocab_size", None) or VOCAB
+    specials = _special_ids(cfg)
+    low = next((i for i in range(3, vocab) if i not in specials), min(5, vocab - 1))
+    x: dict[str, Any] = {}
+    if "input_ids" in accepted:
+        ids = torch.randint(low, vocab, (B, SEQ + image_tokens))
+        img = _token(cfg, "image_token_id", "image_token_index")
+        for tok in specials:
+            if 0 <= tok < vocab:
+                ids[ids == tok] = low  # a random id that happens to be a special token
+        if image_tokens and isinstance(img, int):
+            ids[:, 1:1 + image_tokens] = img  # after the first token, as a chat template places it
+        question = _token(cfg, "question_token_id")
+        if isinstance(question, int) and 0 <= question < vocab:
+            ids[:, -6] = question  # splinter selects spans at its question tokens: one a sample
+        aud = _token(cfg, "audio_token_id", "audio_token_index")
+        if isinstance(aud, int) and 0 <= aud < vocab and "input_features" in accepted:
+            ids[:, 1 + image_tokens] = aud  # one audio placeholder, after the image's: the model expands it
+        x["input_ids"] = ids
+        if "mm_token_type_ids" in accepted:  # multimodal rope: 1 on image placeholders
+            x["mm_token_type_ids"] = (ids == img).long() if isinstance(img, int) else torch.zeros_like(ids)
+        if "attention_mask" in accepted:
+            mask = torch.ones_like(ids)
+            mask[1, -4:] = 0
+            x["attention_mask"] = mask
+    if "decoder_input_ids" in accepted and (getattr(cfg, "is_encoder_decoder", False) or
+                                            model.main_input_name != "input_ids"):
+        dvocab = getattr(_sub(cfg, "decoder", "text_config"), "vocab_size", None) or vocab
+        x["decoder_input_ids"] = torch.randint(min(5, dvocab - 1), dvocab, (B, 8))
+    vision = _sub(cfg, "vision_config", "encoder")
+    if "image_grid_thw" in accepted and "pixel_values" in accepted:
+        grid, _, patch = _grid(cfg)
+        x["image_grid_thw"] = torch.tensor([grid] * B)
+        x["pixel_values"] = torch.randn(B * grid[0] * grid[1] * grid[2], patch)
+    elif "grid_thw" in accepted and "hidden_states" in accepted:  # a qwen-vl-like vision tower alone: patches
+        grid, _, patch = _grid(cfg)
+        x["grid_thw"] = torch.tensor([grid] * B)
+        x["hidden_states"] = torch.randn(B * grid[0] * grid[1] * grid[2], patch)
+    elif "pixel_values" in accepted and "spatial_shapes" in accepted:
+        # siglip-2 "naflex": an image as its patches flattened, with their grid's (rows, columns) and mask
+        p = getattr(vision, "patch_size", None) or 16
+        side = 4
+        x["pixel_values"] = torch.randn(B, side * side, (getattr(vision, "num_channels", None) or 3) * p * p)
+        x["spatial_shapes"] = torch.tensor([[side, side]] * B)
+        if "pixel_attention_mask" in accepted:
+            x["pixel_attention_mask"] = torch.ones(B, side * side, dtype=torch.long)
+    elif "pixel_values" in accepted and "aspect_ratio_ids" in accepted:
+        # mllama: an image as its tiles, (batch, images, tiles, channels, h, w), with its aspect ratio's id
+        tiles = getattr(vision, "max_num_tiles", None) or 4
+        h, w = _size(getattr(vision, "image_size", None))
+        x["pixel_values"] = torch.randn(B, 1, tiles, getattr(vision, "num_channels", None) or 3, h, w)
+        x["aspect_ratio_ids"] = torch.ones(B, 1, dtype=torch.long)  # id 1: one tile of 1 x 1
+        if "aspect_ratio_mask" in accepted:
+            x["aspect_ratio_mask"] = torch.zeros(B, 1, tiles, dtype=torch.long)
+            x["aspect_ratio_mask"][..., 0] = 1
+        if "cross_attention_mask" in accepted and "input_ids" in x:  # each token sees the image's first tile
+            x["cross_attention_mask"] = torch.zeros(B, x["input_ids"].shape[1], 1, tiles, dtype=torch.long)
+            x["cross_attention_mask"][..., 0] = 1
+    elif "flattened_patches" in accepted:
+        # pix2struct: patches flattened, each row led by its (row, column) on the grid (1-based, 0 pads)
+        width = getattr(vision, "patch_embed_hidden_size", None) or 3 * 16 * 16
+        side = 4
+        rows, cols = torch.meshgrid(torch.arange(1, side + 1), torch.arange(1, side + 1), indexing="ij")
+        grid = torch.stack([rows.flatten(), cols.flatten()], -1).float()
+        x["flattened_patches"] = torch.cat([grid.expand(B, -1, -1), torch.randn(B, side * side, width)], -1)
+        if "attention_mask" in accepted and "input_ids" not in x:
+            x["attention_mask"] = torch.ones(B, side * side, dtype=torch.long)
+    elif "pixel_values" in accepted and ({"pixel_position_ids", "image_position_ids"} & set(accepted)):
+        # gemma-4-like: an image as flattened patches with their (x, y) on the grid, pooled k x k
+        k = getattr(vision, "pooling_kernel_size", None) or 1
+        p = getattr(vision, "patch_size", None) or 16
+        side = 2 * k
+        ys, xs = torch.meshgrid(torch.arange(side), torch.arange(side), indexing="ij")
+        pos = torch.stack([xs.flatten(), ys.flatten()], -1)
+        x["pixel_values"] = torch.rand(B, side * side, (getattr(vision, "num_channels", None) or 3) * p * p)
+        key = "pixel_position_ids" if "pixel_position_ids" in accepted else "image_position_ids"
+        x[key] = pos.unsqueeze(0).expand(B, -1, -1).contiguous()
+    elif "pixel_values" in accepted and "image_sizes" in accepted and _pinpoints(cfg):
+        # llava-next ("anyres"): each image as its base view and the tiles of its grid, (batch, views, channels,
+        # h, w), with its size; as many tiles as the largest grid has (a model keeps those its image's grid takes)
+        h, w = _size(getattr(vision, "image_size", None))
+        views = 1 + max(a * b for a, b in _pinpoints(cfg)) // (h * w)
+        x["pixel_values"] = torch.randn(B, views, getattr(vision, "num_channels", None) or 3, h, w)
+        x["image_sizes"] = torch.tensor([[h, w]] * B)
+    elif "pixel_values" in accepted:
+        h, w = _size(getattr(vision, "image_size", None) or getattr(cfg, "image_size", None))
+        c = getattr(vision, "num_channels", None) or 3
+        frames = getattr(vision, "num_frames", None)
+        if isinstance(frames, int) and model.main_input_name == "pixel_values" and "video" in type(model).__name__.lower() \
+                or frames and "Video" in type(cfg).__name__:
+            x["pixel_values"] = torch.randn(B, frames, c, h, w)
+        else:
+            x["pixel_values"] = torch.randn(B, c, h, w)
+    elif "pixel_values_videos" in accepted:  # a video-only model: (batch, frames, channels, h, w)
+        h, w = _size(getattr(vision, "image_size", None) or getattr(cfg, "image_size", None))
+        frames = getattr(vision, "num_frames", None) or getattr(cfg, "num_frames", None) or 4
+        x["pixel_values_videos"] = torch.randn(B, frames, getattr(vision, "num_channels", None) or 3, h, w)
+    audio = _sub(cfg, "audio_config", "encoder_config", "encoder")
+    if "input_features" in accepted:
+        mel = getattr(audio, "num_mel_bins", None)
+        if mel:
+            frames = 2 * getattr(audio, "max_source_positions", 32) if hasattr(audio, "max_source_positions") else 64
+            window = getattr(audio, "n_window", None)  # qwen-asr encoders take whole windows of 2 x n_window
+            if isinstance(window, int) and window > 0 and frames % (2 * window):
+                frames = 2 * window
+            x["input_features"] = torch.randn(B, mel, frames)
+        else:
+            # w2v-bert, seamless: stacked frames, the projection's input size is feature_size x stride
+            feat = (getattr(audio, "feature_projection_input_dim", 0)
+                    or getattr(audio, "input_feat_per_channel", 0) * getattr(audio, "input_channels", 1)
+                    or getattr(audio, "feature_size", None) or 80)
+            x["input_features"] = torch.randn(B, 64, feat)
+    for key in ("feature_attention_mask", "input_features_mask"):  # audio LMs and encoders count the frames
+        if key not in accepted or "input_features" not in x:
+            continue
+        f = x["input_features"]
+        x[key] = torch.ones(B, f.shape[-1] if mel else f.shape[1], dtype=torch.long)
+    if "input_values" in accepted:
+        mel, length = getattr(audio, "num_mel_bins", None), getattr(audio, "max_length", None)
+        x["input_values"] = torch.randn(B, length, mel) if mel and length else torch.randn(B, 4000)
+    if "past_values" in accepted:
+        ctx = getattr(cfg, "context_length", None) or 16
+        lags = getattr(cfg, "lags_sequence", None)
+        if lags:  # time-series transformer, informer, autoformer: the lags come before the context
+            t = ctx + max(lags)
+            size = getattr(cfg, "input_size", 1)
+            shape = (B, t) if size == 1 else (B, t, size)
+            x["past_values"] = torch.randn(*shape)
+            x["past_observed_mask"] = torch.ones(*shape)
+            nf = getattr(cfg, "num_time_features", 0) + getattr(cfg, "num_dynamic_real_features", 0)
+            pred = getattr(cfg, "prediction_length", 4)
+            if "past_time_features" in accepted:
+                x["past_time_features"] = torch.randn(B, t, nf)
+            if "future_time_features" in accepted:
+                x["future_time_features"] = torch.randn(B, pred, nf)
+            if "future_values" in accepted:
+                x["future_values"] = torch.randn(B, pred) if size == 1 else torch.randn(B, pred, size)
+        else:  # patch models: (batch, context, channels), or (batch, context) where the forward says so
+            ch = getattr(cfg, "num_input_channels", None) or getattr(cfg, "input_size", None) or 1
+            patch = next((v for v in (getattr(cfg, n, None) for n in ("patch_length", "patch_len", "input_patch_len"))
+                          if isinstance(v, int) and v > 0), None)
+            if patch and ctx % patch:  # whole patches (timesfm: the context is cut into patch_length steps)
+                ctx = patch * 2
+            doc = documented(model, "past_values")
+            univariate = doc is not None and len([d for d in doc[1].split(",") if d.strip()]) == 2
+            x["past_values"] = torch.randn(B, ctx) if univariate else torch.randn(B, ctx, ch)
+    if "bbox" in accepted and "input_ids" in x:  # layout models: boxes x0 <= x1, y0 <= y1 in 0..1000
+        lo = torch.randint(0, 500, (B, x["input_ids"].shape[1], 2))
+        x["bbox"] = torch.cat([lo, lo + 10], -1)
+    eos = _token(cfg, "eos_token_id")
+    if ("input_ids" in x and isinstance(eos, int) and 0 <= eos < vocab and getattr(cfg, "is_encoder_decoder", False)
+            and type(model).__name__.endswith("ForSequenceClassification")):
+        x["input_ids"][:, -1] = eos  # bart-like heads pool the hidden state at each sample's eos
+        x.pop("decoder_input_ids", None)  # ... of the decoder, which they run on the input shifted
+    if type(model).__name__.endswith("ForMultipleChoice"):  # (batch, choices, seq): two choices
+        for k in ("input_ids", "attention_mask", "token_type_ids", "bbox"):
+            if k in x:
+                x[k] = x[k].unsqueeze(1).expand(B, 2, *x[k].shape[1:]).contiguous()
+    return {k: v for k, v in x.items() if k in accepted}
+
+
+def _placeholder_counts(features: int, cfg) -> list[int]:
+    """Image placeholders a sample may need, from the feature count a model says it has: the
+    count is of feature vectors, or (mistral3, deepseek-vl) of their elements, the text's width each."""
+    width = getattr(_sub(cfg, "text_config", "decoder"), "hidden_size", None)
+    counts = [features // B] if features % B == 0 else []
+    if isinstance(width, int) and width and features % (B * width) == 0:
+        counts.append(features // (B * width))
+    return [n for n in counts if n > 0]
+
+
+
+def _tuples_to_lists(cfg) -> bool:
+    """Every tuple of numbers a config (or sub-config) holds as a list; whether any was."""
+    changed = False
+    for c in _configs(cfg):
+        for attr, val in list(vars(c).items()):
+            if isinstance(val, tuple) and val and all(isinstance(v, (int, float)) for v in val):
+                try:
+                    setattr(c, attr, list(val))
+                    changed = True
+                except Exception:  # a read-only property derives it
+                    pass
+    return changed
+
+
+def _fit_sliding_window(cfg) -> None:
+    """A config that types its layers but sets no sliding window (step3p7's default is None)
+    cannot build the window's mask, which some models build whatever the types: a window of 8
+    tokens, inside the tiny batch (a layer typed full attention ignores it)."""
+    for c in _configs(cfg):
+        types = getattr(c, "layer_types", None)
+        if isinstance(types, (list, tuple)) and "sliding_window" in vars(c) and c.sliding_window is None:
+            try:
+                c.sliding_window = 8
+            except Exception:  # a read-only property derives it
+                pass
+
+
+def _pinpoints(cfg) -> list:
+    """The (height, width) resolutions a llava-next-like ("anyres") config tiles an image to; [] for none."""
+    pins = getattr(cfg, "image_grid_pinpoints", None)
+    ok = isinstance(pins, (list, tuple)) and pins and all(
+        isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(v, int) and v > 0 for v in p) for p in pins)
+    return [list(p) for p in pins] if ok else []
+
+
+def _fit_pinpoints(cfg) -> None:
+    """Anyres resolutions are multiples of the full-size vision tower's image size (336: 336 x 672, ...),
+    each multiple a tile: the same multiples of the tiny tower's image size (64 x 128, ...)."""
+    import math
+
+    pins = _pinpoints(cfg)
+    side = _size(getattr(_sub(cfg, "vision_config"), "image_size", None))[0]
+    if not pins:
+        return
+    unit = math.gcd(*(v for p in pins for v in p))
+    if unit == side:
+        return
+    try:
+        cfg.image_grid_pinpoints = [[v // unit * side for v in p] for p in pins]
+    except Exception:  # a read-only property derives it
+        pass
+
+
+def _grid(cfg) -> tuple[tuple[int, int, int], int, int]:
+    """Qwen-VL style patch inputs: (grid t, h, w) of one image, its tokens after the spatial merge,
+    and one patch's flattened size (channels x temporal patch x patch x patch)."""
+    vision = _sub(cfg, "vision_config")
+    p = getattr(vision, "patch_size", 14) or 14
+    tp = getattr(vision, "temporal_patch_size", None) or getattr(vision, "patch_temporal", None) or 1
+    m = getattr(vision, "spatial_merge_size", None) or getattr(vision, "merge_size", None) or 2
+    c = getattr(vision, "in_channels", None) or getattr(vision, "num_channels", None) or 3
+    h = w = 2 * m
+    return (1, h, w), h * w // (m * m), c * tp * p * p
+
