@@ -2,7 +2,13 @@
 reports, one per library, put together, with their total, and every root cause left after the
 verified fixes ranked across libraries -- what the repair work takes next.
 
-    python benchmarks/population_page.py benchmarks/results/population-*.json -o docs/population.md
+    python benchmarks/population_page.py benchmarks/results/population-*.json -o docs/population.md \
+        [--amend LATER.json ...]
+
+``--amend``: a later ``mend sweep LIBRARY --only ... --fix`` report of the same library, torch and
+library version (the breaking models again, with a longer --timeout, say) whose rows replace
+those models' rows; it must hold every model the whole report saw break, so that its root
+causes are the library's.
 
 Each input is a sweep report's JSON (``mend sweep LIBRARY --fix -f json``). Nothing is measured
 here: every figure is a report's; the page only adds them up and orders the causes by the
@@ -55,6 +61,31 @@ def why(report: SweepReport, cause) -> str:
     if cause.fix == "none":
         return "no rule"
     return " ".join((cause.fix_why or "no rewrite is planned at the line").split())[:200]
+
+
+def amend(whole: SweepReport, later: SweepReport) -> SweepReport:
+    """``whole`` with ``later``'s rows in place of those models' rows, the population table
+    counted again from the rows, and ``later``'s root causes. Raises ValueError where the two do
+    not describe one library and torch, or ``later`` misses a model ``whole`` saw break."""
+    from dataclasses import replace
+
+    from graphmend.sweep.population import population
+
+    for field in ("library", "library_version", "torch_version"):
+        if getattr(whole, field) != getattr(later, field):
+            raise ValueError(f"--amend: {field} {getattr(later, field)!r} is not the report's "
+                             f"{getattr(whole, field)!r}")
+    redone = {r.model for r in later.rows}
+    missing = sorted({m for c in whole.causes for m in c.models} - redone)
+    if missing:
+        raise ValueError(f"--amend: the later report lacks breaking model(s) {', '.join(missing)}")
+    order = {m: i for i, m in enumerate(dict.fromkeys(r.model for r in whole.rows))}
+    rows = [r for r in whole.rows if r.model not in redone] + list(later.rows)
+    rows.sort(key=lambda r: (order.get(r.model, len(order)), r.model))
+    note = (f"{len(redone)} models' rows from a later run ({later.totals.wall_s / 60:.0f} min, mend fix "
+            f"{later.fix_wall_s / 60:.0f} min of it): {later.command}")
+    return replace(whole, rows=rows, population=population(rows, whole.library), causes=list(later.causes),
+                   selection=f"{whole.selection}; {note}")
 
 
 def page(reports: list[SweepReport], names: list[str]) -> str:
@@ -127,11 +158,23 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("reports", nargs="+", type=Path, help="sweep reports (mend sweep LIBRARY --fix -f json)")
     ap.add_argument("-o", "--output", type=Path, help="the page (default: stdout)")
+    ap.add_argument("--amend", type=Path, action="append", default=[],
+                    help="a later sweep of some models of one of the libraries (see above)")
     args = ap.parse_args(argv)
     reports, names = [], []
+    later = {}
+    for path in args.amend:
+        try:
+            rep = SweepReport.from_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            print(f"population_page: --amend {path}: {exc}", file=sys.stderr)
+            return 2
+        later[rep.library] = (rep, path)
     for path in args.reports:
         try:
             rep = SweepReport.from_json(path.read_text(encoding="utf-8"))
+            if rep.library in later:
+                rep = amend(rep, later.pop(rep.library)[0])
         except (OSError, ValueError) as exc:
             print(f"population_page: {path}: {exc}", file=sys.stderr)
             return 2
@@ -140,6 +183,9 @@ def main(argv=None) -> int:
             return 2
         reports.append(rep)
         names.append(path.name)
+    for _, path in later.values():
+        print(f"population_page: --amend {path}: no report of its library given", file=sys.stderr)
+        return 2
     text = page(reports, names)
     if args.output:
         write_atomic(args.output, text)

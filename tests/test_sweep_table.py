@@ -209,6 +209,28 @@ def test_population_page_adds_the_libraries_up_and_ranks_what_remains(tmp_path):
                                                 function="forward", models=["c", "d"], recompiles=5, located=5,
                                                 limit=True)]
     section = page.page([one, two], ["one.json", "two.json"]).split("## Recompiles, ranked")[1]
+    # --amend: a later run of lib's breaking model "a" (its fix kept this time) replaces a's rows
+    import dataclasses
+
+    redone = [dataclasses.replace(r, fix=FIX_VERIFIED, breaks_after=0, breaks_removed=3) for r in rows if r.model == "a"]
+    later = SweepReport(library="lib", rows=redone, causes=[SweepCause(rule="GM101", category="c", reason="r",
+                                                                       source="if x.sum() > 0:", models=["a"],
+                                                                       breaks=3, removed=3)],
+                        command="mend sweep lib --only a --fix --timeout 900")
+    (tmp_path / "later.json").write_text(later.to_json(), encoding="utf-8")
+    assert page.main([str(tmp_path / "one.json"), "--amend", str(tmp_path / "later.json"),
+                      "-o", str(tmp_path / "amended.md")]) == 2  # one's GM301 hit "b", which the later run lacks
+    one.causes = [one.causes[0]]
+    one.causes[0].models = ["a"]
+    (tmp_path / "one.json").write_text(one.to_json(), encoding="utf-8")
+    assert page.main([str(tmp_path / "one.json"), "--amend", str(tmp_path / "later.json"),
+                      "-o", str(tmp_path / "amended.md")]) == 0
+    amended = page.amend(one, later)
+    assert [r.model for r in amended.rows] == [r.model for r in one.rows] and amended.causes == later.causes
+    before = {r.model: r for r in one.rows}["a"]
+    assert amended.population[-1].removed == one.population[-1].removed + 3 - (
+        before.breaks_removed if before.fix == FIX_VERIFIED else 0)
+    assert "mend sweep lib --only a --fix --timeout 900" in (tmp_path / "amended.md").read_text(encoding="utf-8")
     assert section.index("| 1 | other | GM704 | 2 | 5 | 5 | yes | tensor 'x' size mismatch (in forward) |") < \
         section.index("| 2 | lib | GM701 | 1 | 2 | 2 | no | `self.step += 1` | lib/a.py:9 |")
 
