@@ -10,7 +10,7 @@ library version (the breaking models again, with a longer --timeout, say) whose 
 those models' rows; it must hold every model the whole report saw break, so that its root
 causes are the library's.
 
-Each input is a sweep report's JSON (``mend sweep LIBRARY --fix -f json``). Nothing is measured
+Each input is a sweep report's JSON (``mend sweep LIBRARY --fix -f json``), gzipped or not. Nothing is measured
 here: every figure is a report's; the page only adds them up and orders the causes by the
 breaks they keep (then by the models they reach).
 """
@@ -18,6 +18,7 @@ breaks they keep (then by the models they reach).
 from __future__ import annotations
 
 import argparse
+import gzip
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -154,6 +155,13 @@ def recompiles(reports: list[SweepReport]) -> list[str]:
     return out
 
 
+def _read(path: Path) -> str:
+    if path.suffix == ".gz":  # a report with a long list of what its enumeration left out, kept small
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            return f.read()
+    return path.read_text(encoding="utf-8")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("reports", nargs="+", type=Path, help="sweep reports (mend sweep LIBRARY --fix -f json)")
@@ -165,14 +173,14 @@ def main(argv=None) -> int:
     later = {}
     for path in args.amend:
         try:
-            rep = SweepReport.from_json(path.read_text(encoding="utf-8"))
+            rep = SweepReport.from_json(_read(path))
         except (OSError, ValueError) as exc:
             print(f"population_page: --amend {path}: {exc}", file=sys.stderr)
             return 2
         later[rep.library] = (rep, path)
     for path in args.reports:
         try:
-            rep = SweepReport.from_json(path.read_text(encoding="utf-8"))
+            rep = SweepReport.from_json(_read(path))
             if rep.library in later:
                 rep = amend(rep, later.pop(rep.library)[0])
         except (OSError, ValueError) as exc:
