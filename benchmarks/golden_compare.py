@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 
 GOLDEN_CAPTURED = {"full_graph": "clean", "graph_break": "breaks"}
-# mend's row statuses (graphmend.core.model SWEEP_CLEAN, SWEEP_BREAKS)
+# mend's row statuses (graphmend.core.tables SWEEP_CLEAN, SWEEP_BREAKS)
 MEND_CAPTURED = {"one graph": "clean", "breaks": "breaks"}
 MODES = ("eval", "train")
 

@@ -24,7 +24,7 @@ from dataclasses import fields
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from graphmend.core.model import PopulationRow, SweepReport  # noqa: E402
+from graphmend.core.tables import PopulationRow, SweepReport  # noqa: E402
 from graphmend.core.sources import write_atomic  # noqa: E402
 from graphmend.sweep.population import ALL  # noqa: E402
 from reports.markdown import _cell, _code  # noqa: E402

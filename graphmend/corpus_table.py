@@ -20,7 +20,8 @@ from typing import Callable, Optional
 
 from graphmend.core.config import Config
 from graphmend.core.env import transformers_version
-from graphmend.core.model import Break, CorpusRow, CorpusTable
+from graphmend.core.model import Break
+from graphmend.core.tables import CorpusRow, CorpusTable
 
 
 class CorpusError(Exception):

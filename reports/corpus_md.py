@@ -7,7 +7,7 @@ the table as computed; nothing is counted here.
 
 from __future__ import annotations
 
-from graphmend.core.model import CorpusRow, CorpusTable
+from graphmend.core.tables import CorpusRow, CorpusTable
 from reports.markdown import _cell, _code
 from rewrites.rules.base import CATEGORIES
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from graphmend.core.model import SWEEP_BREAKS, SWEEP_CLEAN, SWEEP_FAILED, SWEEP_NOT_BUILT, SweepReport
+from graphmend.core.tables import SWEEP_BREAKS, SWEEP_CLEAN, SWEEP_FAILED, SWEEP_NOT_BUILT, SweepReport
 from reports.html import CSS, _e, _table
 from reports.markdown import _cell, _code
 

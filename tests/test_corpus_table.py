@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from graphmend.core.model import CorpusRow, CorpusTable
+from graphmend.core.tables import CorpusRow, CorpusTable
 from reports.corpus_md import render
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "fix" / "corpus_tiny"

@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from graphmend.cli.app import app
-from graphmend.core.model import (SWEEP_BREAKS, SWEEP_CLEAN, SWEEP_FAILED, SWEEP_NOT_BUILT, Break, Report,
-                                  SweepReport, TargetResult)
+from graphmend.core.model import Break, Report, TargetResult
+from graphmend.core.tables import SWEEP_BREAKS, SWEEP_CLEAN, SWEEP_FAILED, SWEEP_NOT_BUILT, SweepReport
 from graphmend.sweep.stage import aggregate, compare, totals
 
 SP = "/env/lib/python3.11/site-packages/transformers/models"

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from graphmend.cli.app import app
-from graphmend.core.model import SWEEP_BREAKS, SWEEP_CLEAN, SweepReport
+from graphmend.core.tables import SWEEP_BREAKS, SWEEP_CLEAN, SweepReport
 
 LIBS = {"timm": "graphmend.sweep.timm_models", "torchvision": "graphmend.sweep.torchvision_models",
         "torchaudio": "graphmend.sweep.torchaudio_models", "diffusers": "graphmend.sweep.diffusers_models"}

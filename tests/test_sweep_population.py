@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from graphmend.cli.app import app
-from graphmend.core.model import SWEEP_BREAKS, SWEEP_CLEAN, SWEEP_NOT_BUILT
+from graphmend.core.tables import SWEEP_BREAKS, SWEEP_CLEAN, SWEEP_NOT_BUILT
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -12,9 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from graphmend.cli.app import app
-from graphmend.core.model import (FIX_ERROR, FIX_NONE, FIX_NOT_KEPT, FIX_PARTIAL, FIX_VERIFIED, PARTIAL, REJECTED,
-                                  SWEEP_BREAKS, SWEEP_CLEAN, SWEEP_NOT_BUILT, VERIFIED, Fix, FixTarget, SweepReport,
-                                  SweepRow, TargetResult)
+from graphmend.core.model import PARTIAL, REJECTED, VERIFIED, Fix, FixTarget, TargetResult
+from graphmend.core.tables import (FIX_ERROR, FIX_NONE, FIX_NOT_KEPT, FIX_PARTIAL, FIX_VERIFIED, SWEEP_BREAKS,
+                                        SWEEP_CLEAN, SWEEP_NOT_BUILT, SweepReport, SweepRow)
 from graphmend.sweep import stage
 from graphmend.sweep.population import ALL, fix_rows, population
 
@@ -169,7 +169,7 @@ def test_population_page_adds_the_libraries_up_and_ranks_what_remains(tmp_path):
     import importlib.util
     from pathlib import Path
 
-    from graphmend.core.model import SweepCause
+    from graphmend.core.tables import SweepCause
 
     spec = importlib.util.spec_from_file_location(
         "population_page", Path(__file__).resolve().parent.parent / "benchmarks" / "population_page.py")
@@ -201,7 +201,7 @@ def test_population_page_adds_the_libraries_up_and_ranks_what_remains(tmp_path):
     (tmp_path / "bare.json").write_text(SweepReport(library="x").to_json(), encoding="utf-8")
     assert page.main([str(tmp_path / "bare.json")]) == 2  # no --fix: no population table
     # recompiles: ranked across libraries by the recompiles each cause makes
-    from graphmend.core.model import SweepRecompileCause
+    from graphmend.core.tables import SweepRecompileCause
 
     one.recompile_causes = [SweepRecompileCause(rule="GM701", what="self.step += 1", reason="r", models=["a"],
                                                 sites=["lib/a.py:9"], recompiles=2, located=2)]
@@ -239,7 +239,8 @@ def test_recompile_causes_merge_one_guarded_line_over_models_most_recompiles_fir
     """Each GM7xx cause once over the sweep (the guarded line's copies and the models that hit
     it), with its recompiles, how many are located and whether the limit was reached; every
     format shows them and JSON keeps them."""
-    from graphmend.core.model import Recompile, Report, SweepReport
+    from graphmend.core.model import Recompile, Report
+    from graphmend.core.tables import SweepReport
     from graphmend.correlate import diagnose
     from reports.sweep import render_sweep
 

@@ -65,7 +65,7 @@ def sweep(
     """Build every model class of LIBRARY tiny from its config with inputs of its modality, capture each, report
     breaks and root causes."""
     from graphmend.core.config import Config, ConfigError
-    from graphmend.core.model import SweepReport
+    from graphmend.core.tables import SweepReport
     from graphmend.sweep.stage import LIBRARIES, SweepError, SweepOptions, plan, run_sweep
 
     if library not in LIBRARIES:

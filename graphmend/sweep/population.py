@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from graphmend.core.config import Config
-from graphmend.core.model import (FIX_ERROR, FIX_NONE, FIX_NOT_KEPT, FIX_PARTIAL, FIX_VERIFIED, PARTIAL, SWEEP_BREAKS,
-                                  SWEEP_CLEAN, SWEEP_NOT_BUILT, VERIFIED, Fix, FixTarget, PopulationRow, Report,
-                                  SweepRow, TargetResult)
+from graphmend.core.model import PARTIAL, VERIFIED, Fix, FixTarget, Report, TargetResult
+from graphmend.core.tables import (FIX_ERROR, FIX_NONE, FIX_NOT_KEPT, FIX_PARTIAL, FIX_VERIFIED, SWEEP_BREAKS,
+                                        SWEEP_CLEAN, SWEEP_NOT_BUILT, PopulationRow, SweepRow)
 
 ALL = "all"  # the modality of a library's total row
 

@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from graphmend.core.config import Config
-from graphmend.core.model import (FIX_VERIFIED, SWEEP_BREAKS, SWEEP_CLEAN, SWEEP_FAILED, SWEEP_NOT_BUILT, Report, SweepCause,
-                                  SweepChange, SweepRecompileCause, SweepReport, SweepRow, SweepTotals, TargetResult)
+from graphmend.core.model import Report, TargetResult
+from graphmend.core.tables import (FIX_VERIFIED, SWEEP_BREAKS, SWEEP_CLEAN, SWEEP_FAILED, SWEEP_NOT_BUILT, SweepCause,
+                                        SweepChange, SweepRecompileCause, SweepReport, SweepRow, SweepTotals)
 from graphmend.sweep.population import fix_breaking, fix_rows, population
 
 # library name -> (module, target file prefix). A library module exposes ``version() -> str``,
