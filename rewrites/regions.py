@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-from rewrites.analyzer import MODULE_NAME_SUFFIXES, FileIndex
+from rewrites.file_index import MODULE_NAME_SUFFIXES, FileIndex
 
 Key = tuple[str, str]  # (file path, "Class.method" | "function")
 

@@ -39,7 +39,7 @@ class ScanResult:
 @dataclass
 class FileResult:
     path: str
-    index: object = None  # rewrites.analyzer.FileIndex
+    index: object = None  # rewrites.file_index.FileIndex
     findings: list = field(default_factory=list)  # (Finding, func_key, needs_root)
     error: Optional[str] = None
     lines: int = 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from rewrites.analyzer import DISABLE_NAMES
+from rewrites.file_index import DISABLE_NAMES
 from rewrites.rules._util import snippet
 from rewrites.rules.base import Rule
 from rewrites.rules.gm3_host_scalars import numpy_conversion
