@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rewrites.fixes.base import (call, calls_outside_torch, code, full_name, impurity, is_number_literal, paren,
-                                 strip_item, strip_parens, tensorish)
+from rewrites.fixes.judgements import (call, calls_outside_torch, code, full_name, impurity, is_number_literal, paren,
+                                       strip_item, strip_parens, tensorish)
 
 
 class Refuse(Exception):
@@ -115,6 +115,6 @@ def bool_valued(test: cst.BaseExpression, tnames: frozenset[str], forced: bool) 
 
 
 def has_item_call(node: cst.CSTNode) -> bool:
-    from rewrites.fixes.base import has_item
+    from rewrites.fixes.judgements import has_item
 
     return has_item(node)

@@ -71,9 +71,10 @@ from typing import Optional
 
 import libcst as cst
 
-from rewrites.fixes.base import (Analysis, Case, Context, Edit, FunctionFacts, Plan, Refusal, Site, call,
-                                 calls_outside_torch, code, impurity, names_in, strip_parens)
+from rewrites.fixes.base import Analysis, Case, Context, Edit, Plan, Refusal, Site
 from rewrites.fixes.conditions import Refuse, convert_condition
+from rewrites.fixes.facts import FunctionFacts, names_in
+from rewrites.fixes.judgements import call, calls_outside_torch, code, impurity, strip_parens
 from rewrites.fixes.where_arms import block_stmts
 
 RULES = ("GM101",)

@@ -31,8 +31,9 @@ from typing import Optional
 
 import libcst as cst
 
-from rewrites.fixes.base import (Analysis, Case, Context, Edit, FunctionFacts, Plan, Refusal, Site, code,
-                                 full_name, strip_parens)
+from rewrites.fixes.base import Analysis, Case, Context, Edit, Plan, Refusal, Site
+from rewrites.fixes.facts import FunctionFacts
+from rewrites.fixes.judgements import code, full_name, strip_parens
 from rewrites.tensors import BOOL_RESULTS
 
 RULES = ("GM101",)

@@ -88,11 +88,11 @@ import libcst as cst
 from libcst import matchers
 
 from rewrites.fixes import total
-from rewrites.fixes.base import (Analysis, Case, Context, Edit, FunctionFacts, Plan, Refusal, Site,
-                                 calls_outside_torch, code, module_attrs, names_in,
-                                 number_attrs, offer_unsafe, pure_self_methods, rng_call, stateful_module_call,
-                                 strip_parens, tensorish)
+from rewrites.fixes.base import Analysis, Case, Context, Edit, Plan, Refusal, Site, offer_unsafe
 from rewrites.fixes.conditions import Refuse, bool_valued, chained_and, convert_condition, scalar_operands, unchain
+from rewrites.fixes.facts import FunctionFacts, names_in, number_attrs
+from rewrites.fixes.judgements import (calls_outside_torch, code, module_attrs, pure_self_methods, rng_call,
+                                       stateful_module_call, strip_parens, tensorish)
 from rewrites.fixes.python_parts import and_of, python_chain_arm, python_elifs, python_only, split_and
 from rewrites.fixes.where_arms import (Arm, assign_stmt, block_stmts, chain, check_value, escapes, is_constant, read_arm,
                                        ref, refs_in, refuse_alias, select)

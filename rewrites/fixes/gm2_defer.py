@@ -86,10 +86,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rewrites.fixes.base import (LOG_METHODS, Analysis, Case, Context, Edit, FunctionFacts, Helper, Plan, Refusal, Site,
-                                 code, full_name, is_compiling_test, is_string_literal, offer_unsafe, single, strip_item,
-                                 strip_parens, tensorish)
+from rewrites.fixes.base import Analysis, Case, Context, Edit, Helper, Plan, Refusal, Site, offer_unsafe, single
+from rewrites.fixes.facts import FunctionFacts
 from rewrites.fixes.gm3_unbacked import custom_op_lacking
+from rewrites.fixes.judgements import (LOG_METHODS, code, full_name, is_compiling_test, is_string_literal, strip_item,
+                                       strip_parens, tensorish)
 from rewrites.fixes.runtime import helper
 from rewrites.tensors import META_ATTRS, META_METHODS
 

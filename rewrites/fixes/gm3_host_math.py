@@ -28,7 +28,8 @@ from typing import Optional
 import libcst as cst
 import libcst.matchers as m
 
-from rewrites.fixes.base import Analysis, Case, Context, Edit, Helper, Plan, Site, call, full_name
+from rewrites.fixes.base import Analysis, Case, Context, Edit, Helper, Plan, Site
+from rewrites.fixes.judgements import call, full_name
 
 RULES = ("GM301", "GM303")
 ORDER = 40

@@ -34,8 +34,10 @@ import libcst as cst
 
 from rewrites.fixes import total
 from rewrites.fixes.gm3_host_math import host_rounded
-from rewrites.fixes.base import (Analysis, Case, Context, Edit, FunctionFacts, Plan, Refusal, Site, call, code,
-                                 compare_in_double, full_name, is_number_literal, names_in, paren, strip_parens, tensorish)
+from rewrites.fixes.base import Analysis, Case, Context, Edit, Plan, Refusal, Site
+from rewrites.fixes.facts import FunctionFacts, names_in
+from rewrites.fixes.judgements import (call, code, compare_in_double, full_name, is_number_literal, paren, strip_parens,
+                                       tensorish)
 
 RULES = ("GM301", "GM303")
 ORDER = 30
@@ -187,7 +189,7 @@ def _ternaries_for(an: Analysis, f: FunctionFacts, var: str, bad: list, names: f
     and ``y`` a 0-dim tensor, which promotes like the Python number it replaces). Every
     other read of ``var`` must sit inside such a ternary, as an operand of arithmetic or
     of the comparison. [] when the pattern does not hold."""
-    from rewrites.fixes.base import impurity
+    from rewrites.fixes.judgements import impurity
 
     out: list[cst.IfExp] = []
     for u in bad:

@@ -41,10 +41,11 @@ from typing import Optional
 
 import libcst as cst
 
-from rewrites.fixes.base import (IS_COMPILING, Analysis, Case, Context, Edit, FunctionFacts, Helper, Plan, Refusal,
-                                 Site, call, code, full_name, impurity, in_compile_split, is_string_literal, paren,
-                                 strip_parens)
+from rewrites.fixes.base import Analysis, Case, Context, Edit, Helper, Plan, Refusal, Site
 from rewrites.fixes.conditions import Refuse, convert_condition
+from rewrites.fixes.facts import FunctionFacts
+from rewrites.fixes.judgements import (IS_COMPILING, call, code, full_name, impurity, in_compile_split,
+                                       is_string_literal, paren, strip_parens)
 from rewrites.fixes.runtime import helper
 
 RULES = ("GM401", "GM402", "GM301")

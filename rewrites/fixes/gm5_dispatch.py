@@ -54,9 +54,10 @@ from typing import Optional
 
 import libcst as cst
 
-from rewrites.fixes.base import (Analysis, Case, Context, Edit, FunctionFacts, Helper, Plan, Refusal, Site, call, code,
-                                 full_name, names_in, offer_unsafe, reduction_over, single)
+from rewrites.fixes.base import Analysis, Case, Context, Edit, Helper, Plan, Refusal, Site, offer_unsafe, single
+from rewrites.fixes.facts import FunctionFacts, names_in
 from rewrites.fixes.gm5_masks import maskish
+from rewrites.fixes.judgements import call, code, full_name, reduction_over
 
 RULES = ("GM501", "GM502")
 ORDER = 60

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rewrites.fixes.base import (Analysis, Case, Context, Edit, FunctionFacts, Plan, Site, call, full_name,
-                                 offer_unsafe, paren)
+from rewrites.fixes.base import Analysis, Case, Context, Edit, Plan, Site, offer_unsafe
+from rewrites.fixes.facts import FunctionFacts
+from rewrites.fixes.judgements import call, full_name, paren
 from rewrites.tensors import BOOL_RESULTS
 
 RULES = ("GM502",)

@@ -88,9 +88,10 @@ from typing import Optional
 
 import libcst as cst
 
-from rewrites.fixes.base import (Analysis, Case, Context, Edit, FunctionFacts, Helper, Plan, Refusal, Site, code,
-                                 full_name, names_in, single)
+from rewrites.fixes.base import Analysis, Case, Context, Edit, Helper, Plan, Refusal, Site, single
+from rewrites.fixes.facts import FunctionFacts, names_in
 from rewrites.fixes.gm5_masks import maskish
+from rewrites.fixes.judgements import code, full_name
 from rewrites.fixes.runtime import helper
 from rewrites.guards import MEND_HELPER_PREFIX
 

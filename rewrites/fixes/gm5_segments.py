@@ -39,8 +39,8 @@ from typing import Optional
 import libcst as cst
 import libcst.matchers as m
 
-from rewrites.fixes.base import (Analysis, Case, Context, Edit, Helper, Plan, Site, code, full_name,
-                                 offer_unsafe, single)
+from rewrites.fixes.base import Analysis, Case, Context, Edit, Helper, Plan, Site, offer_unsafe, single
+from rewrites.fixes.judgements import code, full_name
 
 RULES = ("GM503",)
 ORDER = 70

@@ -59,8 +59,9 @@ from typing import Optional
 import libcst as cst
 import libcst.matchers as m
 
-from rewrites.fixes.base import (Analysis, Case, Context, Edit, Plan, Refusal, Site, full_name, names_in, offer_unsafe,
-                                 single)
+from rewrites.fixes.base import Analysis, Case, Context, Edit, Plan, Refusal, Site, offer_unsafe, single
+from rewrites.fixes.facts import names_in
+from rewrites.fixes.judgements import full_name
 
 RULES = ("GM606", "GM607")
 ORDER = 100

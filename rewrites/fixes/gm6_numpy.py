@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rewrites.fixes.base import Analysis, Case, Context, Edit, Plan, Site, full_name
+from rewrites.fixes.base import Analysis, Case, Context, Edit, Plan, Site
+from rewrites.fixes.judgements import full_name
 
 RULES = ("GM604",)
 ORDER = 90

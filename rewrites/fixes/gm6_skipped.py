@@ -23,7 +23,8 @@ from typing import Optional
 import libcst as cst
 import libcst.matchers as m
 
-from rewrites.fixes.base import Analysis, Case, Context, Edit, Plan, Refusal, Site, code, full_name
+from rewrites.fixes.base import Analysis, Case, Context, Edit, Plan, Refusal, Site
+from rewrites.fixes.judgements import code, full_name
 
 RULES = ("GM605",)
 ORDER = 95

@@ -8,8 +8,9 @@ from typing import Optional
 
 import libcst as cst
 
-from rewrites.fixes.base import calls_outside_torch, code, impurity, names_in, strip_parens, tensorish
 from rewrites.fixes.conditions import Refuse, convert_condition
+from rewrites.fixes.facts import names_in
+from rewrites.fixes.judgements import calls_outside_torch, code, impurity, strip_parens, tensorish
 from rewrites.fixes.where_arms import Arm, block_stmts, is_constant, read_arm, ref
 
 
@@ -32,7 +33,7 @@ def and_of(ops: list) -> cst.BaseExpression:
 def python_operand(op: cst.BaseExpression, tnames: frozenset[str]) -> bool:
     """An operand that is a Python value (``self.training``, ``mask is not None``): no
     tensor in sight and not convertible without Dynamo's word."""
-    from rewrites.fixes.base import has_item
+    from rewrites.fixes.judgements import has_item
 
     t = strip_parens(op)
     if isinstance(t, cst.Comparison) and all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in t.comparisons) \

@@ -57,7 +57,7 @@ from typing import Optional
 
 import libcst as cst
 
-from rewrites.fixes.base import call, code, full_name
+from rewrites.fixes.judgements import call, code, full_name
 from rewrites.tensors import BOOL_RESULTS, TORCH_HOST_FUNCS
 
 @dataclass(frozen=True)

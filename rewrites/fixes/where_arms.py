@@ -10,9 +10,10 @@ from typing import Optional
 import libcst as cst
 
 from rewrites.fixes import total
-from rewrites.fixes.base import (Analysis, FunctionFacts, call, calls_outside_torch, code, impurity, is_number_literal,
-                                 names_in, paren, strip_parens)
+from rewrites.fixes.base import Analysis
 from rewrites.fixes.conditions import Refuse
+from rewrites.fixes.facts import FunctionFacts, names_in
+from rewrites.fixes.judgements import call, calls_outside_torch, code, impurity, is_number_literal, paren, strip_parens
 
 
 class _Subst(cst.CSTTransformer):
