@@ -728,12 +728,17 @@ def _judged(o: Outcome, cands: dict[str, "FileCandidate"], options: FixOptions) 
     return _patch_digests([s for s in o.sites if o.verdicts.get(id(s)) is None or o.passes(s)], cands, options)
 
 
-def _unfinished(v) -> bool:
-    """Whether verification attempt ``v`` stopped for a reason of the machine (a timeout,
-    memory, a killed worker) rather than anything the program did."""
+def _transient(text: str) -> bool:
+    """Whether a worker's failure is the machine's (a timeout, memory, a killed worker) rather
+    than anything the program did."""
     from graphmend.core.jobs import TRANSIENT
 
-    return bool(v.error) and any(sign in v.error for sign in TRANSIENT)
+    return any(sign in text for sign in TRANSIENT)
+
+
+def _unfinished(v) -> bool:
+    """Whether verification attempt ``v`` stopped for a reason of the machine."""
+    return bool(v.error) and _transient(v.error)
 
 
 def _keepable(ft: FixTarget, outcome: Outcome) -> bool:
@@ -741,9 +746,7 @@ def _keepable(ft: FixTarget, outcome: Outcome) -> bool:
     timeout, memory, a crash): that says nothing about the fix. What the program itself did,
     an exception included, is kept."""
     texts = [ft.error or ""] + [v[1] for v in outcome.verdicts.values() if v is not None]
-    from graphmend.core.jobs import TRANSIENT
-
-    return not any(sign in t for t in texts for sign in TRANSIENT)
+    return not any(_transient(t) for t in texts)
 
 
 def _kept(ft: FixTarget, remaining: list[Break], outcome: Outcome) -> dict:
