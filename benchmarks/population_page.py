@@ -85,8 +85,10 @@ def amend(whole: SweepReport, later: SweepReport) -> SweepReport:
     rows.sort(key=lambda r: (order.get(r.model, len(order)), r.model))
     note = (f"{len(redone)} models' rows from a later run ({later.totals.wall_s / 60:.0f} min, mend fix "
             f"{later.fix_wall_s / 60:.0f} min of it): {later.command}")
+    # a whole report made before sweeps named recompile causes: the later run's, for its models
+    recompiled = whole.recompile_causes or list(later.recompile_causes)
     return replace(whole, rows=rows, population=population(rows, whole.library), causes=list(later.causes),
-                   selection=f"{whole.selection}; {note}")
+                   recompile_causes=recompiled, selection=f"{whole.selection}; {note}")
 
 
 def page(reports: list[SweepReport], names: list[str]) -> str:
@@ -136,7 +138,10 @@ def recompiles(reports: list[SweepReport]) -> list[str]:
     because they were made before sweeps named them."""
     rows = sorted(((r, c) for r in reports for c in r.recompile_causes),
                   key=lambda rc: (-rc[1].recompiles, -len(rc[1].models), rc[0].library, rc[1].rule))
-    older = [r.library for r in reports if any(p.recompiles for p in r.population) and not r.recompile_causes]
+    told = [(r, sum(c.recompiles for c in r.recompile_causes),
+             next((p.recompiles for p in r.population if p.modality == ALL), 0)) for r in reports]
+    older = [r.library for r, n, total in told if total and not n]
+    partly = [f"{r.library} ({n} of its {total})" for r, n, total in told if 0 < n < total]
     out = ["", "## Recompiles, ranked", "",
            "Every cause of a recompile over the calls of other sizes (the first size change, which automatic "
            "dynamic shapes expects, left out): one guarded line or value, however many models and copies hit it, "
@@ -144,6 +149,9 @@ def recompiles(reports: list[SweepReport]) -> list[str]:
            "eager from then on."]
     if older:
         out += ["", f"Not broken down here (their reports predate recompile causes): {', '.join(older)}."]
+    if partly:
+        out += ["", "Broken down in part (a later run of some of its models holds the breakdown): "
+                f"{', '.join(partly)}."]
     if rows:
         out += ["", "| # | library | rule | models | recompiles | located | limit | guarded value | sites |",
                 "|---:|---|---|---:|---:|---:|---|---|---|"]

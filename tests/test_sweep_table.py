@@ -231,6 +231,15 @@ def test_population_page_adds_the_libraries_up_and_ranks_what_remains(tmp_path):
     assert amended.population[-1].removed == one.population[-1].removed + 3 - (
         before.breaks_removed if before.fix == FIX_VERIFIED else 0)
     assert "mend sweep lib --only a --fix --timeout 900" in (tmp_path / "amended.md").read_text(encoding="utf-8")
+    # a whole report made before recompile causes takes the later run's, and the page says in part
+    one.recompile_causes = []
+    later.recompile_causes = [SweepRecompileCause(rule="GM701", what="self.step += 1", reason="r", models=["a"],
+                                                  recompiles=1, located=1)]
+    amended = page.amend(one, later)
+    amended.population[-1].recompiles = 3
+    assert amended.recompile_causes == later.recompile_causes
+    assert "Broken down in part (a later run of some of its models holds the breakdown): lib (1 of its 3)." in \
+        "\n".join(page.recompiles([amended]))
     assert section.index("| 1 | other | GM704 | 2 | 5 | 5 | yes | tensor 'x' size mismatch (in forward) |") < \
         section.index("| 2 | lib | GM701 | 1 | 2 | 2 | no | `self.step += 1` | lib/a.py:9 |")
 
