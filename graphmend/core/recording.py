@@ -36,12 +36,14 @@ import json
 import keyword
 import math
 import os
-import re
 import sys
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
+
+# literals, comments and docstrings a written target holds, safe whatever text they carry
+from graphmend.core.pytext import _comment, _docstring, _q, _snake, _wrap
 
 TARGETS_FILE = "mend_targets.py"
 MANIFEST = "mend_record.json"
@@ -159,48 +161,6 @@ def constructor_call(module: Any, frame: Any) -> Construction:
 
 
 # -- writing targets -----------------------------------------------------------------------
-
-def _q(text: str) -> str:
-    """A string literal in double quotes, as the formatters write it."""
-    r = repr(text)
-    if r.startswith("'") and '"' not in text:
-        r = '"' + r[1:-1].replace("\\'", "'") + '"'
-    return r
-
-
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
-
-
-def _escape(ch: str) -> str:
-    n = ord(ch)
-    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}"
-
-
-def _comment(text: str) -> str:
-    """``text`` (a path, a reason) fit for a ``#`` comment: a newline in it would end the
-    comment and start code, a lone surrogate (a name that is not UTF-8) make the file unwritable."""
-    return _UNPRINTABLE.sub(lambda m: _escape(m.group()), text)
-
-
-def _docstring(text: str) -> str:
-    """``text`` as the inside of a ``\"\"\"`` docstring whose value is ``text`` itself: a folder
-    named ``a\"\"\"; import os`` must not end the string and run, nor ``\\N`` make it a SyntaxError."""
-    return _comment(text.replace("\\", "\\\\").replace('"', '\\"'))
-
-
-def _wrap(text: str, first: str, rest: Optional[str] = None) -> list[str]:
-    """``text`` as lines of at most 88 characters, the first prefixed ``first``."""
-    import textwrap
-
-    return textwrap.wrap(text, 88, initial_indent=first, subsequent_indent=first if rest is None else rest,
-                         break_long_words=False, break_on_hyphens=False)
-
-
-def _snake(name: str) -> str:
-    s = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name)
-    s = re.sub(r"\W+", "_", s).strip("_").lower()
-    return s or "fn"
-
 
 def _has_main_guard(path: str) -> bool:
     try:
