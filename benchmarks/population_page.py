@@ -28,16 +28,25 @@ from graphmend.core.tables import PopulationRow, SweepReport  # noqa: E402
 from graphmend.core.sources import write_atomic  # noqa: E402
 from graphmend.sweep.population import ALL  # noqa: E402
 from reports.markdown import _cell, _code  # noqa: E402
-from reports.sweep import POPULATION, POPULATION_NOTE  # noqa: E402
+from reports.sweep import POPULATION, POPULATION_NOTE, guarded_value  # noqa: E402
 
 SUMMED = [f.name for f in fields(PopulationRow) if f.type in ("int", int)]
+
+
+def library_row(r: SweepReport):
+    """The report's population row for the whole library, or None."""
+    return next((p for p in r.population if p.modality == ALL), None)
+
+
+def _sites(c) -> str:
+    return ", ".join(c.sites[:2]) + (f" (+{len(c.sites) - 2})" if len(c.sites) > 2 else "")
 
 
 def total(reports: list[SweepReport]) -> PopulationRow:
     """Every library's total row added up, field by field."""
     out = PopulationRow(library="every library", modality=ALL)
     for r in reports:
-        lib = next((p for p in r.population if p.modality == ALL), None)
+        lib = library_row(r)
         for name in SUMMED if lib is not None else ():
             setattr(out, name, getattr(out, name) + getattr(lib, name))
     out.removed_pct = round(100 * out.removed / out.breaks, 1) if out.breaks else 0.0
@@ -126,9 +135,8 @@ def page(reports: list[SweepReport], names: list[str]) -> str:
             "|---:|---|---|---:|---:|---:|---:|---|---|---|"]
     for i, (r, c) in enumerate(ranked(reports), 1):
         line = _code(c.source) if c.source else _cell(c.reason)
-        sites = ", ".join(c.sites[:2]) + (f" (+{len(c.sites) - 2})" if len(c.sites) > 2 else "")
         out.append(f"| {i} | {_cell(r.library)} | {c.rule} | {len(c.models)} | {c.breaks} | {c.removed} | "
-                   f"{c.breaks - c.removed} | {_cell(why(r, c))} | {line} | {_cell(sites)} |")
+                   f"{c.breaks - c.removed} | {_cell(why(r, c))} | {line} | {_cell(_sites(c))} |")
     out += recompiles(reports)
     return "\n".join(out) + "\n"
 
@@ -139,7 +147,7 @@ def recompiles(reports: list[SweepReport]) -> list[str]:
     rows = sorted(((r, c) for r in reports for c in r.recompile_causes),
                   key=lambda rc: (-rc[1].recompiles, -len(rc[1].models), rc[0].library, rc[1].rule))
     told = [(r, sum(c.recompiles for c in r.recompile_causes),
-             next((p.recompiles for p in r.population if p.modality == ALL), 0)) for r in reports]
+             getattr(library_row(r), "recompiles", 0)) for r in reports]
     older = [r.library for r, n, total in told if total and not n]
     partly = [f"{r.library} ({n} of its {total})" for r, n, total in told if 0 < n < total]
     out = ["", "## Recompiles, ranked", "",
@@ -156,10 +164,9 @@ def recompiles(reports: list[SweepReport]) -> list[str]:
         out += ["", "| # | library | rule | models | recompiles | located | limit | guarded value | sites |",
                 "|---:|---|---|---:|---:|---:|---|---|---|"]
     for i, (r, c) in enumerate(rows, 1):
-        what = _code(c.what) if c.what else _cell(f"{c.reason} (in {c.function})")
-        sites = ", ".join(c.sites[:2]) + (f" (+{len(c.sites) - 2})" if len(c.sites) > 2 else "")
+        what = _code(c.what) if c.what else _cell(guarded_value(c))
         out.append(f"| {i} | {_cell(r.library)} | {c.rule} | {len(c.models)} | {c.recompiles} | {c.located} | "
-                   f"{'yes' if c.limit else 'no'} | {what} | {_cell(sites)} |")
+                   f"{'yes' if c.limit else 'no'} | {what} | {_cell(_sites(c))} |")
     return out
 
 

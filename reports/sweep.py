@@ -123,7 +123,7 @@ def _recompiles(c) -> str:
             + (", recompile limit reached" if c.limit else ""))
 
 
-def _guarded(c) -> str:
+def guarded_value(c) -> str:
     """What a recompile cause's guard holds, in words: the guarded line or expression, else
     Dynamo's guard in the function that recompiled."""
     return c.what or f"{c.reason} (in {c.function})"
@@ -176,7 +176,7 @@ def render_sweep_text(r: SweepReport) -> str:
         for i, c in enumerate(r.recompile_causes[:TOP], 1):
             n = len(c.models)
             out.append(f"{i:3}. {c.rule} {n} model{'s' if n != 1 else ''}, {_recompiles(c)}  {_sites(c)}")
-            out.append(f"     {_guarded(c)}")
+            out.append(f"     {guarded_value(c)}")
     failed = [row for row in r.rows if row.status in (SWEEP_FAILED, SWEEP_NOT_BUILT)]
     if failed:
         out += ["", "Not run:"]
@@ -216,7 +216,7 @@ def render_sweep_md(r: SweepReport) -> str:
                 "|---:|---|---:|---:|---:|---|---|---|---|"]
         for i, c in enumerate(r.recompile_causes, 1):
             out.append(f"| {i} | {c.rule} | {len(c.models)} | {c.recompiles} | {c.located} | "
-                       f"{'yes' if c.limit else 'no'} | {_code(c.what) if c.what else _cell(_guarded(c))} | "
+                       f"{'yes' if c.limit else 'no'} | {_code(c.what) if c.what else _cell(guarded_value(c))} | "
                        f"{_cell(_sites(c))} | {_cell(_models(c))} |")
     if r.regressions or r.improvements:
         for title, changes in (("Regressions", r.regressions), ("Improvements", r.improvements)):
@@ -318,7 +318,7 @@ def render_sweep_html(r: SweepReport) -> str:
              ("limit reached", False), ("guarded value", False), ("sites", False), ("models hit", False)],
             [[str(i), f'<span class="rule">{_e(c.rule)}</span>', str(len(c.models)), str(c.recompiles),
               str(c.located), "yes" if c.limit else "no",
-              f"<code>{_e(c.what)}</code>" if c.what else _e(_guarded(c)), _e(_sites(c)), _e(_models(c))]
+              f"<code>{_e(c.what)}</code>" if c.what else _e(guarded_value(c)), _e(_sites(c)), _e(_models(c))]
              for i, c in enumerate(r.recompile_causes, 1)]))
     parts.append("<h2>Architectures</h2>" + _table(
         [("library", False), ("modality", False), ("model", False), ("mode", False), ("status", False),
