@@ -290,16 +290,9 @@ def aggregate(out: SweepReport, report: Report, model_of: dict[str, str], order:
         if c is None:
             c = causes[key] = SweepCause(rule=issue.rule, category=issue.category, reason=issue.reason,
                                          source=key[1] if issue.source_line else "", gb_type=issue.gb_type)
-        site = f"{_short(issue.file)}:{issue.line}" if issue.file else "(no source line)"
-        if site not in c.sites:
-            c.sites.append(site)
         for ti, bi in issue.breaks:
             cause_of[(ti, bi)] = key
-            model, mode = rows[ti].model, targets[ti].run_mode
-            if model not in c.models:
-                c.models.append(model)
-            if mode not in c.modes:
-                c.modes.append(mode)
+        _reached(c, issue, [(rows[ti].model, targets[ti].run_mode) for ti, _ in issue.breaks])
         c.breaks += len(issue.breaks)
         c.fan_out += issue.fan_out
         c.counted = c.counted or issue.counted
@@ -311,8 +304,7 @@ def aggregate(out: SweepReport, report: Report, model_of: dict[str, str], order:
         c.fix = min(kinds, key=_FIX_RANK.__getitem__)
         if c.fix in ("safe", "unsafe"):
             c.fix_why = ""
-        c.models.sort(key=lambda m: (rank.get(m, len(rank)), m))
-        c.sites.sort()
+        _ordered(c, rank)
     ranked = sorted(causes.values(), key=lambda c: (-len(c.models), -c.breaks, -c.fan_out, c.rule, c.reason))
     index = {id(c): i for i, c in enumerate(ranked)}
     by_key = {k: index[id(c)] for k, c in causes.items()}
@@ -329,6 +321,25 @@ def aggregate(out: SweepReport, report: Report, model_of: dict[str, str], order:
     out.rows, out.causes = rows, ranked
     out.recompile_causes = recompile_causes(report, model_of, rank)
     out.totals = totals(out)
+
+
+def _reached(c, issue, hits: Sequence[tuple[str, str]]) -> None:
+    """Add to root cause ``c`` (of breaks or of recompiles) the place of ``issue`` and the
+    (model, mode) pairs it hit, each once."""
+    site = f"{_short(issue.file)}:{issue.line}" if issue.file else "(no source line)"
+    if site not in c.sites:
+        c.sites.append(site)
+    for model, mode in hits:
+        if model not in c.models:
+            c.models.append(model)
+        if mode not in c.modes:
+            c.modes.append(mode)
+
+
+def _ordered(c, rank: dict[str, int]) -> None:
+    """A cause's models in the enumeration's order, its sites sorted."""
+    c.models.sort(key=lambda m: (rank.get(m, len(rank)), m))
+    c.sites.sort()
 
 
 def recompile_causes(report: Report, model_of: dict[str, str], rank: dict[str, int]) -> list[SweepRecompileCause]:
@@ -348,21 +359,13 @@ def recompile_causes(report: Report, model_of: dict[str, str], rank: dict[str, i
             c = causes[key] = SweepRecompileCause(rule=issue.rule, what=what,
                                                   reason=(first.reason or "").strip().split("\n")[0][:300],
                                                   function=issue.function or "")
-        site = f"{_short(issue.file)}:{issue.line}" if issue.file else "(no source line)"
-        if site not in c.sites:
-            c.sites.append(site)
-        for t, rc in rcs:
-            model = model_of.get(t.name, t.name)
-            if model not in c.models:
-                c.models.append(model)
-            if t.run_mode not in c.modes:
-                c.modes.append(t.run_mode)
+        _reached(c, issue, [(model_of.get(t.name, t.name), t.run_mode) for t, _ in rcs])
+        for _, rc in rcs:
             c.recompiles += 1
             c.located += rc.located
             c.limit = c.limit or rc.limit
     for c in causes.values():
-        c.models.sort(key=lambda m: (rank.get(m, len(rank)), m))
-        c.sites.sort()
+        _ordered(c, rank)
     return sorted(causes.values(), key=lambda c: (-c.recompiles, -len(c.models), c.rule, c.what))
 
 
