@@ -88,10 +88,9 @@ import libcst as cst
 
 from rewrites.fixes.base import Analysis, Case, Context, Edit, Helper, Plan, Refusal, Site, offer_unsafe, single
 from rewrites.fixes.facts import FunctionFacts
-from rewrites.fixes.gm3_unbacked import custom_op_lacking
 from rewrites.fixes.judgements import (LOG_METHODS, code, full_name, is_compiling_test, is_string_literal, strip_item,
                                        strip_parens, tensorish)
-from rewrites.fixes.runtime import helper
+from rewrites.fixes.runtime import custom_op_lacking, helper
 from rewrites.tensors import META_ATTRS, META_METHODS
 
 RULES = ("GM201", "GM202", "GM203")
@@ -265,12 +264,12 @@ def effects_lacking() -> str | None:
     import sys
 
     if sys.modules.get("torch") is None:
-        return custom_op_lacking()
+        return custom_op_lacking("the op that warns or logs")
     try:
         from torch._higher_order_ops.effects import _EffectType, _register_effectful_op  # noqa: F401
     except ImportError:
         return "this torch cannot keep an effectful custom op in the graph (torch._higher_order_ops.effects)"
-    return custom_op_lacking()
+    return custom_op_lacking("the op that warns or logs")
 
 
 def _module_logger(an: Analysis, name: str) -> bool:

@@ -54,7 +54,6 @@ not this family's (GM3's scalars keep it a tensor).
 
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 import libcst as cst
@@ -64,7 +63,7 @@ from rewrites.fixes.facts import FunctionFacts
 from rewrites.fixes.gm3_scalars import scalar_source
 from rewrites.fixes.gm5_opaque import Refuse, _in_mend_helper, _module_names, _wrapped, site_names
 from rewrites.fixes.judgements import code, full_name
-from rewrites.fixes.runtime import helper
+from rewrites.fixes.runtime import custom_op_lacking, helper
 
 RULES = ("GM301", "GM302", "GM303")
 ORDER = 25  # before gm3_scalars (30), whose refusal ("reaches Python code") this rewrite answers
@@ -74,24 +73,6 @@ RUNTIME = helper("size_op", requires=("registry",))
 # calls whose positional arguments are sizes: a negative one raises in eager too
 _SIZE_FUNCS = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn"})
 _SIZE_METHODS = frozenset({"new_zeros", "new_ones", "new_empty"})
-
-
-def custom_op_lacking() -> Optional[str]:
-    """Why the installed torch cannot hold the op (None: it can): read from torch when the
-    process has imported it, else from its version (the planner imports no torch)."""
-    import sys
-
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        return None if hasattr(getattr(torch, "library", None), "custom_op") else \
-            "this torch has no `torch.library.custom_op` (the unbacked read is one)"
-    from graphmend.core.env import torch_version
-
-    v = torch_version()
-    nums = [int(x) for x in re.findall(r"\d+", v or "")[:2]]
-    if len(nums) < 2 or tuple(nums) < (2, 4):
-        return f"torch {v or '(not installed)'} is older than 2.4, which added `torch.library.custom_op`"
-    return None
 
 
 def _zero(node: cst.BaseExpression) -> bool:
@@ -302,7 +283,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
                     raise Refuse(bad[0])
                 if var not in useful:
                     raise Refuse(f"`{var}` feeds no size or slice bound")
-            missing = custom_op_lacking()
+            missing = custom_op_lacking("the unbacked read")
             if missing:
                 raise Refuse(missing)
             stem, read_name, op_var = site_names(ctx.module, fn.name.value, start, taken, "the op")

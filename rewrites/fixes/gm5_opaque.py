@@ -92,7 +92,7 @@ from rewrites.fixes.base import Analysis, Case, Context, Edit, Helper, Plan, Ref
 from rewrites.fixes.facts import FunctionFacts, names_in
 from rewrites.fixes.gm5_masks import maskish
 from rewrites.fixes.judgements import code, full_name
-from rewrites.fixes.runtime import helper
+from rewrites.fixes.runtime import custom_op_lacking, helper
 from rewrites.guards import MEND_HELPER_PREFIX
 
 RULES = ("GM501", "GM302", "GM502")
@@ -405,27 +405,6 @@ def _has_ref(init: cst.FunctionDef) -> bool:
     return f"self.{REF} =" in code(init)
 
 
-def torch_lacks() -> Optional[str]:
-    """Why the installed torch cannot hold an opaque region (None: it can). Read from torch
-    itself when the process has imported it, else from its version: the planner imports no
-    torch."""
-    import sys
-
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        if not hasattr(getattr(torch, "library", None), "custom_op"):
-            return "this torch has no `torch.library.custom_op` (the opaque region is one)"
-        return None
-    from graphmend.core.env import torch_version
-
-    v = torch_version()
-    nums = [int(x) for x in re.findall(r"\d+", v or "")[:2]]
-    if len(nums) < 2 or tuple(nums) < (2, 4):
-        return (f"torch {v or '(not installed)'} is older than 2.4, where `torch.library.custom_op`, what the "
-                "opaque region is made of, came")
-    return None
-
-
 def plan(an: Analysis, ctx: Context) -> Plan:
     result = Plan()
     if ctx.lines is None:
@@ -509,7 +488,7 @@ def _plan_loop(an: Analysis, ctx: Context, fn: cst.FunctionDef, body: list, k: i
         return
     line = an.span(loop)[0]
     try:
-        missing = torch_lacks()
+        missing = custom_op_lacking("the opaque region")
         if missing:
             raise Refuse(missing)
         if j is None:
