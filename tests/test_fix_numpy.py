@@ -1,5 +1,6 @@
 """GM604 end to end: a NumPy reduction of a Python list read back as a size (BigBird's
-random-attention plan) is found at the break's own line, rewritten to the builtin, verified."""
+random-attention plan) is found at the break's own line, rewritten to the builtin, verified;
+``np.interp`` (the diffusers schedulers' ``set_timesteps``) goes through the interp helper."""
 
 from __future__ import annotations
 
@@ -70,3 +71,46 @@ def test_numpy_size_at_the_break_line_fixed_and_verified(tmp_path):
         {k: target[k] for k in ("breaks_before", "breaks_after", "outputs_equal", "unexercised_branches")}
     text = model.read_text(encoding="utf-8")
     assert "np.zeros((n_blocks, sum(plan_rand[: last + 1]))" in text and "import math" not in text
+
+
+SCHEDULE = '''import numpy as np
+import torch
+
+
+class Schedule(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("alphas_cumprod", torch.linspace(0.999, 0.05, 100))
+        self.proj = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        sigmas = np.array(((1 - self.alphas_cumprod) / self.alphas_cumprod) ** 0.5)
+        timesteps = np.linspace(0, 99, 7)[::-1].copy()
+        sigmas = np.interp(timesteps, np.arange(0, len(sigmas)), sigmas)
+        return self.proj(x) * torch.from_numpy(sigmas).to(x.dtype).sum()
+
+
+def mend_target_schedule():
+    torch.manual_seed(0)
+    return Schedule().eval(), (torch.randn(2, 8),)
+'''
+
+
+def test_interp_at_the_break_line_goes_through_the_helper_and_is_verified(tmp_path):
+    pytest.importorskip("torch")
+    repo = Path(__file__).resolve().parent.parent
+    model = tmp_path / "schedule.py"
+    model.write_text(SCHEDULE, encoding="utf-8")
+    run = subprocess.run([sys.executable, "-m", "graphmend", "fix", "--format", "json", "--quiet", "--write",
+                          str(tmp_path)], capture_output=True, text=True, timeout=900, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": str(repo)})
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    fixes = {(f["rule"], f["line"]): f for f in report["fixes"]}
+    assert fixes[("GM604", 14)]["status"] == "verified", fixes
+    assert {"train+grad", "compiled (aot_eager, two shapes)"} <= set(fixes[("GM604", 14)]["checks"])
+    target = report["fix_targets"][0]
+    assert target["breaks_before"] == 1 and target["breaks_after"] == 0 and target["outputs_equal"] is True, target
+    text = model.read_text(encoding="utf-8")
+    assert text.count("def _mend_interp(") == 1
+    assert "        sigmas = _mend_interp(timesteps, np.arange(0, len(sigmas)), sigmas)\n" in text

@@ -10,7 +10,7 @@ import pytest
 from rewrites.fixes.runtime import helper
 
 
-@pytest.mark.parametrize("module", ["size_op", "opaque", "emit", "guard", "registry"])
+@pytest.mark.parametrize("module", ["size_op", "opaque", "emit", "guard", "registry", "interp"])
 def test_a_helper_is_the_modules_functions_as_the_file_has_them(module):
     got = helper(module)
     mod = importlib.import_module(f"rewrites.fixes.runtime.{module}")
@@ -105,3 +105,39 @@ def test_the_op_runtimes_share_one_naming_helper_defined_once_before_them():
     ops = {"mend::m_f_3": ("op", "code A")}
     assert _mend_op_name(ops, "mend::m_f_3", "code A") == ("mend::m_f_3", "op")  # this code's op, made before
     assert _mend_op_name(ops, "mend::m_f_3", "code B") == ("mend::m_f_3_1", None)  # another file's: the next name
+
+
+def test_interp_compiles_to_one_graph_with_numpys_results_at_points_ends_nans_and_infinities():
+    """numpy.interp's C loop, as _mend_interp runs it under torch.compile: every value equal
+    (bit for bit, NaN where NumPy's is NaN), in one graph; what it leaves to numpy.interp
+    (complex fp, one point) still gives NumPy's values, across a break."""
+    import warnings
+
+    np = pytest.importorskip("numpy")
+    torch = pytest.importorskip("torch")
+    from rewrites.fixes.runtime.interp import _mend_interp
+
+    rng = np.random.default_rng(0)
+    xp, fp = np.arange(10.0), rng.random(10)
+    cases = [
+        (np.linspace(-2, 12, 57), xp, fp),  # both ends, the points, between them
+        (np.array([0.0, 9.0, 9.5, np.nan, -np.inf, np.inf, 3.3]), xp, fp),
+        (np.array([0.0, 1.0, 1.5, 2.0, 3.0]), np.array([0.0, 1.0, 1.0, 2.0]), np.array([5.0, 6.0, 7.0, 8.0])),  # a tie
+        (np.array([0.5, 1.5, 2.5]), np.arange(4.0), np.array([np.inf, np.inf, 1.0, -np.inf])),  # NaN slopes
+        (np.array([0.5, 1.5]), np.arange(4.0), np.array([np.nan, 1.0, 2.0, 3.0])),
+        (np.linspace(0, 999, 50)[::-1].copy(), np.arange(0, 1000), rng.random(1000).astype(np.float32)),
+        (rng.random((3, 4)) * 10, xp, fp),  # x of any shape
+        (np.float64(3.3), xp, fp),  # a scalar
+    ]
+    torch._dynamo.reset()
+    compiled = torch.compile(_mend_interp, backend="eager", fullgraph=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # NumPy's loop warns of nothing; neither may the helper
+        for x, a, b in cases:
+            want = np.interp(x, a, b)
+            assert np.array_equal(_mend_interp(x, a, b), want, equal_nan=True)  # eager: numpy.interp itself
+            got = compiled(x, a, b)
+            assert got.shape == np.shape(want) and np.array_equal(got, want, equal_nan=True), (x, got, want)
+    falls_back = torch.compile(_mend_interp, backend="eager")
+    for x, a, b in [(np.array([1.5]), xp, fp + 1j), (np.array([0.5, 2.0]), np.array([1.0]), np.array([2.0]))]:
+        assert np.array_equal(falls_back(x, a, b), np.interp(x, a, b))

@@ -69,12 +69,18 @@ GM604 = Rule(
     fix=("Use the torch equivalent (`np.exp(t)` → `torch.exp(t)`; `np.interp` has none: `torch.searchsorted` "
          "finds the interval and `torch.lerp` interpolates in it). On Python numbers use Python: "
          "`np.lcm`/`np.gcd`/`np.sqrt` → `math.*`, and a one-argument `np.sum`/`np.prod`/`np.max`/`np.min` of "
-         "a list → `sum`/`math.prod`/`max`/`min`."),
+         "a list → `sum`/`math.prod`/`max`/`min`. `mend fix` turns `np.interp(x, xp, fp)` into a call to "
+         "`_mend_interp`, a helper defined once in the file: eager code calls `np.interp` itself; compiled "
+         "code runs NumPy's interpolation loop (the interval by `searchsorted`, float64, NumPy's rules at "
+         "the points, the ends and NaN) in NumPy operations Dynamo traces."),
     preconditions=("A torch function with the same semantics exists (advice). `mend fix` rewrites the "
                    "Python-number calls on the lines torch names: the source of a branch's value in its "
                    "explanation (Reformer's `np.lcm`), or a break that is itself the NumPy call (BigBird's "
                    "`np.zeros((n, np.sum(plan[:k])))`, a NumPy value read back as a size); verification "
-                   "rejects it where the argument was an array after all."),
+                   "rejects it where the argument was an array after all. It rewrites `np.interp` with three "
+                   "positional arguments where the break is the call itself (the diffusers schedulers' "
+                   "`set_timesteps`); under torch.compile a scalar `x` then gives a 0-d array (Dynamo's rule "
+                   "for every NumPy result), and complex `fp` or a single point still calls `np.interp`."),
     limits=("An argument must be provably a tensor, or a tensor's `.numpy()` (Dynamo traces that as a "
             "tensor and breaks on the NumPy function); or a NumPy call in the size of a NumPy factory "
             "(`np.zeros((n, np.sum(plan[:k])))`: the NumPy value is a tensor to Dynamo, read back as a size). "
