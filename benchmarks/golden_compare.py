@@ -33,12 +33,21 @@ MEND_CAPTURED = {"one graph": "clean", "breaks": "breaks"}
 MODES = ("eval", "train")
 
 
+# The public sweep compiles with fullgraph=True; mend captures the compile a user runs by default.
+# With fullgraph=True, Dynamo lets the shape environment hold scalar outputs and data-dependent
+# output shapes (torch/_dynamo/output_graph.py, "We want to allow capture scalar outputs and
+# allow_dynamic_output_shape_ops when fullgraph=True"), so a `.tolist()` or `.max()` read that
+# breaks a default compile is traced there.
+FULLGRAPH = ("torch.compile(model, fullgraph=True, backend=<counting>) gives 1 graph on torch 2.11 where the "
+             "default compile gives {n}, on the same inputs: fullgraph=True traces data-dependent scalars and "
+             "shapes (torch/_dynamo/output_graph.py), and the public sweep compiles with fullgraph=True; mend's "
+             "breaks are the default compile's")
 # what inspecting a disagreement found, appended to its reason (class -> finding)
 REVIEWED = {
-    "GraniteMoeSharedModel": "the break is the router's `expert_size = expert_size.tolist()` (data-dependent; "
-                             "transformers' own comment there says it breaks torch.compile), which every routed "
-                             "forward runs in eval and train; the public sweep's worker also keeps 4 experts, so "
-                             "its full_graph is not explained by the config: unresolved",
+    "GraniteMoeSharedModel": "the break is the router's `expert_size = expert_size.tolist()`, which every routed "
+                             "forward runs in eval and train; " + FULLGRAPH.format(n=11),
+    "VJEPA2Model": "the breaks are the output-capturing decorator and the predictor's "
+                   "`max_patch_num = target_mask[0].max() + 1`; " + FULLGRAPH.format(n=6),
 }
 
 

@@ -38,8 +38,10 @@ OVERRIDES: dict[str, tuple[dict, dict]] = {
     "gptj": ({"rotary_dim": 8}, {}), "codegen": ({"rotary_dim": 8}, {}),
     "opt": ({"word_embed_proj_dim": HIDDEN}, {}), "mpt": ({"expansion_ratio": 2}, {}),
     "jetmoe": ({"num_local_experts": 4, "num_experts_per_tok": 2, "kv_channels": 16}, {}),
-    "dbrx": ({"attn_config": {"kv_n_heads": 2}, "ffn_config": {"ffn_hidden_size": FFN, "moe_num_experts": 4,
-                                                               "moe_top_k": 2}}, {}),
+    # DbrxAttention reads attn_config.rope_theta, which DbrxAttentionConfig does not define, and
+    # clamps to clip_qkv unconditionally (None by default: torch.clamp refuses it) (5.x)
+    "dbrx": ({"attn_config": {"kv_n_heads": 2, "rope_theta": 10000.0, "clip_qkv": 8.0},
+              "ffn_config": {"ffn_hidden_size": FFN, "moe_num_experts": 4, "moe_top_k": 2}}, {}),
     "jamba": ({"num_experts": 4, "expert_layer_period": 2, "expert_layer_offset": 1, "attn_layer_period": 2,
                "attn_layer_offset": 1, "use_mamba_kernels": False, "mamba_d_state": 8}, {}),
     "recurrent_gemma": ({"lru_width": HIDDEN, "attention_window_size": 16, "num_key_value_heads": 1,
