@@ -46,6 +46,8 @@ FULLGRAPH = ("torch.compile(model, fullgraph=True, backend=<counting>) gives 1 g
 REVIEWED = {
     "GraniteMoeSharedModel": "the break is the router's `expert_size = expert_size.tolist()`, which every routed "
                              "forward runs in eval and train; " + FULLGRAPH.format(n=11),
+    "JetMoeModel": "the break is the router's `expert_size = expert_size.tolist()` (modeling_jetmoe.py:214), "
+                   "which every routed forward runs in eval and train; " + FULLGRAPH.format(n=16),
     "VJEPA2Model": "the breaks are the output-capturing decorator and the predictor's "
                    "`max_patch_num = target_mask[0].max() + 1`; " + FULLGRAPH.format(n=6),
 }
