@@ -1,4 +1,5 @@
-"""GM604: a NumPy call on Python numbers whose result decides a branch or a size.
+"""GM604: a NumPy call on Python numbers whose result decides a branch or a size, and
+``np.interp``, which Dynamo cannot trace.
 
 ``np.lcm(a, b)`` on two ints is an ``np.int64``; under Dynamo every NumPy call becomes an
 ndarray traced through ``torch._numpy``, so ``if n % np.lcm(a, b) != 0`` is a branch on a
@@ -88,7 +89,8 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         start, end = an.span(node)
         if not (set(range(start, end + 1)) & ctx.numpy_lines) or not ctx.covers(start, end):
             continue
-        if target == INTERP.name:
+        interp = target == INTERP.name
+        if interp:
             site = Site("GM604", start, end, f"np.interp -> {target} (np.interp in eager code; under "
                         "torch.compile its arithmetic in NumPy operations Dynamo traces)", strategy="numpy_interp")
         else:
@@ -98,7 +100,6 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         def build(updated: cst.Call, target=target):
             return updated.with_changes(func=cst.parse_expression(target))
 
-        interp = target == INTERP.name
         imports = ("math",) if target.startswith("math.") else ()
         result.edits.append(Edit(node, build, site, needs_torch=interp, imports=imports,
                                  helpers=(INTERP,) if interp else ()))
