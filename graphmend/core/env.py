@@ -45,3 +45,10 @@ def platform_tag() -> str:
     import platform
 
     return f"{sys.platform}-{platform.machine()}"
+
+
+def stamp(torch_version: Optional[str] = None) -> dict[str, Optional[str]]:
+    """The versions every report carries (``Report``, ``SweepReport``): graphmend's, torch's
+    (only when already known: reading it must not import torch), Python's and the platform."""
+    return {"graphmend_version": VERSION, "torch_version": torch_version, "python_version": python_version(),
+            "platform": platform_tag()}

@@ -564,14 +564,7 @@ def new_report(command: str, root: str = "", torch_version: Optional[str] = None
     """A report stamped with the versions of this run (torch's only when already known)."""
     from graphmend.core import env
 
-    return Report(
-        command=command,
-        graphmend_version=env.VERSION,
-        torch_version=torch_version,
-        python_version=env.python_version(),
-        platform=env.platform_tag(),
-        root=root,
-    )
+    return Report(command=command, root=root, **env.stamp(torch_version))
 
 
 def nested_setting(targets: Sequence[TargetResult]) -> Optional[bool]:
