@@ -345,10 +345,16 @@ class FunctionContext(KindInference, CallEdges):
         self.edges = fa.index.edges.setdefault(func_key, set()) if func_key != "<module>" else set()
 
     # -- reporting ------------------------------------------------------------------------------
-    def report(self, code: str, node: ast.AST, message: str, fix_hint: str = "", needs_root: bool = False) -> None:
+    def report(self, code: str, node: ast.AST, *, variant: str = "", needs_root: bool = False, **fields) -> None:
+        """A finding of ``code`` at ``node``: its message and fix hint are the rule record's
+        templates (of ``variant``, when the rule words its findings several ways) filled with
+        ``fields``."""
         enabled = self.fa.enabled
         if (enabled is not None and code not in enabled) or self.eager:
             return
+        from rewrites.rules import RULES_BY_CODE
+
+        message, fix_hint = RULES_BY_CODE[code].render(variant, **fields)
         stmt = self.stmt
         self.fa.findings.append(RawFinding(
             code, node.lineno, node.col_offset, getattr(node, "end_lineno", None),

@@ -124,6 +124,77 @@ def test_dynamic_identity_and_advice_live_in_the_records():
     assert advice_for("GM999") == "no automatic fix; see `mend rules GM999`"
 
 
+
+def _report_calls():
+    """Every ``ctx.report(...)`` call of the detectors, with its ``file:line``."""
+    import ast
+
+    for path in sorted((Path(__file__).resolve().parents[1] / "rewrites" / "rules").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "report":
+                yield f"{path.name}:{node.lineno}", node
+
+
+def _fields(template: str) -> set[str]:
+    import string
+
+    return {name for _text, name, _spec, _conv in string.Formatter().parse(template) if name is not None}
+
+
+def test_finding_messages_live_in_the_records():
+    """One fact, one home: a detector passes ``ctx.report`` the code, the node, the variant and
+    the template's fields, never the wording (no string literal, no f-string); the record of
+    every code reported holds the message and hint template of each variant it is reported
+    with, whose fields are exactly the ones the call passes; and no record holds a template no
+    detector reports."""
+    import ast
+
+    calls = list(_report_calls())
+    assert len(calls) >= 40, len(calls)  # the walk sees the detectors
+    reported: set[tuple[str, str]] = set()
+    for where, call in calls:
+        assert len(call.args) == 2 and not any(isinstance(a, ast.Starred) for a in call.args), \
+            f"{where}: pass the code and the node; the message and hint are the record's templates"
+        code = call.args[0]
+        assert isinstance(code, ast.Constant) and isinstance(code.value, str), f"{where}: a literal rule code"
+        rule = RULES_BY_CODE.get(code.value)
+        assert rule is not None and rule.static, f"{where}: {code.value} is no static rule"
+        kw = {k.arg: k.value for k in call.keywords}
+        assert None not in kw, f"{where}: name each field (no **mapping)"
+        for name, value in kw.items():
+            assert not any(isinstance(n, ast.JoinedStr) for n in ast.walk(value)), \
+                f"{where}: an f-string ({name}=...) is a message written at the call"
+            if name != "variant":
+                assert not (isinstance(value, ast.Constant) and isinstance(value.value, str)), \
+                    f"{where}: the text {value.value!r} ({name}=...) belongs in the template"
+        kw.pop("needs_root", None)
+        variant = kw.pop("variant", None)
+        variants = [""] if variant is None else \
+            [n.value for n in ast.walk(variant) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+        assert variants, f"{where}: the variant must be a literal name (or a choice of literals)"
+        for v in variants:
+            if v:
+                assert v in rule.messages, f"{where}: {rule.code} has no message variant {v!r}"
+            template = rule.messages[v] if v else rule.message
+            hint = rule.hints.get(v, rule.hint)
+            assert template and hint, f"{where}: {rule.code} {v!r} needs a message and a hint template"
+            assert _fields(template) | _fields(hint) == set(kw), \
+                f"{where}: the fields passed, {sorted(kw)}, are not the templates' of {rule.code} {v!r}"
+            reported.add((rule.code, v))
+    held = {(r.code, v) for r in RULES for v in (r.messages or ([""] if r.message else []))}
+    assert held == reported, (held - reported, reported - held)
+    assert {r.code for r in RULES if r.static} == {c for c, _v in reported}, "a static rule no detector reports"
+    for r in RULES:
+        assert not (r.message and r.messages), f"{r.code}: one default message or named variants, not both"
+        assert set(r.hints) <= set(r.messages), r.code
+        for v in r.messages or ([""] if r.message else []):
+            fields = _fields(r.messages[v] if v else r.message) | _fields(r.hints.get(v, r.hint))
+            r.render(v, **{f: f"<{f}>" for f in fields})  # well-formed templates
+    gm101 = RULES_BY_CODE["GM101"]
+    assert gm101.render(test="m.any()") == ("`if m.any()` branches on a tensor value", gm101.hint)
+    (finding,) = [f for f, _key, _root in scan_source(gm101.invalid[0], path="case.py").findings]
+    assert (finding.message, finding.fix_hint) == gm101.render(test="(x > 0).any()")
+
 def test_rule_docs_are_current(tmp_path):
     # docs/rules/ is generated from the rule modules; a rule edited without regenerating
     # leaves users reading the old fix advice

@@ -9,7 +9,9 @@ Every module of ``rewrites/rules/`` but ``base`` and ``_util`` is a rule family 
   advice ``mend fix`` gives where it rewrites nothing;
 * ``HOOKS``: ``{ast node type: [detector, ...]}``; a detector is called as
   ``detector(node, ctx)`` with a :class:`rewrites.analyzer.FunctionContext` and reports
-  through ``ctx.report(code, node, message, fix_hint)``.
+  through ``ctx.report(code, node, variant=..., **fields)``: the finding's message and fix hint
+  are the rule's templates (``message`` / ``hint``, or the variant's in ``messages`` /
+  ``hints``) filled with ``fields``, never text written at the call.
 
 The fix of a rule is a family of ``rewrites/fixes/`` that names the code in its ``RULES``;
 ``Rule.fixes`` finds it, and ``fix_kind`` / ``fixable`` follow from that family's cases (as
@@ -19,7 +21,7 @@ Detection never needs libcst: only those three properties import the fixes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from graphmend import PROJECT_URL
@@ -67,10 +69,24 @@ class Rule:
     # failed guard in Dynamo's words, tried rule by rule in code order
     guard_patterns: tuple[str, ...] = ()
     advice: str = ""  # the replacement code mend fix suggests where it rewrites nothing
+    # What a static finding of this rule says (``ctx.report(code, node, variant=..., **fields)``):
+    # ``message`` and its short fix ``hint`` are ``str.format`` templates over the fields the
+    # detector passes. A rule with several wordings names each in ``messages`` (variant ->
+    # template), with its hint in ``hints`` where it differs from ``hint``.
+    message: str = ""
+    hint: str = ""
+    messages: dict[str, str] = field(default_factory=dict, hash=False)
+    hints: dict[str, str] = field(default_factory=dict, hash=False)
     valid: tuple[str, ...] = ()  # sources that must give no finding of this rule
     invalid: tuple[str, ...] = ()  # sources that must give at least one finding of this rule
     static: bool = True  # False: documented only (GM9xx, reported by the tracer)
     breaks_in: str = "Dynamo"  # what fails there: Dynamo (a graph break) or Inductor (a compile)
+
+    def render(self, variant: str = "", **fields: Any) -> tuple[str, str]:
+        """A finding's message and fix hint: the templates of ``variant`` (``message`` and
+        ``hint`` when none) filled with ``fields``."""
+        text = self.messages[variant] if variant else self.message
+        return text.format(**fields), self.hints.get(variant, self.hint).format(**fields)
 
     @property
     def fixes(self) -> tuple[str, ...]:

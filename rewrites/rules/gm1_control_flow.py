@@ -94,6 +94,7 @@ GM101 = Rule(
     fix=_WHERE_FIX, preconditions=_WHERE_PRE, limits=_NOT_BREAKS + LIMITS, gb_ids=("GB0170", "GB0035"),
     advice=("x = torch.where(cond, a, b)   # both sides pure;  or torch.cond(cond, lambda: f(x), lambda: "
             "g(x)); move side effects out of the branch"),
+    message="`if {test}` branches on a tensor value", hint="torch.where(cond, a, b) or torch.cond",
     valid=(
         "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x, mask=None):\n"
         "        if x.shape[0] > 1 and x.dim() == 3:\n            x = x * 2\n"
@@ -130,6 +131,7 @@ GM102 = Rule(
                    "broadcastable to one shape. Refused as for GM101."),
     limits=_NOT_BREAKS + LIMITS, gb_ids=("GB0170",),
     advice="torch.where(cond, a, b) instead of `a if cond else b`",
+    message="ternary on a tensor value `{test}`", hint="torch.where(cond, a, b)",
     valid=("import torch\n\ndef f(x: torch.Tensor):\n    return x if x.shape[0] > 1 else x * 2\n",),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    return x if x.sum() > 0 else -x\n",),
 )
@@ -145,6 +147,9 @@ GM103 = Rule(
     limits=("Inside an `if`/`while`/`assert`/ternary condition the statement's own rule reports it. " + LIMITS),
     gb_ids=("GB0170",),
     advice="torch.logical_and(c1, c2) / torch.logical_or / torch.logical_not instead of and/or/not on tensors",
+    messages={"boolop": "`{op}` on a tensor `{operand}` calls bool() on it",
+              "not": "`not` on a tensor `{operand}` calls bool() on it"},
+    hints={"boolop": "torch.logical_and / torch.logical_or (or & and |)", "not": "torch.logical_not(x) or ~x"},
     valid=("import torch\n\ndef f(a: torch.Tensor, b: torch.Tensor):\n    return a & b, ~a\n",
            "def f(a, b):\n    return a and not b\n",
            "import torch\n\ndef f(x: torch.Tensor, p: float):\n    return x / (p or torch.where(x > 0, p, 1))\n"),
@@ -162,6 +167,7 @@ GM104 = Rule(
     preconditions="The body is pure tensor arithmetic and a bound on the iterations is known.",
     limits=LIMITS, gb_ids=("GB0170", "GB7000"),
     advice="a `while` on a tensor: bound the loop by a Python count, or torch._higher_order_ops.while_loop",
+    message="`while {test}` loops on a tensor value", hint="fixed trip count with a torch.where-masked update",
     valid=("def f(n: int):\n    while n > 0:\n        n -= 1\n    return n\n",),
     invalid=("import torch\n\ndef f(x: torch.Tensor, tol: float):\n    err = (x - x.mean()).abs().max()\n"
              "    while err > tol:\n        x = x * 0.5\n        err = err * 0.5\n    return x\n",),
@@ -172,20 +178,17 @@ RULES = (GM101, GM102, GM103, GM104)
 
 def _check_if(node: ast.If, ctx) -> None:
     if ctx.is_data_dependent(node.test) and not (is_raise_only(node.body) and not node.orelse):
-        ctx.report("GM101", node.test, f"`if {snippet(node.test)}` branches on a tensor value",
-                   "torch.where(cond, a, b) or torch.cond")
+        ctx.report("GM101", node.test, test=snippet(node.test))
 
 
 def _check_while(node: ast.While, ctx) -> None:
     if ctx.is_data_dependent(node.test):
-        ctx.report("GM104", node.test, f"`while {snippet(node.test)}` loops on a tensor value",
-                   "fixed trip count with a torch.where-masked update")
+        ctx.report("GM104", node.test, test=snippet(node.test))
 
 
 def _check_ifexp(node: ast.IfExp, ctx) -> None:
     if ctx.is_data_dependent(node.test):
-        ctx.report("GM102", node.test, f"ternary on a tensor value `{snippet(node.test)}`",
-                   "torch.where(cond, a, b)")
+        ctx.report("GM102", node.test, test=snippet(node.test))
 
 
 def _check_boolop(node: ast.BoolOp, ctx) -> None:
@@ -194,8 +197,7 @@ def _check_boolop(node: ast.BoolOp, ctx) -> None:
     for v in node.values[:-1]:  # the last operand is returned, never bool()'d
         if ctx.kind(v) in TENSORISH:
             op = "and" if type(node.op) is ast.And else "or"
-            ctx.report("GM103", node, f"`{op}` on a tensor `{snippet(v)}` calls bool() on it",
-                       "torch.logical_and / torch.logical_or (or & and |)")
+            ctx.report("GM103", node, variant="boolop", op=op, operand=snippet(v))
             return
 
 
@@ -203,8 +205,7 @@ def _check_not(node: ast.UnaryOp, ctx) -> None:
     if ctx.in_test or type(node.op) is not ast.Not:
         return
     if ctx.kind(node.operand) in TENSORISH:
-        ctx.report("GM103", node, f"`not` on a tensor `{snippet(node.operand)}` calls bool() on it",
-                   "torch.logical_not(x) or ~x")
+        ctx.report("GM103", node, variant="not", operand=snippet(node.operand))
 
 
 HOOKS = {ast.If: (_check_if,), ast.While: (_check_while,), ast.IfExp: (_check_ifexp,),

@@ -61,6 +61,7 @@ GM201 = Rule(
     message_patterns=(r"builtin operator `print`|BuiltinVariable\(print\)|\bprint\b.*not supported",),
     source_patterns=(r"\bprint\(",),
     advice="move print out of the compiled region, or `if not torch.compiler.is_compiling(): print(...)`",
+    message="`print` breaks the graph", hint="guard with torch.compiler.is_compiling() or defer",
     valid=("import torch\n\ndef f(x: torch.Tensor):\n    return x.sin()\n",
            "from rich import print\n\ndef f(x):\n    print(x)\n"),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    print('x', x.shape)\n    return x\n",),
@@ -80,6 +81,7 @@ GM202 = Rule(
     message_patterns=(r"logging\.Logger|\blogger\b|warning_once|logging\.\w+\(",),
     source_patterns=(r"\blog(ger|ging)?\.\w+\(",),
     advice="`if not torch.compiler.is_compiling(): logger.warning(...)` (skipped under compile)",
+    message="logger call `.{method}(...)` breaks the graph", hint="guard with torch.compiler.is_compiling() or defer",
     valid=("def f(catalog):\n    catalog.info('x')\n    return catalog\n",),
     invalid=("import logging\nlogger = logging.getLogger(__name__)\n\ndef f(x):\n    logger.warning_once('slow path')\n    return x\n",
              "import logging\n\ndef f(x):\n    logging.info('x=%s', x)\n    return x\n"),
@@ -94,6 +96,8 @@ GM203 = Rule(
     gb_ids=("GB0007",),
     message_patterns=(r"warnings\.warn|\bwarn\b.*skipped|_warnings",),
     advice="`if not torch.compiler.is_compiling(): warnings.warn(...)` (skipped under compile)",
+    messages={"imported": "`{name}` (warnings.warn) breaks the graph", "attribute": "`{qualname}` breaks the graph"},
+    hint="guard or defer the warning",
     valid=("def f(x, warn):\n    warn('x')\n    return x\n",),
     invalid=("import warnings\n\ndef f(x):\n    warnings.warn('deprecated')\n    return x\n",
              "from warnings import warn as w\n\ndef f(x):\n    w('deprecated')\n    return x\n"),
@@ -108,6 +112,10 @@ GM204 = Rule(
     limits="`open`, `sys.stdout/stderr.write/flush`, `torch.save/load`, `os.system` by name.",
     gb_ids=("GB0007",),
     advice="do I/O outside the compiled function",
+    messages={"open": "`open` (file I/O) breaks the graph",
+              "imported": "`{name}` ({qualname}) is I/O and breaks the graph",
+              "attribute": "`{qualname}` is I/O and breaks the graph"},
+    hint="move the I/O out of the compiled region",
     valid=("def f(x, sink):\n    sink.write(x)\n    return x\n",),
     invalid=("import sys\n\ndef f(x):\n    sys.stdout.write('step\\n')\n    return x\n",
              "def f(x):\n    with open('log.txt', 'a') as fh:\n        fh.write('x')\n    return x\n"),
@@ -135,17 +143,17 @@ def _check_call(node: ast.Call, ctx) -> None:
         name = f.id
         if name == "print":
             if "print" not in ctx.fa.imports:
-                ctx.report("GM201", node, "`print` breaks the graph", "guard with torch.compiler.is_compiling() or defer")
+                ctx.report("GM201", node)
             return
         if name == "open":
             if "open" not in ctx.fa.imports and "open" not in ctx.env:
-                ctx.report("GM204", node, "`open` (file I/O) breaks the graph", "move the I/O out of the compiled region")
+                ctx.report("GM204", node, variant="open")
             return
         qn = ctx.fa.imports.get(name)
         if qn in ("warnings.warn", "warnings.warn_explicit"):
-            ctx.report("GM203", node, f"`{name}` (warnings.warn) breaks the graph", "guard or defer the warning")
+            ctx.report("GM203", node, variant="imported", name=name)
         elif qn in _IO_CALLS:
-            ctx.report("GM204", node, f"`{name}` ({qn}) is I/O and breaks the graph", "move the I/O out of the compiled region")
+            ctx.report("GM204", node, variant="imported", name=name, qualname=qn)
         return
     if tf is not ast.Attribute:
         return
@@ -154,14 +162,14 @@ def _check_call(node: ast.Call, ctx) -> None:
         recv = f.value
         qn = ctx.resolve(f)
         if qn is not None and qn.startswith("warnings."):
-            ctx.report("GM203", node, f"`{qn}` breaks the graph", "guard or defer the warning")
+            ctx.report("GM203", node, variant="attribute", qualname=qn)
         elif (qn is not None and qn.startswith("logging.")) or (qn is None and _logger_receiver(recv)):
-            ctx.report("GM202", node, f"logger call `.{m}(...)` breaks the graph", "guard with torch.compiler.is_compiling() or defer")
+            ctx.report("GM202", node, method=m)
         return
     if m in ("write", "flush", "save", "load", "system"):
         qn = ctx.resolve(f)
         if qn in _IO_CALLS:
-            ctx.report("GM204", node, f"`{qn}` is I/O and breaks the graph", "move the I/O out of the compiled region")
+            ctx.report("GM204", node, variant="attribute", qualname=qn)
 
 
 HOOKS = {ast.Call: (_check_call,)}

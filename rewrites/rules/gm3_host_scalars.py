@@ -80,6 +80,7 @@ GM301 = Rule(
             "keeps it an unbacked int (a custom op and torch._check(n >= 0)); one that also reaches Python "
             "control flow or a print cannot be: capture_scalar_outputs cannot be scoped to a region on "
             "torch 2.13 (the frame's ShapeEnv decides)"),
+    message="`{receiver}.item()` reads a tensor value into Python", hint="keep it a tensor",
     valid=("def f(d):\n    return d.items()\n",),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    s = x.sum().item()\n    return x * s\n",),
 )
@@ -110,6 +111,7 @@ GM302 = Rule(
     advice=("keep tensors (no .tolist()); loop over tensor ops instead of Python lists; split sizes read back "
             "are kept a list of unbacked ints by mend fix (a custom op, not capture_scalar_outputs, which "
             "cannot be scoped to one region on torch 2.13); a single size read back is GM301's `.item()`"),
+    message="`{receiver}.tolist()` reads tensor data into Python", hint="keep the data in tensors",
     valid=("def f(x: list):\n    return list(x)\n",),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    sizes = x.tolist()\n    return sizes\n",),
 )
@@ -134,6 +136,12 @@ GM303 = Rule(
     gb_ids=("GB0124",),
     advice=("keep the tensor (no int()/float()/bool()); use t.to(dtype) for a cast; an int that is only sizes "
             "and slice bounds: mend fix keeps it an unbacked int (as GM301)"),
+    messages={"narrow": "`narrow` takes the tensor `{start}` as its start: its value is read into Python",
+              "conversion": "`{func}({arg})` reads a tensor value into Python",
+              "index": "indexing with the 0-d tensor `{index}` reads its value into Python"},
+    hints={"narrow": "keep the bound a tensor (index_select / a mask), or an int known from shapes",
+           "conversion": "keep it a tensor",
+           "index": "keep it a tensor index: index_select / gather with a 1-element index, or narrow"},
     valid=("import torch\n\ndef f(x: torch.Tensor):\n    return int(x.shape[0]) + int(x.size(1))\n",
            "import torch\n\ndef f(x: torch.Tensor, t: torch.Tensor, idx: torch.Tensor):\n"
            "    i = idx[0]\n    i = 2\n    return x[t], x[idx], x[i], x[x.argmax(-1)]\n"),
@@ -158,6 +166,7 @@ GM304 = Rule(
     message_patterns=(r"Tensor\.numpy|\.numpy\(\)",),
     source_patterns=(r"\.numpy\(\)",),
     advice="use torch ops instead of .numpy()",
+    message="`{receiver}.numpy()` leaves torch", hint="stay in torch or move out of the region",
     valid=("import numpy\n\ndef f(x):\n    return numpy.zeros(3)\n",
            "import numpy as np\nimport torch\n\ndef f(x: torch.Tensor, xp, fp):\n    return np.interp(x.numpy(), xp, fp)\n"),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    return x.cpu().numpy()\n",),
@@ -189,29 +198,23 @@ def _check_call(node: ast.Call, ctx) -> None:
         m = f.attr
         if m == "item":
             if not node.args and not node.keywords:
-                ctx.report("GM301", node, f"`{snippet(f.value, 40)}.item()` reads a tensor value into Python",
-                           "keep it a tensor")
+                ctx.report("GM301", node, receiver=snippet(f.value, 40))
         elif m == "tolist":
             if not node.args and not node.keywords:
-                ctx.report("GM302", node, f"`{snippet(f.value, 40)}.tolist()` reads tensor data into Python",
-                           "keep the data in tensors")
+                ctx.report("GM302", node, receiver=snippet(f.value, 40))
         elif m == "numpy":
             if not node.args and ctx.resolve(f) is None and not getattr(node, NUMPY_ARG, False):
-                ctx.report("GM304", node, f"`{snippet(f.value, 40)}.numpy()` leaves torch",
-                           "stay in torch or move out of the region")
+                ctx.report("GM304", node, receiver=snippet(f.value, 40))
         elif m == "narrow" and len(node.args) == 3 and ctx.is_tensor(f.value) and ctx.is_tensor(node.args[1]):
             # t.narrow(dim, start, length) with a tensor start: Dynamo reads it back (`Data dependent
             # operator`), as at Longformer's narrow past its global tokens; a tensor length alone
             # traces there (torch 2.13, the same function's `narrow(-1, 0, n)` does not break)
-            ctx.report("GM303", node, f"`narrow` takes the tensor `{snippet(node.args[1], 30)}` as its start: "
-                       "its value is read into Python", "keep the bound a tensor (index_select / a mask), "
-                       "or an int known from shapes")
+            ctx.report("GM303", node, variant="narrow", start=snippet(node.args[1], 30))
         elif (ctx.resolve(f) or "").startswith("numpy."):
             mark_numpy_args(node)
     elif tf is ast.Name and f.id in SCALAR_CONVERSIONS and len(node.args) == 1 and f.id not in ctx.fa.imports:
         if ctx.kind(node.args[0]) in TENSORISH:
-            ctx.report("GM303", node, f"`{f.id}({snippet(node.args[0], 40)})` reads a tensor value into Python",
-                       "keep it a tensor")
+            ctx.report("GM303", node, variant="conversion", func=f.id, arg=snippet(node.args[0], 40))
 
 
 def _check_subscript(node: ast.Subscript, ctx) -> None:
@@ -223,8 +226,7 @@ def _check_subscript(node: ast.Subscript, ctx) -> None:
     else:
         return
     if ctx.is_tensor(node.value):
-        ctx.report("GM303", node, f"indexing with the 0-d tensor `{name}` reads its value into Python",
-                   "keep it a tensor index: index_select / gather with a 1-element index, or narrow")
+        ctx.report("GM303", node, variant="index", index=name)
 
 
 HOOKS = {ast.Call: (_check_call,), ast.Subscript: (_check_subscript,)}

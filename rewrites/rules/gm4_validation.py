@@ -44,6 +44,7 @@ GM401 = Rule(
             "reported. " + LIMITS),
     gb_ids=("GB0034", "GB0170"),
     advice="torch._assert_async(cond, 'message')  (or torch._check for shape conditions)",
+    message="`assert {test}` checks a tensor value", hint="torch._assert_async(cond, msg)",
     valid=("import torch\n\ndef f(x: torch.Tensor):\n    assert x.dim() == 3, 'need 3-d'\n    return x\n",
            "import torch\n\ndef f(x: torch.Tensor):\n    assert (x >= 0).all(), 'negative input'\n    return x.sqrt()\n"),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    assert (x >= 0).all(), f'negative input {x.min()}'\n    return x.sqrt()\n",
@@ -59,6 +60,7 @@ GM402 = Rule(
                    "effects."),
     limits=LIMITS, gb_ids=("GB0170",),
     advice="torch._assert_async(torch.logical_not(cond), 'message')",
+    message="`if {test}: raise` checks a tensor value", hint="torch._assert_async(cond, msg) / torch._check",
     valid=("import torch\n\ndef f(x: torch.Tensor):\n    if x.shape[-1] != 4:\n        raise ValueError('bad')\n    return x\n",),
     invalid=("import torch\n\ndef f(a: torch.Tensor, b: torch.Tensor):\n    if not torch.equal(a, b):\n"
              "        raise ValueError('mismatch')\n    return a\n",
@@ -75,14 +77,12 @@ def _check_assert(node: ast.Assert, ctx) -> None:
         if ctx.kind(node.test) in TENSORISH:
             return
     if ctx.is_data_dependent(node.test):
-        ctx.report("GM401", node, f"`assert {snippet(node.test)}` checks a tensor value",
-                   "torch._assert_async(cond, msg)")
+        ctx.report("GM401", node, test=snippet(node.test))
 
 
 def _check_if(node: ast.If, ctx) -> None:
     if is_raise_only(node.body) and not node.orelse and ctx.is_data_dependent(node.test):
-        ctx.report("GM402", node.test, f"`if {snippet(node.test)}: raise` checks a tensor value",
-                   "torch._assert_async(cond, msg) / torch._check")
+        ctx.report("GM402", node.test, test=snippet(node.test))
 
 
 HOOKS = {ast.Assert: (_check_assert,), ast.If: (_check_if,)}

@@ -79,6 +79,9 @@ GM501 = Rule(
     advice=("a fixed-shape formulation (torch.where(mask, x, 0), masked sums); or "
             "torch._dynamo.config.capture_dynamic_output_shape_ops = True (unbacked sizes: guards on them may "
             "fail, recompiles)"),
+    messages={"nonzero": "`{func}` has a data-dependent output shape",
+              "where": "one-argument `torch.where(cond)` is `nonzero`: data-dependent shape"},
+    hints={"nonzero": "use the mask instead of indices", "where": "torch.where(cond, a, b)"},
     valid=("import torch\n\ndef f(c: torch.Tensor, a: torch.Tensor):\n    return torch.where(c, a, 0)\n",),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    return torch.nonzero(x > 0)\n",
              "import torch\n\ndef f(x: torch.Tensor):\n    idx = torch.where(x > 0)\n    return idx\n",
@@ -111,6 +114,10 @@ GM502 = Rule(
     advice=("masked arithmetic: (x * mask).sum() / torch.where(mask, x, 0); or "
             "torch._dynamo.config.capture_dynamic_output_shape_ops = True (cost: unbacked sizes, possible "
             "guard failures)"),
+    messages={"bool": "boolean-mask index `{index}` has a data-dependent shape",
+              "named": ("index `{index}` by a tensor named like a mask: a data-dependent shape if it is boolean "
+                        "(an integer index is not)")},
+    hint="masked arithmetic for mask-then-reduce",
     valid=("import torch\n\ndef f(x: torch.Tensor, idx: torch.Tensor):\n    x[x < 0] = 0\n    return x[idx]\n",),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    mask = x > 0\n    return x[mask].sum()\n",),
 )
@@ -132,6 +139,7 @@ GM503 = Rule(
     gb_ids=("GB0036",),
     advice=("torch._dynamo.config.capture_dynamic_output_shape_ops = True, or precompute the unique values "
             "outside the compiled region"),
+    message="`{func}` has a data-dependent output shape", hint="compute outside or bound it",
     valid=("import numpy as np\n\ndef f(a):\n    return np.unique(a)\n",),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    return torch.unique(x)\n",),
 )
@@ -145,6 +153,7 @@ GM504 = Rule(
     limits="Counts must be provably a tensor. " + LIMITS,
     gb_ids=("GB0036",),
     advice="pass the repeats as a Python int list known ahead, or capture_dynamic_output_shape_ops = True",
+    message="`repeat_interleave` with tensor counts `{counts}`", hint="pass output_size= or integer repeats",
     valid=("import torch\n\ndef f(x: torch.Tensor):\n    return x.repeat_interleave(2, dim=0)\n",),
     invalid=("import torch\n\ndef f(x: torch.Tensor, counts: torch.Tensor):\n    return x.repeat_interleave(counts, dim=0)\n",),
 )
@@ -158,6 +167,7 @@ GM505 = Rule(
     limits="Calls named `masked_select`.",
     gb_ids=("GB0036",),
     advice="torch.where(mask, x, 0) keeps the shape fixed",
+    message="`masked_select` has a data-dependent output shape", hint="torch.where(mask, x, 0)",
     valid=("import torch\n\ndef f(x: torch.Tensor, m: torch.Tensor):\n    return x.masked_fill(m, 0)\n",),
     invalid=("import torch\n\ndef f(x: torch.Tensor, m: torch.Tensor):\n    return torch.masked_select(x, m)\n",),
 )
@@ -190,15 +200,14 @@ def _check_call(node: ast.Call, ctx) -> None:
     if method and ctx.kind(f.value) == OTHER and type(f.value) is ast.Name and m in ("where", "unique"):
         return  # e.g. df.where / some_list_like.unique: no evidence of a tensor
     if m in ("nonzero", "argwhere"):
-        ctx.report("GM501", node, f"`{m}` has a data-dependent output shape", "use the mask instead of indices")
+        ctx.report("GM501", node, variant="nonzero", func=m)
     elif m == "where":
         if via_torch and len(node.args) == 1 and not node.keywords:
-            ctx.report("GM501", node, "one-argument `torch.where(cond)` is `nonzero`: data-dependent shape",
-                       "torch.where(cond, a, b)")
+            ctx.report("GM501", node, variant="where")
     elif m in ("unique", "unique_consecutive"):
-        ctx.report("GM503", node, f"`{m}` has a data-dependent output shape", "compute outside or bound it")
+        ctx.report("GM503", node, func=m)
     elif m == "masked_select":
-        ctx.report("GM505", node, "`masked_select` has a data-dependent output shape", "torch.where(mask, x, 0)")
+        ctx.report("GM505", node)
     elif m == "repeat_interleave":
         if any(k.arg == "output_size" for k in node.keywords):
             return
@@ -211,8 +220,7 @@ def _check_call(node: ast.Call, ctx) -> None:
         else:
             counts = next((k.value for k in node.keywords if k.arg == "repeats"), None)
         if counts is not None and ctx.kind(counts) in TENSORISH:
-            ctx.report("GM504", node, f"`repeat_interleave` with tensor counts `{snippet(counts, 30)}`",
-                       "pass output_size= or integer repeats")
+            ctx.report("GM504", node, counts=snippet(counts, 30))
 
 
 def _is_mask_index(e: ast.AST, ctx) -> bool:
@@ -237,12 +245,9 @@ def _check_subscript(node: ast.Subscript, ctx) -> None:
             # indexing by a bool tensor is data-dependent for any tensor-like base; a name
             # heuristic needs the base to be known as a tensor
             if base in TENSORISH or (base == OTHER and ctx.kind(e) == BOOL):
-                if ctx.kind(e) == BOOL:
-                    what = f"boolean-mask index `{snippet(node, 50)}` has a data-dependent shape"
-                else:  # only its name says mask: an integer (advanced) index keeps a fixed shape
-                    what = (f"index `{snippet(node, 50)}` by a tensor named like a mask: a data-dependent shape "
-                            "if it is boolean (an integer index is not)")
-                ctx.report("GM502", node, what, "masked arithmetic for mask-then-reduce")
+                # "named": only its name says mask, and an integer (advanced) index keeps a fixed shape
+                ctx.report("GM502", node, variant="bool" if ctx.kind(e) == BOOL else "named",
+                           index=snippet(node, 50))
             return
 
 

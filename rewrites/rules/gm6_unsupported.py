@@ -23,6 +23,7 @@ GM601 = Rule(
     message_patterns=(r"deepcopy",),
     source_patterns=(r"deepcopy\(",),
     advice="build the copy outside the compiled region, or t.clone() for a plain tensor",
+    message="`copy.deepcopy` is not traceable", hint="t.clone() for tensors",
     valid=("import torch\n\ndef f(x: torch.Tensor):\n    return x.clone()\n",),
     invalid=("import copy\n\ndef f(x):\n    return copy.deepcopy(x)\n",
              "from copy import deepcopy\n\ndef f(x):\n    return deepcopy(x)\n"),
@@ -40,6 +41,9 @@ GM602 = Rule(
     gb_ids=("GB0003",),
     message_patterns=(r"generator",),
     advice="materialise the generator as a list before the compiled region",
+    messages={"argument": "generator expression passed to `{callee}`",
+              "yield": "`yield` makes the compiled function a generator"},
+    hints={"argument": "pass a list comprehension", "yield": "return a list or tuple"},
     valid=("def f(xs):\n    return sum(x * 2 for x in xs), tuple(x for x in xs), ''.join(str(x) for x in xs)\n",),
     invalid=("def f(xs, g):\n    return g(x * 2 for x in xs)\n",
              "import torch\n\n@torch.compile\ndef f(xs):\n    for x in xs:\n        yield x\n"),
@@ -56,6 +60,9 @@ GM603 = Rule(
     gb_types=("Unsupported Tensor.requires_grad_() call", "setattr() on Tensor.requires_grad"),
     message_patterns=(r"requires_grad",),
     advice="set requires_grad outside the compiled function",
+    messages={"method": "`{receiver}.requires_grad_()` mutates autograd state",
+              "assign": "assigning `{target}` mutates autograd state"},
+    hint="set requires_grad before the compiled call",
     valid=("import torch\n\ndef f(x: torch.Tensor):\n    return x.requires_grad\n",),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    x.requires_grad_(True)\n    return x\n",
              "import torch\n\ndef f(x: torch.Tensor):\n    x.requires_grad = False\n    return x\n"),
@@ -93,6 +100,10 @@ GM604 = Rule(
     ),
     message_patterns=(r"numpy",),
     advice="use the torch equivalent of the numpy call",
+    messages={"tensor": "NumPy `{module}.{func}` on a tensor",
+              "size": "`{call}` is traced as a tensor and read back as the size of `{module}.{func}`"},
+    # a tensor argument's hint is the torch function for that NumPy one (numpy_hint: its table)
+    hints={"tensor": "{instead}", "size": "compute the size with Python (sum / math.prod / max over a list)"},
     valid=("import numpy as np\n\ndef f(n: int):\n    return np.arange(n)\n",
            "import numpy as np\n\ndef f(plan):\n    return np.zeros((3, len(plan))), np.ones(sum(plan))\n"),
     invalid=("import numpy as np\nimport torch\n\ndef f(x: torch.Tensor):\n    return np.exp(x)\n",
@@ -133,6 +144,17 @@ GM605 = Rule(
     ),
     advice=("the callee is skipped or not traceable: torch.compiler.allow_in_graph, or a custom op "
             "(torch.library.custom_op)"),
+    messages={"disable_call": "calling a `disable`d function skips tracing",
+              "breakpoint": "`breakpoint()` stops tracing",
+              "debug": "`{qualname}()` ends the graph",
+              "host": "`{qualname}()` is skipped by Dynamo: the graph breaks at the call",
+              "disabled": "`{name}` is marked torch.compiler.disable: the graph breaks at the call",
+              "disabled_method": "`self.{name}` is marked torch.compiler.disable: the graph breaks at the call"},
+    hints={"disable_call": "drop disable or move the call out", "breakpoint": "remove the debugging call",
+           "debug": "remove the call",
+           "host": "read it outside the compiled region, or under `if not torch.compiler.is_compiling():`",
+           "disabled": "drop disable once the function traces",
+           "disabled_method": "drop disable once the function traces"},
     valid=("import torch\n\ndef f(x: torch.Tensor):\n    return torch.relu(x)\n",
            "import os\nimport random\n\ndef f(x):\n    return x * random.randint(1, 3), os.getenv('HOME')\n",
            "import time\nimport torch\n\ndef f(x):\n    if not torch.compiler.is_compiling():\n"
@@ -179,6 +201,8 @@ GM606 = Rule(
     gb_ids=("GB4841",),
     advice=("convert the module once, outside the compiled region (model.to(device, dtype)), and drop the "
             "assignment; or keep the converted value in a local: `buf = self.buf.to(...)`"),
+    message="`self.{attr}` is an nn.Buffer: assigning it calls Module.__setattr__",
+    hint="convert the module once outside, or keep a local `{attr} = ...`",
     valid=("import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def __init__(self):\n"
            "        super().__init__()\n        self.register_buffer('pe', torch.zeros(4))\n\n"
            "    def forward(self, x):\n        self.pe = self.pe.to(x.dtype)\n        return x + self.pe\n",),
@@ -218,6 +242,7 @@ GM607 = Rule(
     advice=("create the parameter in __init__, or convert the module once, outside the compiled region "
             "(model.to(dtype)); a conversion in forward can run only when something differs: "
             "`if any(t.dtype != dtype for t in module.parameters()): module.to(dtype)`"),
+    message="`nn.Parameter(...)` is not traceable: the graph breaks here", hint="create the parameter in __init__",
     valid=("import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def __init__(self):\n"
            "        super().__init__()\n        self.w = nn.Parameter(torch.zeros(4))\n"
            "        self.lin = nn.Linear(4, 4)\n\n"
@@ -362,53 +387,46 @@ def _check_call(node: ast.Call, ctx) -> None:
     name = f.attr if tf is ast.Attribute else f.id if tf is ast.Name else None
     if name is None:
         if tf is ast.Call and ctx.resolve(f.func) in DISABLE_NAMES:
-            ctx.report("GM605", node, "calling a `disable`d function skips tracing", "drop disable or move the call out")
+            ctx.report("GM605", node, variant="disable_call")
         return
     if name == "Parameter" and ctx.resolve(f) in _PARAMETER_CTORS and not _init_like(ctx.qualname):
-        ctx.report("GM607", node, "`nn.Parameter(...)` is not traceable: the graph breaks here",
-                   "create the parameter in __init__")
+        ctx.report("GM607", node)
     elif name == "requires_grad_" and tf is ast.Attribute:
-        ctx.report("GM603", node, f"`{snippet(f.value, 30)}.requires_grad_()` mutates autograd state",
-                   "set requires_grad before the compiled call")
+        ctx.report("GM603", node, variant="method", receiver=snippet(f.value, 30))
     elif name == "deepcopy":
         if ctx.resolve(f) == "copy.deepcopy":
-            ctx.report("GM601", node, "`copy.deepcopy` is not traceable", "t.clone() for tensors")
+            ctx.report("GM601", node)
     elif name == "breakpoint" and tf is ast.Name:
-        ctx.report("GM605", node, "`breakpoint()` stops tracing", "remove the debugging call")
+        ctx.report("GM605", node, variant="breakpoint")
     elif name in ("graph_break", "set_trace", "skip_frame"):
         qn = ctx.resolve(f)
         if qn in _SKIPPED:
-            ctx.report("GM605", node, f"`{qn}()` ends the graph", "remove the call")
+            ctx.report("GM605", node, variant="debug", qualname=qn)
     elif (name in _HOST_CALL_LAST or (tf is ast.Name and name in ctx.fa.imports)) \
             and (qn := ctx.resolve(f)) in SKIPPED_HOST_CALLS:  # `from time import perf_counter as clock`
-        ctx.report("GM605", node, f"`{qn}()` is skipped by Dynamo: the graph breaks at the call",
-                   "read it outside the compiled region, or under `if not torch.compiler.is_compiling():`")
+        ctx.report("GM605", node, variant="host", qualname=qn)
     else:
         disabled = ctx.fa.index.disabled
         if disabled:
             if tf is ast.Name and name in disabled:
-                ctx.report("GM605", node, f"`{name}` is marked torch.compiler.disable: the graph breaks at the call",
-                           "drop disable once the function traces")
+                ctx.report("GM605", node, variant="disabled", name=name)
             elif tf is ast.Attribute and type(f.value) is ast.Name and f.value.id == "self" and ctx.cls is not None \
                     and f"{ctx.cls.name}.{name}" in disabled:
-                ctx.report("GM605", node, f"`self.{name}` is marked torch.compiler.disable: the graph breaks at the call",
-                           "drop disable once the function traces")
+                ctx.report("GM605", node, variant="disabled_method", name=name)
     if tf is ast.Attribute and type(f.value) is ast.Name:
         root = ctx.fa.imports.get(f.value.id)
         if root == "numpy" and any(ctx.kind(a) in TENSORISH or numpy_conversion(a) for a in node.args):
-            ctx.report("GM604", node, f"NumPy `{f.value.id}.{name}` on a tensor", numpy_hint(name))
+            ctx.report("GM604", node, variant="tensor", module=f.value.id, func=name, instead=numpy_hint(name))
         elif root == "numpy" and name in _NUMPY_FACTORIES and node.args:
             inner = _numpy_size(node.args[0], ctx)
             if inner is not None:
-                ctx.report("GM604", node, f"`{snippet(inner, 40)}` is traced as a tensor and read back as the "
-                           f"size of `{f.value.id}.{name}`",
-                           "compute the size with Python (sum / math.prod / max over a list)")
+                ctx.report("GM604", node, variant="size", call=snippet(inner, 40), module=f.value.id, func=name)
     if node.args and name not in _GEN_OK and (tf is ast.Name or ctx.resolve(f) is None or not ctx.resolve(f).startswith("torch.")):
         for a in node.args:
             if type(a) is ast.GeneratorExp:
                 if tf is ast.Name and name in ("print",):
                     break
-                ctx.report("GM602", a, f"generator expression passed to `{name}`", "pass a list comprehension")
+                ctx.report("GM602", a, variant="argument", callee=name)
                 break
 
 
@@ -429,13 +447,11 @@ def _numpy_size(arg: ast.AST, ctx):
 def _check_assign(node: ast.Assign, ctx) -> None:
     for t in node.targets:
         if type(t) is ast.Attribute and t.attr == "requires_grad":
-            ctx.report("GM603", t, f"assigning `{snippet(t, 40)}` mutates autograd state",
-                       "set requires_grad before the compiled call")
+            ctx.report("GM603", t, variant="assign", target=snippet(t, 40))
         elif type(t) is ast.Attribute and type(t.value) is ast.Name and t.value.id == "self" \
                 and ctx.cls is not None and t.attr in ctx.cls.buffers and not _init_like(ctx.qualname) \
                 and not any(_reads_metadata(test, t.attr) for test in ctx.if_tests):
-            ctx.report("GM606", t, f"`self.{t.attr}` is an nn.Buffer: assigning it calls Module.__setattr__",
-                       f"convert the module once outside, or keep a local `{t.attr} = ...`")
+            ctx.report("GM606", t, attr=t.attr)
 
 
 def _reads_metadata(test: ast.expr, attr: str) -> bool:
@@ -454,8 +470,7 @@ def _init_like(qualname: str) -> bool:
 
 
 def _check_yield(node: ast.AST, ctx) -> None:
-    ctx.report("GM602", node, "`yield` makes the compiled function a generator", "return a list or tuple",
-               needs_root=True)
+    ctx.report("GM602", node, variant="yield", needs_root=True)
 
 
 HOOKS = {ast.Call: (_check_call,), ast.Assign: (_check_assign,), ast.Yield: (_check_yield,),
