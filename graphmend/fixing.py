@@ -22,10 +22,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import os
-import re
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from graphmend.collect import CollectOptions, collect
@@ -34,12 +31,11 @@ from graphmend.core.config import Config
 from graphmend.core.env import torch_version
 from graphmend.core.model import (ADVICE, FAILS, PARTIAL, REGRESSES, REJECTED, SLOWER, UNVERIFIED, VERIFIED, Break, CostCheck,
                                   Fix, FixTarget, Replacement, Report, TargetResult, from_dict, new_report, to_dict)
-from graphmend.core.sources import SourceError, SourceText, own_root, report_root, split_lines, users_file
+from graphmend.core.sources import SourceText, report_root, split_lines
+from graphmend.fix_candidates import (CONTROL_RULES, FileCandidate, SiteRecord, _break_files, _file_error, _patch_for,
+                                      _real, _selected, _unwritable, candidate, propose, users_files)
+from graphmend.fix_outcomes import Outcome, _record, _transient, _verify_sites
 
-CONTROL_RULES = ("GM101", "GM102", "GM103", "GM401", "GM402")
-_NUMPY_CALL = re.compile(r"\b(np|numpy)\.\w+\(")
-PROBE_DTYPE = "bfloat16"  # the half precision every CPU build traces
-MAX_ISOLATED = 12  # rewrites verified one by one when their set fails, per target
 # further rounds per target for the breaks a round's re-trace exposed (a fix lets Dynamo go
 # on to the next break of a function it stopped in before)
 FOLLOW_ROUNDS = 2
@@ -65,149 +61,6 @@ CostGate = Callable[[Sequence[tuple[object, dict[str, str], Optional[str]]]], li
 
 
 @dataclass
-class SiteRecord:
-    file: str
-    site: object  # rewrites.fixes.base.Site
-    trigger: set[int]  # the original lines that selected it
-    status: str = ""
-    reason: str = ""
-    # one (status, reason) per target that ran it: PASS, UNVERIFIED or REJECTED
-    outcomes: list[tuple[str, str]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # what a verified fix left behind it
-    checks: list[str] = field(default_factory=list)  # what the passing runs proved
-    skipped: dict[str, str] = field(default_factory=dict)  # check -> why it could not run
-
-    def partial(self) -> list[str]:
-        """What this site's proof lacks: each skipped check that could have seen a difference
-        ("check: why"), and its family's caveat ("caveat: ..."); empty: a whole proof."""
-        from graphmend.verify.modes import proof_gap
-
-        gaps = [f"{k}: {why}" for k, why in self.skipped.items() if k not in self.checks and proof_gap(k, why)]
-        caveat = getattr(self.site, "caveat", "")
-        return gaps + ([f"caveat: {caveat}"] if caveat else [])
-
-    def accepted(self, options: "FixOptions") -> bool:
-        """Whether the run's flags accept what a partial proof lacks: a skipped check
-        --accept-partial, a caveat --unsafe-fixes (which alone plans such a fix)."""
-        return all(options.unsafe if g.startswith("caveat: ") else options.accept_partial for g in self.partial())
-
-    def condition_keys(self) -> list[str]:
-        """How the verify worker's arm recorder names this site's conditions."""
-        return [f"{_real(self.file)}:{c[0]}:{c[1]}" for c in self.site.conditions]
-
-
-@dataclass
-class Outcome:
-    """One target's verification: the sites it rewrote, each one's (status, reason) by id
-    (absent: the target never ran it), the Verdict of the set that passed together (None:
-    none did), and the breaks its re-trace exposed at lines of the files on disk."""
-
-    sites: list[SiteRecord]
-    verdicts: dict
-    final: object = None  # graphmend.verify.run.Verdict
-    exposed: list[Break] = field(default_factory=list)
-    read: set[str] = field(default_factory=set)  # every file its runs read (the verdict's deps)
-    judged: dict[str, str] = field(default_factory=dict)  # path -> digest of the text ``final`` judged
-
-    def passes(self, s: SiteRecord) -> bool:
-        return (self.verdicts.get(id(s)) or ("",))[0] == PASS
-
-    def passed(self) -> int:
-        """How many of its sites the passing set holds: what a further round must beat."""
-        return 0 if self.final is None else sum(map(self.passes, self.sites))
-
-
-@dataclass
-class FileCandidate:
-    path: str
-    source: SourceText  # the file as read: its text, and how to write a changed text back
-    lines: set[int]
-    tensor_lines: set[int]
-    in_tree: bool
-    import_root: Optional[str]
-    shape_lines: set[int] = field(default_factory=set)  # Dynamo: data-dependent shape here
-    numpy_lines: set[int] = field(default_factory=set)  # Dynamo: a branch's value came from NumPy here
-    sites: list[SiteRecord] = field(default_factory=list)
-    refusals: list = field(default_factory=list)
-    unsafe: bool = False  # the run asked for unsafe fixes too
-    line_length: int = 88  # the project formatter's: the width the fixes are laid out in
-    cache: Optional[Cache] = None  # plans of earlier runs (a big file's libcst pass takes seconds)
-    _plans: dict = field(default_factory=dict)  # this run's, by their inputs
-    _kept: set = field(default_factory=set)  # the memos of _plans read from the cache, not derived
-
-    @property
-    def original(self) -> str:
-        return self.source.text
-
-    @property
-    def label(self) -> str:
-        """The path a diff names: relative to the import root for a file outside the tree."""
-        return os.path.relpath(self.path, self.import_root) if self.import_root else os.path.relpath(self.path)
-
-    def _inputs(self, lines, rules) -> tuple:
-        module = os.path.splitext(os.path.basename(self.path))[0]
-        return (sorted(lines), list(rules), sorted(self.tensor_lines), sorted(self.shape_lines),
-                sorted(self.numpy_lines), self.unsafe, self.line_length, module)
-
-    def _derive(self, lines, rules):
-        from rewrites.fixes import fix_source
-
-        return fix_source(self.original, lines, rules, self.tensor_lines, self.shape_lines, self.numpy_lines,
-                          unsafe=self.unsafe, line_length=self.line_length, module=self._inputs(lines, rules)[-1])
-
-    def fix(self, lines, rules):
-        """The rewrites of ``lines`` in this file, with what Dynamo said about them."""
-        inputs = self._inputs(lines, rules)
-        memo = repr(inputs)
-        if memo in self._plans:
-            return self._plans[memo]
-        cache = self.cache if self.cache is not None and self.cache.enabled else None
-        key = cache.key("plan", self.original, inputs) if cache else None
-        kept = cache.get("plan", key, _plan_of(self.original)) if cache and key else None
-        if kept is not None:
-            r = kept
-            self._kept.add(memo)
-        else:
-            r = self._derive(lines, rules)
-            if cache and key:
-                cache.put("plan", key, {"new_source": r.new_source, "applied": [to_dict(x) for x in r.applied],
-                                        "refused": [to_dict(x) for x in r.refused], "error": r.error})
-        self._plans[memo] = r
-        return r
-
-    def rederived(self, lines, rules) -> bool:
-        """Whether the plan of ``lines`` is the one mend derives now. One read from the cache
-        is derived again before it is written: an entry is only data, and whoever could
-        change it would choose what ``--write`` writes. A mismatch puts the derived plan in
-        its place (what the verdicts judged was the other one)."""
-        memo = repr(self._inputs(lines, rules))
-        r = self.fix(lines, rules)
-        if memo not in self._kept:
-            return True
-        self._kept.discard(memo)
-        fresh = self._derive(lines, rules)
-        if fresh.new_source == r.new_source and fresh.error == r.error:
-            return True
-        self._plans[memo] = fresh
-        return False
-
-
-def _plan_of(original: str):
-    """A kept plan entry -> FixResult; raises (a cache miss) for an entry of another shape."""
-
-    def convert(kept: dict):
-        from rewrites.fixes import FixResult
-        from rewrites.fixes.base import Refusal, Site
-
-        if not isinstance(kept["new_source"], str) or not isinstance(kept["error"], (str, type(None))):
-            raise TypeError("plan entry of another shape")
-        return FixResult(original, kept["new_source"], [from_dict(Site, x) for x in kept["applied"]],
-                         [from_dict(Refusal, x) for x in kept["refused"]], kept["error"])
-
-    return convert
-
-
-@dataclass
 class FixRun:
     report: Report
     patches: dict[str, str]  # every verified fix applied: abs path -> new text
@@ -224,23 +77,6 @@ class FixRun:
 
     def out_of_tree_patches(self) -> dict[str, str]:
         return {p: t for p, t in self.patches.items() if not self.candidates[p].in_tree}
-
-
-def _real(p: str) -> str:
-    return os.path.realpath(p)
-
-
-def import_root_of(path: str) -> Optional[str]:
-    """The sys.path entry a file imports from (longest match)."""
-    best = None
-    rp = _real(path)
-    for entry in sys.path:
-        if not entry:
-            continue
-        e = _real(entry)
-        if rp.startswith(e + os.sep) and (best is None or len(e) > len(best)):
-            best = e
-    return best
 
 
 def diff_lines(source: SourceText, new: str, label: Optional[str] = None) -> list[str]:
@@ -288,110 +124,6 @@ def replacements(source: SourceText, new: str) -> list[Replacement]:
         if tag != "equal":
             out.append(Replacement(*start(i1), *start(i2), "".join(new_lines[j1:j2])))
     return out
-
-
-def _break_files(t: TargetResult) -> set[str]:
-    out = set()
-    for b in t.breaks:
-        if b.file:
-            out.add(_real(b.file))
-        for fr in b.stack:
-            if fr.file and not fr.file.startswith("<"):
-                out.add(_real(fr.file))
-    if t.file and os.path.isfile(t.file):
-        out.add(_real(t.file))
-    return out
-
-
-def candidate(cands: dict[str, "FileCandidate"], f: str, in_tree: Callable[[str], bool], config: Config,
-              options: FixOptions, cache: Optional[Cache], report: Report) -> Optional["FileCandidate"]:
-    """``cands[f]``, read and added on first use; None for a file outside the tree when
-    ``options`` follows none, or one that cannot be read (an error of ``report``)."""
-    if f not in cands:
-        if not in_tree(f) and not options.follow:
-            return None
-        try:
-            source = SourceText.read(f)
-        except SourceError as exc:
-            # the scan already said so for a file in the tree; a followed file has no other voice
-            if not any(e.message == exc.message and _real(e.file) == f for e in report.errors):
-                report.errors.append(_file_error(f, exc.message))
-            return None
-        cands[f] = FileCandidate(f, source, set(), set(), in_tree(f), None if in_tree(f) else import_root_of(f),
-                                 unsafe=options.unsafe)
-        cands[f].line_length = config.line_length
-        cands[f].cache = cache
-    return cands[f]
-
-
-def propose(findings, before: Sequence[TargetResult], config: Config, options: FixOptions, report: Report,
-            cache: Optional[Cache], in_tree: Callable[[str], bool],
-            progress: Optional[Callable[[str, int], Callable[..., None]]] = None,
-            only: Optional[set[str]] = None) -> dict[str, "FileCandidate"]:
-    """The files to rewrite, each planned at the lines the findings and Dynamo's breaks name:
-    its sites (what the rewrites would change) and refusals (why not), unverified; with
-    ``only`` (real paths), only those files are planned. A file that cannot be read or
-    planned is an error of ``report``."""
-    from tracer.messages import provenance
-
-    cands: dict[str, FileCandidate] = {}
-
-    def cand(f: str) -> Optional[FileCandidate]:
-        return candidate(cands, f, in_tree, config, options, cache, report)
-
-    for fd in findings:
-        c = cand(_real(fd.file))
-        if c is not None:
-            c.lines.update(range(fd.line, (fd.end_line or fd.line) + 1) if fd.rule.startswith("GM1") else [fd.line])
-            if fd.rule in CONTROL_RULES:
-                c.tensor_lines.add(fd.line)
-    for t in before:
-        for b in t.breaks:
-            if not b.file or not b.line or not _selected(b.rule, options.rules) or not config.rule_enabled(b.rule):
-                continue
-            c = cand(_real(b.file))
-            if c is None:
-                continue
-            c.lines.add(b.line)
-            if b.rule in CONTROL_RULES:
-                c.tensor_lines.add(b.line)
-            if b.rule.startswith("GM50"):
-                c.shape_lines.add(b.line)
-            # the break is itself a NumPy call (a NumPy value read back as a size)
-            if _NUMPY_CALL.search(b.source_line or "") and _selected("GM604", options.rules):
-                c.numpy_lines.add(b.line)
-            # the value a branch read was computed by NumPy elsewhere (a helper's return)
-            for src in provenance(b.explanation):
-                if _NUMPY_CALL.search(src.source_line or "") and _selected("GM604", options.rules):
-                    pc = cand(_real(src.file))
-                    if pc is not None:
-                        pc.lines.add(src.line)
-                        pc.numpy_lines.add(src.line)
-    chosen = [c for p, c in cands.items() if only is None or p in only]
-    planned = progress("planning", len(chosen)) if progress and chosen else None
-    for c in chosen:
-        r = c.fix(c.lines, options.rules)
-        if planned:
-            planned(c.label, r)
-        if r.error:
-            report.errors.append(_file_error(c.path, r.error))
-        c.refusals = list(r.refused)
-        if r.changed and not r.error and (why := _unwritable(c, r.new_source)):
-            report.errors.append(_file_error(c.path, why))  # nothing to verify: it could never be written
-            continue
-        for s in r.applied:
-            trig = {l for l in c.lines if s.line <= l <= s.end_line} or {s.line}
-            c.sites.append(SiteRecord(c.path, s, trig))
-    return cands
-
-
-def users_files(paths: Sequence[str | os.PathLike[str]]) -> Callable[[str], bool]:
-    """Whether a (real) path is the user's: under ``paths``, or anywhere in the repository (the
-    git top level of the working directory, else that directory) outside site-packages; the
-    rest is installed (--patch)."""
-    tree = [_real(str(Path(p).resolve())) for p in paths]
-    own = own_root()
-    return lambda f: any(f == t or f.startswith(t + os.sep) for t in tree) or users_file(f, own)
 
 
 def plan_issues(report: Report, paths: Sequence[str | os.PathLike[str]], config: Config,
@@ -728,19 +460,6 @@ def _judged(o: Outcome, cands: dict[str, "FileCandidate"], options: FixOptions) 
     return _patch_digests([s for s in o.sites if o.verdicts.get(id(s)) is None or o.passes(s)], cands, options)
 
 
-def _transient(text: str) -> bool:
-    """Whether a worker's failure is the machine's (a timeout, memory, a killed worker) rather
-    than anything the program did."""
-    from graphmend.core.jobs import TRANSIENT
-
-    return any(sign in text for sign in TRANSIENT)
-
-
-def _unfinished(v) -> bool:
-    """Whether verification attempt ``v`` stopped for a reason of the machine."""
-    return bool(v.error) and _transient(v.error)
-
-
 def _keepable(ft: FixTarget, outcome: Outcome) -> bool:
     """A verdict is kept unless a worker failed in a way that may not happen again (a
     timeout, memory, a crash): that says nothing about the fix. What the program itself did,
@@ -783,215 +502,6 @@ def _with_outcome(t: TargetResult, ft: Optional[FixTarget]) -> TargetResult:
         return t
     return dataclasses.replace(t, breaks_before=ft.breaks_before, breaks_after=ft.breaks_after,
                                outputs_equal=ft.outputs_equal, unexercised_branches=list(ft.unexercised_branches))
-
-
-def _file_error(path: str, message: str):
-    from graphmend.core.model import FileError
-
-    return FileError(file=path, message=message)
-
-
-def _unwritable(c: FileCandidate, text: str) -> Optional[str]:
-    """Why ``text`` cannot be written back to ``c``'s file (its declared encoding), or None."""
-    try:
-        c.source.encode(text)
-    except SourceError as exc:
-        return exc.message
-    return None
-
-
-def _selected(rule: str, rules: Sequence[str]) -> bool:
-    return not rules or any(rule.startswith(r) for r in rules)
-
-
-def _patch_for(c: FileCandidate, sites: Sequence[SiteRecord], rules) -> Optional[str]:
-    lines = set().union(*(s.trigger for s in sites)) if sites else set()
-    if not lines:
-        return None
-    r = c.fix(lines, rules)
-    return r.new_source if r.changed and not r.error else None
-
-
-PASS = "pass"
-# checks every differential run makes, in every mode that ran
-ALWAYS_CHECKED = ("inputs", "exceptions", "retrace")
-_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d*)?(?:e-?\d+)?")
-
-
-def constants_of(text: str, conditions) -> list[float]:
-    """The numbers written in the conditions (``h.max() > 0.3`` -> [0.3]): inputs filled
-    with them sit on the threshold, where rounding it in another precision shows; NaN for a
-    condition that asks for one (``torch.isnan(h).any()``), infinity for one that asks for
-    that: inputs full of them take the arm a guard against bad values keeps."""
-    lines = text.splitlines()
-    out: list[float] = []
-    for l, c, el, ec in conditions:
-        if not (0 < l <= len(lines) and 0 < el <= len(lines)):
-            continue
-        part = lines[l - 1:el]
-        part[-1] = part[-1][:ec]
-        part[0] = part[0][c:]
-        src = "\n".join(part)
-        found = [float(m) for m in _NUMBER.findall(src)]
-        found += [float("nan")] * bool(re.search(r"\bisnan\b|\bnan\b", src))
-        found += [float("inf")] * bool(re.search(r"\bisinf\b|\bisfinite\b|\binf\b", src))
-        for v in found:
-            if v not in out and not (v != v and any(o != o for o in out)):  # NaN is no NaN's equal
-                out.append(v)
-    return out[:6]
-
-
-def _verify_sites(spec, before: TargetResult, sites: list[SiteRecord], cands, texts, options: FixOptions,
-                  config: Config, ft: FixTarget) -> tuple[list[Break], Outcome]:
-    """Verify ``sites`` for one target; fills ``ft``; returns the breaks left and the
-    outcome ``_record`` adds to the sites."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="mend-verify-") as tmp:
-        return _verify_sites_in(tmp, spec, before, sites, cands, texts, options, config, ft)
-
-
-def _verify_sites_in(tmp: str, spec, before: TargetResult, sites: list[SiteRecord], cands, texts,
-                     options: FixOptions, config: Config, ft: FixTarget) -> tuple[list[Break], Outcome]:
-    from graphmend.verify.run import run_original, verify_target
-
-    timeout = options.timeout or config.timeout
-    # torch.cond needs both branches to return one dtype: float32 alone cannot show it
-    probe = PROBE_DTYPE if any(s.site.strategy == "cond" for s in sites) else None
-    # the original side once per target, instrumented at every rewritten condition: each
-    # set of rewrites tried below is compared against the same records
-    conditions: dict[str, list] = {}
-    constants: list[float] = []
-    for s in sites:
-        conditions.setdefault(s.file, []).extend(list(c) for c in s.site.conditions)
-        constants += constants_of(cands[s.file].original, s.site.conditions)
-    original = run_original(spec, {f: c for f, c in conditions.items() if c}, tmp, timeout,
-                            probe_dtype=probe, constants=list(dict.fromkeys(constants)),
-                            memory_limit=config.memory_limit)
-    read: set[str] = set(original.read)  # what every run read: the kept verdict's deps
-    judged: dict[int, dict[str, str]] = {}  # id(Verdict) -> digests of the texts that attempt ran
-
-    def attempt(chosen: list[SiteRecord]):
-        by_file: dict[str, list[SiteRecord]] = {}
-        for s in chosen:
-            by_file.setdefault(s.file, []).append(s)
-        patches = {}
-        for f, ss in by_file.items():
-            p = _patch_for(cands[f], ss, options.rules)
-            if p is not None:
-                patches[f] = p
-        v = verify_target(original, patches, before, texts, timeout,
-                          probe_dtype=probe if any(s.site.strategy == "cond" for s in chosen) else None,
-                          memory_limit=config.memory_limit)
-        read.update(v.read)
-        judged[id(v)] = {f: text_digest(p) for f, p in sorted(patches.items())}
-        return v
-
-    def failed_whole(v) -> Optional[str]:
-        """Why the attempt as a whole failed (every rewrite in it is suspect), or None."""
-        if v.error:
-            return f"verification did not finish: {v.error}" if _unfinished(v) else f"verification failed: {v.error}"
-        if v.mismatches:
-            return f"behaviour changed: {v.mismatches[0]}"
-        if v.new_breaks:
-            return f"a new break appeared: {v.new_breaks[0]}"
-        if v.graphs_grew:
-            return f"the compiled program got worse: {v.graphs_grew}"
-        return None
-
-    def judge(v, chosen) -> dict[int, Optional[tuple[str, str]]]:
-        """Per site: (PASS | UNVERIFIED | REJECTED, reason), or None when this target never
-        ran the site's rewritten conditions (another target's code in the same file)."""
-        out: dict[int, Optional[tuple[str, str]]] = {}
-        whole = failed_whole(v)
-        for s in chosen:
-            if whole:
-                # a run that did not finish (time, memory, a crash) says nothing against the fix
-                out[id(s)] = (UNVERIFIED if _unfinished(v) else REJECTED, whole)
-                continue
-            keys = s.condition_keys()
-            seen = [set(v.arms.get(k, ())) for k in keys]
-            remaining = [k for k in v.remaining_keys if k[0] == s.file and any(
-                before_line in range(s.site.line, s.site.end_line + 1) for before_line in v.key_lines.get(k, []))]
-            if remaining:
-                out[id(s)] = (REJECTED, f"the break remains after the rewrite ({remaining[0][2]})")
-            elif keys and not any(seen):
-                out[id(s)] = None
-            elif keys and any(len(x) < 2 for x in seen):
-                k, x = next((k, x) for k, x in zip(keys, seen) if len(x) < 2)
-                side = "true" if True not in x else "false"
-                line, col = k.rsplit(":", 2)[1:]
-                out[id(s)] = (UNVERIFIED, f"a rewritten arm never ran: the condition at line {line}, column "
-                              f"{int(col) + 1} was never {side} on the {len(v.inputs)} inputs tried "
-                              f"({', '.join(v.inputs)}); give inputs that make it {side} with "
-                              "graphmend.Target(..., inputs=[(args, kwargs)])")
-            else:
-                out[id(s)] = (PASS, "")
-        return out
-
-    v = attempt(sites)
-    verdicts = judge(v, sites)
-    final = v
-    if any(o is not None and o[0] != PASS for o in verdicts.values()):
-        # rewrites failed together are tried alone, unless the run did not finish: alone, each
-        # would run as long
-        if failed_whole(v) and not _unfinished(v) and len(sites) > 1:
-            for s in sites[:MAX_ISOLATED]:
-                verdicts[id(s)] = judge(attempt([s]), [s])[id(s)]
-            for s in sites[MAX_ISOLATED:]:
-                verdicts[id(s)] = (REJECTED, "not verified alone (too many rewrites failed together)")
-        passing = [s for s in sites if verdicts[id(s)] is None or verdicts[id(s)][0] == PASS]
-        final = None
-        if passing:
-            # the rewrites that passed, once more together: that set is what gets applied
-            v2 = attempt(passing)
-            j2 = judge(v2, passing)
-            verdicts.update(j2)
-            if not any(o is not None and o[0] != PASS for o in j2.values()):
-                final = v2
-    # what a further round may rewrite: the breaks the passing set surfaced, or, where the
-    # whole set failed only on new breaks, those
-    exposed = final.exposed if final is not None else \
-        (v.exposed if v.new_breaks and not (v.error or v.mismatches or v.graphs_grew) else [])
-    outcome = Outcome(sites, verdicts, final, list(exposed), read, judged.get(id(final), {}) if final else {})
-    if final is not None:
-        ft.breaks_after = final.breaks_after
-        ft.fixes = [f"{s.file}:{s.site.line}" for s in sites if outcome.passes(s)]
-        if final.after is not None:
-            ft.graph_breaks_after = final.after.graph_break_count
-        ft.outputs_equal = True
-        ft.unexercised_branches = final.unexercised
-        ft.remaining = final.remaining_reasons
-        return list(final.remaining_breaks), outcome
-    # no rewrite passed: the program stays the original (its outputs trivially equal); why
-    # each rewrite failed is in its Fix record
-    ft.outputs_equal = True
-    ft.error = v.error if v.error and v.error.startswith("original run") else None
-    ft.remaining = [f"{b.rule} {os.path.basename(b.file or '')}:{b.line}: {b.reason}" for b in before.breaks]
-    return list(before.breaks), outcome
-
-
-def _record(outcome: Outcome) -> None:
-    """Add one target's verdicts to its sites (in target order: a site's first rejection
-    is the one its record names)."""
-    final = outcome.final
-    for s in outcome.sites:
-        o = outcome.verdicts.get(id(s))
-        if o is None:
-            continue  # this target never ran it: its verdict is the other targets'
-        s.outcomes.append(o)
-        if o[0] == PASS and final is not None:
-            s.checks = list(dict.fromkeys([*s.checks, *final.checks, *ALWAYS_CHECKED,
-                                           *(["arms"] if s.site.conditions else [])]))
-            for name, why in final.skipped.items():
-                s.skipped.setdefault(name, why)
-            for sf in final.surfaced:
-                if any(f == s.file and s.site.line <= line <= s.site.end_line for f, line in sf.hid) \
-                        and sf.note() not in s.notes:
-                    s.notes.append(sf.note())
-            for note in final.rounding:  # what the checks accepted as rounding, said with the fix
-                if note not in s.notes:
-                    s.notes.append(note)
 
 
 def _fix_records(cands: dict[str, FileCandidate], findings, before: list[TargetResult], options: FixOptions,

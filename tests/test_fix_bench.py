@@ -216,7 +216,9 @@ def test_allow_slower_writes_it_and_a_second_run_reuses_the_timing(gated):
 def test_a_mended_program_that_fails_in_a_mode_regresses_its_fixes():
     """The gate's FAILS (the original compiles and runs in reduce-overhead, the mended program
     does not) turns the target's verified fixes to regresses, named as a failure."""
-    from graphmend.fixing import PASS, Outcome, SiteRecord, _gate
+    from graphmend.fix_candidates import SiteRecord
+    from graphmend.fix_outcomes import PASS, Outcome
+    from graphmend.fixing import _gate
     from graphmend.core.model import VERIFIED
     from graphmend.verify.run import Verdict
 

@@ -161,7 +161,8 @@ def test_a_broken_cache_is_a_miss_not_an_error(tmp_path):
 
 def test_transient_failures_are_not_kept():
     from graphmend.core.model import FixTarget
-    from graphmend.fixing import Outcome, _keepable
+    from graphmend.fix_outcomes import Outcome
+    from graphmend.fixing import _keepable
 
     ft = FixTarget(name="t", breaks_before=1, breaks_after=1)
     s = object()

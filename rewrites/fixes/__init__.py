@@ -25,7 +25,7 @@ TOO_DEEP = "expression nested too deeply to rewrite (RecursionError); file left 
 
 # What the families share; every other module here is a family.
 SUPPORT = frozenset({"base", "conditions", "facts", "judgements", "layout", "python_parts", "runtime", "total",
-                     "where_arms"})
+                     "where_arms", "where_decision"})
 
 
 @functools.lru_cache(maxsize=None)
