@@ -15,11 +15,16 @@ from graphmend.core.cache import Cache
 from graphmend.core.config import Config
 from graphmend.core.model import Report, TargetResult, from_dict, to_dict
 from graphmend.core.sources import SourceError, SourceText, own_root, users_file
+from rewrites.rules import RULES
 
 if TYPE_CHECKING:  # for annotations only: fixing is never imported at run time (no cycle)
     from graphmend.fixing import FixOptions
 
-CONTROL_RULES = ("GM101", "GM102", "GM103", "GM401", "GM402")
+# derived from the rule records: the rules of Dynamo's "data-dependent branching" (GB0170),
+# whose break says a tensor decided a branch at its line, and the dynamic-shape rules, whose
+# break says an operator's output shape depends on data there
+CONTROL_RULES = tuple(r.code for r in RULES if "GB0170" in r.gb_ids)
+SHAPE_RULES = tuple(r.code for r in RULES if r.category == "dynamic-shape")
 _NUMPY_CALL = re.compile(r"\b(np|numpy)\.\w+\(")
 
 
@@ -227,7 +232,7 @@ def propose(findings, before: Sequence[TargetResult], config: Config, options: F
             c.lines.add(b.line)
             if b.rule in CONTROL_RULES:
                 c.tensor_lines.add(b.line)
-            if b.rule.startswith("GM50"):
+            if b.rule in SHAPE_RULES:
                 c.shape_lines.add(b.line)
             # the break is itself a NumPy call (a NumPy value read back as a size)
             if _NUMPY_CALL.search(b.source_line or "") and _selected("GM604", options.rules):
