@@ -24,8 +24,8 @@ from typing import Iterable, Optional, Sequence
 TOO_DEEP = "expression nested too deeply to rewrite (RecursionError); file left unchanged"
 
 # What the families share; every other module here is a family.
-SUPPORT = frozenset({"base", "conditions", "facts", "judgements", "layout", "python_parts", "runtime", "total",
-                     "where_arms", "where_decision"})
+SUPPORT = frozenset({"base", "conditions", "dispatch_flow", "facts", "judgements", "layout", "op_sites",
+                     "opaque_region", "python_parts", "runtime", "total", "where_arms", "where_decision"})
 
 
 @functools.lru_cache(maxsize=None)

@@ -59,10 +59,11 @@ from typing import Optional
 import libcst as cst
 
 from rewrites.fixes.base import Analysis, Case, Context, Edit, Helper, Plan, Refusal, Site, single
+from rewrites.fixes.conditions import Refuse
 from rewrites.fixes.facts import FunctionFacts
 from rewrites.fixes.gm3_scalars import scalar_source
-from rewrites.fixes.gm5_opaque import Refuse, _in_mend_helper, _module_names, _wrapped, site_names
 from rewrites.fixes.judgements import code, full_name
+from rewrites.fixes.op_sites import _in_mend_helper, _module_names, _wrapped, site_names
 from rewrites.fixes.runtime import custom_op_lacking, helper
 
 RULES = ("GM301", "GM302", "GM303")
