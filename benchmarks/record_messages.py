@@ -11,7 +11,7 @@ For every break it keeps the log record verbatim (paths shortened to /src, /torc
 /python), the gb_type and registry id (from the record's registry link read through
 torch's own gb registry, else from the ``Unsupported`` Dynamo raised), and the source
 line; for every function, what ``torch._dynamo.explain`` counts. Nothing is classified
-here: tests/test_tracer_messages.py parses and classifies the recordings and compares
+here: tests/tracer/test_tracer_messages.py parses and classifies the recordings and compares
 with what was declared, and tests/test_corpus_manifest.py compares the corpus counts.
 """
 

@@ -193,6 +193,9 @@ def test_every_floor_is_known():
     """A module the map cannot place would pass every rule unseen."""
     assert {floor(m) for m in project_files()} <= set(ALLOWED)
     assert "graphmend.core.model" in project_files() and "graphmend.cli.app" in project_files()
+    # the tests, one folder per floor, are read too (their imports held to the "tests" row)
+    assert {m.split(".")[1] for m in project_files() if m.startswith("tests.") and m.count(".") == 2} >= \
+        {"core", "rewrites", "tracer", "reports", "stages", "cli"}
 
 
 def test_no_import_runs_against_the_order():

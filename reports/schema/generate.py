@@ -1,6 +1,6 @@
 """Regenerates report.schema.json from the data model: ``python -m reports.schema.generate``.
 
-Run it after adding a field to graphmend/core/model.py (tests/test_reports_schema.py says when);
+Run it after adding a field to graphmend/core/model.py (tests/reports/test_reports_schema.py says when);
 descriptions live here. Fields with a default are optional, so older 1.x reports validate.
 """
 

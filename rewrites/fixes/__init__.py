@@ -8,7 +8,7 @@ nothing here decides a fix is SAFE: ``graphmend.verify`` does, by running it.
 Every module of this package but ``SUPPORT`` is a fix family, found by ``family_modules()``
 (nothing lists them): it holds ``RULES`` (the codes it rewrites), ``ORDER`` (where it plans
 among the others), ``plan(analysis, context) -> Plan`` and ``CASES``, its examples
-(:class:`rewrites.fixes.base.Case`), which ``tests/test_fix_cases.py`` runs.
+(:class:`rewrites.fixes.base.Case`), which ``tests/rewrites/test_fix_cases.py`` runs.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def fixes_for(code: str) -> tuple[str, ...]:
 def rewriting_cases(code: str) -> tuple[bool, bool]:
     """(whether a case of a family fixing ``code`` rewrites without --unsafe-fixes, whether
     any case rewrites at all): what ``Rule.fix_kind`` is derived from. A family fixing several
-    rules names those it rewrites only unsafely in ``UNSAFE_RULES`` (tests/test_rules_catalog.py
+    rules names those it rewrites only unsafely in ``UNSAFE_RULES`` (tests/rewrites/test_rules_catalog.py
     holds it to its cases)."""
     families = [m for m in family_modules() if code in m.RULES]
     rewrites = [(m, c) for m in families for c in m.CASES if c.after is not None]

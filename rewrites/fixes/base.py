@@ -132,7 +132,7 @@ HINTS = ("tensor", "shape", "numpy")  # what Dynamo may say about a line (fix_so
 
 @dataclass(frozen=True)
 class Case:
-    """One example of what a fix family does; tests/test_fix_cases.py runs every family's
+    """One example of what a fix family does; tests/rewrites/test_fix_cases.py runs every family's
     ``CASES`` (as Fixit runs a rule's VALID and INVALID cases).
 
     ``fix_source(before, lines=lines, unsafe=unsafe, ...)`` gives ``after``, and running it

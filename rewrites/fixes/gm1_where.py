@@ -487,7 +487,7 @@ CASES += [
     ),
 ]
 
-# the ``if`` sits in a method of class ``R``: tests/test_fix_cases.py runs ``R().f``
+# the ``if`` sits in a method of class ``R``: tests/rewrites/test_fix_cases.py runs ``R().f``
 CASES += [
     Case(  # a pure, total method of the same class is arithmetic, not a reason for torch.cond
         # (the division by its value still gets a safe divisor where the arm is not selected)
@@ -522,7 +522,7 @@ CASES += [
 ]
 
 # non-total arms: the double-where form (the dangerous operand fed a safe value where the
-# arm is not selected; tests/test_fix_soundness.py checks the gradients)
+# arm is not selected; tests/rewrites/test_fix_soundness.py checks the gradients)
 CASES += [
     Case(
         "import torch\ndef f(h):\n    if (h > 0).all():\n        y = torch.sqrt(h)\n    else:\n        y = h * 0.5\n    return y\n",

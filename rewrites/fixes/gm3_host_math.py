@@ -67,7 +67,7 @@ HELPER = Helper('''def _mend_int_item(op, a, b):
 
 ROUNDED = ("log2", "log10", "log", "sqrt")  # math has each, under the same name
 ROUNDINGS = ("round", "floor", "ceil")
-ROUND_LIMIT = 2**16  # the ints tests/test_fix_host_math.py checks every one of
+ROUND_LIMIT = 2**16  # the ints tests/rewrites/test_fix_host_math.py checks every one of
 ROUND_HELPER = Helper('''def _mend_host_round(fn, rnd, s):
     # mend GM303: torch.tensor(s).<fn>().<rnd>() read back, on the host when s is an int in
     # [1, 2**16]: torch computes in float32, math in float64, and on every such int the

@@ -64,7 +64,7 @@ from rewrites.tensors import BOOL_RESULTS, TORCH_HOST_FUNCS
 class Totality:
     """On which inputs an operation is total: finite, raising nothing, with a finite
     derivative. Values are finite throughout; the fields name the shapes, layouts and
-    masked rows where it is not (tests/test_total_table.py runs every operation on those
+    masked rows where it is not (tests/rewrites/test_total_table.py runs every operation on those
     edges and holds each field to what it does)."""
 
     empty: bool = False  # raises, or is not finite, on an empty operand (an image with no boxes)

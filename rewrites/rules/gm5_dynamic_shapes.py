@@ -43,7 +43,7 @@ GM501 = Rule(
                    "behave as in the original; compiled, a replica's call (it shares the original's handle) is "
                    "traced as the original code is, its break included, and a second derivative raises as through "
                    "any graph torch.compile makes (AOT autograd has no double backward on 2.13). Measured on torch "
-                   "2.13 (CPU, `tests/test_fix_opaque.py`): the MoE with a forward hook per expert fires 4 hooks a "
+                   "2.13 (CPU, `tests/rewrites/test_fix_opaque.py`): the MoE with a forward hook per expert fires 4 hooks a "
                    "step eager and compiled (`aot_eager`, `inductor`), as the original, where the recomputing op "
                    "fired 8; its outputs and gradients equal the original's, and no recorded graph outlives its "
                    "backward. Left to verification: `torch.func` transforms over a compiled call (the custom op's "

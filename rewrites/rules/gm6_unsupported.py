@@ -310,7 +310,7 @@ _HOST_CALL_LAST = frozenset(n.rsplit(".", 1)[-1] for n in SKIPPED_HOST_CALLS)
 # NumPy's does (a torch function of the same name is not always that: torch.split takes
 # sizes, torch.median returns the lower middle value); the others by name or recipe. A name in
 # neither gets no torch name: a hint must never name an API torch does not have (np.interp).
-# tests/test_rules_catalog.py resolves every torch name these give on the installed torch.
+# tests/rewrites/test_rules_catalog.py resolves every torch name these give on the installed torch.
 TORCH_SAME_NAME = frozenset("""
 abs absolute acos acosh add all allclose amax amin angle any arange arccos arccosh arcsin arcsinh arctan
 arctan2 arctanh argmax argmin argsort argwhere asarray asin asinh atan atan2 atanh atleast_1d atleast_2d

@@ -5,7 +5,7 @@ at module level, what a correct tool must do with it:
 
 * ``EXPECT = "fix"``: a sound fix exists and mend should find it (any refusal fails);
 * ``EXPECT = "refuse"``: the obvious rewrite is unsound; mend must not mark it verified
-  unless the fix survives the independent oracle of tests/test_adversarial.py;
+  unless the fix survives the independent oracle of tests/stages/test_adversarial.py;
 * ``ACCEPT_REASONS``: lowercase substrings, any of which in the fix's ``reason`` makes a
   refusal (``rejected`` / ``unverified`` / ``advice``) an acceptable one;
 * ``NAIVE`` (optional): the source of the module with the naive rewrite applied (the

@@ -1,0 +1,318 @@
+"""``mend sweep transformers`` over every model class of every modality: the enumeration,
+inputs derived from the config for one tiny class per modality (built and run eagerly), the
+``--list`` / ``--only`` CLI, and the golden-set comparison's mapping (benchmarks/golden_compare.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from graphmend.cli.app import app
+from graphmend.core.tables import SWEEP_BREAKS, SWEEP_CLEAN, SWEEP_NOT_BUILT
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def classes():
+    pytest.importorskip("transformers")
+    from graphmend.sweep.hf import enumerate_classes
+
+    return {u["class"]: u for u in enumerate_classes()}
+
+
+def test_enumeration_is_every_class_of_every_modality(classes):
+    from graphmend.sweep.hf import enumerate_models, modality
+
+    names, skipped = enumerate_models()
+    assert len(names) >= 700 and names == list(classes) and not skipped
+    mods = {u["modality"] for u in classes.values()}
+    assert {"text", "vision", "audio", "multimodal", "video", "time series"} <= mods
+    assert (modality("WhisperForConditionalGeneration"), modality("ViTForImageClassification"),
+            modality("BertForMaskedLM"), modality("bert")) == ("audio", "vision", "text", "text")
+
+
+# one tiny class per modality, and the input each must be given (derived from its config)
+PER_MODALITY = [
+    ("BertForMultipleChoice", "input_ids", 3),  # (batch, choices, seq)
+    ("ViTForImageClassification", "pixel_values", 4),
+    ("WhisperForConditionalGeneration", "input_features", 3),
+    ("Wav2Vec2ForCTC", "input_values", 2),  # raw audio
+    ("VivitForVideoClassification", "pixel_values", 5),
+    ("PatchTSTForPrediction", "past_values", 3),
+    ("Idefics3Model", "pixel_values", 5),  # images per sample, placeholders in the text
+]
+
+
+@pytest.mark.parametrize("name,key,dims", PER_MODALITY)
+def test_class_builds_with_inputs_of_its_modality(classes, name, key, dims):
+    import torch
+
+    from graphmend.sweep.hf import build_class
+
+    model, inputs = build_class(name)
+    assert inputs[key].dim() == dims
+    if "input_ids" in inputs:  # every token id inside the tiny vocabulary
+        vocab = model.get_input_embeddings().num_embeddings
+        assert int(inputs["input_ids"].max()) < vocab
+    with torch.no_grad():
+        model(**inputs)
+
+
+def test_special_token_ids_are_moved_inside_the_tiny_vocabulary():
+    pytest.importorskip("transformers")
+    from transformers import Idefics3Config
+
+    from graphmend.sweep.hf_config import _fit_special_ids, tiny_config_kwargs
+
+    cfg = Idefics3Config(**tiny_config_kwargs(Idefics3Config))
+    vocab = cfg.text_config.vocab_size
+    assert cfg.image_token_id >= vocab  # the full-size id
+    _fit_special_ids(cfg)
+    assert cfg.image_token_id < vocab
+
+
+def test_per_layer_lists_are_cut_with_the_depth():
+    """zamba2 derives a 54-entry ``layers_block_type`` from its full depth; it validates that the
+    list and ``num_hidden_layers`` agree, so the tiny depth cuts the list too."""
+    pytest.importorskip("transformers")
+    from transformers import Zamba2Config
+
+    from graphmend.sweep.hf_config import tiny_config_kwargs
+    from graphmend.sweep.hf_overrides import LAYERS
+
+    kw = tiny_config_kwargs(Zamba2Config)
+    assert len(kw["layers_block_type"]) == kw["num_hidden_layers"] == LAYERS
+    assert Zamba2Config(**kw).num_hidden_layers == LAYERS
+    # a list of layer indices is the config's to derive: mistral-large-4 shares each layer's cache
+    # with an earlier one by index, which a cut would point past the tiny depth
+    from transformers import MistralLarge4TextConfig
+
+    kw = tiny_config_kwargs(MistralLarge4TextConfig)
+    assert "kv_source_layers" not in kw and len(kw["layer_types"]) == LAYERS
+    MistralLarge4TextConfig(**kw)
+
+
+def test_a_width_one_config_keeps_of_another_is_cut_with_it():
+    """a composite's head keeps its audio encoder's width (``audio_hidden_size``), a vision tower
+    the text's (``text_hidden_size``): both cut with the hidden size they copy, so the config builds."""
+    pytest.importorskip("transformers")
+    import transformers as T
+
+    from graphmend.sweep.hf_config import tiny_config_kwargs
+    from graphmend.sweep.hf_overrides import HIDDEN
+
+    for name, sub, attr in (("Nemotron3DiarizationConfig", "head_config", "audio_hidden_size"),
+                            ("Inkling2Config", "vision_config", "text_hidden_size")):
+        cfg_cls = getattr(T, name)
+        cfg = cfg_cls(**tiny_config_kwargs(cfg_cls))
+        assert getattr(getattr(cfg, sub), attr) == HIDDEN
+
+
+def test_mrope_sections_fit_the_tiny_rotary_half():
+    """qwen2-vl splits each head's rotary half (head_dim / 2) into time/height/width sections; its
+    modeling default [16, 24, 24] is a 128-wide head's: the tiny head gets sections of its own."""
+    pytest.importorskip("transformers")
+    from transformers import Qwen2VLConfig
+
+    from graphmend.sweep.hf_config import _fit_mrope, mrope_sections, tiny_config_kwargs
+
+    assert mrope_sections(8) == [3, 3, 2] and mrope_sections(32, 4) == [8, 8, 8, 8]
+    cfg = Qwen2VLConfig(**tiny_config_kwargs(Qwen2VLConfig))
+    _fit_mrope(cfg)
+    text = cfg.text_config
+    assert sum(text.rope_parameters["mrope_section"]) == text.hidden_size // text.num_attention_heads // 2
+
+
+def test_an_unset_image_placeholder_gets_a_free_id_and_audio_a_placeholder():
+    """blip-2 names ``image_token_index`` but leaves it unset (its processor adds the token);
+    qwen2-audio needs its audio placeholder in the text and the frames' mask."""
+    pytest.importorskip("transformers")
+    from graphmend.sweep.hf import build_class
+
+    model, inputs = build_class("Blip2Model")
+    assert model.config.image_token_index is not None
+    assert int((inputs["input_ids"] == model.config.image_token_index).sum()) > 0
+    model, inputs = build_class("Qwen2AudioForConditionalGeneration")
+    assert int((inputs["input_ids"] == model.config.audio_token_index).sum()) == 2
+    assert inputs["feature_attention_mask"].shape == (2, inputs["input_features"].shape[-1])
+
+
+def test_a_composites_full_size_defaults_for_a_sub_config_are_cut():
+    """mistral3 hands its pixtral vision config ``head_dim=64`` (a size pixtral's __init__ does not
+    name): the tiny head is 16 wide, and paligemma's projection follows the text's width."""
+    pytest.importorskip("transformers")
+    from transformers import Mistral3Config, PaliGemmaConfig
+
+    from graphmend.sweep.hf_config import tiny_config_kwargs
+    from graphmend.sweep.hf_overrides import HIDDEN
+
+    vision = Mistral3Config(**tiny_config_kwargs(Mistral3Config)).vision_config
+    assert vision.head_dim == vision.hidden_size // vision.num_attention_heads
+    cfg = PaliGemmaConfig(**tiny_config_kwargs(PaliGemmaConfig))
+    assert cfg.vision_config.projection_dim == cfg.text_config.hidden_size == HIDDEN
+
+
+def test_placeholder_counts_read_vectors_or_elements():
+    """'tokens: 2, features: 512' counts feature elements in mistral3 (8 vectors of the text's 64)."""
+    pytest.importorskip("transformers")
+    from transformers import Mistral3Config
+
+    from graphmend.sweep.hf_config import _placeholder_counts, tiny_config_kwargs
+
+    cfg = Mistral3Config(**tiny_config_kwargs(Mistral3Config))
+    assert _placeholder_counts(512, cfg) == [256, 4]
+    assert _placeholder_counts(7, cfg) == []
+
+
+@pytest.mark.parametrize("name", ["Mistral3ForConditionalGeneration", "PaliGemmaForConditionalGeneration"])
+def test_vision_language_models_get_their_image_placeholders(name):
+    pytest.importorskip("transformers")
+    from graphmend.sweep.hf import build_class
+
+    model, inputs = build_class(name)
+    assert int((inputs["input_ids"] == model.config.image_token_id).sum()) >= 2
+
+
+# classes the generic inputs once failed, each with the input the rule derives for it
+DERIVED = [
+    ("RTDetrV2Model", "pixel_values", 4),  # 16 queries: top-k of 84 encoder tokens at 64 px
+    ("IdeficsModel", "image_attention_mask", 3),  # (batch, text, images)
+    ("Glm4vMoeVisionModel", "grid_thw", 2),  # a vision tower alone: patches and their grid
+    ("VideoPrismForVideoClassification", "pixel_values_videos", 5),
+    ("Qwen3ASREncoder", "input_features_mask", 2),  # frames in whole windows of 2 x n_window
+    ("Gemma4VisionModel", "pixel_position_ids", 3),  # flattened patches and their (x, y), pooled k x k
+]
+
+
+@pytest.mark.parametrize("name,key,dims", DERIVED)
+def test_inputs_derived_from_the_config_run(name, key, dims):
+    pytest.importorskip("transformers")
+    from graphmend.sweep.hf import build_class
+
+    model, inputs = build_class(name)
+    assert inputs[key].dim() == dims
+
+
+def test_typed_layers_without_a_window_get_one():
+    """step3p7 types its layers and sets no sliding window, yet builds the window's mask."""
+    pytest.importorskip("transformers")
+    from transformers import Step3p7Config
+
+    from graphmend.sweep.hf_config import _fit_sliding_window, tiny_config_kwargs
+
+    cfg = Step3p7Config(**tiny_config_kwargs(Step3p7Config))
+    assert cfg.text_config.sliding_window is None
+    _fit_sliding_window(cfg)
+    assert cfg.text_config.sliding_window == 8
+
+
+def test_a_tuple_default_the_model_concatenates_is_a_list():
+    """convnextv2's backbone computes ``[hidden_sizes[0]] + hidden_sizes`` on a tuple default."""
+    pytest.importorskip("transformers")
+    from graphmend.sweep.hf import build_class
+
+    model, _ = build_class("ConvNextV2Backbone")
+    assert isinstance(model.config.hidden_sizes, list)
+
+
+def test_splinter_gets_a_question_token_a_sample():
+    """splinter's pre-training head selects spans at its question tokens and needs one a sample."""
+    pytest.importorskip("transformers")
+    from graphmend.sweep.hf import build_class
+
+    model, inputs = build_class("SplinterForPreTraining")
+    assert ((inputs["input_ids"] == model.config.question_token_id).sum(1) == 1).all()
+
+
+def test_an_xvector_head_gets_audio_long_enough_for_its_kernels():
+    pytest.importorskip("transformers")
+    from graphmend.sweep.hf import build_class
+
+    _, inputs = build_class("Wav2Vec2ConformerForXVector")
+    assert inputs["input_values"].shape == (2, 16000)
+
+
+def test_list_prints_library_class_modality_mode_without_running(classes):
+    got = CliRunner().invoke(app, ["sweep", "transformers", "--list", "--modes", "eval,train"])
+    assert got.exit_code == 0, got.output
+    lines = got.output.splitlines()
+    assert len(lines) == len(classes) + 1
+    assert any(ln.split() == ["transformers", "WhisperForConditionalGeneration", "audio", "eval,train"] for ln in lines)
+    js = CliRunner().invoke(app, ["sweep", "transformers", "--list", "-f", "json", "--only", "ViTModel,bert"])
+    assert js.exit_code == 0, js.output
+    data = json.loads(js.output)
+    assert [(m["model"], m["modality"], m["modes"]) for m in data["models"]] == [("ViTModel", "vision", ["eval"]),
+                                                                                ("bert", "text", ["eval"])]
+
+
+def test_only_unknown_class_is_a_usage_error_with_the_closest_names(classes):
+    got = CliRunner().invoke(app, ["sweep", "transformers", "--list", "--only", "WhisperForConditionalGeneraton"])
+    assert got.exit_code == 2
+    assert "WhisperForConditionalGeneraton" in got.output and "WhisperForConditionalGeneration" in got.output
+
+
+def test_library_not_installed_names_the_pip_install(monkeypatch):
+    from graphmend.sweep import hf, stage
+
+    def missing():
+        raise ModuleNotFoundError("No module named 'transformers'", name="transformers")
+
+    monkeypatch.setattr(hf, "version", missing)
+    with pytest.raises(stage.SweepError, match=r"transformers is not installed \(pip install transformers\)"):
+        stage.plan(stage.SweepOptions(library="transformers"))
+
+
+def _quick_or_stuck(args):
+    """A build-rate worker's job: "stuck" holds its process as a native call would, deaf to the alarm."""
+    import signal
+    import time
+
+    name, _ = args
+    if name == "stuck":
+        signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGALRM])
+        time.sleep(60)
+    return {"class": name, "built": True, "why": "", "seconds": 0.0}
+
+
+def test_build_rate_kills_a_worker_stuck_past_its_timeout_and_goes_on(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import hf_build_rate
+
+    monkeypatch.setattr(hf_build_rate, "GRACE", 1)
+    rows = {r["class"]: r for r in hf_build_rate._run_all(["a", "stuck", "b", "c"], 2, 1, work=_quick_or_stuck)}
+    assert sorted(rows) == ["a", "b", "c", "stuck"]
+    assert rows["stuck"]["why"] == "timed out after 1 s (killed)" and rows["c"]["built"]
+
+
+def _golden_compare():
+    spec = importlib.util.spec_from_file_location("golden_compare", ROOT / "benchmarks" / "golden_compare.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_golden_comparison_maps_statuses_and_explains_each_disagreement():
+    gc = _golden_compare()
+    golden = gc.load_golden(json.dumps({"models": [
+        {"name": "A", "eval": {"status": "full_graph"}, "train": {"status": "graph_break"}},
+        {"name": "B", "eval": {"status": "graph_break"}, "train": {"status": "graph_break"}},
+        {"name": "C", "eval": {"status": "eager_error"}, "train": {"status": "eager_error"}},
+        {"name": "D", "eval": {"status": "full_graph"}, "train": {"status": "full_graph"}}]}))
+    rows = [{"model": "A", "run_mode": "eval", "status": SWEEP_CLEAN},
+            {"model": "A", "run_mode": "train", "status": SWEEP_CLEAN},  # golden breaks: a capture bug
+            {"model": "B", "run_mode": "eval", "status": SWEEP_BREAKS, "graph_break_count": 1, "where": ["m.py:3"]},
+            {"model": "C", "run_mode": "eval", "status": SWEEP_CLEAN},  # golden did not build it
+            {"model": "D", "run_mode": "eval", "status": SWEEP_BREAKS, "graph_break_count": 2, "where": ["d.py:9"]},
+            {"model": "D", "run_mode": "train", "status": SWEEP_NOT_BUILT, "why": "config: x"}]
+    res = gc.compare(golden, rows)
+    assert (res["compared"], res["agree"]) == (4, 2)
+    assert res["by_mode"] == {"eval": {"agree": 2, "compared": 3}, "train": {"agree": 0, "compared": 1}}
+    why = {(d["class"], d["mode"]): d["why"] for d in res["disagreements"]}
+    assert "capture bug" in why["A", "train"] and "d.py:9" in why["D", "eval"]
+    assert {(d["class"], d["mode"]) for d in res["not_both_built"]} == {("C", "eval"), ("D", "train")}
+    assert gc.sample(golden, {"A", "B", "D"}, 2) == ["A", "D"]
