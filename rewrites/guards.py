@@ -60,6 +60,9 @@ def terminates(stmts: list[ast.stmt]) -> bool:
     return bool(stmts) and type(stmts[-1]) in (ast.Return, ast.Raise, ast.Continue, ast.Break)
 
 MEND_HELPER_PREFIX = "_mend_"
+# mend's helpers that take NumPy arrays and run NumPy operations Dynamo traces
+# (rewrites/fixes/runtime/interp.py): a tensor's ``.numpy()`` passed to one stays in the graph
+NUMPY_HELPERS = frozenset({"_mend_interp"})
 
 
 def compiled_value(node: ast.AST, name_of: Callable[[ast.AST], Optional[str]], first: bool = True) -> Optional[bool]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 
+from rewrites.guards import NUMPY_HELPERS
 from rewrites.rules._util import snippet
 from rewrites.rules.base import Rule
 from rewrites.tensors import LIMITS, SCALAR_CONVERSIONS, TENSORISH
@@ -160,7 +161,8 @@ GM304 = Rule(
     fix="Stay in torch (the torch equivalent of the NumPy function), or move the NumPy code out of the region.",
     preconditions="Advice only.",
     limits=("Any `.numpy()` call is reported, except one passed straight to a NumPy function: there "
-            "the NumPy call is what breaks (GM604)."),
+            "the NumPy call is what breaks (GM604); or to a helper `mend fix` wrote that runs NumPy "
+            "operations Dynamo traces (`_mend_interp`)."),
     gb_ids=("GB0105",),
     gb_types=("Tensor.numpy() with trace_numpy=False", "Tensor.numpy() without NumPy installed"),
     message_patterns=(r"Tensor\.numpy|\.numpy\(\)",),
@@ -168,7 +170,8 @@ GM304 = Rule(
     advice="use torch ops instead of .numpy()",
     message="`{receiver}.numpy()` leaves torch", hint="stay in torch or move out of the region",
     valid=("import numpy\n\ndef f(x):\n    return numpy.zeros(3)\n",
-           "import numpy as np\nimport torch\n\ndef f(x: torch.Tensor, xp, fp):\n    return np.interp(x.numpy(), xp, fp)\n"),
+           "import numpy as np\nimport torch\n\ndef f(x: torch.Tensor, xp, fp):\n    return np.interp(x.numpy(), xp, fp)\n",
+           "import torch\n\ndef f(x: torch.Tensor, xp, fp):\n    return _mend_interp(x.numpy(), xp, fp)\n"),
     invalid=("import torch\n\ndef f(x: torch.Tensor):\n    return x.cpu().numpy()\n",),
 )
 
@@ -212,6 +215,8 @@ def _check_call(node: ast.Call, ctx) -> None:
             ctx.report("GM303", node, variant="narrow", start=snippet(node.args[1], 30))
         elif (ctx.resolve(f) or "").startswith("numpy."):
             mark_numpy_args(node)
+    elif tf is ast.Name and f.id in NUMPY_HELPERS:
+        mark_numpy_args(node)
     elif tf is ast.Name and f.id in SCALAR_CONVERSIONS and len(node.args) == 1 and f.id not in ctx.fa.imports:
         if ctx.kind(node.args[0]) in TENSORISH:
             ctx.report("GM303", node, variant="conversion", func=f.id, arg=snippet(node.args[0], 40))

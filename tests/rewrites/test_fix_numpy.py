@@ -50,16 +50,22 @@ def mend_target_block_plan():
 '''
 
 
-def test_numpy_size_at_the_break_line_fixed_and_verified(tmp_path):
+def _fix_written(folder: Path, name: str, text: str) -> tuple[dict, Path]:
+    """``mend fix --write`` over ``folder`` holding ``name`` with ``text``: its JSON report and
+    the file's path."""
     pytest.importorskip("torch")
     repo = Path(__file__).resolve().parents[2]
-    model = tmp_path / "blockplan.py"
-    model.write_text(BLOCK_PLAN, encoding="utf-8")
+    model = folder / name
+    model.write_text(text, encoding="utf-8")
     run = subprocess.run([sys.executable, "-m", "graphmend", "fix", "--format", "json", "--quiet", "--write",
-                          str(tmp_path)], capture_output=True, text=True, timeout=900, cwd=tmp_path,
+                          str(folder)], capture_output=True, text=True, timeout=900, cwd=folder,
                          env={**os.environ, "PYTHONPATH": str(repo)})
     assert run.returncode == 0, run.stderr
-    report = json.loads(run.stdout)
+    return json.loads(run.stdout), model
+
+
+def test_numpy_size_at_the_break_line_fixed_and_verified(tmp_path):
+    report, model = _fix_written(tmp_path, "blockplan.py", BLOCK_PLAN)
     verified = [(f["rule"], f["line"]) for f in report["fixes"] if f["status"] == "verified"]
     assert verified == [("GM604", 23)], report["fixes"]
     target = report["fix_targets"][0]
@@ -97,15 +103,7 @@ def mend_target_schedule():
 
 
 def test_interp_at_the_break_line_goes_through_the_helper_and_is_verified(tmp_path):
-    pytest.importorskip("torch")
-    repo = Path(__file__).resolve().parents[2]
-    model = tmp_path / "schedule.py"
-    model.write_text(SCHEDULE, encoding="utf-8")
-    run = subprocess.run([sys.executable, "-m", "graphmend", "fix", "--format", "json", "--quiet", "--write",
-                          str(tmp_path)], capture_output=True, text=True, timeout=900, cwd=tmp_path,
-                         env={**os.environ, "PYTHONPATH": str(repo)})
-    assert run.returncode == 0, run.stderr
-    report = json.loads(run.stdout)
+    report, model = _fix_written(tmp_path, "schedule.py", SCHEDULE)
     fixes = {(f["rule"], f["line"]): f for f in report["fixes"]}
     assert fixes[("GM604", 14)]["status"] == "verified", fixes
     assert {"train+grad", "compiled (aot_eager, two shapes)"} <= set(fixes[("GM604", 14)]["checks"])

@@ -107,6 +107,13 @@ def test_the_op_runtimes_share_one_naming_helper_defined_once_before_them():
     assert _mend_op_name(ops, "mend::m_f_3", "code B") == ("mend::m_f_3_1", None)  # another file's: the next name
 
 
+def test_the_scan_knows_the_numpy_helpers_by_their_runtime_names():
+    from rewrites.fixes.gm6_numpy import INTERP
+    from rewrites.guards import NUMPY_HELPERS
+
+    assert NUMPY_HELPERS == {INTERP.name}
+
+
 def test_interp_compiles_to_one_graph_with_numpys_results_at_points_ends_nans_and_infinities():
     """numpy.interp's C loop, as _mend_interp runs it under torch.compile: every value equal
     (bit for bit, NaN where NumPy's is NaN), in one graph; what it leaves to numpy.interp
