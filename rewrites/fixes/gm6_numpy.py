@@ -29,7 +29,9 @@ rules at the points, the ends and NaN), one graph where there were two:
 Only the three-argument call (no ``left``, ``right``, ``period``) is rewritten. Under
 torch.compile a scalar ``x`` gives a 0-d array where NumPy gives a float64 scalar (Dynamo's
 own rule for every NumPy result); complex ``fp`` and fewer than two points still call
-``np.interp`` (a break, as before).
+``np.interp`` (a break, as before). ``xp`` must increase, as ``np.interp`` asks: on a descending
+``xp`` NumPy's values are its binary search's and the helper's differ, which verification's
+compiled-program check rejects.
 
 Only calls on the lines torch names are rewritten (``Context.numpy_lines``: the source of a
 branch's value in torch 2.13's explanation, or the line of a break that is itself a NumPy

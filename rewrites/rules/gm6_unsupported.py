@@ -87,7 +87,8 @@ GM604 = Rule(
                    "rejects it where the argument was an array after all. It rewrites `np.interp` with three "
                    "positional arguments where the break is the call itself (the diffusers schedulers' "
                    "`set_timesteps`); under torch.compile a scalar `x` then gives a 0-d array (Dynamo's rule "
-                   "for every NumPy result), and complex `fp` or a single point still calls `np.interp`."),
+                   "for every NumPy result), complex `fp` or a single point still calls `np.interp`, and a "
+                   "descending `xp` (NumPy's values are then its search's) is rejected by verification."),
     limits=("An argument must be provably a tensor, or a tensor's `.numpy()` (Dynamo traces that as a "
             "tensor and breaks on the NumPy function); or a NumPy call in the size of a NumPy factory "
             "(`np.zeros((n, np.sum(plan[:k])))`: the NumPy value is a tensor to Dynamo, read back as a size). "

@@ -50,9 +50,9 @@ def mend_target_block_plan():
 '''
 
 
-def _fix_written(folder: Path, name: str, text: str) -> tuple[dict, Path]:
-    """``mend fix --write`` over ``folder`` holding ``name`` with ``text``: its JSON report and
-    the file's path."""
+def _fix_written(folder: Path, name: str, text: str, status: int = 0) -> tuple[dict, Path]:
+    """``mend fix --write`` over ``folder`` holding ``name`` with ``text``, exiting ``status``
+    (1: a rewrite was refused): its JSON report and the file's path."""
     pytest.importorskip("torch")
     repo = Path(__file__).resolve().parents[2]
     model = folder / name
@@ -60,7 +60,7 @@ def _fix_written(folder: Path, name: str, text: str) -> tuple[dict, Path]:
     run = subprocess.run([sys.executable, "-m", "graphmend", "fix", "--format", "json", "--quiet", "--write",
                           str(folder)], capture_output=True, text=True, timeout=900, cwd=folder,
                          env={**os.environ, "PYTHONPATH": str(repo)})
-    assert run.returncode == 0, run.stderr
+    assert run.returncode == status, run.stderr
     return json.loads(run.stdout), model
 
 
@@ -112,3 +112,35 @@ def test_interp_at_the_break_line_goes_through_the_helper_and_is_verified(tmp_pa
     text = model.read_text(encoding="utf-8")
     assert text.count("def _mend_interp(") == 1
     assert "        sigmas = _mend_interp(timesteps, np.arange(0, len(sigmas)), sigmas)\n" in text
+
+
+DESCENDING = '''import numpy as np
+import torch
+
+
+class Descending(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        xp = np.linspace(1.0, 0.0, 9)
+        fp = np.arange(9.0) ** 2
+        w = np.interp(np.array([0.05, 0.3, 0.62, 0.9]), xp, fp)
+        return self.proj(x) * torch.from_numpy(w).to(x.dtype).sum()
+
+
+def mend_target_descending():
+    torch.manual_seed(0)
+    return Descending().eval(), (torch.randn(2, 8),)
+'''
+
+
+def test_interp_on_a_descending_xp_is_rejected_and_not_written(tmp_path):
+    """np.interp asks for an increasing xp and gives its binary search's values otherwise; the
+    helper's interval search gives others, and the compiled-program check sees it."""
+    report, model = _fix_written(tmp_path, "descending.py", DESCENDING, status=1)
+    fixes = {(f["rule"], f["line"]): f for f in report["fixes"]}
+    assert fixes[("GM604", 13)]["status"] == "rejected", fixes
+    assert "compiled" in fixes[("GM604", 13)]["reason"]
+    assert model.read_text(encoding="utf-8") == DESCENDING
