@@ -53,6 +53,18 @@ def total(reports: list[SweepReport]) -> PopulationRow:
     return out
 
 
+def recompiles_measured(reports: list[SweepReport]) -> str:
+    """Which libraries' reports measured the recompiles left after mend fix (a report made
+    before mend fix re-traced over the calls of other sizes did not)."""
+    measured = [r for r in reports if any(row.recompiles_after is not None for row in r.rows)]
+    if len(measured) == len(reports):
+        return ""
+    if not measured:
+        return ", not measured by these reports"
+    shown = ", ".join(r.library for r in measured)
+    return f", measured on {shown} ({sum(library_row(r).recompiles for r in measured if library_row(r))} recompiles)"
+
+
 def ranked(reports: list[SweepReport]) -> list[tuple[SweepReport, object]]:
     """(report, cause) for every root cause that keeps a break, most breaks kept first."""
     left = [(r, c) for r in reports for c in r.causes if c.breaks > c.removed]
@@ -111,7 +123,8 @@ def page(reports: list[SweepReport], names: list[str]) -> str:
            f"**{grand.removed} of {grand.breaks} logged breaks ({grand.removed_pct:g} %) removed by verified "
            f"fixes; {grand.zeroed} of {grand.breaking} breaking pairs ({zero_share}) brought to zero; "
            f"{grand.recompiling} pairs recompile ({grand.recompiles} recompiles, {grand.recompiles_located} "
-           "located to a source line).**", "", "## Sources", ""]
+           f"located to a source line; {grand.recompiles_removed} removed by verified fixes"
+           f"{recompiles_measured(reports)}).**", "", "## Sources", ""]
     for r, name in zip(reports, names):
         out.append(f"- {_cell(r.library)} {_cell(r.library_version)} (torch {_cell(r.torch_version or '?')}, "
                    f"{r.cpus} CPUs, --jobs {r.jobs}, modes {','.join(r.run_modes)}; {r.totals.wall_s / 60:.0f} min, "

@@ -25,6 +25,8 @@ if TYPE_CHECKING:  # for annotations only: fixing is never imported at run time 
 # break says an operator's output shape depends on data there
 CONTROL_RULES = tuple(r.code for r in RULES if "GB0170" in r.gb_ids)
 SHAPE_RULES = tuple(r.code for r in RULES if r.category == "dynamic-shape")
+# a rewrite made for one of these must leave its target recompiling less (graphmend.fix_outcomes)
+RECOMPILE_RULES = tuple(r.code for r in RULES if r.category == "recompile")
 _NUMPY_CALL = re.compile(r"\b(np|numpy)\.\w+\(")
 
 
@@ -70,6 +72,7 @@ class FileCandidate:
     import_root: Optional[str]
     shape_lines: set[int] = field(default_factory=set)  # Dynamo: data-dependent shape here
     numpy_lines: set[int] = field(default_factory=set)  # Dynamo: a branch's value came from NumPy here
+    state_lines: set[int] = field(default_factory=set)  # Dynamo: recompiled on the value of self.<attr> here
     sites: list[SiteRecord] = field(default_factory=list)
     refusals: list = field(default_factory=list)
     unsafe: bool = False  # the run asked for unsafe fixes too
@@ -90,13 +93,14 @@ class FileCandidate:
     def _inputs(self, lines, rules) -> tuple:
         module = os.path.splitext(os.path.basename(self.path))[0]
         return (sorted(lines), list(rules), sorted(self.tensor_lines), sorted(self.shape_lines),
-                sorted(self.numpy_lines), self.unsafe, self.line_length, module)
+                sorted(self.numpy_lines), self.unsafe, self.line_length, sorted(self.state_lines), module)
 
     def _derive(self, lines, rules):
         from rewrites.fixes import fix_source
 
         return fix_source(self.original, lines, rules, self.tensor_lines, self.shape_lines, self.numpy_lines,
-                          unsafe=self.unsafe, line_length=self.line_length, module=self._inputs(lines, rules)[-1])
+                          unsafe=self.unsafe, line_length=self.line_length, module=self._inputs(lines, rules)[-1],
+                          state_lines=self.state_lines)
 
     def fix(self, lines, rules):
         """The rewrites of ``lines`` in this file, with what Dynamo said about them."""
@@ -167,8 +171,15 @@ def import_root_of(path: str) -> Optional[str]:
     return best
 
 
+def state_guards(t: TargetResult) -> list[tuple[str, int]]:
+    """(real path, line) of each recompile of ``t`` on the value of a Python number an attribute
+    of ``self`` holds (GM702 ``self.step == 3``), where Dynamo named the line that read it."""
+    return [(_real(r.guard_file), r.guard_line) for r in t.recompiles
+            if r.rule == "GM702" and r.guard_file and r.guard_line and (r.expression or "").startswith("self.")]
+
+
 def _break_files(t: TargetResult) -> set[str]:
-    out = set()
+    out = {f for f, _ in state_guards(t)}
     for b in t.breaks:
         if b.file:
             out.add(_real(b.file))
@@ -244,6 +255,18 @@ def propose(findings, before: Sequence[TargetResult], config: Config, options: F
                     if pc is not None:
                         pc.lines.add(src.line)
                         pc.numpy_lines.add(src.line)
+    # lines only a recompile names: what other families would say there answers no question
+    recompile_only: dict[str, set[int]] = {}
+    for t in before:
+        for f, line in state_guards(t):
+            if not _selected("GM702", options.rules) or not config.rule_enabled("GM702"):
+                continue
+            c = cand(f)
+            if c is not None:
+                if line not in c.lines:
+                    recompile_only.setdefault(c.path, set()).add(line)
+                c.lines.add(line)
+                c.state_lines.add(line)
     chosen = [c for p, c in cands.items() if only is None or p in only]
     planned = progress("planning", len(chosen)) if progress and chosen else None
     for c in chosen:
@@ -252,7 +275,8 @@ def propose(findings, before: Sequence[TargetResult], config: Config, options: F
             planned(c.label, r)
         if r.error:
             report.errors.append(_file_error(c.path, r.error))
-        c.refusals = list(r.refused)
+        c.refusals = [x for x in r.refused
+                      if x.line not in recompile_only.get(c.path, ()) or x.rule in RECOMPILE_RULES]
         if r.changed and not r.error and (why := _unwritable(c, r.new_source)):
             report.errors.append(_file_error(c.path, why))  # nothing to verify: it could never be written
             continue

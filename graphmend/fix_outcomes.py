@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Optional
 from graphmend.core.cache import text_digest
 from graphmend.core.config import Config
 from graphmend.core.model import REJECTED, UNVERIFIED, Break, FixTarget, TargetResult
-from graphmend.fix_candidates import SiteRecord, _patch_for
+from graphmend.fix_candidates import RECOMPILE_RULES, SiteRecord, _patch_for
 
 if TYPE_CHECKING:  # for annotations only: fixing is never imported at run time (no cycle)
     from graphmend.fixing import FixOptions
@@ -124,7 +124,7 @@ def _verify_sites_in(tmp: str, spec, before: TargetResult, sites: list[SiteRecor
                 patches[f] = p
         v = verify_target(original, patches, before, texts, timeout,
                           probe_dtype=probe if any(s.site.strategy == "cond" for s in chosen) else None,
-                          memory_limit=config.memory_limit)
+                          memory_limit=config.memory_limit, calls=options.calls)
         read.update(v.read)
         judged[id(v)] = {f: text_digest(p) for f, p in sorted(patches.items())}
         return v
@@ -139,6 +139,8 @@ def _verify_sites_in(tmp: str, spec, before: TargetResult, sites: list[SiteRecor
             return f"a new break appeared: {v.new_breaks[0]}"
         if v.graphs_grew:
             return f"the compiled program got worse: {v.graphs_grew}"
+        if v.recompiles_grew:
+            return f"the compiled program got worse: {v.recompiles_grew}"
         return None
 
     def judge(v, chosen) -> dict[int, Optional[tuple[str, str]]]:
@@ -157,6 +159,9 @@ def _verify_sites_in(tmp: str, spec, before: TargetResult, sites: list[SiteRecor
                 before_line in range(s.site.line, s.site.end_line + 1) for before_line in v.key_lines.get(k, []))]
             if remaining:
                 out[id(s)] = (REJECTED, f"the break remains after the rewrite ({remaining[0][2]})")
+            elif s.site.rule in RECOMPILE_RULES and v.recompiles_after >= v.recompiles_before:
+                left = v.recompiles_left[0] if v.recompiles_left else "none recorded"
+                out[id(s)] = (REJECTED, f"the recompile remains after the rewrite ({left})")
             elif keys and not any(seen):
                 out[id(s)] = None
             elif keys and any(len(x) < 2 for x in seen):
@@ -201,6 +206,7 @@ def _verify_sites_in(tmp: str, spec, before: TargetResult, sites: list[SiteRecor
         ft.fixes = [f"{s.file}:{s.site.line}" for s in sites if outcome.passes(s)]
         if final.after is not None:
             ft.graph_breaks_after = final.after.graph_break_count
+            ft.recompiles_after = final.recompiles_after
         ft.outputs_equal = True
         ft.unexercised_branches = final.unexercised
         ft.remaining = final.remaining_reasons

@@ -33,7 +33,8 @@ from graphmend.core.model import (ADVICE, FAILS, PARTIAL, REGRESSES, REJECTED, S
                                   Fix, FixTarget, Replacement, Report, TargetResult, from_dict, new_report, to_dict)
 from graphmend.core.sources import SourceText, report_root, split_lines
 from graphmend.fix_candidates import (CONTROL_RULES, SHAPE_RULES, FileCandidate, SiteRecord, _break_files, _file_error, _patch_for,
-                                      _real, _selected, _unwritable, candidate, propose, users_files)
+                                      _real, _selected, _unwritable, candidate, propose, state_guards,
+                                      users_files)
 from graphmend.fix_outcomes import Outcome, _record, _transient, _verify_sites
 
 # further rounds per target for the breaks a round's re-trace exposed (a fix lets Dynamo go
@@ -52,6 +53,9 @@ class FixOptions:
     cache: bool = True  # reuse earlier captures and verdicts whose inputs are unchanged (--no-cache)
     allow_slower: bool = False  # the patches include fixes the cost gate measured slower (--allow-slower)
     accept_partial: bool = False  # the patches include fixes verified with a check skipped (--accept-partial)
+    # calls per target, the later ones of other sizes (mend analyze --calls): what recompiles
+    # shows there, and the re-trace that proves a fix recompiles no more than the original
+    calls: int = 3
 
 
 # (target, the patches about to be written, the target's verdict key) -> each target's cost
@@ -173,7 +177,8 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
     cache = Cache.for_run(options.cache)
     got = collect(paths, dataclasses.replace(config, modes=config.modes[:1], compiled_autograd=False,
                                              nested_graph_breaks=None),
-                  CollectOptions(jobs=options.jobs, timeout=options.timeout, only=options.only, cache=cache),
+                  CollectOptions(jobs=options.jobs, timeout=options.timeout, only=options.only, cache=cache,
+                                 calls=options.calls),
                   progress)
     findings = [f for f in got.findings if config.rule_enabled(f.rule) and _selected(f.rule, options.rules)]
     report.findings, report.errors, report.files_scanned = findings, got.errors, got.files_scanned
@@ -197,6 +202,8 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
         for b in t.breaks:
             if b.file and b.line:
                 hit.setdefault((t.name, _real(b.file)), set()).add(b.line)
+        for f, line in state_guards(t):
+            hit.setdefault((t.name, f), set()).add(line)
     for (name, f), ls in hit.items():
         hit_any.setdefault(f, []).append(ls)
     reused: list[str] = []
@@ -205,8 +212,10 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
     def verify_one(t: TargetResult, spec, sites: Optional[list[SiteRecord]], advance) -> tuple:
         """(FixTarget, the breaks left, Outcome or None, the verdict's cache key) of one
         target, with ``sites`` rewritten (None: the sites its breaks and files select)."""
+        recompiles = sum(bool(r.rule) for r in t.recompiles)
         ft = FixTarget(name=t.name, breaks_before=len(t.breaks), breaks_after=len(t.breaks),
-                       graph_breaks_before=t.graph_break_count, graph_breaks_after=t.graph_break_count)
+                       graph_breaks_before=t.graph_break_count, graph_breaks_after=t.graph_break_count,
+                       recompiles_before=recompiles, recompiles_after=recompiles)
         outcome, left, key = None, list(t.breaks), None
         if t.error and not t.breaks:
             ft.error = t.error
@@ -435,7 +444,7 @@ def _verdict_key(cache: Cache, t: TargetResult, sites: list[SiteRecord], cands: 
                      [[s.file, s.site.line, s.site.end_line, s.site.rule, s.site.strategy, sorted(s.trigger)]
                       for s in sites],
                      list(options.rules), options.unsafe, config.line_length, list(config.modes[:1]),
-                     config.memory_limit)
+                     config.memory_limit, options.calls)
 
 
 def _patch_digests(sites: Sequence[SiteRecord], cands: dict[str, "FileCandidate"],

@@ -33,7 +33,9 @@ def fix_listing(report: Report) -> str:
         eq = {True: "outputs equal", False: "OUTPUTS CHANGED", None: "not compared"}[t.outputs_equal]
         dyn = (f" (Dynamo's graph_break_count {t.graph_breaks_before} -> {t.graph_breaks_after})"
                if t.graph_breaks_before is not None and t.graph_breaks_after is not None else "")
-        out.append(f"{t.name}: breaks {t.breaks_before} -> {t.breaks_after}{dyn}, {eq}"
+        recompiles = (f", recompiles {t.recompiles_before} -> {t.recompiles_after}"
+                      if t.recompiles_before or t.recompiles_after else "")
+        out.append(f"{t.name}: breaks {t.breaks_before} -> {t.breaks_after}{dyn}{recompiles}, {eq}"
                    + (f", unexercised: {'; '.join(t.unexercised_branches)}" if t.unexercised_branches else "")
                    + (f", error: {t.error}" if t.error else "") + "\n")
         out += [f"    cost: {cost_text(c)}\n" for c in t.costs]

@@ -82,7 +82,8 @@ POPULATION = (("library", "library"), ("modality", "modality"), ("models", "enum
               ("removed", "removed"), ("removed %", "removed_pct"), ("to zero", "zeroed"),
               ("partial removed", "removed_partial"), ("partial to zero", "zeroed_partial"),
               ("not kept", "removed_not_kept"), ("fix errors", "fix_errors"), ("recompiling", "recompiling"),
-              ("recompiles", "recompiles"), ("located", "recompiles_located"))
+              ("recompiles", "recompiles"), ("located", "recompiles_located"),
+              ("recompiles removed", "recompiles_removed"))
 POPULATION_NOTE = ("pairs: (model, mode) pairs that ran; breaking: those that break; breaks: Dynamo's logged breaks "
                    "over them (explain: torch._dynamo.explain's count). Then mend fix (verification only, nothing "
                    "written) over every breaking pair: removed / to zero: logged breaks gone and pairs left with "
@@ -91,7 +92,9 @@ POPULATION_NOTE = ("pairs: (model, mode) pairs that ran; breaking: those that br
                    "would not write. Neither of the last two counts as removed. recompiling: pairs that recompiled over "
                    "their calls of other sizes (the first size change automatic dynamic shapes expects left out); "
                    "located: recompiles placed at a source line (the user line whose value the guard holds, or, for "
-                   "a guard on a tensor argument's size or rank, the function that takes it).")
+                   "a guard on a tensor argument's size or rank, the function that takes it); recompiles removed: "
+                   "those gone over mend fix's own calls where every rewrite applied is verified (mend fix runs over "
+                   "the pairs that recompile as well as those that break).")
 
 
 def _population(r: SweepReport) -> list[list[str]]:
@@ -103,7 +106,8 @@ def _fix_cell(row) -> str:
         return ""
     if row.breaks_after is None:
         return f"{row.fix}: {row.fix_why}" if row.fix_why else row.fix
-    return f"{row.fix}: {row.breaks} -> {row.breaks_after}"
+    recompiles = f"; {row.recompiles_removed} recompile(s) removed" if row.recompiles_removed else ""
+    return f"{row.fix}: {row.breaks} -> {row.breaks_after}{recompiles}"
 
 
 def _recompile_cell(row) -> str:

@@ -128,11 +128,11 @@ def capture_targets(specs: Sequence[TargetSpec], jobs: int = 1, timeout: float =
             # keyed on what runs, not on its name: the name is relative to how the folder was
             # spelled (`mend fix rec`, `--from-run rec`, `--from-run rec .` share one capture)
             where = {k: v for k, v in dataclasses.asdict(s).items() if k != "name"}
+            # and on the calls made: `mend analyze` and `mend fix` make the same three by default,
+            # so a fix starts from the analysis's captures
             keys[s] = cache.key("capture", where, modes, compiled_autograd, memory_limit, nested_graph_breaks,
-                                *(["lower"] if lower else []))
-            # a capture of more calls keeps its first call's (``first_call``) under this key,
-            # for a one-call capture (mend fix) to start from, and reads none
-            entry = None if calls > 1 else cache.get_valid("capture", keys[s],
+                                *(["lower"] if lower else []), calls)
+            entry = cache.get_valid("capture", keys[s],
                                     lambda e: ([from_dict(TargetResult, d) for d in e["results"]], e["deps"]))
             if entry is not None:
                 for r in entry[0]:
@@ -147,7 +147,7 @@ def capture_targets(specs: Sequence[TargetSpec], jobs: int = 1, timeout: float =
             r.error = unlabelled(r.error, spec.name)
         if caching and files and not any(r.error for r in got):
             assert cache is not None
-            deps = cache.put_valid("capture", keys[spec], {"results": [to_dict(first_call(r)) for r in got]}, files)
+            deps = cache.put_valid("capture", keys[spec], {"results": [to_dict(r) for r in got]}, files)
             if deps is not None:
                 cache.captured[spec.name] = (keys[spec], deps)
         with lock:
@@ -178,15 +178,6 @@ def capture_targets(specs: Sequence[TargetSpec], jobs: int = 1, timeout: float =
     if len(modes) > 1:
         mark_single_mode(out)
     return out
-
-
-def first_call(r: TargetResult) -> TargetResult:
-    """What a capture of the first call alone records: the graph figures are already its;
-    the breaks and recompiles only later calls met are dropped."""
-    if r.calls <= 1:
-        return r
-    return dataclasses.replace(r, calls=1, breaks=[b for b in r.breaks if b.call == 1],
-                               recompiles=[c for c in r.recompiles if c.call == 1])
 
 
 def mark_single_mode(results: Sequence[TargetResult]) -> None:

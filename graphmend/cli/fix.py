@@ -10,7 +10,7 @@ from typing import List, Optional
 
 import typer
 
-from graphmend.cli.common import (EXECUTOR_HELP, EXIT_CLEAN, EXIT_FINDINGS, Executor, MEMORY_LIMIT_HELP,
+from graphmend.cli.common import (CALLS_HELP, EXECUTOR_HELP, EXIT_CLEAN, EXIT_FINDINGS, Executor, MEMORY_LIMIT_HELP,
                                   RAY_ADDRESS_HELP, TRAIN_HELP, check_paths, target_paths, emit, executor_choice, executor_scope,
                                   fail, load_checked_config, memory_limit_flag, progress_hook, render_or_fail,
                                   require_torch,
@@ -36,6 +36,9 @@ def fix(
                                          "git-style diff here (apply with patch -p1 -d <site-packages>)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the diff / JSON here instead of stdout."),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Targets captured and verified in parallel."),
+    calls: int = typer.Option(3, "--calls", min=1, help=CALLS_HELP + " The patched program is re-traced over the "
+                              "same calls: a fix may not make it recompile more, and a fix for a recompile must "
+                              "make it recompile less."),
     timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds per worker (default 300)."),
     memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
     executor: Optional[Executor] = typer.Option(None, "--executor", help=EXECUTOR_HELP),
@@ -112,7 +115,7 @@ def fix(
             run = run_fix(paths, config, FixOptions(rules=rules, jobs=jobs, timeout=timeout, follow=not no_follow,
                                                     unsafe=unsafe_fixes, cache=not no_cache,
                                                     allow_slower=allow_slower, accept_partial=accept_partial,
-                                                    only=only),
+                                                    only=only, calls=calls),
                           progress=progress, cost=cost)
         except ConfigError as exc:  # a suppression comment naming no rule
             raise fail(str(exc))

@@ -350,6 +350,10 @@ class FixTarget:
     # "file:line" of each rewrite the passing set applied to this target (Fix.file, Fix.line):
     # its Fix record's status says whether what this target lost is a verified fix's doing
     fixes: list[str] = field(default_factory=list)
+    # the recompiles over the target's calls of other sizes (mend fix --calls; the first size
+    # change automatic dynamic shapes expects left out), before and with the verified fixes
+    recompiles_before: int = 0
+    recompiles_after: int = 0
 
 
 # CostCheck.verdict

@@ -54,14 +54,18 @@ class SweepRow:
     fix: str = ""
     breaks_after: Optional[int] = None  # logged breaks left with the target's passing fixes applied
     breaks_removed: int = 0  # fix's breaks_before - breaks_after
+    # the recompiles over the fix's own calls left with the passing fixes applied, and those
+    # they removed (fix's recompiles_before - recompiles_after)
+    recompiles_after: Optional[int] = None
+    recompiles_removed: int = 0
     fix_why: str = ""  # error / not kept: one line
 
 
-# SweepRow.fix: how the breaks mend fix removed from a pair were removed
+# SweepRow.fix: how the breaks (and recompiles) mend fix removed from a pair were removed
 FIX_VERIFIED = "verified"  # every rewrite that removed them is verified: safe, what --write writes
 FIX_PARTIAL = "partial"  # one of them is partially verified (a skipped check, a caveat): counted apart
 FIX_NOT_KEPT = "not kept"  # one of them was rejected for another target, or measured slower: not written
-FIX_NONE = "none"  # no rewrite removed a break
+FIX_NONE = "none"  # no rewrite removed a break or a recompile
 FIX_ERROR = "error"  # mend fix could not run the target
 
 
@@ -88,6 +92,8 @@ class PopulationRow:
     recompiling: int = 0  # pairs that ran and recompiled (SweepRow.recompiles)
     recompiles: int = 0  # their recompiles
     recompiles_located: int = 0  # of them, those placed at a source line (Recompile.located)
+    # recompiles removed by verified fixes (mend fix over the pairs that break or recompile)
+    recompiles_removed: int = 0
 
 
 @dataclass

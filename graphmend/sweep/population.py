@@ -1,8 +1,8 @@
 """The population table (``mend sweep LIBRARY --fix``): after the sweep, ``mend fix`` over the
-generated target of every (model, mode) pair that breaks -- the same run as ``mend fix`` of
+generated target of every (model, mode) pair that breaks or recompiles -- the same run as ``mend fix`` of
 those files, verification only, nothing written -- and, per library and modality, the
 models built, the pairs that break, Dynamo's logged breaks, the breaks verified fixes remove
-and the pairs they bring to zero. A fix whose proof is partial, or that ``mend fix --write``
+and the pairs they bring to zero, the recompiles and those verified fixes remove. A fix whose proof is partial, or that ``mend fix --write``
 would not write, is counted apart, never as safe.
 
 ``fix_breaking`` runs the fixes (one ``run_fix`` per run mode: fix captures and re-traces in
@@ -25,22 +25,24 @@ from graphmend.core.tables import (FIX_ERROR, FIX_NONE, FIX_NOT_KEPT, FIX_PARTIA
 ALL = "all"  # the modality of a library's total row
 
 
-def breaking_files(report: Report, files: dict[str, str], mode: str) -> list[str]:
-    """The generated files (names in ``files``) whose target breaks in ``mode``, in order."""
+def files_to_fix(report: Report, files: dict[str, str], mode: str) -> list[str]:
+    """The generated files (names in ``files``) whose target breaks or recompiles (a recompile
+    with a cause) in ``mode``, in order."""
     return sorted({Path(t.file).name for t in report.targets
-                   if t.run_mode == mode and not t.error and (t.breaks or t.graph_break_count)
+                   if t.run_mode == mode and not t.error
+                   and (t.breaks or t.graph_break_count or any(r.rule for r in t.recompiles))
                    and Path(t.file).name in files})
 
 
 def fix_breaking(folder: Path, files: dict[str, str], report: Report, config: Config, jobs: int,
                  timeout: Optional[float], progress=None) -> dict[str, object]:
-    """{run mode: FixRun} of ``mend fix`` over the files of ``folder`` whose target breaks in
-    that mode (verification only: nothing is written)."""
+    """{run mode: FixRun} of ``mend fix`` over the files of ``folder`` whose target breaks or
+    recompiles in that mode (verification only: nothing is written)."""
     from graphmend.fixing import FixOptions, run_fix
 
     runs: dict[str, object] = {}
     for mode in config.modes:
-        names = breaking_files(report, files, mode)
+        names = files_to_fix(report, files, mode)
         if names:
             runs[mode] = run_fix([str(folder / n) for n in names], dataclasses.replace(config, modes=(mode,)),
                                  FixOptions(jobs=jobs, timeout=timeout), progress=progress)
@@ -48,12 +50,12 @@ def fix_breaking(folder: Path, files: dict[str, str], report: Report, config: Co
 
 
 def _status(ft: FixTarget, by_site: dict[tuple[str, int], list[Fix]]) -> str:
-    """How the breaks ``ft`` lost were removed: by verified rewrites only, with a partially
-    verified one among them, or with one ``mend fix --write`` would not write (or with no
-    record of its own)."""
+    """How the breaks and recompiles ``ft`` lost were removed: by verified rewrites only, with
+    a partially verified one among them, or with one ``mend fix --write`` would not write (or
+    with no record of its own)."""
     if ft.error:
         return FIX_ERROR
-    if ft.breaks_before - ft.breaks_after <= 0:
+    if ft.breaks_before - ft.breaks_after <= 0 and ft.recompiles_before - ft.recompiles_after <= 0:
         return FIX_NONE
     statuses = [f.status if f else "" for key in ft.fixes for f in by_site.get(_site_key(key), [None])]
     if statuses and all(st == VERIFIED for st in statuses):
@@ -87,6 +89,8 @@ def fix_rows(rows: Sequence[SweepRow], mode: str, fix_targets: Sequence[FixTarge
             continue
         row.breaks_after = ft.breaks_after
         row.breaks_removed = max(0, ft.breaks_before - ft.breaks_after)
+        row.recompiles_after = ft.recompiles_after
+        row.recompiles_removed = max(0, ft.recompiles_before - ft.recompiles_after)
         if row.fix == FIX_NOT_KEPT:
             # the first rewrite mend fix would not write, and its own verdict (a timeout, a
             # difference another target showed)
@@ -109,6 +113,8 @@ def _add(p: PopulationRow, rows: Sequence[SweepRow]) -> None:
     p.recompiling = sum(1 for r in ran if r.recompiles)
     p.recompiles = sum(r.recompiles for r in ran)
     p.recompiles_located = sum(r.recompiles_located for r in ran)
+    # of the fix's own recompiles, those gone where every rewrite applied is verified
+    p.recompiles_removed = sum(r.recompiles_removed for r in ran if r.fix == FIX_VERIFIED)
     for r in broke:
         zero = r.breaks_after == 0 and r.breaks_removed > 0
         if r.fix == FIX_VERIFIED:

@@ -23,8 +23,9 @@ Torch is imported only inside workers and inside functions that need it.
 # What every automatic fix is held to, as the rule docs say it (``mend rules CODE``).
 PROOF = (
     "Every automatic fix is verified before it is offered, original against patched in fresh workers "
-    "on the same weights and seeds: the re-trace on the installed torch must show the break gone, no "
-    "new break and no more graphs; then each input (the example, the target's own "
+    "on the same weights and seeds: the re-trace on the installed torch, over the capture's calls of "
+    "other sizes, must show the break gone, no new break, no more graphs and no more recompiles (a fix "
+    "made for a recompile: fewer); then each input (the example, the target's own "
     "`Target(..., inputs=[...])`, and perturbed ones until every rewritten branch has gone both ways) "
     "runs in eval under `no_grad`, in train mode with a backward (outputs, input and parameter "
     "gradients NaN-aware, buffers and the RNG state after the call), under autocast and with the "
@@ -36,7 +37,9 @@ PROOF = (
     "replica (gradients on the original's parameters), and patched under "
     "`torch.compile(backend=\"aot_eager\")` against the original in eager on two batch sizes; the "
     "caller's inputs after the call, exceptions (type and message), whether each output is or views "
-    "an input or a module tensor, and the state of the module's own generators are compared too. Any difference rejects the fix (`rejected`, with the first difference); a "
+    "an input or a module tensor, the state of the module's own generators, and the numbers and "
+    "strings a user reads off each submodule (its attributes and its class's properties) are compared "
+    "too. Any difference rejects the fix (`rejected`, with the first difference); a "
     "rewritten branch no input took leaves it `unverified`; neither is written by `--write`, and "
     "`mend fix` exits 1. A mode the original itself cannot run in (no parameters, raises in train "
     "mode, not deterministic, raises under vmap, differs from itself once compiled) is skipped and "

@@ -70,7 +70,7 @@ HOOKS, DOUBLE, FUNC_GRAD, VMAP, REPLICA, COMPILED = ("hooks", "double_backward",
 # forward hooks alone, where a full backward hook makes the original raise (it wraps each
 # module's outputs, and a module that writes into one in place then fails)
 HOOKS_FORWARD = "hooks_forward"
-ALIASING, GENERATORS = "aliasing", "generators"  # recorded by every call, in every mode
+ALIASING, GENERATORS, ATTRIBUTES = "aliasing", "generators", "attributes"  # recorded by every call, in every mode
 COMPILE_BACKEND = "aot_eager"  # AOTAutograd's graphs run eagerly: the semantics of compile, at CPU cost
 # the names reports give the checks (what was proven); "inputs", "exceptions" and "arms"
 # are compared in every mode that ran
@@ -78,7 +78,7 @@ CHECK_NAMES = {EVAL: "eval", TRAIN: "train+grad", AUTOCAST: "autocast", AUTOCAST
                BF16: "bf16", F64: "train+grad float64", HOOKS: "module hooks", HOOKS_FORWARD: "module forward hooks", DOUBLE: "double backward",
                FUNC_GRAD: "torch.func.grad", VMAP: "torch.func.vmap", REPLICA: "replicate",
                COMPILED: f"compiled ({COMPILE_BACKEND}, two shapes)", ALIASING: "output aliasing",
-               GENERATORS: "module generators"}
+               GENERATORS: "module generators", ATTRIBUTES: "module attributes"}
 # the module in train(), grad on, a backward after the call
 GRAD_MODES = (TRAIN, F64, AUTOCAST_TRAIN, HOOKS, HOOKS_FORWARD, DOUBLE, REPLICA, COMPILED)
 TRAIN_MODES = GRAD_MODES + (FUNC_GRAD,)  # the module in train()
@@ -147,6 +147,27 @@ def _state(module) -> tuple[dict, dict]:
     return buffers, grads
 
 
+def attributes(module) -> dict[str, Any]:
+    """{"submodule.name": value} of the Python numbers and strings a user reads off each
+    submodule: its plain attributes and the properties its own class defines (one that
+    raises is left out). A fix may move such a number into a tensor, never change what a
+    call does to it."""
+    if module is None:
+        return {}
+    out: dict[str, Any] = {}
+    for qual, m in module.named_modules(remove_duplicate=False):
+        names = [k for k, v in vars(m).items() if not k.startswith("__")]
+        names += [k for k, v in vars(type(m)).items() if isinstance(v, property)]
+        for k in dict.fromkeys(names):
+            try:
+                v = getattr(m, k)
+            except Exception:  # a property that cannot be read now: nothing to compare
+                continue
+            if isinstance(v, (bool, int, float, str, type(None))):
+                out[f"{qual}.{k}" if qual else k] = v
+    return out
+
+
 def run_call(fn: Any, module, args: tuple, kwargs: dict, mode: str, seed: int, loss=None) -> dict:
     """Call ``fn`` once in ``mode`` and return its record (plain containers of CPU tensors);
     ``loss`` is the target's own (``Target.loss``), else train mode backwards the sum of
@@ -157,6 +178,7 @@ def run_call(fn: Any, module, args: tuple, kwargs: dict, mode: str, seed: int, l
     import torch
 
     rec: dict[str, Any] = {"mode": mode, "seed": seed}
+    read_before = attributes(module)
     flags = [(m, m.training) for m in module.modules()] if module is not None else []
     leaves: list = []
     if module is not None:
@@ -219,6 +241,10 @@ def run_call(fn: Any, module, args: tuple, kwargs: dict, mode: str, seed: int, l
     rec["generators"] = {k: g.get_state() for k, g in module_generators(module).items()}
     buffers, grads = _state(module)
     rec["buffers"] = buffers
+    after = attributes(module)
+    # what the call did to them: (before, after) of each one it changed
+    rec["attributes"] = {k: (read_before.get(k), v) for k, v in after.items()
+                         if k not in read_before or not _same(read_before[k], v)}
     if mode in GRAD_MODES:
         rec["grads_in"] = [None if t.grad is None else t.grad.detach().clone().cpu() for t in leaves]
         rec["grads_param"] = grads
@@ -630,6 +656,9 @@ def compare_records(want: dict, got: dict, where: str, tolerance: Optional[dict]
     why = compare_aliases(want.get("aliases") or {}, got.get("aliases") or {})
     if why:
         return f"{where}: {why}"
+    why = compare_attributes(want.get("attributes") or {}, got.get("attributes") or {})
+    if why:
+        return f"{where}: {why}"
     for name, state in (want.get("generators") or {}).items():
         other = (got.get("generators") or {}).get(name)
         if other is None or not torch.equal(state, other):
@@ -644,6 +673,21 @@ def compare_aliases(want: dict, got: dict) -> Optional[str]:
         if want.get(path) != got.get(path):
             w, g = want.get(path) or "is a new tensor", got.get(path) or "is a new tensor"
             return f"output aliasing: {path} {g}, originally {w}"
+    return None
+
+
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and (a == b or a != a and b != b)  # NaN equal to NaN
+
+
+def compare_attributes(want: dict, got: dict) -> Optional[str]:
+    """Each number or string a user reads off the module that the call changed: the same
+    change on both sides (NaN equal to NaN)."""
+    for name in dict.fromkeys([*want, *got]):
+        w, g = want.get(name), got.get(name)
+        if w is None or g is None or not (_same(w[0], g[0]) and _same(w[1], g[1])):
+            said = lambda c: "unchanged" if c is None else f"{c[0]!r} -> {c[1]!r}"  # noqa: E731
+            return f"the module's attribute {name} went {said(g)} in the call, originally {said(w)}"
     return None
 
 

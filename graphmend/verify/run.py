@@ -59,6 +59,12 @@ class Verdict:
     # train-mode differences accepted as float32 rounding (equal in float64), one line each
     rounding: list[str] = field(default_factory=list)
     remaining_reasons: list[str] = field(default_factory=list)
+    # the recompiles (not the first size change automatic dynamic shapes expects) over the
+    # target's calls, before and with the patches; each one left, in Dynamo's words
+    recompiles_before: int = 0
+    recompiles_after: int = 0
+    recompiles_left: list[str] = field(default_factory=list)
+    recompiles_grew: Optional[str] = None
     after: Optional[TargetResult] = None
     # the breaks left, in ORIGINAL coordinates (before-breaks still there) plus new ones
     remaining_breaks: list = field(default_factory=list)
@@ -125,10 +131,11 @@ def run_original(spec: Any, conditions: dict[str, list], tmp: str, timeout: floa
 
 def verify_target(original: Original, patches: dict[str, str], before: TargetResult, texts: dict[str, str],
                   timeout: float, seed: int = 0, probe_dtype: Optional[str] = None,
-                  memory_limit: Optional[int] = None) -> Verdict:
+                  memory_limit: Optional[int] = None, calls: int = 1) -> Verdict:
     """The patched side against ``original``: ``patches`` applied through the overlay, the
-    original's calls replayed and compared record by record, then re-traced; with
-    ``probe_dtype``, the patched program must trace in that dtype wherever the original does."""
+    original's calls replayed and compared record by record, then re-traced over ``calls``
+    calls (the capture's: the later ones of other sizes); with ``probe_dtype``, the patched
+    program must trace in that dtype wherever the original does."""
     v = Verdict(read=list(original.read))
     if original.error:
         v.error = original.error
@@ -141,7 +148,8 @@ def verify_target(original: Original, patches: dict[str, str], before: TargetRes
     v.inputs = list(res.get("inputs", []))
     # re-traced in the run mode the breaks were captured in: what the fix must remove is there
     pat = run_job(Job(WORKER, {"spec": original.spec, "mode": "patched", "patches": patches, "state": original.state,
-                               "seed": seed, "retrace": True, "probe_dtype": probe_dtype, "run_mode": before.run_mode},
+                               "seed": seed, "retrace": True, "probe_dtype": probe_dtype, "run_mode": before.run_mode,
+                               "calls": calls},
                       label=original.spec["name"], timeout=timeout, memory_limit=memory_limit, warm=True))
     v.read = sorted(set(v.read) | set(_read(pat.result, original.state)))
     if pat.error or (pat.result or {}).get("error"):
@@ -169,6 +177,7 @@ def verify_target(original: Original, patches: dict[str, str], before: TargetRes
         v.error = f"re-trace: {after.error}"
         return v
     compare_breaks(v, before, after, patches, texts)
+    compare_recompiles(v, before, after)
     # more graphs is a worse split, unless frames Dynamo skipped before (ran eagerly) now compile
     if after.graph_count > before.graph_count and after.frames_skipped >= before.frames_skipped:
         v.graphs_grew = (f"the target now compiles to {after.graph_count} graphs instead of {before.graph_count} "
@@ -275,6 +284,19 @@ def compare_breaks(v: Verdict, before: TargetResult, after: TargetResult, patche
         b = before_keys[key] if key in before_keys else moved.get(key, b)
         line = b.line if b.line is not None else after_keys[key].line
         v.remaining_reasons.append(f"{b.rule} {os.path.basename(b.file or '')}:{line}: {b.reason}")
+
+
+def compare_recompiles(v: Verdict, before: TargetResult, after: TargetResult) -> None:
+    """The recompiles of the re-trace against the capture's, over the same calls: the patched
+    program may not recompile more (a fix that makes a Python number of the graph change per
+    call would recompile on every call)."""
+    was = [r for r in before.recompiles if r.rule]
+    now = [r for r in after.recompiles if r.rule]
+    v.recompiles_before, v.recompiles_after = len(was), len(now)
+    v.recompiles_left = [f"{r.rule} {r.function}: {r.reason}" for r in now]
+    if len(now) > len(was):
+        v.recompiles_grew = (f"the target now recompiles {len(now)} time(s) over its calls instead of {len(was)} "
+                             f"({v.recompiles_left[0]})")
 
 
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(\w+?)_at_\d+$")

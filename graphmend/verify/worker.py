@@ -27,7 +27,7 @@ from typing import Any, Optional
 
 from graphmend.core.cache import reading
 from graphmend.core.worker import worker_main
-from graphmend.verify.modes import (ALIASING, AUTOCAST, AUTOCAST_TRAIN, BF16, CHECK_NAMES, COMPILE_BACKEND, COMPILED,
+from graphmend.verify.modes import (ALIASING, ATTRIBUTES, AUTOCAST, AUTOCAST_TRAIN, BF16, CHECK_NAMES, COMPILE_BACKEND, COMPILED,
                                    COMPILED_DIFFERS, DOUBLE, EVAL, F64, FUNC_GRAD, GENERATORS, HOOKS, HOOKS_FORWARD,
                                    NOT_DETERMINISTIC, REPLICA, TRAIN, VMAP)
 
@@ -88,6 +88,8 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
         extra = [ALIASING] if records else []
         if module is not None and module_generators(module):
             extra.append(GENERATORS)
+        if any(r.get("attributes") for r in records):
+            extra.append(ATTRIBUTES)
         result.update(ran=[name for name in dict.fromkeys(n for _, n in plan)], inputs=_inputs_names(plan),
                       checks=[CHECK_NAMES[m] for m in CHECK_ORDER if m in ran] + [CHECK_NAMES[m] for m in extra],
                       skipped={CHECK_NAMES[m]: why for m, why in skipped.items()},
@@ -106,7 +108,7 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
         result["compiled_differs"] = probe_compiled(loaded, module, state["records"])
         return result
     mismatches = _run_patched(loaded, module, state, seed, tolerance, result, spec, payload.get("retrace", True),
-                              payload.get("run_mode") or EVAL)
+                              payload.get("run_mode") or EVAL, int(payload.get("calls") or 1))
     result["mismatches"] = mismatches
     result["inputs_run"] = len(_inputs_names(state["plan"]))
     if payload.get("probe_dtype"):
@@ -350,7 +352,7 @@ def _compiled(fn):
 
 
 def _run_patched(loaded, module, state, seed: int, tolerance, result: dict, spec: dict, retrace: bool,
-                 run_mode: str) -> list[str]:
+                 run_mode: str, calls: int = 1) -> list[str]:
     from graphmend.verify.inputs import convert, prepare_callable
     from graphmend.verify.modes import compare_records, device_of, run_call
 
@@ -405,7 +407,7 @@ def _run_patched(loaded, module, state, seed: int, tolerance, result: dict, spec
     if compiled is not None:
         torch._dynamo.reset()
     if retrace:
-        result["capture"] = _retrace(spec, seed, run_mode)
+        result["capture"] = _retrace(spec, seed, run_mode, calls)
     ran64 = {name for m, name in state["plan"] if m == F64}
     accepted = {name: why for name, why in rounding.items() if name in ran64 and (F64, name) not in failed}
     if accepted:  # one line for the target: the first such difference, and how many inputs showed one
@@ -454,30 +456,50 @@ def _probe_dtype(loaded, dtype_name: str):
     return None
 
 
-def _retrace(spec: dict, seed: int, run_mode: str) -> dict:
+def _retrace(spec: dict, seed: int, run_mode: str, calls: int = 1) -> dict:
     """Breaks of the patched program in ``run_mode``, as the tracer records them, on the
     target loaded afresh (seeded as the compared side was), as a user's first compiled call
     meets it. Not on the module the compared calls ran on: they leave state its state_dict
     does not hold (torchvision's ``MultiScaleRoIAlign`` keeps the scales its first call
     worked out in a plain attribute, so a module called once never runs the code a fix there
-    rewrote, and its breaks seemed gone)."""
+    rewrote, and its breaks seemed gone). ``calls``: as many as the capture made (the later ones
+    of other sizes), so that the recompiles compare too."""
     import torch
 
     from graphmend.core.model import to_dict
     from graphmend.core.targets import TargetError, load_target
-    from tracer.worker import capture_loaded
+    from tracer.worker import capture_loaded, later_calls
 
     torch.manual_seed(seed)
     try:
         fresh = load_target(spec)
+        more, derived, fallback = later_calls(fresh, calls, spec["name"])
     except TargetError as exc:
         return {"error": f"loading the target again: {exc}"}
     res = capture_loaded(spec["name"], spec.get("file") or spec.get("module") or "", spec["function"],
-                         fresh.fn, fresh.args, fresh.kwargs, mode=run_mode, loss=_loss(fresh))
+                         fresh.fn, fresh.args, fresh.kwargs, mode=run_mode, loss=_loss(fresh), calls=more,
+                         derived=derived, fallback=fallback)
     return to_dict(res)
 
 
 _GENERATORS = "\0generators"  # a snapshot's key for the module's generators' states
+_PLAIN = "\0plain"  # ... and for the numbers and tensors its modules hold as plain attributes
+
+
+def _plain_state(module) -> dict:
+    """{(submodule name, attribute): value} of what each submodule holds as a plain attribute
+    that a call may change and ``state_dict`` leaves out: a Python number (a step counter), a
+    tensor outside the parameters and buffers (a counter held in a 0-d tensor, a cache)."""
+    import torch
+
+    out = {}
+    for qual, m in module.named_modules(remove_duplicate=False):
+        for k, v in vars(m).items():
+            if isinstance(v, (bool, int, float)):
+                out[(qual, k)] = v
+            elif isinstance(v, torch.Tensor) and not isinstance(v, torch.nn.Parameter):
+                out[(qual, k)] = (v, v.detach().clone())  # the tensor itself, and its values then
+    return out
 
 
 def _snapshot(module):
@@ -487,6 +509,7 @@ def _snapshot(module):
         return None
     snap = {k: v.detach().clone() for k, v in module.state_dict().items()}
     snap[_GENERATORS] = {k: g.get_state() for k, g in module_generators(module).items()}
+    snap[_PLAIN] = _plain_state(module)
     return snap
 
 
@@ -503,6 +526,23 @@ def _restore(module, snap) -> None:
         for k, g in module_generators(module).items():
             if k in snap.get(_GENERATORS, {}):
                 g.set_state(snap[_GENERATORS][k])
+        # each attribute bound again to what it held, a tensor with its values then (the same
+        # tensor: another attribute or the caller may hold it too)
+        modules = dict(module.named_modules(remove_duplicate=False))
+        for (qual, k), v in snap.get(_PLAIN, {}).items():
+            if qual not in modules:
+                continue
+            if isinstance(v, tuple):
+                held, values = v
+                try:
+                    if held.shape != values.shape:
+                        raise RuntimeError("resized in place")
+                    with torch.no_grad():
+                        held.copy_(values)
+                except RuntimeError:  # resized, or an inference tensor: a copy of the values instead
+                    held = values.clone()
+                v = held
+            vars(modules[qual])[k] = v
 
 
 def _startup() -> None:

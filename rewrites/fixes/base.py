@@ -114,6 +114,9 @@ class Context:
     # lines that computed, with NumPy, a value a data-dependent branch then read (torch 2.13
     # names them in the break's explanation)
     numpy_lines: set[int] = field(default_factory=set)
+    # lines where Dynamo recompiled because a Python number read there (an attribute of
+    # ``self``) had another value: the guard ``self.step == 3`` failed
+    state_lines: set[int] = field(default_factory=set)
     # fixes that keep the outputs but change the program's cost (ruff's "unsafe fixes"):
     # planned only when the user asked for them
     unsafe: bool = False
@@ -127,7 +130,7 @@ class Context:
         return self.lines is None or any(start <= l <= end for l in self.lines)
 
 
-HINTS = ("tensor", "shape", "numpy")  # what Dynamo may say about a line (fix_source's <hint>_lines)
+HINTS = ("tensor", "shape", "numpy", "state")  # what Dynamo may say about a line (fix_source's <hint>_lines)
 
 
 @dataclass(frozen=True)
@@ -139,7 +142,8 @@ class Case:
     again changes nothing; a case without ``after`` is left unchanged by its family, with a
     refusal whose reason holds ``reason`` when one is given. ``lines``: where Dynamo broke
     (None: anywhere); ``hints``: what Dynamo said there (``"shape"``: a data-dependent output
-    shape, ``"numpy"``: a NumPy value a branch read, ``"tensor"``: a tensor decided a branch),
+    shape, ``"numpy"``: a NumPy value a branch read, ``"tensor"``: a tensor decided a branch,
+    ``"state"``: a recompile on the value of an attribute read there),
     without which the rewrite is not made; ``unsafe``: run with ``--unsafe-fixes`` (a rewrite
     then is refused without the flag, naming it). A family whose cases rewrite is a fix for
     its ``RULES``: safe, or unsafe when only unsafe cases rewrite."""

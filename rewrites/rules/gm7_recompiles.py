@@ -31,13 +31,20 @@ GM702 = Rule(
     why=("Dynamo treats Python numbers as constants of the graph and guards on their value "
          "(`self.step == 3`, `L['temperature'] == 0.5`, a tensor's value read with `.item()`): every new value "
          "compiles a new graph, until the recompile limit makes the frame run in eager."),
-    fix=("Hold the value in a 0-d tensor buffer (`self.register_buffer('step', torch.zeros((), dtype=torch.long))`, "
-         "updated in place with `self.step += 1`), or pass it as a tensor; for int attributes of modules, "
-         "`torch._dynamo.config.allow_unspec_int_on_nn_module = True` makes them dynamic."),
-    preconditions="No automatic fix.", static=False,
+    fix=("Hold the value in a 0-d tensor the methods that change it use, and keep its name a Python number for "
+         "every other reader with a property (what `mend fix` writes for an attribute of `self`), or pass it as "
+         "a tensor; for int attributes of modules, `torch._dynamo.config.allow_unspec_int_on_nn_module = True` "
+         "makes them dynamic."),
+    preconditions=("Automatic for an attribute of `self` bound once in `__init__` to a number literal and re-bound "
+                   "by the class's methods, when every read in the methods rewritten stays arithmetic (`min` / "
+                   "`max` included) until it meets a tensor and every update keeps its type; verified, and the "
+                   "patched target must recompile less over the same calls. Arguments and hyper-parameters read "
+                   "as numbers: advice only."),
+    static=False,
     guard_patterns=(r"^(?!len\()[\w.\[\]'\"()]+ == -?[\d.e+-]+$", r"^(?!len\()[\w.\[\]'\"()]+ == -?(?:inf|nan)$",
                     r"^[\w.\[\]'\"()]+ (?:is|is not|==) (?:True|False)$", r"\.item\(\)"),
-    advice="keep the value in a 0-d tensor buffer updated in place (register_buffer), or pass it as a tensor",
+    advice="hold the value in a 0-d tensor (a property keeps its name a Python number for other readers), "
+           "or pass it as a tensor",
 )
 
 GM703 = Rule(

@@ -21,19 +21,21 @@ import torch
 from torch import nn
 
 
+CALLS = [0]
+
+
 class Counted(nn.Module):
-    """Train mode scales by a call count kept outside the state dict: no two calls alike."""
+    """Train mode scales by a call count kept outside the module: no two calls alike."""
 
     def __init__(self):
         super().__init__()
         self.fc = nn.Linear(4, 4)
-        self.calls = 0
 
     def forward(self, x):
         h = self.fc(x)
         if self.training:
-            self.calls += 1
-            h = h * self.calls
+            CALLS[0] += 1
+            h = h * CALLS[0]
         if h.sum() > 0:
             h = h * 2
         else:

@@ -113,7 +113,8 @@ def test_renderers_show_the_population_table_and_each_rows_library_and_modality(
     total = rep.population[-1]
     want = ["lib", ALL, total.enumerated, total.built, total.pairs, total.breaking, total.breaks, total.graph_breaks,
             total.removed, total.removed_pct, total.zeroed, total.removed_partial, total.zeroed_partial,
-            total.removed_not_kept, total.fix_errors, total.recompiling, total.recompiles, total.recompiles_located]
+            total.removed_not_kept, total.fix_errors, total.recompiling, total.recompiles, total.recompiles_located,
+                total.recompiles_removed]
     assert any(line.split() == [str(w) for w in want] for line in text.splitlines()), text
     assert "| " + " | ".join(map(str, want)) + " |" in md
     assert "<h2>Population</h2>" in html and f"<td>{ALL}</td>" in html

@@ -470,3 +470,52 @@ def test_a_warning_or_log_record_lost_or_changed_is_a_difference():
     assert _diff(said(f"at {hex(id(x))}"), said(f"at {hex(id(log))}"), x, EVAL, None, None) is None
     # compiled runs leave messages to the rewrite's documented caveat
     assert _diff(said("kept"), said(), x, COMPILED, None, None) is None
+
+
+class _Counted(nn.Module):
+    """A step counter a user reads off the module, as a Python int."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+        self.count = 0
+
+    def forward(self, x):
+        self.count += 1
+        return self.proj(x)
+
+
+class _HeldCounted(nn.Module):
+    """The same counter held in a 0-d tensor, behind a property that reads it back."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+        self._count = torch.tensor(0)
+
+    @property
+    def count(self):
+        return self._count.item()
+
+    def forward(self, x):
+        self._count = self._count + 1
+        return self.proj(x)
+
+
+class _StaleCounted(_HeldCounted):
+    """... behind a property that does not."""
+
+    @property
+    def count(self):
+        return 0
+
+
+def test_a_number_read_off_the_module_after_the_call_is_compared():
+    x = (torch.randn(2, 4),)
+    made = []
+    for cls in (_Counted, _HeldCounted, _Counted, _StaleCounted):
+        torch.manual_seed(0)
+        made.append(cls())
+    assert _diff(made[0], made[1], x, EVAL) is None  # the property reads what the int held
+    why = _diff(made[2], made[3], x, EVAL)
+    assert why is not None and "attribute count went unchanged in the call, originally 0 -> 1" in why, why

@@ -1,0 +1,93 @@
+"""GM702 end to end: corpus/recompiles.py (a step counter, an annealed temperature, a lazy
+length cache, a size bounded by a branch) through ``mend fix --write``. The recompile entries
+the manifest marks fixable are written and verified, the rest stay as advice; the written
+file, captured again over three calls of other sizes, no longer recompiles on them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "corpus"
+
+
+@pytest.fixture(scope="module")
+def fixed(tmp_path_factory) -> tuple[dict, Path]:
+    pytest.importorskip("torch")
+    folder = tmp_path_factory.mktemp("recompiles")
+    model = folder / "recompiles.py"
+    shutil.copy(CORPUS / "recompiles.py", model)
+    run = subprocess.run([sys.executable, "-m", "graphmend", "fix", "--format", "json", "--quiet", "--write",
+                          "--no-cache", str(folder)], capture_output=True, text=True, timeout=900, cwd=folder,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert run.returncode in (0, 1), run.stderr
+    return json.loads(run.stdout), model
+
+
+def _manifest() -> dict:
+    with open(CORPUS / "manifest.toml", "rb") as f:
+        return {k: v for k, v in tomllib.load(f)["targets"].items() if k.startswith("recompiles.py::")}
+
+
+def test_the_fixable_recompiles_are_verified_and_the_others_stay_advice(fixed):
+    report, _ = fixed
+    fixes = {(f["rule"], f["line"]): f for f in report["fixes"] if f["rule"].startswith("GM7")}
+    entries = [e for v in _manifest().values() for e in v["recompiles"]]
+    for e in entries:
+        got = fixes.get((e["rule"], e["line"]))
+        if e["fixable"]:
+            assert got is not None and got["status"] == "verified" and not got["partial"], (e, got)
+            assert {"compiled (aot_eager, two shapes)", "replicate", "module attributes"} <= set(got["checks"]), got
+        else:
+            assert got is None or got["status"] == "advice", (e, got)
+    advice = fixes[("GM702", 68)]  # the length cache, compared in a branch
+    assert "used as a Python number at line 68 (`seq_len > self.max_seq_len_cached`)" in advice["reason"], advice
+    # no other family's refusal speaks for a line only a recompile named
+    assert not [f for f in report["fixes"] if f["line"] == 68 and f["rule"] != "GM702"]
+
+
+def test_the_written_counter_keeps_its_name_a_python_number(fixed):
+    _, model = fixed
+    text = model.read_text(encoding="utf-8")
+    assert "        self._step = self._step + 1\n" in text
+    assert "        warmup = min(1.0, self._step.double() / 100)\n" in text
+    assert text.count("    @property\n") == 2 and "    def step(self):\n" in text
+    # the cache and the bounded size are as they were
+    original = (CORPUS / "recompiles.py").read_text(encoding="utf-8")
+    tail = original[original.index("class LazyRotary"):]
+    assert text.endswith(tail)
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("mended_recompiles", model)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    import torch
+
+    m = mod.StepScaled()
+    m(torch.randn(2, 5, 16))
+    m.step = 41  # the user's own reads and writes go through the property
+    m(torch.randn(2, 5, 16))
+    assert m.step == 42 and type(m.step) is int and "_step" not in m.state_dict()
+
+
+def test_the_written_file_no_longer_recompiles_on_the_value(fixed):
+    from graphmend.core.config import Config
+    from graphmend.core.discovery import discover
+    from tracer.capture import capture_targets
+
+    _, model = fixed
+    specs = discover([str(model)], Config(root=str(model.parent))).targets
+    got = {t.name.split("::")[1]: t for t in capture_targets(specs, modes=("eval",), calls=3)}
+    for name in ("mend_target_step_counter", "mend_target_temperature"):
+        t = got[name]
+        assert t.error is None and not t.breaks and t.graph_count == 1, (name, t.error)
+        assert not [r for r in t.recompiles if r.rule], (name, t.recompiles)
+    assert [r.rule for r in got["mend_target_lazy_rope_cache"].recompiles if r.rule] == ["GM702"]
