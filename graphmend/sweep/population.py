@@ -35,9 +35,9 @@ def files_to_fix(report: Report, files: dict[str, str], mode: str) -> list[str]:
 
 
 def fix_breaking(folder: Path, files: dict[str, str], report: Report, config: Config, jobs: int,
-                 timeout: Optional[float], progress=None) -> dict[str, object]:
+                 timeout: Optional[float], progress=None, calls: int = 1) -> dict[str, object]:
     """{run mode: FixRun} of ``mend fix`` over the files of ``folder`` whose target breaks or
-    recompiles in that mode (verification only: nothing is written)."""
+    recompiles in that mode (verification only: nothing is written), over the sweep's ``calls``."""
     from graphmend.fixing import FixOptions, run_fix
 
     runs: dict[str, object] = {}
@@ -45,7 +45,7 @@ def fix_breaking(folder: Path, files: dict[str, str], report: Report, config: Co
         names = files_to_fix(report, files, mode)
         if names:
             runs[mode] = run_fix([str(folder / n) for n in names], dataclasses.replace(config, modes=(mode,)),
-                                 FixOptions(jobs=jobs, timeout=timeout), progress=progress)
+                                 FixOptions(jobs=jobs, timeout=timeout, calls=calls), progress=progress)
     return runs
 
 

@@ -206,7 +206,8 @@ def run_sweep(options: SweepOptions, config: Config, progress=None, torch_versio
             plan_issues(report, [folder], config, progress)
         if options.fix:
             fix_start = time.perf_counter()
-            fix_runs = fix_breaking(folder, files, report, config, options.jobs, options.timeout, progress)
+            fix_runs = fix_breaking(folder, files, report, config, options.jobs, options.timeout, progress,
+                                    calls=options.collect.get("calls", 1))
             fix_wall = time.perf_counter() - fix_start
     finally:
         if tmp is not None:
