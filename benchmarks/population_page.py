@@ -53,6 +53,15 @@ def total(reports: list[SweepReport]) -> PopulationRow:
     return out
 
 
+def after_break_measured(reports: list[SweepReport]) -> str:
+    """Which libraries' reports tell a recompile's frame (a report made before sweeps read
+    Dynamo's frame ids counts none after a break)."""
+    told = [r for r in reports if any(c.after_break for c in r.recompile_causes)]
+    if len(told) == len(reports):
+        return ""
+    return f" (told by {', '.join(r.library for r in told) or 'none'} of these reports)"
+
+
 def recompiles_measured(reports: list[SweepReport]) -> str:
     """Which libraries' reports measured the recompiles left after mend fix (a report made
     before mend fix re-traced over the calls of other sizes did not)."""
@@ -123,7 +132,8 @@ def page(reports: list[SweepReport], names: list[str]) -> str:
            f"**{grand.removed} of {grand.breaks} logged breaks ({grand.removed_pct:g} %) removed by verified "
            f"fixes; {grand.zeroed} of {grand.breaking} breaking pairs ({zero_share}) brought to zero; "
            f"{grand.recompiling} pairs recompile ({grand.recompiles} recompiles, {grand.recompiles_located} "
-           f"located to a source line; {grand.recompiles_removed} removed by verified fixes"
+           f"located to a source line, {grand.recompiles_after_break} in a frame compiled only after a graph "
+           f"break{after_break_measured(reports)}; {grand.recompiles_removed} removed by verified fixes"
            f"{recompiles_measured(reports)}).**", "", "## Sources", ""]
     for r, name in zip(reports, names):
         out.append(f"- {_cell(r.library)} {_cell(r.library_version)} (torch {_cell(r.torch_version or '?')}, "
@@ -166,20 +176,21 @@ def recompiles(reports: list[SweepReport]) -> list[str]:
     out = ["", "## Recompiles, ranked", "",
            "Every cause of a recompile over the calls of other sizes (the first size change, which automatic "
            "dynamic shapes expects, left out): one guarded line or value, however many models and copies hit it, "
-           "by the recompiles it makes. *limit*: some model reached the recompile limit through it and ran in "
-           "eager from then on."]
+           "by the recompiles it makes. *after a break*: of them, those in a frame Dynamo compiled on its own "
+           "only because a graph break split a frame that called it. *limit*: some model reached the recompile "
+           "limit through it and ran in eager from then on."]
     if older:
         out += ["", f"Not broken down here (their reports predate recompile causes): {', '.join(older)}."]
     if partly:
         out += ["", "Broken down in part (a later run of some of its models holds the breakdown): "
                 f"{', '.join(partly)}."]
     if rows:
-        out += ["", "| # | library | rule | models | recompiles | located | limit | guarded value | sites |",
-                "|---:|---|---|---:|---:|---:|---|---|---|"]
+        out += ["", "| # | library | rule | models | recompiles | located | after a break | limit | guarded value | "
+                "sites |", "|---:|---|---|---:|---:|---:|---:|---|---|---|"]
     for i, (r, c) in enumerate(rows, 1):
         what = _code(c.what) if c.what else _cell(guarded_value(c))
         out.append(f"| {i} | {_cell(r.library)} | {c.rule} | {len(c.models)} | {c.recompiles} | {c.located} | "
-                   f"{'yes' if c.limit else 'no'} | {what} | {_cell(_sites(c))} |")
+                   f"{c.after_break} | {'yes' if c.limit else 'no'} | {what} | {_cell(_sites(c))} |")
     return out
 
 

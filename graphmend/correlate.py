@@ -289,6 +289,9 @@ def _recompile_issue(report: Report, g: _Recompiled) -> Issue:
     message = (f"{fn} reached the recompile limit and runs in eager from then on; the guard that kept "
                f"failing holds {what}" if limit else
                f"{fn} recompiled {len(rcs)} time{'s' if len(rcs) != 1 else ''}: the guard on {what} failed")
+    if all(rc.after_break for rc in rcs):
+        message += (f"; {fn} is compiled as a frame of its own only because a graph break split a frame "
+                    "that called it: with that break fixed, this recompile goes too")
     labels = list(dict.fromkeys(_label(report.targets[ti]) for ti, _ in g.recompiles))
     rule = get_rule(g.rule)
     issue = Issue(rule=g.rule, category=rule.category if rule else "recompile", status=DYNAMIC, message=message,

@@ -83,7 +83,7 @@ POPULATION = (("library", "library"), ("modality", "modality"), ("models", "enum
               ("partial removed", "removed_partial"), ("partial to zero", "zeroed_partial"),
               ("not kept", "removed_not_kept"), ("fix errors", "fix_errors"), ("recompiling", "recompiling"),
               ("recompiles", "recompiles"), ("located", "recompiles_located"),
-              ("recompiles removed", "recompiles_removed"))
+              ("after a break", "recompiles_after_break"), ("recompiles removed", "recompiles_removed"))
 POPULATION_NOTE = ("pairs: (model, mode) pairs that ran; breaking: those that break; breaks: Dynamo's logged breaks "
                    "over them (explain: torch._dynamo.explain's count). Then mend fix (verification only, nothing "
                    "written) over every breaking pair: removed / to zero: logged breaks gone and pairs left with "
@@ -92,7 +92,9 @@ POPULATION_NOTE = ("pairs: (model, mode) pairs that ran; breaking: those that br
                    "would not write. Neither of the last two counts as removed. recompiling: pairs that recompiled over "
                    "their calls of other sizes (the first size change automatic dynamic shapes expects left out); "
                    "located: recompiles placed at a source line (the user line whose value the guard holds, or, for "
-                   "a guard on a tensor argument's size or rank, the function that takes it); recompiles removed: "
+                   "a guard on a tensor argument's size or rank, the function that takes it); after a break: "
+                   "recompiles of a frame Dynamo compiled on its own only because a graph break split a frame that "
+                   "called it (a resume function, a callee it could not inline); recompiles removed: "
                    "those gone over mend fix's own calls where every rewrite applied is verified (mend fix runs over "
                    "the pairs that recompile as well as those that break).")
 

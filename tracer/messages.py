@@ -233,7 +233,7 @@ _RECOMPILE_RE = re.compile(r"Recompiling function (?P<fn>\S+) in (?P<file>.+?):(
 
 
 _GUARD_ENTRY_RE = re.compile(r"^\s*-\s*\d+/\d+:\s*(.+)$", re.M)
-_GUARD_HEAD_RE = re.compile(r"^\s*-\s*\d+/\d+:", re.M)
+_GUARD_HEAD_RE = re.compile(r"^\s*-\s*(?P<frame>\d+)/\d+:", re.M)
 _STACK_FILE_RE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
 # "guard   # source line  # path/tail.py:LINE in fn": the comments Dynamo puts after a guard
 _GUARD_COMMENT_RE = re.compile(r"#\s*(?P<src>.*?)\s+#\s*(?P<tail>\S+?):(?P<line>\d+)\b")
@@ -263,7 +263,9 @@ def _guarded_line(entry: str, function_file: str) -> dict:
 
 
 def parse_recompile(text: str) -> Optional[dict]:
-    """``Recompiling function f in FILE:LINE\\n    triggered by the following guard failure(s): ...``"""
+    """``Recompiling function f in FILE:LINE\\n    triggered by the following guard failure(s): ...``;
+    ``frame``: Dynamo's id of the frame (its compile ids are ``frame/compile``), 0 for the first
+    one it compiled."""
     m = _RECOMPILE_RE.search(text)
     if not m:
         return None
@@ -279,7 +281,7 @@ def parse_recompile(text: str) -> Optional[dict]:
             reason += f" ({len(entries) - 1} older compiled version(s) failed their guards too)"
         heads = list(_GUARD_HEAD_RE.finditer(rest))
         newest = rest[heads[0].start():heads[1].start() if len(heads) > 1 else len(rest)]
-        guarded = _guarded_line(newest, m.group("file"))
+        guarded = {**_guarded_line(newest, m.group("file")), "frame": int(heads[0].group("frame"))}
     else:
         lines = [l.strip() for l in rest.splitlines() if l.strip() and not l.strip().startswith("triggered by")]
         reason = lines[0] if lines else rest

@@ -302,7 +302,8 @@ class Recorder:
                 return
             self.recording.recompiles.append(Recompile(
                 function=r["function"], reason=r["reason"], file=r["file"], line=r["line"], call=self.call,
-                guard_file=r.get("guard_file"), guard_line=r.get("guard_line"), guard_source=r.get("guard_source")))
+                guard_file=r.get("guard_file"), guard_line=r.get("guard_line"), guard_source=r.get("guard_source"),
+                frame=r.get("frame")))
             return
         parsed = parse_log_record(text)
         if parsed is None:

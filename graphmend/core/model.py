@@ -122,6 +122,16 @@ class Recompile:
     expression: Optional[str] = None  # what the guard holds, as the code spells it: self.step, x.shape[1]
     # this recompile reached torch._dynamo.config.recompile_limit: the function runs in eager from then on
     limit: bool = False
+    # Dynamo's id of the recompiled frame: 0 is the first frame it compiled, the target's own
+    # entry; a later one is a frame compiled on its own because a frame that called it broke
+    # (a resume function, a callee it could not inline), so the recompile goes with that break
+    frame: Optional[int] = None
+
+    @property
+    def after_break(self) -> bool:
+        """Whether the recompiled frame is one Dynamo compiled only because a graph break split
+        its caller (a recompile a fix of that break takes away with it)."""
+        return bool(self.frame)
 
     @property
     def guarded(self) -> bool:

@@ -40,6 +40,8 @@ class SweepRow:
     # has a GM7xx rule); of them, those placed at a source line (Recompile.located)
     recompiles: int = 0
     recompiles_located: int = 0
+    # of them, those in a frame Dynamo compiled only because a graph break split its caller
+    recompiles_after_break: int = 0
     recompile_limit: bool = False  # one reached the recompile limit: the frame ran in eager after
     why: str = ""  # not built / failed: one line
     where: list[str] = field(default_factory=list)  # "file:line" of its first breaks
@@ -92,6 +94,7 @@ class PopulationRow:
     recompiling: int = 0  # pairs that ran and recompiled (SweepRow.recompiles)
     recompiles: int = 0  # their recompiles
     recompiles_located: int = 0  # of them, those placed at a source line (Recompile.located)
+    recompiles_after_break: int = 0  # of them, those in a frame compiled only after a break (Recompile.after_break)
     # recompiles removed by verified fixes (mend fix over the pairs that break or recompile)
     recompiles_removed: int = 0
 
@@ -136,6 +139,7 @@ class SweepRecompileCause:
     modes: list[str] = field(default_factory=list)
     recompiles: int = 0  # recompiles it accounts for, over every model and mode
     located: int = 0  # of them, placed at a source line (Recompile.located)
+    after_break: int = 0  # of them, in a frame compiled only because a break split its caller
     limit: bool = False  # some model reached the recompile limit through it (eager from then on)
 
 

@@ -113,6 +113,7 @@ def _add(p: PopulationRow, rows: Sequence[SweepRow]) -> None:
     p.recompiling = sum(1 for r in ran if r.recompiles)
     p.recompiles = sum(r.recompiles for r in ran)
     p.recompiles_located = sum(r.recompiles_located for r in ran)
+    p.recompiles_after_break = sum(r.recompiles_after_break for r in ran)
     # of the fix's own recompiles, those gone where every rewrite applied is verified
     p.recompiles_removed = sum(r.recompiles_removed for r in ran if r.fix == FIX_VERIFIED)
     for r in broke:

@@ -252,6 +252,7 @@ def _row(t: TargetResult, model: str) -> SweepRow:
                    duration_s=t.duration_s)
     unexpected = [rc for rc in t.recompiles if not rc.expected]
     row.recompiles, row.recompiles_located = len(unexpected), sum(rc.located for rc in unexpected)
+    row.recompiles_after_break = sum(rc.after_break for rc in unexpected)
     row.recompile_limit = any(rc.limit for rc in t.recompiles)
     if t.error and NOT_BUILT_MARK in t.error:
         row.status, row.why = SWEEP_NOT_BUILT, t.error.split(NOT_BUILT_MARK, 1)[1]
@@ -363,6 +364,7 @@ def recompile_causes(report: Report, model_of: dict[str, str], rank: dict[str, i
         for _, rc in rcs:
             c.recompiles += 1
             c.located += rc.located
+            c.after_break += rc.after_break
             c.limit = c.limit or rc.limit
     for c in causes.values():
         _ordered(c, rank)

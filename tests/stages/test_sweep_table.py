@@ -114,7 +114,7 @@ def test_renderers_show_the_population_table_and_each_rows_library_and_modality(
     want = ["lib", ALL, total.enumerated, total.built, total.pairs, total.breaking, total.breaks, total.graph_breaks,
             total.removed, total.removed_pct, total.zeroed, total.removed_partial, total.zeroed_partial,
             total.removed_not_kept, total.fix_errors, total.recompiling, total.recompiles, total.recompiles_located,
-                total.recompiles_removed]
+                total.recompiles_after_break, total.recompiles_removed]
     assert any(line.split() == [str(w) for w in want] for line in text.splitlines()), text
     assert "| " + " | ".join(map(str, want)) + " |" in md
     assert "<h2>Population</h2>" in html and f"<td>{ALL}</td>" in html
@@ -241,8 +241,8 @@ def test_population_page_adds_the_libraries_up_and_ranks_what_remains(tmp_path):
     assert amended.recompile_causes == later.recompile_causes
     assert "Broken down in part (a later run of some of its models holds the breakdown): lib (1 of its 3)." in \
         "\n".join(page.recompiles([amended]))
-    assert section.index("| 1 | other | GM704 | 2 | 5 | 5 | yes | tensor 'x' size mismatch (in forward) |") < \
-        section.index("| 2 | lib | GM701 | 1 | 2 | 2 | no | `self.step += 1` | lib/a.py:9 |")
+    assert section.index("| 1 | other | GM704 | 2 | 5 | 5 | 0 | yes | tensor 'x' size mismatch (in forward) |") < \
+        section.index("| 2 | lib | GM701 | 1 | 2 | 2 | 0 | no | `self.step += 1` | lib/a.py:9 |")
 
 
 def test_recompile_causes_merge_one_guarded_line_over_models_most_recompiles_first():

@@ -198,3 +198,52 @@ def test_one_issue_per_cause_and_place_and_the_limit_is_a_frame_run_in_eager():
     r = report()
     diagnose(r, read_sources=False, enabled=lambda code: not code.startswith("GM702"))  # --ignore GM702
     assert [i.rule for i in r.issues] == ["GM706"]
+
+
+SPLIT = textwrap.dedent('''\
+    import torch
+
+
+    class Helper(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(8, 8)
+
+        def forward(self, x, k):
+            h = self.fc(x)
+            print("scale", k)
+            return h * k
+
+
+    class Outer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.helper = Helper()
+            self.calls = 0
+
+        def forward(self, x):
+            self.calls += 1
+            return self.helper(x, self.calls)
+
+
+    def mend_target_outer():
+        return Outer(), (torch.randn(2, 8),)
+''')
+
+
+def test_a_recompile_in_a_frame_a_break_split_off_is_told_as_such(tmp_path):
+    """``print`` breaks inside ``Helper.forward``: Dynamo compiles it as a frame of its own,
+    whose recompile on ``k`` exists only because of that break; ``Outer.forward``'s own on
+    ``self.calls`` is the entry frame's."""
+    from graphmend.core.model import Report, from_dict
+
+    (tmp_path / "split.py").write_text(SPLIT)
+    run = subprocess.run([sys.executable, "-m", "graphmend", "analyze", str(tmp_path / "split.py"), "--dynamic-only",
+                          "-q", "-f", "json"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    report = from_dict(Report, json.loads(run.stdout))
+    rcs = {r.expression: r for r in report.targets[0].recompiles if r.rule == "GM702"}
+    assert rcs["k"].after_break and rcs["k"].frame > 0, rcs
+    assert not rcs["self.calls"].after_break and rcs["self.calls"].frame == 0, rcs
+    said = {i.source_line: i.message for i in report.issues if i.rule == "GM702"}
+    assert "only because a graph break split a frame that called it" in said['print("scale", k)'], said
+    assert "graph break" not in said["self.calls += 1"], said
