@@ -25,9 +25,16 @@ only when every read in the methods rewritten stays arithmetic until it meets a 
 comparison, an index, a size, a call other than ``min`` / ``max`` would put a tensor where a
 number was: refused, naming the line), the attribute is bound once in ``__init__`` to a number
 literal, and it is updated with a number of its own kind. The 0-d tensor is a plain attribute,
-as the number was: in no ``state_dict``, untouched by ``.to()`` / ``.half()``. On a GPU it stays
-on the CPU (a CPU scalar is legal beside CUDA tensors), so CUDA graphs (``mode="reduce-overhead"``)
-skip the function: the property's docstring says so.
+as the number was: in no ``state_dict``, untouched by ``.to()`` / ``.half()``; on a GPU it stays on
+the CPU (a CPU scalar is legal beside CUDA tensors).
+
+The caveat, which no check on a CPU can show: under CUDA graphs (``torch.compile(...,
+mode="reduce-overhead")`` on a GPU) the tensor a call stores is an output of the recorded graph,
+which the next call overwrites, and that call raises ("accessing tensor output of CUDAGraphs that
+has been overwritten by a subsequent run"; measured on an H100, torch 2.11). Updating it in place
+instead would reach the original module through a DataParallel replica. So the fix is planned
+only with ``--unsafe-fixes`` and is partially verified: ``mend fix --write --unsafe-fixes``
+writes it, a plain ``--write`` names it.
 """
 
 from __future__ import annotations
@@ -36,11 +43,14 @@ from typing import Optional
 
 import libcst as cst
 
-from rewrites.fixes.base import Analysis, Case, Context, Edit, Plan, Refusal, Site
+from rewrites.fixes.base import Analysis, Case, Context, Edit, Plan, Refusal, Site, offer_unsafe
 from rewrites.fixes.judgements import full_name, is_number_literal, strip_parens, tensorish
 
 RULES = ("GM702",)
+UNSAFE_RULES = ("GM702",)  # caveated: planned only with --unsafe-fixes
 ORDER = 110
+CAVEAT = ("under CUDA graphs (torch.compile mode=\"reduce-overhead\" on a GPU) the tensor a call stores is an "
+          "output of the recorded graph, which the next call overwrites: that call raises")
 
 _ARITH = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power)
 _INT_UPDATES = (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign)
@@ -126,7 +136,7 @@ class _State:
             if not isinstance(parent.operator, ok) or not self._number(parent.value):
                 raise _Refuse(f"`self.{self.name}` is updated at line {line} with "
                               f"`{code_of(parent.operator).strip()} {code_of(parent.value)}`, which could change "
-                              f"its type (a {self.kind} here)")
+                              f"its type ({'an int' if self.kind == 'int' else 'a float'} here)")
             self.writes.append((_statement(self.an, parent), parent))
             return
         if isinstance(parent, cst.AssignTarget):
@@ -392,9 +402,12 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         except _Refuse as why:
             result.refusals.append(Refusal("GM702", start, f"`self.{name}` is not held in a tensor: {why}"))
             continue
+        if not offer_unsafe(ctx, result, "GM702", start, cost=CAVEAT,
+                            what=f"Holding `self.{name}` in a 0-d tensor behind a property"):
+            continue
         site = Site("GM702", start, end, f"`self.{name}`, a Python {state.kind} that changes between calls -> the "
                     f"0-d tensor `self.{state.held}` in the methods that change it; `self.{name}` stays a Python "
-                    f"{state.kind} (a property) to every other reader", strategy="state_tensor")
+                    f"{state.kind} (a property) to every other reader", strategy="state_tensor", caveat=CAVEAT)
         result.edits += state.edits(site)
     return result
 
@@ -445,7 +458,7 @@ CASES = [
     def step(self, value):
         self._step = torch.tensor(value)
 """).replace("self.step += 1", "self._step = self._step + 1").replace(
-        "self.step / 100", "self._step.double() / 100"), lines={12}, hints=("state",)),
+        "self.step / 100", "self._step.double() / 100"), lines={12}, hints=("state",), unsafe=True),
     Case(_TEMPERATURE, _TEMPERATURE.replace("        self.temperature = 1.0\n", """\
         # a 0-d tensor: torch.compile guards on a Python number's value, not on a tensor's
         self._temperature = torch.tensor(1.0, dtype=torch.float64)
@@ -464,7 +477,7 @@ CASES = [
             max(0.5, self._temperature * 0.9),
             dtype=torch.float64,
         )
-"""), lines={12}, hints=("state",)),
+"""), lines={12}, hints=("state",), unsafe=True),
 ]
 
 # left alone: a length cache compared in a branch (a tensor there would be a data-dependent branch)

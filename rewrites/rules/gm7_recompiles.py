@@ -35,11 +35,18 @@ GM702 = Rule(
          "every other reader with a property (what `mend fix` writes for an attribute of `self`), or pass it as "
          "a tensor; for int attributes of modules, `torch._dynamo.config.allow_unspec_int_on_nn_module = True` "
          "makes them dynamic."),
-    preconditions=("Automatic for an attribute of `self` bound once in `__init__` to a number literal and re-bound "
-                   "by the class's methods, when every read in the methods rewritten stays arithmetic (`min` / "
-                   "`max` included) until it meets a tensor and every update keeps its type; verified, and the "
-                   "patched target must recompile less over the same calls. Arguments and hyper-parameters read "
-                   "as numbers: advice only."),
+    preconditions=("With `--unsafe-fixes`, for an attribute of `self` bound once in `__init__` to a number literal "
+                   "and re-bound by the class's methods, when every read in the methods rewritten stays arithmetic "
+                   "(`min` / `max` included) until it meets a tensor and every update keeps its type; verified, "
+                   "and the patched target must recompile less over the same calls; partially verified for its "
+                   "caveat (see Limits). Arguments and hyper-parameters read as numbers: advice only."),
+    limits=("Under CUDA graphs (`torch.compile(..., mode=\"reduce-overhead\")` on a GPU) the 0-d tensor a call "
+            "stores is an output of the recorded graph, which the next call overwrites: that call raises "
+            "(\"accessing tensor output of CUDAGraphs that has been overwritten by a subsequent run\"; measured "
+            "on an H100 with torch 2.11). Updating it in place instead would reach the original module through "
+            "a DataParallel replica, which the number never did. No check on a CPU shows this, so the fix is "
+            "planned only with `--unsafe-fixes`; there, keep `mode=\"default\"` or hold the counter outside the "
+            "compiled module."),
     static=False,
     guard_patterns=(r"^(?!len\()[\w.\[\]'\"()]+ == -?[\d.e+-]+$", r"^(?!len\()[\w.\[\]'\"()]+ == -?(?:inf|nan)$",
                     r"^[\w.\[\]'\"()]+ (?:is|is not|==) (?:True|False)$", r"\.item\(\)"),

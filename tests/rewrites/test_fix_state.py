@@ -1,6 +1,8 @@
 """GM702 end to end: corpus/recompiles.py (a step counter, an annealed temperature, a lazy
-length cache, a size bounded by a branch) through ``mend fix --write``. The recompile entries
-the manifest marks fixable are written and verified, the rest stay as advice; the written
+length cache, a size bounded by a branch) through ``mend fix --write``. A plain run names the
+fix and its flag and writes nothing (the fix has a caveat: CUDA graphs); with
+``--unsafe-fixes`` the recompile entries the manifest marks fixable pass every check, are
+partially verified for the caveat alone and written, the rest stay as advice; the written
 file, captured again over three calls of other sizes, no longer recompiles on them."""
 
 from __future__ import annotations
@@ -19,17 +21,28 @@ ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "corpus"
 
 
+def _fix(folder: Path, *flags: str) -> dict:
+    run = subprocess.run([sys.executable, "-m", "graphmend", "fix", "--format", "json", "--quiet", "--write",
+                          *flags, str(folder)], capture_output=True, text=True, timeout=900, cwd=folder,
+                         env={**os.environ, "PYTHONPATH": str(ROOT), "MEND_CACHE_DIR": str(folder.parent / "cache")})
+    assert run.returncode in (0, 1), run.stderr
+    return json.loads(run.stdout)
+
+
 @pytest.fixture(scope="module")
 def fixed(tmp_path_factory) -> tuple[dict, Path]:
+    """(the --unsafe-fixes run's report, the file it wrote); a plain run before it wrote nothing."""
     pytest.importorskip("torch")
-    folder = tmp_path_factory.mktemp("recompiles")
+    folder = tmp_path_factory.mktemp("recompiles") / "proj"
+    folder.mkdir()
     model = folder / "recompiles.py"
     shutil.copy(CORPUS / "recompiles.py", model)
-    run = subprocess.run([sys.executable, "-m", "graphmend", "fix", "--format", "json", "--quiet", "--write",
-                          "--no-cache", str(folder)], capture_output=True, text=True, timeout=900, cwd=folder,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert run.returncode in (0, 1), run.stderr
-    return json.loads(run.stdout), model
+    plain = _fix(folder)
+    assert model.read_text(encoding="utf-8") == (CORPUS / "recompiles.py").read_text(encoding="utf-8")
+    offered = {f["line"]: f for f in plain["fixes"] if f["rule"] == "GM702"}
+    assert offered[22]["status"] == "advice" and "--unsafe-fixes" in offered[22]["advice"], offered
+    assert "CUDA graphs" in offered[22]["reason"], offered
+    return _fix(folder, "--unsafe-fixes"), model
 
 
 def _manifest() -> dict:
@@ -44,7 +57,9 @@ def test_the_fixable_recompiles_are_verified_and_the_others_stay_advice(fixed):
     for e in entries:
         got = fixes.get((e["rule"], e["line"]))
         if e["fixable"]:
-            assert got is not None and got["status"] == "verified" and not got["partial"], (e, got)
+            # every check ran and passed; what the proof lacks is the caveat alone
+            assert got is not None and got["status"] == "partially verified", (e, got)
+            assert [p.split(":")[0] for p in got["partial"]] == ["caveat"] and not got["skipped_checks"], got
             assert {"compiled (aot_eager, two shapes)", "replicate", "module attributes"} <= set(got["checks"]), got
         else:
             assert got is None or got["status"] == "advice", (e, got)
