@@ -16,12 +16,14 @@ if TYPE_CHECKING:  # for annotations only: base is never imported at run time (n
     from rewrites.fixes.base import Analysis
 
 
-def names_in(node: cst.CSTNode) -> set[str]:
-    out: set[str] = set()
+def name_nodes(node: cst.CSTNode) -> list[cst.Name]:
+    """The ``Name`` nodes of ``node`` that name variables, in source order (bound or read; an
+    attribute's name and a keyword argument's are not variables)."""
+    out: list[cst.Name] = []
 
     class V(cst.CSTVisitor):
         def visit_Name(self, n: cst.Name) -> None:
-            out.add(n.value)
+            out.append(n)
 
         def visit_Attribute(self, n: cst.Attribute) -> bool:
             n.value.visit(self)
@@ -33,6 +35,10 @@ def names_in(node: cst.CSTNode) -> set[str]:
 
     node.visit(V())
     return out
+
+
+def names_in(node: cst.CSTNode) -> set[str]:
+    return {n.value for n in name_nodes(node)}
 
 
 class FunctionFacts:

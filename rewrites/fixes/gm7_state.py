@@ -43,8 +43,9 @@ from typing import Optional
 
 import libcst as cst
 
-from rewrites.fixes.base import Analysis, Case, Context, Edit, Plan, Refusal, Site, offer_unsafe
-from rewrites.fixes.judgements import full_name, is_number_literal, strip_parens, tensorish
+from rewrites.fixes.base import Analysis, Case, Context, Edit, Plan, Refusal, Site, offer_unsafe, single
+from rewrites.fixes.facts import name_nodes
+from rewrites.fixes.judgements import code, full_name, is_number_literal, strip_parens, tensorish
 
 RULES = ("GM702",)
 UNSAFE_RULES = ("GM702",)  # caveated: planned only with --unsafe-fixes
@@ -120,10 +121,10 @@ class _State:
             if f.name.value in (self.name, "__getattr__", "__setattr__", "__getattribute__"):
                 raise _Refuse(f"the class defines `{f.name.value}`: a property `{self.name}` would change it")
         for stmt in self.cls.body.body:
-            s = _single(stmt)
+            s = single(stmt)
             if isinstance(s, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value in
                                                  ("__slots__", self.name) for t in s.targets):
-                raise _Refuse(f"the class body binds `{code_of(s.targets[0].target)}`")
+                raise _Refuse(f"the class body binds `{code(s.targets[0].target)}`")
         for fn in methods:
             for node in _occurrences(fn, self.name):
                 self._use(fn, node)
@@ -135,7 +136,7 @@ class _State:
             ok = _FLOAT_UPDATES if self.kind == "float" else _INT_UPDATES
             if not isinstance(parent.operator, ok) or not self._number(parent.value):
                 raise _Refuse(f"`self.{self.name}` is updated at line {line} with "
-                              f"`{code_of(parent.operator).strip()} {code_of(parent.value)}`, which could change "
+                              f"`{code(parent.operator).strip()} {code(parent.value)}`, which could change "
                               f"its type ({'an int' if self.kind == 'int' else 'a float'} here)")
             self.writes.append((_statement(self.an, parent), parent))
             return
@@ -144,7 +145,7 @@ class _State:
             if not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1:
                 raise _Refuse(f"`self.{self.name}` is bound with others at line {line}")
             if not (self._number(stmt.value) or self._arithmetic_of_itself(stmt.value)):
-                raise _Refuse(f"`self.{self.name}` is bound at line {line} to `{code_of(stmt.value)}`, not arithmetic "
+                raise _Refuse(f"`self.{self.name}` is bound at line {line} to `{code(stmt.value)}`, not arithmetic "
                               f"on itself and {self.kind} literals")
             self.writes.append((_statement(self.an, stmt), stmt))
             return
@@ -191,7 +192,7 @@ class _State:
                 call = self.an.parent(parent)
                 if not (isinstance(call, cst.Call) and full_name(call.func) in ("min", "max") and len(call.args) >= 2):
                     raise _Refuse(f"`self.{self.name}` reaches a call at line {self.an.span(parent)[0]} "
-                                  f"(`{code_of(call)[:60]}`) as a Python number")
+                                  f"(`{code(call)[:60]}`) as a Python number")
                 floaty |= any(_has_float(a.value) for a in call.args if a is not parent)
                 cur = call
             elif isinstance(parent, (cst.Comma, cst.LeftParen, cst.RightParen)):
@@ -210,7 +211,7 @@ class _State:
                     context = self.an.parent(context)  # a comparison's, not its operand's
                 context = context if context is not None else cur
                 raise _Refuse(f"`self.{self.name}` is used as a Python number at line {where} "
-                              f"(`{code_of(context).splitlines()[0][:70]}`): a tensor there would change "
+                              f"(`{code(context).splitlines()[0][:70]}`): a tensor there would change "
                               "what the code does")
 
     def _local(self, fn: cst.FunctionDef, local: str, bound: cst.Assign, seen: set[str]) -> bool:
@@ -237,7 +238,7 @@ class _State:
 
         def init_build(updated: cst.SimpleStatementLine):
             value = updated.body[0].value
-            new = cst.parse_statement(f"self.{held} = torch.tensor({code_of(value)}{dtype})")
+            new = cst.parse_statement(f"self.{held} = torch.tensor({code(value)}{dtype})")
             comment = cst.EmptyLine(comment=cst.Comment(
                 "# a 0-d tensor: torch.compile guards on a Python number's value, not on a tensor's"))
             return new.with_changes(leading_lines=[*updated.leading_lines, comment])
@@ -273,27 +274,17 @@ class _State:
             bare = _unsigned(strip_parens(value))
             if isinstance(bare, (cst.Integer, cst.Float)):
                 dtype = ", dtype=torch.float64" if self.kind == "float" else ""
-                value = cst.parse_expression(f"torch.tensor({code_of(value)}{dtype})")
+                value = cst.parse_expression(f"torch.tensor({code(value)}{dtype})")
             elif _has_min_max(value):  # min / max hand back the number itself in eager code
                 dtype = "torch.float64" if self.kind == "float" else "torch.int64"
-                value = cst.parse_expression(f"torch.as_tensor({code_of(value)}, dtype={dtype})")
+                value = cst.parse_expression(f"torch.as_tensor({code(value)}, dtype={dtype})")
         return updated.with_changes(body=[cst.Assign([cst.AssignTarget(cst.parse_expression(held))], value)])
-
-
-def code_of(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
 
 
 def _unsigned(e: cst.BaseExpression) -> cst.BaseExpression:
     while isinstance(e, cst.UnaryOperation) and isinstance(e.operator, (cst.Minus, cst.Plus)):
         e = e.expression
     return e
-
-
-def _single(stmt: cst.CSTNode) -> Optional[cst.BaseSmallStatement]:
-    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
-        return stmt.body[0]
-    return None
 
 
 def _has_float(e: cst.CSTNode) -> bool:
@@ -331,23 +322,7 @@ def _all_attrs(node: cst.CSTNode) -> list[cst.Attribute]:
 
 
 def _names(fn: cst.FunctionDef, name: str) -> list[cst.Name]:
-    found: list[cst.Name] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            if n.value == name:
-                found.append(n)
-
-        def visit_Attribute(self, n: cst.Attribute) -> bool:
-            n.value.visit(self)
-            return False
-
-        def visit_Arg(self, n: cst.Arg) -> bool:
-            n.value.visit(self)
-            return False
-
-    fn.body.visit(V())
-    return found
+    return [n for n in name_nodes(fn.body) if n.value == name]
 
 
 def _tensor_names(an: Analysis, fn: cst.FunctionDef) -> frozenset[str]:

@@ -13,7 +13,7 @@ from libcst import matchers
 from rewrites.fixes import total
 from rewrites.fixes.base import Analysis
 from rewrites.fixes.conditions import Refuse, convert_condition
-from rewrites.fixes.facts import FunctionFacts, number_attrs
+from rewrites.fixes.facts import FunctionFacts, name_nodes, number_attrs
 from rewrites.fixes.judgements import (calls_outside_torch, code, module_attrs, pure_self_methods, rng_call,
                                        stateful_module_call)
 from rewrites.fixes.where_arms import (Arm, assign_stmt, block_stmts, chain, escapes, is_constant, read_arm, ref,
@@ -253,7 +253,7 @@ def _check_reuse(stmts: list, arm: "Arm") -> None:
         for sm in getattr(st, "body", []):
             val = getattr(sm, "value", None)
             if val is not None:
-                for n in _name_uses(val):
+                for n in (x.value for x in name_nodes(val)):
                     if n in version:
                         reads[(n, version[n])] = reads.get((n, version[n]), 0) + 1
             if isinstance(sm, (cst.Assign, cst.AnnAssign)) and val is not None:
@@ -267,20 +267,3 @@ def _check_reuse(stmts: list, arm: "Arm") -> None:
             raise Refuse(f"`{key[0]}` is computed by a call and read twice after the early return")
 
 
-def _name_uses(node: cst.CSTNode) -> list[str]:
-    out: list[str] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            out.append(n.value)
-
-        def visit_Attribute(self, n: cst.Attribute) -> bool:
-            n.value.visit(self)
-            return False
-
-        def visit_Arg(self, n: cst.Arg) -> bool:
-            n.value.visit(self)
-            return False
-
-    node.visit(V())
-    return out

@@ -1,5 +1,6 @@
 """A module whose train mode is not deterministic from call to call (it scales by a call
-count kept outside its state dict, as a step counter or a seed drawn per call would), with a
+count kept outside the module, where verification cannot put it back between the calls it
+repeats, as a seed drawn per call would be), with a
 tensor ``if`` after it. Verification repeats the call and sees the original itself differ,
 so its train check (outputs and gradients) cannot run: whatever the rewrite does to
 gradients goes unseen. The oracle here builds both sides fresh and calls them in step, so it
@@ -15,17 +16,19 @@ EXPECT = "refuse"
 ACCEPT_REASONS = ("partially verified: not written without --accept-partial",)
 
 
+CALLS = [0]
+
+
 class CountedGate(nn.Module):
     def __init__(self):
         super().__init__()
         self.fc = nn.Linear(6, 6)
-        self.calls = 0
 
     def forward(self, x):
         h = self.fc(x)
         if self.training:
-            self.calls += 1
-            h = h * (1.0 + 0.5 * self.calls)
+            CALLS[0] += 1
+            h = h * (1.0 + 0.5 * CALLS[0])
         if h.sum() > 0:
             h = h * 2
         else:
