@@ -90,8 +90,10 @@ def capture_loaded(name: str, file: str, function: str, fn: Any, args: tuple, kw
                 # mend's guess of consistent sizes, not the target's fault
                 rec.phase = "forward"
                 rec.rewind(before)
-                if len(fallback) > i:
-                    todo, fallback = list(fallback), ()
+                if len(fallback) > i and _replay_first(compiled, fn, args, kwargs, mode, loss, rec, compiled_autograd):
+                    # the calls again, the batch alone grown, after the first call alone
+                    rec.rewind(first)
+                    todo, fallback, i, result.calls = list(fallback), (), 0, 1
                     continue
                 break
             result.calls += 1
@@ -113,6 +115,23 @@ def capture_loaded(name: str, file: str, function: str, fn: Any, args: tuple, kw
     result.frames_skipped = max(int(frames.get("total", 0)) - int(frames.get("ok", 0)), skipped_logged, 0)
     torch._dynamo.reset()
     return result
+
+
+def _replay_first(compiled: Any, fn: Any, args: tuple, kwargs: dict, mode: str, loss: Any, rec: Any,
+                  compiled_autograd: bool) -> bool:
+    """Dynamo as the first call left it, for calls of other sizes to go on from: a call that
+    raised leaves its state behind (a frame it gave up on runs in eager from then on, and the
+    functions it calls are compiled as frames of their own, each with recompiles a user's run
+    never makes), so Dynamo starts again and the first call runs once more. False: it raised."""
+    import torch
+
+    torch._dynamo.reset()
+    rec.call = 1
+    try:
+        _call(compiled, fn, args, kwargs, mode, loss, rec, compiled_autograd)
+    except Exception:  # it ran before: whatever it is now, no call goes on from it
+        return False
+    return True
 
 
 def _call(compiled: Any, fn: Any, args: tuple, kwargs: dict, mode: str, loss: Any, rec: Any,

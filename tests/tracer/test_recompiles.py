@@ -247,3 +247,49 @@ def test_a_recompile_in_a_frame_a_break_split_off_is_told_as_such(tmp_path):
     said = {i.source_line: i.message for i in report.issues if i.rule == "GM702"}
     assert "only because a graph break split a frame that called it" in said['print("scale", k)'], said
     assert "graph break" not in said["self.calls += 1"], said
+
+
+CHANNELS = textwrap.dedent('''\
+    import torch
+
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv1d(2, 2, 3, padding=1)
+
+        def forward(self, x):
+            return self.conv(x).relu()
+
+
+    class Mixer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = torch.nn.ModuleList([Block(), Block()])
+
+        def forward(self, x):
+            if x.shape[1] != 2:
+                raise ValueError(f"expected 2 channels, got {x.shape[1]}")
+            for b in self.blocks:
+                x = b(x)
+            return x
+
+
+    def mend_target_mixer():
+        return Mixer(), (torch.randn(2, 2, 16),)
+''')
+
+
+def test_a_derived_call_that_raises_leaves_no_recompiles_behind(tmp_path):
+    """mend's second call grows dim 1, which is channels here: the model raises, and Dynamo,
+    having given up on ``forward``, would compile each block as a frame of its own on the calls
+    after. The calls go on from the first call again, the batch alone grown: only the expected
+    size change is left, no recompile a user's run would not make."""
+    from graphmend.core.model import Report, from_dict
+
+    (tmp_path / "channels.py").write_text(CHANNELS)
+    run = subprocess.run([sys.executable, "-m", "graphmend", "analyze", str(tmp_path / "channels.py"),
+                          "--dynamic-only", "-q", "-f", "json"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    t = from_dict(Report, json.loads(run.stdout)).targets[0]
+    assert t.error is None and t.calls == 3 and not t.breaks, (t.error, t.breaks)
+    assert [(r.frame, r.expected) for r in t.recompiles] == [(0, True)], t.recompiles
