@@ -178,6 +178,8 @@ def test_population_page_adds_the_libraries_up_and_ranks_what_remains(tmp_path):
     spec.loader.exec_module(page)  # type: ignore[union-attr]
     rows = _rows()
     fix_rows(rows, "eval", *_fix_report())
+    verified = next(r for r in rows if r.fix == FIX_VERIFIED)
+    verified.recompiles, verified.recompiles_after_break, verified.recompiles_removed = 5, 4, 3
     one = SweepReport(library="lib", rows=rows, population=population(rows, "lib"),
                       causes=[SweepCause(rule="GM101", category="c", reason="r", source="if x.sum() > 0:",
                                          models=["a"], breaks=3, removed=3),
@@ -194,6 +196,9 @@ def test_population_page_adds_the_libraries_up_and_ranks_what_remains(tmp_path):
     grand = page.total([one, two])
     assert (grand.breaks, grand.removed, grand.breaking) == (2 * lib.breaks, 2 * lib.removed, 2 * lib.breaking)
     assert f"**{grand.removed} of {grand.breaks} logged breaks" in text
+    # both reports re-traced after mend fix: the recompiles after a break and those removed
+    assert ("**Recompiles, on every library (the reports that tell a recompile's frame and re-trace after mend fix "
+            "over the same calls): 8 of 10 are in a frame") in text and "; 6 of 10 (60.0 %) are removed" in text
     # what remains: the 4 breaks other's GM502 keeps before lib's GM301's 2; lib's GM101 keeps none
     ranked = [line for line in text.splitlines() if line.startswith("| 1 |") or line.startswith("| 2 |")]
     assert ranked[0].startswith("| 1 | other | GM502 | 1 | 5 | 1 | 4 | no rewrite is planned at the line |")
