@@ -106,3 +106,42 @@ def test_the_written_file_no_longer_recompiles_on_the_value(fixed):
         assert t.error is None and not t.breaks and t.graph_count == 1, (name, t.error)
         assert not [r for r in t.recompiles if r.rule], (name, t.recompiles)
     assert [r.rule for r in got["mend_target_lazy_rope_cache"].recompiles if r.rule] == ["GM702"]
+
+
+HIDDEN_READER = '''import torch
+from torch import nn
+
+
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+        self.step = 0
+
+    def scale(self):
+        return getattr(self, "step") / 10
+
+    def forward(self, x):
+        self.step += 1
+        return self.proj(x) * self.scale()
+
+
+def mend_target_m():
+    torch.manual_seed(0)
+    return M(), (torch.randn(2, 8),)
+'''
+
+
+def test_a_reader_the_rewrite_does_not_reach_is_rejected(tmp_path):
+    """``getattr(self, "step")`` in a method the rewrite leaves alone reads the property, whose
+    ``.item()`` breaks the graph the recompile was in: verification sees the new break and
+    rejects the fix, and nothing is written even with --unsafe-fixes."""
+    pytest.importorskip("torch")
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    (folder / "m.py").write_text(HIDDEN_READER, encoding="utf-8")
+    report = _fix(folder, "--unsafe-fixes", "--no-cache")
+    fix = next(f for f in report["fixes"] if f["rule"] == "GM702")
+    assert fix["status"] == "rejected" and "a new break appeared: GM301" in fix["reason"], fix
+    assert (folder / "m.py").read_text(encoding="utf-8") == HIDDEN_READER
+    assert report["fix_targets"][0]["recompiles_after"] == report["fix_targets"][0]["recompiles_before"] == 1
