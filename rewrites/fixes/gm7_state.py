@@ -44,6 +44,7 @@ from typing import Optional
 import libcst as cst
 
 from rewrites.fixes.base import Analysis, Case, Context, Edit, Plan, Refusal, Site, offer_unsafe, single
+from rewrites.fixes.conditions import Refuse
 from rewrites.fixes.facts import name_nodes
 from rewrites.fixes.judgements import code, full_name, is_number_literal, strip_parens, tensorish
 
@@ -58,10 +59,6 @@ _INT_UPDATES = (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign)
 _FLOAT_UPDATES = _INT_UPDATES + (cst.DivideAssign,)
 _BINARY = {cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
            cst.DivideAssign: cst.Divide}
-
-
-class _Refuse(Exception):
-    pass
 
 
 def _self_attr(node: cst.CSTNode, name: Optional[str] = None) -> Optional[str]:
@@ -110,21 +107,21 @@ class _State:
         self.kind = "int" if isinstance(_unsigned(bound.value), cst.Integer) else "float"
         self.held = f"_{name}"
         self.reads: dict[int, tuple[cst.Attribute, bool]] = {}  # id -> (node, read as float64)
-        self.writes: list[tuple[cst.CSTNode, cst.BaseSmallStatement]] = []  # (statement line, the write)
+        self.writes: list[cst.CSTNode] = []  # the statement lines that re-bind it
 
     # -- what the methods do with it -----------------------------------------------------
 
     def check(self, methods: list[cst.FunctionDef]) -> None:
         if any(_self_attr(n, self.held) for n in _all_attrs(self.cls)):
-            raise _Refuse(f"the class already has an attribute `self.{self.held}` to hold it in")
+            raise Refuse(f"the class already has an attribute `self.{self.held}` to hold it in")
         for f in _methods(self.cls):
             if f.name.value in (self.name, "__getattr__", "__setattr__", "__getattribute__"):
-                raise _Refuse(f"the class defines `{f.name.value}`: a property `{self.name}` would change it")
+                raise Refuse(f"the class defines `{f.name.value}`: a property `{self.name}` would change it")
         for stmt in self.cls.body.body:
             s = single(stmt)
             if isinstance(s, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value in
                                                  ("__slots__", self.name) for t in s.targets):
-                raise _Refuse(f"the class body binds `{code(s.targets[0].target)}`")
+                raise Refuse(f"the class body binds `{code(s.targets[0].target)}`")
         for fn in methods:
             for node in _occurrences(fn, self.name):
                 self._use(fn, node)
@@ -135,21 +132,21 @@ class _State:
         if isinstance(parent, cst.AugAssign) and parent.target is node:
             ok = _FLOAT_UPDATES if self.kind == "float" else _INT_UPDATES
             if not isinstance(parent.operator, ok) or not self._number(parent.value):
-                raise _Refuse(f"`self.{self.name}` is updated at line {line} with "
-                              f"`{code(parent.operator).strip()} {code(parent.value)}`, which could change "
-                              f"its type ({'an int' if self.kind == 'int' else 'a float'} here)")
-            self.writes.append((_statement(self.an, parent), parent))
+                raise Refuse(f"`self.{self.name}` is updated at line {line} with "
+                             f"`{code(parent.operator).strip()} {code(parent.value)}`, which could change "
+                             f"its type ({'an int' if self.kind == 'int' else 'a float'} here)")
+            self.writes.append(_statement(self.an, parent))
             return
         if isinstance(parent, cst.AssignTarget):
             stmt = self.an.parent(parent)
             if not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1:
-                raise _Refuse(f"`self.{self.name}` is bound with others at line {line}")
+                raise Refuse(f"`self.{self.name}` is bound with others at line {line}")
             if not (self._number(stmt.value) or self._arithmetic_of_itself(stmt.value)):
-                raise _Refuse(f"`self.{self.name}` is bound at line {line} to `{code(stmt.value)}`, not arithmetic "
-                              f"on itself and {self.kind} literals")
-            self.writes.append((_statement(self.an, stmt), stmt))
+                raise Refuse(f"`self.{self.name}` is bound at line {line} to `{code(stmt.value)}`, not arithmetic "
+                             f"on itself and {self.kind} literals")
+            self.writes.append(_statement(self.an, stmt))
             return
-        self.reads[id(node)] = (node, self._read(fn, node, line, set()))
+        self.reads[id(node)] = (node, self._read(fn, node, set()))
 
     def _number(self, e: cst.BaseExpression) -> bool:
         e = _unsigned(strip_parens(e))
@@ -171,7 +168,7 @@ class _State:
             return all(a.keyword is None and not a.star and self._arithmetic_of_itself(a.value) for a in e.args)
         return False
 
-    def _read(self, fn: cst.FunctionDef, node: cst.CSTNode, line: int, seen: set[str]) -> bool:
+    def _read(self, fn: cst.FunctionDef, node: cst.CSTNode, seen: set[str]) -> bool:
         """Follow a read up its expression (and into a local it is bound to) until it meets a
         tensor; raise where a number's other uses are met first. Returns whether the path
         divides or meets a float literal (an int is then read in float64)."""
@@ -191,8 +188,8 @@ class _State:
             elif isinstance(parent, cst.Arg) and parent.keyword is None and not parent.star:
                 call = self.an.parent(parent)
                 if not (isinstance(call, cst.Call) and full_name(call.func) in ("min", "max") and len(call.args) >= 2):
-                    raise _Refuse(f"`self.{self.name}` reaches a call at line {self.an.span(parent)[0]} "
-                                  f"(`{code(call)[:60]}`) as a Python number")
+                    raise Refuse(f"`self.{self.name}` reaches a call at line {self.an.span(parent)[0]} "
+                                 f"(`{code(call)[:60]}`) as a Python number")
                 floaty |= any(_has_float(a.value) for a in call.args if a is not parent)
                 cur = call
             elif isinstance(parent, (cst.Comma, cst.LeftParen, cst.RightParen)):
@@ -200,7 +197,7 @@ class _State:
             elif isinstance(parent, cst.Assign) and parent.value is cur and len(parent.targets) == 1 \
                     and isinstance(parent.targets[0].target, cst.Name):
                 local = parent.targets[0].target.value
-                return self._local(fn, local, parent, seen) or floaty
+                return self._local(fn, local, seen) or floaty
             elif isinstance(parent, cst.Assign) and parent.value is cur and _self_attr(parent.targets[0].target,
                                                                                       self.name):
                 return floaty  # its own update
@@ -210,22 +207,22 @@ class _State:
                 while context is not None and not isinstance(context, cst.BaseExpression):
                     context = self.an.parent(context)  # a comparison's, not its operand's
                 context = context if context is not None else cur
-                raise _Refuse(f"`self.{self.name}` is used as a Python number at line {where} "
-                              f"(`{code(context).splitlines()[0][:70]}`): a tensor there would change "
-                              "what the code does")
+                raise Refuse(f"`self.{self.name}` is used as a Python number at line {where} "
+                             f"(`{code(context).splitlines()[0][:70]}`): a tensor there would change "
+                             "what the code does")
 
-    def _local(self, fn: cst.FunctionDef, local: str, bound: cst.Assign, seen: set[str]) -> bool:
+    def _local(self, fn: cst.FunctionDef, local: str, seen: set[str]) -> bool:
         if local in seen:
             return False
         seen.add(local)
         bindings = [n for n in _names(fn, local) if isinstance(self.an.parent(n), cst.AssignTarget)]
         if len(bindings) != 1 or any(isinstance(self.an.parent(n), (cst.Param,)) for n in _names(fn, local)):
-            raise _Refuse(f"`{local}`, which holds `self.{self.name}`'s value, is bound more than once")
+            raise Refuse(f"`{local}`, which holds `self.{self.name}`'s value, is bound more than once")
         floaty = False
         for n in _names(fn, local):
             if isinstance(self.an.parent(n), cst.AssignTarget):
                 continue
-            floaty |= self._read(fn, n, self.an.span(n)[0], seen)
+            floaty |= self._read(fn, n, seen)
         return floaty
 
     # -- the edits ------------------------------------------------------------------------
@@ -234,7 +231,6 @@ class _State:
         held, kind = self.held, self.kind
         dtype = ", dtype=torch.float64" if kind == "float" else ""
         out: list[Edit] = []
-        first = site
 
         def init_build(updated: cst.SimpleStatementLine):
             value = updated.body[0].value
@@ -243,25 +239,23 @@ class _State:
                 "# a 0-d tensor: torch.compile guards on a Python number's value, not on a tensor's"))
             return new.with_changes(leading_lines=[*updated.leading_lines, comment])
 
-        out.append(Edit(_statement(self.an, self.bound), init_build, first))
-        first = None
-        number = "int" if kind == "int" else "float"
+        out.append(Edit(_statement(self.an, self.bound), init_build, site))
         prop = cst.parse_module(
             f"@property\ndef {self.name}(self):\n"
-            f'    """A Python {number} to every reader; the methods torch.compile runs use the tensor."""\n'
+            f'    """A Python {kind} to every reader; the methods torch.compile runs use the tensor."""\n'
             f"    return self.{held}.item()\n\n"
             f"@{self.name}.setter\ndef {self.name}(self, value):\n"
             f"    self.{held} = torch.tensor(value{dtype})\n").body
 
         def init_fn(updated: cst.FunctionDef):
-            return cst.FlattenSentinel([updated, *(s.with_changes(leading_lines=[cst.EmptyLine(indent=False)]) for s in prop)])
+            blank = [cst.EmptyLine(indent=False)]
+            return cst.FlattenSentinel([updated, *(s.with_changes(leading_lines=blank) for s in prop)])
 
         out.append(Edit(self.init, init_fn))
         for node, floaty in self.reads.values():
             text = f"self.{held}.double()" if floaty and kind == "int" else f"self.{held}"
             out.append(Edit(node, lambda _u, text=text: cst.parse_expression(text)))
-        for stmt, write in self.writes:
-            out.append(Edit(stmt, lambda u, write=write: self._write(u)))
+        out += [Edit(stmt, self._write) for stmt in self.writes]
         return out
 
     def _write(self, updated: cst.SimpleStatementLine) -> cst.SimpleStatementLine:
@@ -374,7 +368,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             or any(an.span(f)[0] <= line <= an.span(f)[1] for line in ctx.state_lines))]
         try:
             state.check(methods)
-        except _Refuse as why:
+        except Refuse as why:
             result.refusals.append(Refusal("GM702", start, f"`self.{name}` is not held in a tensor: {why}"))
             continue
         if not offer_unsafe(ctx, result, "GM702", start, cost=CAVEAT,

@@ -76,7 +76,8 @@ def _mend(cwd: Path, cache: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def _fix(proj: Path, cache: Path, *extra: str) -> subprocess.CompletedProcess:
-    return _mend(proj, cache, "fix", str(proj), "-f", "json", *extra)
+    # the first call only: what the cache keys and holds is the question here, not recompiles
+    return _mend(proj, cache, "fix", str(proj), "-f", "json", "--calls", "1", *extra)
 
 
 def _reused(out: subprocess.CompletedProcess) -> int:

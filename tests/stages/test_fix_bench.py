@@ -182,7 +182,8 @@ def gated(tmp_path_factory):
     proj = tmp_path_factory.mktemp("slower") / "project"
     shutil.copytree(FIXTURE, proj)
     before = (proj / "models.py").read_bytes()
-    first = _mend("fix", "--bench", "--write", "-f", "json", str(proj), cwd=proj)
+    # the first call only: the cost gate is the question here, not recompiles
+    first = _mend("fix", "--bench", "--write", "-f", "json", "--calls", "1", str(proj), cwd=proj)
     return proj, before, first
 
 
@@ -205,7 +206,7 @@ def test_a_slower_fix_regresses_with_its_numbers_and_is_not_written(gated):
 def test_allow_slower_writes_it_and_a_second_run_reuses_the_timing(gated):
     proj, before, _ = gated
     # nothing changed since the first run: its decided verdict is reused, no arm is timed again
-    second = _mend("fix", "--bench", "--allow-slower", "--write", str(proj), cwd=proj)
+    second = _mend("fix", "--bench", "--allow-slower", "--write", "--calls", "1", str(proj), cwd=proj)
     assert second.returncode == 0, second.stderr[-3000:]
     assert "[regresses]" in second.stderr and "cost: default mode, cpu: mended" in second.stderr
     assert "benchmarking" not in second.stderr
