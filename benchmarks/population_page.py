@@ -53,11 +53,20 @@ def total(reports: list[SweepReport]) -> PopulationRow:
     return out
 
 
+UNMEASURED = ("recompiles_after_break", "recompiles_removed")  # what such a report cannot count
+
+
+def measured_recompiles(report: SweepReport) -> bool:
+    """Whether ``report`` re-traced after mend fix over the calls of other sizes (and read
+    Dynamo's frame ids): a report made before counts neither what follows a break nor what the
+    fixes removed."""
+    return any(row.recompiles_after is not None for row in report.rows)
+
+
 def recompiles_headline(reports: list[SweepReport]) -> str:
     """The recompiles that follow a break and those verified fixes remove, over the reports
-    that measured them: a report made before mend fix re-traced over the calls of other sizes
-    (and before sweeps read Dynamo's frame ids) counts neither."""
-    measured = [r for r in reports if any(row.recompiles_after is not None for row in r.rows)]
+    that measured them."""
+    measured = [r for r in reports if measured_recompiles(r)]
     if not measured:
         return "No report here measured the recompiles left after `mend fix`."
     rows = [library_row(r) for r in measured if library_row(r) is not None]
@@ -138,8 +147,10 @@ def page(reports: list[SweepReport], names: list[str]) -> str:
     heads = [h for h, _ in POPULATION]
     out += ["", "## The population table", "", "| " + " | ".join(heads) + " |",
             "|---|---|" + "---:|" * (len(heads) - 2)]
+    # a report made before sweeps told a recompile's frame and re-traced after mend fix counts neither
+    unmeasured = {id(p) for r in reports if not measured_recompiles(r) for p in r.population}
     for p in [p for r in reports for p in r.population] + [grand]:
-        cells = [_cell(str(getattr(p, f))) for _, f in POPULATION]
+        cells = [_cell("–" if id(p) in unmeasured and f in UNMEASURED else str(getattr(p, f))) for _, f in POPULATION]
         if p is grand or p.modality == ALL:
             cells = [f"**{c}**" for c in cells]
         out.append("| " + " | ".join(cells) + " |")
@@ -185,7 +196,8 @@ def recompiles(reports: list[SweepReport]) -> list[str]:
     for i, (r, c) in enumerate(rows, 1):
         what = _code(c.what) if c.what else _cell(guarded_value(c))
         out.append(f"| {i} | {_cell(r.library)} | {c.rule} | {len(c.models)} | {c.recompiles} | {c.located} | "
-                   f"{c.after_break} | {'yes' if c.limit else 'no'} | {what} | {_cell(_sites(c))} |")
+                   f"{c.after_break if measured_recompiles(r) else '–'} | {'yes' if c.limit else 'no'} | {what} | "
+                   f"{_cell(_sites(c))} |")
     return out
 
 
