@@ -111,7 +111,7 @@ def test_guarded_router_converts_only_when_something_differs():
 
 def _mend_fix(tmp_path, *flags):
     repo = Path(__file__).resolve().parents[2]
-    run = subprocess.run([sys.executable, "-m", "graphmend", "fix", *flags, "--format", "json", "--quiet",
+    run = subprocess.run([sys.executable, "-m", "graphmend", "fix", "--calls", "1", *flags, "--format", "json", "--quiet",
                           str(tmp_path)], capture_output=True, text=True, timeout=900, cwd=tmp_path,
                          env={**os.environ, "PYTHONPATH": str(repo)})
     return json.loads(run.stdout), run.stderr

@@ -144,7 +144,7 @@ def test_mend_fix_unsafe_end_to_end(tmp_path):
     model.write_text(MIXTRAL_LIKE, encoding="utf-8")
 
     def mend(*args):
-        return subprocess.run([sys.executable, "-m", "graphmend", "fix", "--format", "json", "--quiet", *args,
+        return subprocess.run([sys.executable, "-m", "graphmend", "fix", "--calls", "1", "--format", "json", "--quiet", *args,
                                str(tmp_path)], capture_output=True, text=True, timeout=900, cwd=tmp_path,
                               env={**os.environ, "PYTHONPATH": str(repo)})
 

@@ -410,7 +410,7 @@ def test_mend_fix_write_twice(tmp_path):
     path = os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")])  # keep what the caller's path adds
 
     def mend():
-        return subprocess.run([sys.executable, "-m", "graphmend", "fix", "--format", "json", "--quiet", "--write",
+        return subprocess.run([sys.executable, "-m", "graphmend", "fix", "--calls", "1", "--format", "json", "--quiet", "--write",
                                str(tmp_path)], capture_output=True, text=True, timeout=900, cwd=tmp_path,
                               env={**os.environ, "PYTHONPATH": path, "MEND_NO_CACHE": "1"})
 
