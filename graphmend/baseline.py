@@ -163,9 +163,7 @@ def entries_from_targets(targets: Iterable[TargetResult]) -> list[CheckEntry]:
                                   fix_hint="; ".join(b.hints), origin="dynamic", target=t.name,
                                   run_mode=t.run_mode, nested_graph_breaks=bool(t.nested_graph_breaks),
                                   source_line=(source or "").strip() or None if b.file else None))
-        for r in t.recompiles:
-            if not r.rule:
-                continue  # the first size change of a dimension: automatic dynamic shapes, no cause
+        for r in t.caused_recompiles:
             # keyed where the guarded value is (else the recompiled function), by the guarded
             # line's text or expression: a guard's own words hold values that change run to run
             file, line = r.place

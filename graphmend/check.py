@@ -134,7 +134,7 @@ def run_check(files: Optional[Sequence[Path]], config: Config, baseline_path: Pa
     report.targets = [dataclasses.replace(t, breaks=[
         b for b in t.breaks
         if (str(Path(b.file).resolve()) if b.file else "<unknown>", b.line, b.rule, t.run_mode) in new_sites],
-        recompiles=[r for r in t.recompiles if r.rule and _recompile_site(r, t.run_mode) in new_sites])
+        recompiles=[r for r in t.caused_recompiles if _recompile_site(r, t.run_mode) in new_sites])
         for t in report.targets]
     return outcome
 

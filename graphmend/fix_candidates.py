@@ -174,7 +174,7 @@ def import_root_of(path: str) -> Optional[str]:
 def state_guards(t: TargetResult) -> list[tuple[str, int]]:
     """(real path, line) of each recompile of ``t`` on the value of a Python number an attribute
     of ``self`` holds (GM702 ``self.step == 3``), where Dynamo named the line that read it."""
-    return [(_real(r.guard_file), r.guard_line) for r in t.recompiles
+    return [(_real(r.guard_file), r.guard_line) for r in t.caused_recompiles
             if r.rule == "GM702" and r.guard_file and r.guard_line and (r.expression or "").startswith("self.")]
 
 

@@ -162,6 +162,9 @@ def _verify_sites_in(tmp: str, spec, before: TargetResult, sites: list[SiteRecor
             elif s.site.rule in RECOMPILE_RULES and v.recompiles_after >= v.recompiles_before:
                 left = v.recompiles_left[0] if v.recompiles_left else "none recorded"
                 out[id(s)] = (REJECTED, f"the recompile remains after the rewrite ({left})")
+            elif s.site.rule in RECOMPILE_RULES and v.replay_recompile:
+                out[id(s)] = (REJECTED, "the calls made once more under torch.compiler.set_stance"
+                              f"(\"fail_on_recompile\") still recompile ({v.replay_recompile})")
             elif keys and not any(seen):
                 out[id(s)] = None
             elif keys and any(len(x) < 2 for x in seen):

@@ -212,7 +212,7 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
     def verify_one(t: TargetResult, spec, sites: Optional[list[SiteRecord]], advance) -> tuple:
         """(FixTarget, the breaks left, Outcome or None, the verdict's cache key) of one
         target, with ``sites`` rewritten (None: the sites its breaks and files select)."""
-        recompiles = sum(bool(r.rule) for r in t.recompiles)
+        recompiles = len(t.caused_recompiles)
         ft = FixTarget(name=t.name, breaks_before=len(t.breaks), breaks_after=len(t.breaks),
                        graph_breaks_before=t.graph_break_count, graph_breaks_after=t.graph_break_count,
                        recompiles_before=recompiles, recompiles_after=recompiles)

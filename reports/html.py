@@ -13,7 +13,7 @@ from html import escape
 from typing import Optional
 
 from graphmend.core.model import SLOWER, Break, Report, TargetResult
-from reports.wording import (UNSTABLE_NOTE, bench_setting, break_counts, cost_text, recompile_text, location, mode_note, printable, rel, run_setting, skipped_sentence,
+from reports.wording import (UNSTABLE_NOTE, bench_setting, break_counts, cost_text, recompile_text, replay_text, location, mode_note, printable, rel, run_setting, skipped_sentence,
                            target_label)
 
 ARM_COLORS = {"eager": "#8a94a6", "original": "#e06c3c", "mended": "#2f9e6e", "reference": "#3b6fd8"}
@@ -298,6 +298,8 @@ def _targets(r: Report) -> str:
                 f'<span class="small">(not counted by explain)</span></li>' for b in hidden) + "</ul>")
         for rc in t.recompiles:
             out.append(f'<p class="small">{_e(recompile_text(rc, r.root))}</p>')
+        if replay_text(t):
+            out.append(f'<p class="small">{_e(replay_text(t))}</p>')
         out.append("</div>")
     out.append("</section>")
     return "".join(out)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from graphmend.core.model import Report
-from reports.wording import (UNSTABLE_NOTE, bench_setting, cost_text, recompile_text, library_cause, location, mode_note, printable, rel, run_setting,
+from reports.wording import (UNSTABLE_NOTE, bench_setting, cost_text, recompile_text, replay_text, library_cause, location, mode_note, printable, rel, run_setting,
                            skipped_sentence, target_label)
 
 
@@ -113,8 +113,8 @@ def render_markdown(r: Report) -> str:
                        f"{t.frames_skipped} | {t.graph_break_count} | {t.duration_s:.2f} | {_cell(t.error or '')} |")
         out += ["", "*breaks*: distinct graph breaks; *recompiles*: guard failures, not breaks; *explain's count*: "
                 "`torch._dynamo.explain`'s graph_break_count (graphs - 1, recompiles included)."]
-        recompiles = [f"- {_cell(target_label(t.name, t.run_mode))}: {_cell(recompile_text(rc, r.root))}"
-                      for t in r.targets for rc in t.recompiles]
+        recompiles = [f"- {_cell(target_label(t.name, t.run_mode))}: {_cell(text)}" for t in r.targets
+                      for text in [recompile_text(rc, r.root) for rc in t.recompiles] + [replay_text(t)] if text]
         if recompiles:
             out += ["", "#### Recompiles", ""] + recompiles
 

@@ -12,7 +12,7 @@ from typing import Optional
 
 from graphmend.core.model import (ADVICE, CONFIRMED, DYNAMIC, PARTIAL, REGRESSES, REJECTED, SLOWER, UNREACHED, UNVERIFIED, VERIFIED,
                                   Issue, Report)
-from reports.wording import (UNSTABLE_NOTE, bench_setting, break_counts, cost_text, recompile_text, library_cause, location, mode_note, printable, rel, run_setting,
+from reports.wording import (UNSTABLE_NOTE, bench_setting, break_counts, cost_text, recompile_text, replay_text, library_cause, location, mode_note, printable, rel, run_setting,
                            short_path, skipped_sentence, target_label)
 
 WIDTH = 120
@@ -144,6 +144,8 @@ def _targets(w: _Writer, r: Report, verbose: bool) -> None:
             if verbose or shown < RECOMPILES_SHOWN:
                 w.line("  ", (target_label(t.name, t.run_mode), "bold"), ": ", recompile_text(rc, r.root))
             shown += 1
+        if replay_text(t):
+            w.line("  ", (target_label(t.name, t.run_mode), "bold"), ": ", replay_text(t))
     if shown > RECOMPILES_SHOWN and not verbose:
         w.line("  ", (f"{shown - RECOMPILES_SHOWN} more recompiles: --verbose", "dim"))
 

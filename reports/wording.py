@@ -123,6 +123,15 @@ def recompile_text(rc, root: str) -> str:
     return text
 
 
+def replay_text(t) -> str:
+    """What a target's calls did when made once more under set_stance("fail_on_recompile"),
+    where they still recompiled (a value that moves every call), else ""."""
+    if not getattr(t, "replay_recompile", None):
+        return ""
+    return (f"its calls made once more still recompile ({t.replay_recompile}): it recompiles on every "
+            "such call, up to the recompile limit")
+
+
 def mode_note(b) -> str:
     """What a break's run mode adds to its listing: ``train only`` (the target ran in both
     modes and only train hit it), ``in the backward`` (compiled autograd), or ""."""

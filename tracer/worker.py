@@ -15,6 +15,7 @@ by --timeout and keeps the finished ones when a later one hangs.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from typing import Any, Optional, Sequence
@@ -74,6 +75,7 @@ def capture_loaded(name: str, file: str, function: str, fn: Any, args: tuple, kw
         first = rec.mark()
         frames = frame_counters()
         todo = list(calls) if result.error is None else []
+        made = [(args, kwargs)]  # the calls that ran, for the replay
         i = 0
         while i < len(todo):
             a, k = todo[i]
@@ -93,11 +95,14 @@ def capture_loaded(name: str, file: str, function: str, fn: Any, args: tuple, kw
                 if len(fallback) > i and _replay_first(compiled, fn, args, kwargs, mode, loss, rec, compiled_autograd):
                     # the calls again, the batch alone grown, after the first call alone
                     rec.rewind(first)
-                    todo, fallback, i, result.calls = list(fallback), (), 0, 1
+                    todo, fallback, i, result.calls, made = list(fallback), (), 0, 1, [(args, kwargs)]
                     continue
                 break
+            made.append((a, k))
             result.calls += 1
             i += 1
+        if calls and result.error is None:
+            result.replay_recompile = _replay(compiled, fn, made, mode, loss, rec, compiled_autograd)
     result.duration_s = time.perf_counter() - start
     result.graph_count = first.graphs
     # explain() reports graph_count - 1; a target that compiled nothing has no breaks, not -1.
@@ -132,6 +137,42 @@ def _replay_first(compiled: Any, fn: Any, args: tuple, kwargs: dict, mode: str, 
     except Exception:  # it ran before: whatever it is now, no call goes on from it
         return False
     return True
+
+
+_STANCE_RECOMPILE = "Detected recompile when torch.compile stance is 'fail_on_recompile'"
+_STANCE_WHERE = re.compile(r"function name: '(?P<function>[^']*)', line number: (?P<line>\d+)")
+_STANCE_GUARD = re.compile(r"^\s*- [\d/]+: (?P<guard>.*?)(?:\s+#.*)?$", re.MULTILINE)
+
+
+def _replay(compiled: Any, fn: Any, made: Sequence[tuple], mode: str, loss: Any, rec: Any,
+            compiled_autograd: bool) -> Optional[str]:
+    """The calls that ran, once more in their order, under
+    ``torch.compiler.set_stance("fail_on_recompile")``: "" when none recompiles (the compiled
+    program has settled: a user's later calls of these sizes reuse its graphs), else the
+    recompile Dynamo refused ("forward at line 4: self.step == 0"). None: not told (this torch
+    has no stance, or a call raised something else). What the replay logs is not recorded."""
+    import torch
+
+    set_stance = getattr(torch.compiler, "set_stance", None)
+    if set_stance is None:
+        return None
+    mark, call = rec.mark(), rec.call
+    try:
+        with set_stance("fail_on_recompile"):
+            for a, k in made:
+                _call(compiled, fn, a, k, mode, loss, rec, compiled_autograd)
+    except Exception as exc:  # the recompile the stance refused, or the model's own error (not told)
+        text = str(exc)
+        if _STANCE_RECOMPILE not in text:
+            return None
+        where, guard = _STANCE_WHERE.search(text), _STANCE_GUARD.search(text)
+        told = f"{where['function']} at line {where['line']}" if where else "a function"
+        return f"{told}: {guard['guard'].strip()}" if guard else told
+    finally:
+        rec.phase = "forward"
+        rec.rewind(mark)
+        rec.call = call
+    return ""
 
 
 def _call(compiled: Any, fn: Any, args: tuple, kwargs: dict, mode: str, loss: Any, rec: Any,

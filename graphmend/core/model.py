@@ -190,12 +190,21 @@ class TargetResult:
     outputs_equal: Optional[bool] = None
     unexercised_branches: Optional[list[str]] = None
     calls: int = 1  # the calls the capture made (--calls): the graph figures are the first's
+    # --calls > 1: those calls once more under torch.compiler.set_stance("fail_on_recompile"):
+    # "" none recompiled (the program settled), else the recompile refused; None: not told
+    replay_recompile: Optional[str] = None
     # train mode with compiled autograd only: the backward's graphs (breaks: phase "backward")
     backward_graph_count: Optional[int] = None
     # torch._dynamo.config.nested_graph_breaks as the capture ran (None: this torch has no such option)
     nested_graph_breaks: Optional[bool] = None
     # --lower only: the graphs Inductor could not compile for the CPU (None: not checked)
     lowering: Optional[list[LoweringFailure]] = None
+
+    @property
+    def caused_recompiles(self) -> list[Recompile]:
+        """The recompiles with a cause (a GM7xx rule): every one but automatic dynamic shapes'
+        first size change of a dimension, which is what Dynamo is meant to do."""
+        return [r for r in self.recompiles if r.rule]
 
 
 @dataclass

@@ -5,7 +5,7 @@ models built, the pairs that break, Dynamo's logged breaks, the breaks verified 
 and the pairs they bring to zero, the recompiles and those verified fixes remove. A fix whose proof is partial, or that ``mend fix --write``
 would not write, is counted apart, never as safe.
 
-``fix_breaking`` runs the fixes (one ``run_fix`` per run mode: fix captures and re-traces in
+``run_fixes`` runs the fixes (one ``run_fix`` per run mode: fix captures and re-traces in
 one); ``fix_rows`` and ``population`` are pure: they read the model's objects and import no
 torch. Nothing here prints.
 """
@@ -30,12 +30,12 @@ def files_to_fix(report: Report, files: dict[str, str], mode: str) -> list[str]:
     with a cause) in ``mode``, in order."""
     return sorted({Path(t.file).name for t in report.targets
                    if t.run_mode == mode and not t.error
-                   and (t.breaks or t.graph_break_count or any(r.rule for r in t.recompiles))
+                   and (t.breaks or t.graph_break_count or t.caused_recompiles)
                    and Path(t.file).name in files})
 
 
-def fix_breaking(folder: Path, files: dict[str, str], report: Report, config: Config, jobs: int,
-                 timeout: Optional[float], progress=None, calls: int = 1) -> dict[str, object]:
+def run_fixes(folder: Path, files: dict[str, str], report: Report, config: Config, jobs: int,
+              timeout: Optional[float], calls: int, progress=None) -> dict[str, object]:
     """{run mode: FixRun} of ``mend fix`` over the files of ``folder`` whose target breaks or
     recompiles in that mode (verification only: nothing is written), over the sweep's ``calls``."""
     from graphmend.fixing import FixOptions, run_fix

@@ -27,7 +27,7 @@ from graphmend.core.config import Config
 from graphmend.core.model import Report, TargetResult
 from graphmend.core.tables import (FIX_VERIFIED, SWEEP_BREAKS, SWEEP_CLEAN, SWEEP_FAILED, SWEEP_NOT_BUILT, SweepCause,
                                         SweepChange, SweepRecompileCause, SweepReport, SweepRow, SweepTotals)
-from graphmend.sweep.population import fix_breaking, fix_rows, population
+from graphmend.sweep.population import fix_rows, run_fixes, population
 
 # library name -> (module, target file prefix). A library module exposes ``version() -> str``,
 # ``enumerate_models() -> (names to run in order, {skipped name: why})``, ``modality(name) -> str``,
@@ -206,8 +206,8 @@ def run_sweep(options: SweepOptions, config: Config, progress=None, torch_versio
             plan_issues(report, [folder], config, progress)
         if options.fix:
             fix_start = time.perf_counter()
-            fix_runs = fix_breaking(folder, files, report, config, options.jobs, options.timeout, progress,
-                                    calls=options.collect.get("calls", 1))
+            fix_runs = run_fixes(folder, files, report, config, options.jobs, options.timeout,
+                                 options.collect.get("calls", 1), progress)
             fix_wall = time.perf_counter() - fix_start
     finally:
         if tmp is not None:
@@ -250,9 +250,9 @@ def _row(t: TargetResult, model: str) -> SweepRow:
     row = SweepRow(model=model, run_mode=t.run_mode, status=SWEEP_CLEAN, target=t.name, graph_count=t.graph_count,
                    graph_break_count=t.graph_break_count, breaks=len(t.breaks), frames_skipped=t.frames_skipped,
                    duration_s=t.duration_s)
-    unexpected = [rc for rc in t.recompiles if not rc.expected]
-    row.recompiles, row.recompiles_located = len(unexpected), sum(rc.located for rc in unexpected)
-    row.recompiles_after_break = sum(rc.after_break for rc in unexpected)
+    caused = t.caused_recompiles
+    row.recompiles, row.recompiles_located = len(caused), sum(rc.located for rc in caused)
+    row.recompiles_after_break = sum(rc.after_break for rc in caused)
     row.recompile_limit = any(rc.limit for rc in t.recompiles)
     if t.error and NOT_BUILT_MARK in t.error:
         row.status, row.why = SWEEP_NOT_BUILT, t.error.split(NOT_BUILT_MARK, 1)[1]

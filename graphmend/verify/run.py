@@ -65,6 +65,8 @@ class Verdict:
     recompiles_after: int = 0
     recompiles_left: list[str] = field(default_factory=list)
     recompiles_grew: Optional[str] = None
+    # the patched calls run once more under set_stance("fail_on_recompile") (TargetResult.replay_recompile)
+    replay_recompile: Optional[str] = None
     after: Optional[TargetResult] = None
     # the breaks left, in ORIGINAL coordinates (before-breaks still there) plus new ones
     remaining_breaks: list = field(default_factory=list)
@@ -289,14 +291,18 @@ def compare_breaks(v: Verdict, before: TargetResult, after: TargetResult, patche
 def compare_recompiles(v: Verdict, before: TargetResult, after: TargetResult) -> None:
     """The recompiles of the re-trace against the capture's, over the same calls: the patched
     program may not recompile more (a fix that makes a Python number of the graph change per
-    call would recompile on every call)."""
-    was = [r for r in before.recompiles if r.rule]
-    now = [r for r in after.recompiles if r.rule]
+    call would recompile on every call), nor recompile when the calls are made once more where
+    the original did not."""
+    was, now = before.caused_recompiles, after.caused_recompiles
     v.recompiles_before, v.recompiles_after = len(was), len(now)
     v.recompiles_left = [f"{r.rule} {r.function}: {r.reason}" for r in now]
+    v.replay_recompile = after.replay_recompile
     if len(now) > len(was):
         v.recompiles_grew = (f"the target now recompiles {len(now)} time(s) over its calls instead of {len(was)} "
                              f"({v.recompiles_left[0]})")
+    elif before.replay_recompile == "" and after.replay_recompile:
+        # settled before: a later call of the same sizes now compiles again (a value that changes per call)
+        v.recompiles_grew = f"its calls recompile again when made once more ({after.replay_recompile})"
 
 
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(\w+?)_at_\d+$")

@@ -124,6 +124,10 @@ DESC = {
  "Recompile.expression": "The expression whose value the failed guard holds, as the code spells it (self.step, x.shape[1]).",
  "Recompile.limit": "This recompile reached torch._dynamo.config.recompile_limit: the function runs in eager from then on.",
  "TargetResult.calls": "The calls the capture made (mend analyze --calls); the graph figures are the first call's.",
+ "TargetResult.replay_recompile": "With more than one call: the calls run once more under "
+                                  "torch.compiler.set_stance('fail_on_recompile'); empty when none recompiled (the "
+                                  "compiled program settled), else the recompile refused (function, line, guard); "
+                                  "null when not told.",
  "Break.call": "The target's call that first hit the break: above 1, only a later call of other sizes did.",
  "Issue.recompiles": "A recompile issue (GM7xx): [target index, recompile index] pairs; fan_out counts them.",
  "SkippedFrame.limit": "The frame runs in eager because it reached the recompile limit (GM706), not because of a break.",

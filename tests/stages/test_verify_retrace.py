@@ -50,3 +50,23 @@ def test_the_retrace_runs_on_a_fresh_target(tmp_path):
     assert v.error is None, v.error
     assert v.after is not None
     assert (v.after.graph_count, v.after.graph_break_count) == (2, 1), v.after
+
+
+def test_a_patched_program_that_recompiles_when_its_calls_are_made_again_got_worse():
+    """Over the same calls the counts can tie (one recompile each) while the patched program,
+    unlike the original, never settles: a later call of the same sizes compiles again."""
+    from graphmend.core.model import Recompile
+    from graphmend.verify.run import Verdict, compare_recompiles
+
+    def result(replay):
+        return TargetResult(name="m.py::t", file="m.py", function="t", replay_recompile=replay,
+                            recompiles=[Recompile(function="forward", reason="self.k == 2", rule="GM702")])
+
+    v = Verdict()
+    compare_recompiles(v, result(""), result("forward at line 9: self.step == 3"))
+    assert v.recompiles_grew == "its calls recompile again when made once more (forward at line 9: self.step == 3)"
+    for before, after in (("", ""), ("forward at line 9: self.k == 2", "forward at line 9: self.k == 3"),
+                          (None, "forward at line 9: self.step == 3")):
+        v = Verdict()
+        compare_recompiles(v, result(before), result(after))  # settled both, unsettled both, or not told
+        assert v.recompiles_grew is None and v.replay_recompile == after

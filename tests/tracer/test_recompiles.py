@@ -140,6 +140,8 @@ def test_later_calls_surface_the_step_counter_and_explain_it(analyzed):
 
     t = analyzed["targets"][0]
     assert t["calls"] == 3 and t["graph_count"] == 1  # the figures stay the first call's
+    # the same calls once more under set_stance("fail_on_recompile"): the counter still moves
+    assert re.fullmatch(r"forward at line \d+: self\.step == \d+", t["replay_recompile"]), t["replay_recompile"]
     step = [r for r in t["recompiles"] if r["rule"] == "GM702"]
     assert step and step[0]["expression"] == "self.step" and step[0]["guard_line"] == 11
     issues = [i for i in analyzed["issues"] if i["rule"] == "GM702"]
@@ -151,6 +153,7 @@ def test_later_calls_surface_the_step_counter_and_explain_it(analyzed):
         out = render(report, fmt)
         assert "GM702" in out and "self.step" in out, fmt
         assert fmt == "text" or re.search(r"Failed guard:(</b>)? self\.step ==", out), fmt  # in Dynamo's words
+        assert fmt in ("sarif", "github") or "its calls made once more still recompile (forward at line" in out, fmt
     # the batch change of call 2 made the size dynamic: listed, expected, no issue of its own
     assert any(r["expected"] and r["call"] == 2 for r in t["recompiles"])
     assert {i["rule"] for i in analyzed["issues"]} == {"GM702", "GM706"}
