@@ -123,7 +123,7 @@ def _analysis(source: str):
 def _fix(an, ctx, source: str, line_length: int = 88) -> FixResult:
     import libcst as cst
 
-    from rewrites.fixes.base import apply_edits
+    from rewrites.fixes.base import REGION, apply_edits
 
     edits, refused = [], []
     claimed: list[tuple[int, int]] = []
@@ -136,12 +136,12 @@ def _fix(an, ctx, source: str, line_length: int = 88) -> FixResult:
                 continue
             # one statement, one family: a later family never rewrites inside an earlier one's
             # statement-level rewrite (GM4 turns an ``if ...: raise`` that GM1 would refuse)
-            if e.site is not None and e.site.strategy in _STATEMENT_LEVEL:
+            if e.site is not None and e.site.claims:
                 span = (e.site.line, e.site.end_line)
                 if any(a <= span[0] <= b or span[0] <= a <= span[1] for a, b in claimed):
                     continue
                 claimed.append(span)
-                if e.site.strategy in _WHOLE:
+                if e.site.claims == REGION:
                     mine.append(span)
             edits.append(e)
         whole += mine
@@ -158,6 +158,3 @@ def _fix(an, ctx, source: str, line_length: int = 88) -> FixResult:
     applied = sorted((e.site for e in edits if e.site is not None), key=lambda s: s.line)
     return FixResult(source, new, applied, sorted(refused, key=lambda r: r.line))
 
-
-_STATEMENT_LEVEL = {"where", "cond", "assert_async", "check", "guard_if", "opaque", "unbacked"}
-_WHOLE = {"opaque"}  # edits of later families inside these spans are dropped, site or not

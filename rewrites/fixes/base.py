@@ -36,6 +36,13 @@ class Site:
     # what the rewrite changes that verification may never see (its family's documented
     # caveat): planned only with --unsafe-fixes (offer_unsafe), reported as partially verified
     caveat: str = ""
+    # what the rewrite claims of the source around it: STATEMENT (one statement, one family: a
+    # later family's statement-level rewrite overlapping these lines is dropped) or REGION (also
+    # every later family's edit inside these lines); "" claims nothing beyond its own nodes
+    claims: str = ""
+
+
+STATEMENT, REGION = "statement", "region"
 
 
 @dataclass

@@ -71,7 +71,7 @@ from typing import Optional
 
 import libcst as cst
 
-from rewrites.fixes.base import Analysis, Case, Context, Edit, Plan, Refusal, Site
+from rewrites.fixes.base import STATEMENT, Analysis, Case, Context, Edit, Plan, Refusal, Site
 from rewrites.fixes.conditions import Refuse, convert_condition
 from rewrites.fixes.facts import FunctionFacts, names_in
 from rewrites.fixes.judgements import call, calls_outside_torch, code, impurity, strip_parens
@@ -422,7 +422,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         stored = " (stored in `self._buffers`)" if _persistent(_register(block_stmts(node.body)[-1])[1]) \
             is not None else ""
         site = Site("GM101", start, end, f"`if` on a tensor re-registering `{d.buffer}` -> the buffer's value "
-                    f"selected by torch.where{stored}{what}", [an.rng(node.test)], "where")
+                    f"selected by torch.where{stored}{what}", [an.rng(node.test)], "where", claims=STATEMENT)
         result.edits.append(Edit(node, lambda u, d=d, tnames=tnames, forced=forced: build(u, d, tnames, forced), site))
     return result
 

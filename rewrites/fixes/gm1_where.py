@@ -85,7 +85,7 @@ from typing import Optional
 
 import libcst as cst
 
-from rewrites.fixes.base import Analysis, Case, Context, Edit, Plan, Refusal, Site, offer_unsafe
+from rewrites.fixes.base import Analysis, Case, Context, Edit, Plan, Refusal, STATEMENT, Site, offer_unsafe
 from rewrites.fixes.conditions import Refuse, bool_valued, chained_and, convert_condition, scalar_operands, unchain
 from rewrites.fixes.facts import FunctionFacts, names_in
 from rewrites.fixes.judgements import code, strip_parens, tensorish
@@ -140,7 +140,7 @@ def _plan_split(an: Analysis, ctx: Context, node: cst.If, facts: FunctionFacts, 
     # test: each arm runs when it goes one way): a Python elif test keeps the original's
     # choice in the ternary, and Dynamo specialises on it as it did on the elif
     conds = [an.rng(o) for o in tn] if py else [an.rng(node.test)]
-    site = Site(rule, start, end, f"{what} ({', '.join(d.keep)})", conds, strategy)
+    site = Site(rule, start, end, f"{what} ({', '.join(d.keep)})", conds, strategy, claims=STATEMENT)
 
     def build(updated: cst.If, d=d):
         got = split_and(updated.test, tnames, forced, facts.python_params) if py else \
@@ -265,7 +265,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         conds = [an.rng(t) for t, _ in branches]
         strategy = "cond" if d.use_cond else "where"
         what = "return" if d.returns else ", ".join(d.keep)
-        site = Site(rule, start, end, f"`if` on a tensor -> torch.{strategy} ({what})", conds, strategy)
+        site = Site(rule, start, end, f"`if` on a tensor -> torch.{strategy} ({what})", conds, strategy, claims=STATEMENT)
 
         def build(updated, d=d, tnames=tnames, forced=forced):
             return build_if(updated, d, tnames, forced, d.absorb_next)
@@ -375,7 +375,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         if use_cond and not offer_unsafe(ctx, result, "GM102", start, _COND_LIMITS, "torch.cond"):
             continue
         site = Site("GM102", start, end, f"ternary on a tensor -> torch.{'cond' if use_cond else 'where'}",
-                    [an.rng(node.test)], "cond" if use_cond else "where")
+                    [an.rng(node.test)], "cond" if use_cond else "where", claims=STATEMENT)
 
         def build_exp(updated, tnames=tnames, forced=forced, use_cond=use_cond, pure=pure,
                       numbers=_numbers(an, node, facts)):

@@ -86,7 +86,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rewrites.fixes.base import Analysis, Case, Context, Edit, Helper, Plan, Refusal, Site, offer_unsafe, single
+from rewrites.fixes.base import Analysis, Case, Context, Edit, Helper, Plan, Refusal, STATEMENT, Site, offer_unsafe, single
 from rewrites.fixes.facts import FunctionFacts
 from rewrites.fixes.judgements import (LOG_METHODS, code, full_name, is_compiling_test, is_string_literal, strip_item,
                                        strip_parens, tensorish)
@@ -233,7 +233,8 @@ def _plan_logging_ifs(an: Analysis, ctx: Context, result: Plan) -> set[int]:
                             cost=lost):
             continue
         site = Site(rule, start, end, "an `if` that only logs: condition and call skipped under torch.compile "
-                    "(eager unchanged; unsafe: the message is lost in compiled code)", strategy="guard_if", caveat=lost)
+                    "(eager unchanged; unsafe: the message is lost in compiled code)", strategy="guard_if", caveat=lost,
+                    claims=STATEMENT)
 
         def build(updated: cst.If):
             inner = updated.test

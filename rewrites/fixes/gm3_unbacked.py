@@ -58,7 +58,7 @@ from typing import Optional
 
 import libcst as cst
 
-from rewrites.fixes.base import Analysis, Case, Context, Edit, Helper, Plan, Refusal, Site, single
+from rewrites.fixes.base import Analysis, Case, Context, Edit, Helper, Plan, Refusal, STATEMENT, Site, single
 from rewrites.fixes.conditions import Refuse
 from rewrites.fixes.facts import FunctionFacts
 from rewrites.fixes.gm3_scalars import scalar_source
@@ -313,7 +313,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         kept = "a list of unbacked ints" if listed else "an unbacked int" if len(reads) == 1 else "unbacked ints"
         site = Site(rule, start, end, f"{names} stay{'s' if len(reads) == 1 else ''} in the graph as {kept} "
                     f"(custom op mend::{stem}" + "".join(f", torch._check({v} >= 0)" for v in sized) + ")",
-                    strategy="unbacked")
+                    strategy="unbacked", claims=STATEMENT)
         replaced = {var: tensor for var, _, tensor, _ in reads}
 
         def build(updated: cst.SimpleStatementLine, op_var=op_var, replaced=replaced, sized=sized, fn=fn):

@@ -41,7 +41,7 @@ from typing import Optional
 
 import libcst as cst
 
-from rewrites.fixes.base import Analysis, Case, Context, Edit, Helper, Plan, Refusal, Site
+from rewrites.fixes.base import Analysis, Case, Context, Edit, Helper, Plan, Refusal, STATEMENT, Site
 from rewrites.fixes.conditions import Refuse, convert_condition
 from rewrites.fixes.facts import FunctionFacts
 from rewrites.fixes.judgements import (IS_COMPILING, call, code, full_name, impurity, in_compile_split,
@@ -245,7 +245,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             result.refusals.append(Refusal("GM401", start, f"the message {impurity(node.msg)}"))
             continue
         site = Site("GM401", start, end, "assert on a tensor -> torch._assert_async under compile; eager "
-                    "keeps the assert", strategy="assert_async")
+                    "keeps the assert", strategy="assert_async", claims=STATEMENT)
 
         def build(updated, names=names, forced=forced):
             a: cst.Assert = updated.body[0]
@@ -261,7 +261,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         if ctx.lines is None or not ctx.covers(start, end):
             continue
         site = Site("GM401", start, end, "assert on a size list -> torch._check per dimension under compile; "
-                    "eager keeps the assert", strategy="check")
+                    "eager keeps the assert", strategy="check", claims=STATEMENT)
 
         def build_size(updated, n=len(elems)):
             a: cst.Assert = updated.body[0]
@@ -287,7 +287,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         if ctx.lines is None or not ctx.covers(start, end):
             continue
         site = Site("GM301", start, end, "torch._check_tensor_all -> torch._assert_async under compile; eager "
-                    "keeps the call", strategy="assert_async")
+                    "keeps the call", strategy="assert_async", claims=STATEMENT)
 
         def build_all(updated):
             c: cst.Call = updated.body[0].value
@@ -321,11 +321,11 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         one = _one_call(node, raise_node, names, forced, eq)
         if one is not None:
             site = Site("GM402", start, end, "`if ...: raise` on a tensor -> one _mend_raise_if call: eager raises as "
-                        "before, compiled code checks with torch._assert_async", strategy="assert_async")
+                        "before, compiled code checks with torch._assert_async", strategy="assert_async", claims=STATEMENT)
             result.edits.append(Edit(node, one, site, helpers=(RAISE_IF,)))
             continue
         site = Site("GM402", start, end, "`if ...: raise` on a tensor -> torch._assert_async under compile; "
-                    "eager keeps the raise", strategy="assert_async")
+                    "eager keeps the raise", strategy="assert_async", claims=STATEMENT)
 
         def build_raise(updated, names=names, forced=forced):
             r: cst.Raise = updated.body.body[0].body[0]

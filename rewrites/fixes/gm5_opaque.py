@@ -88,7 +88,7 @@ from typing import Optional
 
 import libcst as cst
 
-from rewrites.fixes.base import Analysis, Case, Context, Edit, Helper, Plan, Refusal, Site, single
+from rewrites.fixes.base import Analysis, Case, Context, Edit, Helper, Plan, REGION, Refusal, Site, single
 from rewrites.fixes.conditions import Refuse
 from rewrites.fixes.facts import FunctionFacts, names_in
 from rewrites.fixes.judgements import code
@@ -263,7 +263,7 @@ def _plan_loop(an: Analysis, ctx: Context, fn: cst.FunctionDef, body: list, k: i
                    + ([f"dtype={dtype}"] if dtype else []), ")") + "\n")
     call_args = (["self", "[*self.parameters(), *self.buffers()]"] if uses_self else []) + args
     site = Site(rule, start, end, f"data-dependent region ({dd[0]}) -> one opaque custom op mend::{stem} (same "
-                "algorithm, same cost; its backward differentiates what its forward recorded)", strategy="opaque")
+                "algorithm, same cost; its backward differentiates what its forward recorded)", strategy="opaque", claims=REGION)
 
     def build(updated: cst.CSTNode, call_args=call_args):
         new = cst.parse_statement(f"{acc} = {op_var}({', '.join(call_args)})\n")
