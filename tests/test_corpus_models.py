@@ -70,12 +70,15 @@ def runs(corpus_capture) -> dict:
         fn, args, kwargs = t.fn, t.args, t.kwargs
         with contextlib.redirect_stdout(io.StringIO()), torch.no_grad():
             eager = fn(*args, **kwargs)
-        # explained as measure.py and the tracer do, in each run mode, after torch._dynamo.reset()
+        # explained as measure.py and the tracer do, in each run mode, after torch._dynamo.reset();
+        # train mode is the capture's counts (explain's in eval, tests/tracer/test_tracer_capture.py)
         counts = {}
         for mode in ("eval", "train"):
-            ref = corpus_capture.of(mode)[1][name]
+            results, explained = corpus_capture.of(mode)
+            ref = explained[name]
             assert not isinstance(ref, str), f"{name} [{mode}]: explain raised {ref}"
-            counts[mode] = (ref[0], ref[1])
+            counts[mode] = (ref[0], ref[1]) if ref is not None else (results[name].graph_count,
+                                                                     results[name].graph_break_count)
         out[name] = (eager, counts)
     return out
 

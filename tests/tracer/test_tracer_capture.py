@@ -22,9 +22,12 @@ def test_counts_equal_explain(corpus_capture, mode):
     specs = corpus_capture.specs
     results, explained = corpus_capture.of(mode)
     assert len(results) == len(specs) >= 5
+    assert sum(ref is not None for ref in explained.values()) >= 5
     mismatches = []
     for name, ref in explained.items():
         r = results[name]
+        if ref is None:  # captured without explain (tests/conftest.py: the transformers models' train mode)
+            continue
         if isinstance(ref, str):  # explain itself failed: so must the capture
             assert r.error, name
             continue
