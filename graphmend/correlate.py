@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -275,6 +276,10 @@ def _recompile_groups(report: Report, norm) -> list[_Recompiled]:
     return list(groups.values())
 
 
+# a size guard's expression on a tensor the user's code names (not Dynamo's ___stack0)
+_SIZE_EXPRESSION = re.compile(r"^(?P<tensor>(?!_)[A-Za-z_][\w.]*)\.(?:shape|size\(\))\[(?P<dim>\d+)\]$")
+
+
 def _recompile_issue(report: Report, g: _Recompiled) -> Issue:
     from graphmend.core.model import SkippedFrame
 
@@ -292,6 +297,10 @@ def _recompile_issue(report: Report, g: _Recompiled) -> Issue:
     if all(rc.after_break for rc in rcs):
         message += (f"; {fn} is compiled as a frame of its own only because a graph break split a frame "
                     "that called it: with that break fixed, this recompile goes too")
+    sized = _SIZE_EXPRESSION.match(first.expression or "") if g.rule == "GM701" else None
+    if sized:  # the dimension, named as the code names it
+        message += (f"; mark that dimension dynamic before the first call (torch._dynamo.maybe_mark_dynamic("
+                    f"{sized['tensor']}, {sized['dim']})) and keep its size out of Python conditions")
     labels = list(dict.fromkeys(_label(report.targets[ti]) for ti, _ in g.recompiles))
     rule = get_rule(g.rule)
     issue = Issue(rule=g.rule, category=rule.category if rule else "recompile", status=DYNAMIC, message=message,

@@ -15,13 +15,15 @@ GM701 = Rule(
          "(automatic dynamic shapes: one recompile, expected and not reported); a size that recompiles again "
          "was kept static (automatic dynamic off, `mark_static`), is 0 or 1 (always specialised), or fed Python "
          "control flow or a Python int (`if x.shape[1] > 4:`, `2 <= x.size()[1] <= 4`), which bounds it."),
-    fix=("Mark the dimension dynamic before the first call (`torch._dynamo.mark_dynamic(x, 1)`) or compile with "
-         "`dynamic=True`; keep sizes out of Python control flow (compute on the tensor, or pad to fixed buckets)."),
+    fix=("Mark the dimension dynamic before the first call (`torch._dynamo.maybe_mark_dynamic(x, 1)`; "
+         "`mark_dynamic` raises where the code specialises the size) or compile with `dynamic=True`; keep sizes out "
+         "of Python control flow (compute on the tensor, or pad to fixed buckets). The issue names the dimension "
+         "where the guard names a tensor of your code."),
     preconditions="No automatic fix.", static=False,
     guard_patterns=(r"size mismatch at index", r"rank mismatch", r"\.size\(\)\[", r"\.shape\[", r"stride mismatch",
                     r"\.stride\(\)",
                     r"storage_offset\(\)"),
-    advice="torch._dynamo.mark_dynamic(x, dim) on the input, or torch.compile(..., dynamic=True)",
+    advice="torch._dynamo.maybe_mark_dynamic(x, dim) on the input, or torch.compile(..., dynamic=True)",
 )
 
 GM702 = Rule(

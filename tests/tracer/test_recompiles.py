@@ -203,6 +203,22 @@ def test_one_issue_per_cause_and_place_and_the_limit_is_a_frame_run_in_eager():
     assert [i.rule for i in r.issues] == ["GM706"]
 
 
+def test_a_size_kept_static_names_the_dimension_to_mark_dynamic():
+    from graphmend.core.model import Recompile, Report, TargetResult
+    from graphmend.correlate import diagnose
+
+    def issue(expression):
+        size = Recompile("forward", "tensor 'x' size mismatch at index 1. expected 4, actual 6", "/m.py", 7,
+                         call=3, rule="GM701", expression=expression)
+        r = Report(command="analyze", targets=[TargetResult("m.py::a", "/m.py", "a", recompiles=[size])])
+        diagnose(r, read_sources=False)
+        return r.issues[0].message
+
+    assert issue("x.shape[1]").endswith("(torch._dynamo.maybe_mark_dynamic(x, 1)) and keep its size out of "
+                                        "Python conditions")
+    assert "maybe_mark_dynamic" not in issue("___stack0.shape[1]")  # Dynamo's name, not the code's
+
+
 SPLIT = textwrap.dedent('''\
     import torch
 
