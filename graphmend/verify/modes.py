@@ -328,19 +328,21 @@ def aliases(out: Any, inputs: Any, module) -> dict[str, str]:
         named += [(f"buffer {k}", t) for k, t in module.named_buffers()]
     storages = {}
     for name, t in named:
-        if t.numel() and _storage(t) is not None:
-            storages.setdefault(_storage(t), name)
+        if t.numel() and storage_of(t) is not None:
+            storages.setdefault(storage_of(t), name)
     found: dict[str, str] = {}
     for path, o in _paths(out, "output"):
         same = next((name for name, t in named if o is t), None)
         if same:
             found[path] = f"is {same}"
-        elif o.numel() and _storage(o) in storages:
-            found[path] = f"views {storages[_storage(o)]}"
+        elif o.numel() and storage_of(o) in storages:
+            found[path] = f"views {storages[storage_of(o)]}"
     return found
 
 
-def _storage(t) -> Optional[int]:
+def storage_of(t) -> Optional[int]:
+    """The address of ``t``'s storage; None for a tensor without one (a torch.func wrapper a
+    module kept as an attribute when a transform ran it)."""
     try:
         return t.untyped_storage().data_ptr()
     except (NotImplementedError, RuntimeError):  # a torch.func wrapper a module kept: no storage

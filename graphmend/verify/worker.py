@@ -489,15 +489,19 @@ _PLAIN = "\0plain"  # ... and for the numbers and tensors its modules hold as pl
 def _plain_state(module) -> dict:
     """{(submodule name, attribute): value} of what each submodule holds as a plain attribute
     that a call may change and ``state_dict`` leaves out: a Python number (a step counter), a
-    tensor outside the parameters and buffers (a counter held in a 0-d tensor, a cache)."""
+    tensor outside the parameters and buffers (a counter held in a 0-d tensor, a cache). Not a
+    torch.func wrapper a call under a transform left there (Qwen3-VL's ``rope_deltas``): it has no
+    values to keep, and the state file could not hold it."""
     import torch
+
+    from graphmend.verify.modes import storage_of
 
     out = {}
     for qual, m in module.named_modules(remove_duplicate=False):
         for k, v in vars(m).items():
             if isinstance(v, (bool, int, float)):
                 out[(qual, k)] = v
-            elif isinstance(v, torch.Tensor) and not isinstance(v, torch.nn.Parameter):
+            elif isinstance(v, torch.Tensor) and not isinstance(v, torch.nn.Parameter) and storage_of(v) is not None:
                 out[(qual, k)] = (v, v.detach().clone())  # the tensor itself, and its values then
     return out
 

@@ -519,3 +519,31 @@ def test_a_number_read_off_the_module_after_the_call_is_compared():
     assert _diff(made[0], made[1], x, EVAL) is None  # the property reads what the int held
     why = _diff(made[2], made[3], x, EVAL)
     assert why is not None and "attribute count went unchanged in the call, originally 0 -> 1" in why, why
+
+
+class _KeepsDeltas(nn.Module):
+    """Caches a tensor it computed on itself, as Qwen3-VL keeps ``rope_deltas``: a call under
+    torch.func leaves a functorch wrapper there, with no storage."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.deltas = None
+
+    def forward(self, x):
+        h = self.fc(x)
+        self.deltas = h.sum(-1)
+        return h
+
+
+def test_a_wrapper_a_transform_left_on_the_module_does_not_stop_the_original_side(tmp_path):
+    from graphmend import Target
+    from graphmend.core.targets import LoadedTarget
+    from graphmend.verify.arms import ArmRecorder
+    from graphmend.verify.worker import _run_original
+
+    m = _KeepsDeltas()
+    loaded = LoadedTarget(fn=m, args=(torch.randn(2, 4),), kwargs={}, target=Target(fn=m))
+    plan, records, skipped = _run_original(loaded, m, [], ArmRecorder(), 0, [])
+    assert FUNC_GRAD in {mo for mo, _ in plan} and FUNC_GRAD not in skipped, skipped
+    torch.save({"plan": plan, "records": records}, tmp_path / "state.pt")  # what the worker keeps
