@@ -82,7 +82,8 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = {"served": list(finder.served) if finder else []}
     if mode == "original":
         plan, records, skipped = _run_original(loaded, module, keys, recorder, seed, payload.get("constants") or [])
-        torch.save({"plan": plan, "records": records, "weights": initial, "skipped": skipped}, payload["state"])
+        torch.save({"plan": plan, "records": _savable(records), "weights": initial, "skipped": skipped},
+                   payload["state"])
         ran = sorted({m for m, _ in plan} - set(skipped))
         # every call compares its outputs' aliasing; the generators where the module holds one
         extra = [ALIASING] if records else []
@@ -489,21 +490,37 @@ _PLAIN = "\0plain"  # ... and for the numbers and tensors its modules hold as pl
 def _plain_state(module) -> dict:
     """{(submodule name, attribute): value} of what each submodule holds as a plain attribute
     that a call may change and ``state_dict`` leaves out: a Python number (a step counter), a
-    tensor outside the parameters and buffers (a counter held in a 0-d tensor, a cache). Not a
-    torch.func wrapper a call under a transform left there (Qwen3-VL's ``rope_deltas``): it has no
-    values to keep, and the state file could not hold it."""
+    tensor outside the parameters and buffers (a counter held in a 0-d tensor, a cache)."""
     import torch
-
-    from graphmend.verify.modes import storage_of
 
     out = {}
     for qual, m in module.named_modules(remove_duplicate=False):
         for k, v in vars(m).items():
             if isinstance(v, (bool, int, float)):
                 out[(qual, k)] = v
-            elif isinstance(v, torch.Tensor) and not isinstance(v, torch.nn.Parameter) and storage_of(v) is not None:
-                out[(qual, k)] = (v, v.detach().clone())  # the tensor itself, and its values then
+            elif isinstance(v, torch.Tensor) and not isinstance(v, torch.nn.Parameter):
+                try:
+                    out[(qual, k)] = (v, v.detach().clone())  # the tensor itself, and its values then
+                except RuntimeError:  # a vmap wrapper a call left there (its values are not readable): as it is
+                    out[(qual, k)] = v
     return out
+
+
+def _savable(records: list) -> list:
+    """``records`` without the torch.func wrappers a call under a transform left on a module as
+    a plain attribute (Qwen3-VL's ``rope_deltas``), which a state file cannot hold: kept in the
+    snapshot a record starts from (the compiled probe's), where they only ever rebind a cache."""
+    from graphmend.verify.modes import storage_of
+
+    def kept(v) -> bool:
+        return all(not hasattr(t, "untyped_storage") or storage_of(t) is not None
+                   for t in (v if isinstance(v, tuple) else (v,)))
+
+    for rec in records:
+        plain = (rec.get("before") or {}).get(_PLAIN)
+        if plain:
+            rec["before"][_PLAIN] = {k: v for k, v in plain.items() if kept(v)}
+    return records
 
 
 def _snapshot(module):
@@ -544,7 +561,10 @@ def _restore(module, snap) -> None:
                     with torch.no_grad():
                         held.copy_(values)
                 except RuntimeError:  # resized, or an inference tensor: a copy of the values instead
-                    held = values.clone()
+                    try:
+                        held = values.clone()
+                    except RuntimeError:  # a torch.func wrapper a transform left: bound again as it was
+                        pass
                 v = held
             vars(modules[qual])[k] = v
 

@@ -540,10 +540,12 @@ def test_a_wrapper_a_transform_left_on_the_module_does_not_stop_the_original_sid
     from graphmend import Target
     from graphmend.core.targets import LoadedTarget
     from graphmend.verify.arms import ArmRecorder
-    from graphmend.verify.worker import _run_original
+    from graphmend.verify.worker import _run_original, _savable
 
     m = _KeepsDeltas()
     loaded = LoadedTarget(fn=m, args=(torch.randn(2, 4),), kwargs={}, target=Target(fn=m))
     plan, records, skipped = _run_original(loaded, m, [], ArmRecorder(), 0, [])
     assert FUNC_GRAD in {mo for mo, _ in plan} and FUNC_GRAD not in skipped, skipped
-    torch.save({"plan": plan, "records": records}, tmp_path / "state.pt")  # what the worker keeps
+    with pytest.raises(NotImplementedError, match="Cannot access storage"):  # in a snapshot compiled runs start from
+        torch.save(records, tmp_path / "raw.pt")
+    torch.save({"plan": plan, "records": _savable(records)}, tmp_path / "state.pt")  # what the worker keeps
