@@ -508,8 +508,9 @@ def _plain_state(module) -> dict:
 
 def _savable(records: list) -> list:
     """``records`` without the torch.func wrappers a call under a transform left on a module as
-    a plain attribute (Qwen3-VL's ``rope_deltas``), which a state file cannot hold: kept in the
-    snapshot a record starts from (the compiled probe's), where they only ever rebind a cache."""
+    a plain attribute (Qwen3-VL's ``rope_deltas``), which a state file cannot hold. The snapshots
+    this process restores from keep them; the saved records (the compiled probe's starting
+    points) lose only these entries, caches the next forward sets again."""
     from graphmend.verify.modes import storage_of
 
     def kept(v) -> bool:

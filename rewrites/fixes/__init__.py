@@ -157,4 +157,3 @@ def _fix(an, ctx, source: str, line_length: int = 88) -> FixResult:
         return FixResult(source, source, refused=refused, error=f"rewrite produced invalid code: {exc.message}")
     applied = sorted((e.site for e in edits if e.site is not None), key=lambda s: s.line)
     return FixResult(source, new, applied, sorted(refused, key=lambda r: r.line))
-
