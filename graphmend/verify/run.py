@@ -236,6 +236,12 @@ def compare_breaks(v: Verdict, before: TargetResult, after: TargetResult, patche
     after_texts.update({os.path.realpath(p): t for p, t in patches.items()})
     after_keys = break_keys(after.breaks, after_texts)
     v.breaks_after = len(after.breaks)
+    # a frame Dynamo skipped before (a break in its loop) and still skips, now named after the
+    # first break left in the loop (a diffusers sampling loop once a scheduler's first break is
+    # fixed), is the same skip, not a new break: as many skips went as came, no more frames skipped
+    gone = [k for k, b in before_keys.items() if b.kind == "frame_skipped" and k not in after_keys]
+    came = [k for k, b in after_keys.items() if b.kind == "frame_skipped" and k not in before_keys]
+    same_skips = set(came[:len(gone)]) if after.frames_skipped <= before.frames_skipped else set()
     # breaks that were there before keep the line of the file on disk (an added import
     # shifts the patched text); new ones are named at the original line they map to
     moved = {k: _in_original(b, after_texts, texts) for k, b in after_keys.items() if k not in before_keys}
@@ -255,7 +261,7 @@ def compare_breaks(v: Verdict, before: TargetResult, after: TargetResult, patche
     unbacked_before = any(_UNBACKED_GUARD in (b.reason or "") for b in before.breaks)
     for k, b in moved.items():
         if b.line is not None:
-            v.exposed.append(b)
+            v.exposed.append(b)  # a further round may fix it (fixing.FOLLOW_ROUNDS)
         line = b.line if b.line is not None else f"{after_keys[k].line} (a line the rewrite wrote)"
         where = f"{b.rule} at {os.path.basename(b.file or '?')}:{line}: {b.reason}"
         hid = gone_splits.get(split_key(after_keys[k], after_texts))
@@ -272,7 +278,7 @@ def compare_breaks(v: Verdict, before: TargetResult, after: TargetResult, patche
             v.surfaced.append(Surfaced(where, f"{os.path.basename(skip.file or '')}:{skip.line}",
                                        [(os.path.realpath(skip.file or ""), skip.line)],
                                        skipped=skip.skipped_frame.function))
-        else:
+        elif k not in same_skips:
             v.new_breaks.append(where)
     for k, b in before_keys.items():
         v.key_lines.setdefault(k, []).append(b.line)

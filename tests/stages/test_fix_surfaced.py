@@ -179,3 +179,25 @@ def test_a_break_in_a_frame_dynamo_skipped_before_is_surfaced_not_new():
     compare_breaks(v, before, TargetResult("t", "/m.py", "t", breaks=[other]), {"/m.py": LOOP_FIXED},
                    {"/m.py": LOOP})
     assert v.surfaced == [] and v.new_breaks
+
+
+def test_a_frame_still_skipped_for_a_break_further_in_is_the_same_skip():
+    # Dynamo skipped a frame for the print (the first break of its loop); with the print fixed
+    # it skips it for the branch, the loop's first break now: one skip before and after, moved.
+    # The loop's frame is not a user file (a library's sampling loop): the skip names no frame
+    def branch(line, kind="graph_break", fn="forward"):
+        return Break(rule="GM101", category="control-flow", reason="Data-dependent branching", file="/m.py", line=line,
+                     function=fn, kind=kind, counted=kind == "graph_break", stack=[Frame("/m.py", line, fn)])
+
+    unnamed = dataclasses.replace(_skip(2), skipped_frame=None)
+    before = TargetResult("t", "/m.py", "t", graph_break_count=2, frames_skipped=1, breaks=[unnamed, branch(4)])
+    moved = TargetResult("t", "/m.py", "t", graph_break_count=1, frames_skipped=1,
+                         breaks=[branch(5, "frame_skipped"), branch(5)])
+    v = Verdict()
+    compare_breaks(v, before, moved, {"/m.py": LOOP_FIXED}, {"/m.py": LOOP})
+    assert v.new_breaks == [] and v.surfaced == []
+    assert v.remaining_reasons == ["GM101 m.py:4: Data-dependent branching"] * 2
+    # a second frame skipped is not the same skip
+    v = Verdict()
+    compare_breaks(v, before, dataclasses.replace(moved, frames_skipped=2), {"/m.py": LOOP_FIXED}, {"/m.py": LOOP})
+    assert v.new_breaks == ["GM101 at m.py:4: Data-dependent branching"]
