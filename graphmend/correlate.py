@@ -24,21 +24,8 @@ from typing import Callable, Optional
 
 from graphmend.core.model import (CONFIRMED, DYNAMIC, POTENTIAL, UNREACHED, Break, Issue, Report,
                              SkippedFrame)
-from rewrites.rules import get_rule
+from rewrites.rules import NAMING_ORDER, OVERLAPS, get_rule
 from rewrites.rules.base import SAFE, UNSAFE
-
-# Families whose patterns overlap on one line: value reads (GM3) feed conditions (GM1) and
-# guards (GM4); a mask-then-reduce (GM5) often sits in a condition.
-_COMPATIBLE = {
-    "GM1": {"GM1", "GM3", "GM4", "GM5"},
-    "GM2": {"GM2"},
-    "GM3": {"GM3", "GM1", "GM4"},
-    "GM4": {"GM4", "GM1", "GM3"},
-    "GM5": {"GM5", "GM1", "GM3"},
-    "GM6": {"GM6"},
-}
-_PRIORITY = ("GM4", "GM1", "GM3", "GM5", "GM2", "GM6")  # which finding names an unexplained break
-
 
 def _norm(path: Optional[str]) -> Optional[str]:
     if not path:
@@ -53,7 +40,7 @@ def compatible(finding_rule: str, break_rule: str) -> bool:
     fam, bfam = finding_rule[:3], break_rule[:3]
     if bfam == "GM9":
         return True  # Dynamo's words did not map to a rule; the line says which one it is
-    return bfam in _COMPATIBLE.get(fam, {fam})
+    return bfam in OVERLAPS.get(fam, {fam})
 
 
 def correlate(report: Report) -> None:
@@ -80,7 +67,7 @@ def explaining_rule(b: Break, static_rules: list[str]) -> str:
 # -- one issue per cause and place --------------------------------------------------------
 
 def _rank(rule: str) -> tuple:
-    return (_PRIORITY.index(rule[:3]) if rule[:3] in _PRIORITY else 99, rule)
+    return (NAMING_ORDER.index(rule[:3]) if rule[:3] in NAMING_ORDER else 99, rule)
 
 
 @dataclass

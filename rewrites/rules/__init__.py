@@ -40,6 +40,18 @@ def _collect() -> tuple[tuple[Rule, ...], dict[type, tuple[Callable, ...]]]:
 
 
 RULES, HOOKS = _collect()
+
+
+def _prefix(family: ModuleType) -> str:
+    return family.RULES[0].code[:3]
+
+
+# family -> the families a finding of it may stand for on its line (its own among them)
+OVERLAPS: dict[str, frozenset[str]] = {_prefix(f): frozenset({_prefix(f), *getattr(f, "OVERLAPS", ())})
+                                       for f in FAMILIES}
+# the families whose finding names a break no rule explained, first first
+NAMING_ORDER: tuple[str, ...] = tuple(_prefix(f) for f in sorted((f for f in FAMILIES if hasattr(f, "NAMES_BREAKS")),
+                                                                  key=lambda f: f.NAMES_BREAKS))
 RULES_BY_CODE: dict[str, Rule] = {r.code: r for r in RULES}
 STATIC_CODES = frozenset(r.code for r in RULES if r.static)
 

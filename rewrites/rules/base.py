@@ -11,7 +11,11 @@ Every module of ``rewrites/rules/`` but ``base`` and ``_util`` is a rule family 
   ``detector(node, ctx)`` with a :class:`rewrites.analyzer.FunctionContext` and reports
   through ``ctx.report(code, node, variant=..., **fields)``: the finding's message and fix hint
   are the rule's templates (``message`` / ``hint``, or the variant's in ``messages`` /
-  ``hints``) filled with ``fields``, never text written at the call.
+  ``hints``) filled with ``fields``, never text written at the call;
+* optionally ``OVERLAPS``: the other families (``"GM3"``) whose dynamic break on a line a
+  finding of this family may stand for (a condition on ``t.item()`` is GM101 statically, and
+  Dynamo may name it GM301), and ``NAMES_BREAKS``: this family's rank (0 first) among those
+  whose finding names a break no rule explained (GM9xx) on its line.
 
 The fix of a rule is a family of ``rewrites/fixes/`` that names the code in its ``RULES``;
 ``Rule.fixes`` finds it, and ``fix_kind`` / ``fixable`` follow from that family's cases (as

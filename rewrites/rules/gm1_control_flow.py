@@ -174,6 +174,10 @@ GM104 = Rule(
 )
 
 RULES = (GM101, GM102, GM103, GM104)
+# a condition reads a value read back (GM3), is a guard's (GM4), or holds a mask-then-reduce (GM5):
+# Dynamo may name the break at its line by any of them
+OVERLAPS = ("GM3", "GM4", "GM5")
+NAMES_BREAKS = 1
 
 
 def _check_if(node: ast.If, ctx) -> None:

@@ -122,6 +122,7 @@ GM204 = Rule(
 )
 
 RULES = (GM201, GM202, GM203, GM204)
+NAMES_BREAKS = 4
 
 
 def _logger_receiver(node: ast.AST) -> bool:

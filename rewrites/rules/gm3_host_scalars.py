@@ -176,6 +176,9 @@ GM304 = Rule(
 )
 
 RULES = (GM301, GM302, GM303, GM304)
+# a value read back feeds a condition (GM1) or a guard (GM4) on the same line
+OVERLAPS = ("GM1", "GM4")
+NAMES_BREAKS = 2
 
 # Set on a `t.numpy()` call passed straight to a NumPy function (the parent call is visited
 # first): Dynamo traces `.numpy()` there (trace_numpy) and breaks on the NumPy function, GM604.

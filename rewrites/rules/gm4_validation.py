@@ -68,6 +68,10 @@ GM402 = Rule(
 )
 
 RULES = (GM401, GM402)
+# a guard's condition is a condition (GM1) and often reads a value back (GM3)
+OVERLAPS = ("GM1", "GM3")
+# first to name a break no rule explained: a guard on its line is what the line is for
+NAMES_BREAKS = 0
 
 
 def _check_assert(node: ast.Assert, ctx) -> None:

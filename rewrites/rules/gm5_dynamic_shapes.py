@@ -180,6 +180,9 @@ GM505 = Rule(
 )
 
 RULES = (GM501, GM502, GM503, GM504, GM505)
+# a mask-then-reduce often sits in a condition (GM1) or is read back (GM3)
+OVERLAPS = ("GM1", "GM3")
+NAMES_BREAKS = 3
 
 _MASK_NAME = re.compile(r"(^|_)masks?$|^masked_", re.IGNORECASE)
 _NAMES = frozenset({"nonzero", "argwhere", "where", "unique", "unique_consecutive", "repeat_interleave",

@@ -277,6 +277,7 @@ GM608 = Rule(
 )
 
 RULES = (GM601, GM602, GM603, GM604, GM605, GM606, GM607, GM608)
+NAMES_BREAKS = 5
 
 _GEN_OK = frozenset({"tuple", "list", "set", "frozenset", "dict", "sum", "any", "all", "max", "min", "sorted",
                      "enumerate", "zip", "map", "filter", "reversed", "iter", "next", "join", "extend", "update",
