@@ -19,7 +19,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
 
-from graphmend.core.model import CheckEntry, CheckResult, Finding, TargetResult, json_text
+from graphmend.core.model import CheckEntry, CheckResult, Finding, TargetResult
+from graphmend.core.serial import json_text
 
 BASELINE_VERSION = 1
 MODULE_FUNCTION = "<module>"  # the "function" of code at module level

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from graphmend.core.cache import Cache
 from graphmend.core.config import Config
-from graphmend.core.model import Report, TargetResult, from_dict, to_dict
+from graphmend.core.model import Report, TargetResult
+from graphmend.core.serial import from_dict, to_dict
 from graphmend.core.sources import SourceError, SourceText, own_root, users_file
 from rewrites.rules import RULES
 

@@ -20,7 +20,8 @@ from typing import Optional
 from urllib.parse import quote
 
 from graphmend import PROJECT_URL
-from graphmend.core.model import CONFIRMED, DYNAMIC, VERIFIED, Report, json_text
+from graphmend.core.model import CONFIRMED, DYNAMIC, VERIFIED, Report
+from graphmend.core.serial import json_text
 from reports.wording import is_under, issue_parts, rel, skipped_sentence
 from rewrites.rules import get_rule
 from rewrites.rules.base import GRAPH_BREAKS_INDEX

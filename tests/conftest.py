@@ -143,7 +143,8 @@ def _shared(tmp_path_factory) -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def corpus_capture(tmp_path_factory) -> CorpusCapture:
-    from graphmend.core.model import TargetResult, from_dict
+    from graphmend.core.model import TargetResult
+    from graphmend.core.serial import from_dict
 
     raw = _shared(tmp_path_factory)
     specs = corpus_specs()

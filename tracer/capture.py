@@ -20,7 +20,8 @@ from typing import Any, Callable, Optional, Sequence
 from graphmend.core.cache import Cache
 from graphmend.core.discovery import TargetSpec
 from graphmend.core.jobs import Job, JobOutcome, run_job
-from graphmend.core.model import TargetResult, from_dict, to_dict
+from graphmend.core.model import TargetResult
+from graphmend.core.serial import from_dict, to_dict
 from graphmend.core.modes import EVAL
 
 WORKER = "tracer.worker"

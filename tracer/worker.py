@@ -21,7 +21,8 @@ import time
 from typing import Any, Optional, Sequence
 
 from graphmend.core.worker import out_of_memory, run_isolated, unit_done, worker_main
-from graphmend.core.model import TargetResult, to_dict
+from graphmend.core.model import TargetResult
+from graphmend.core.serial import to_dict
 from graphmend.core.modes import EVAL, TRAIN
 
 NESTED = "nested_graph_breaks"  # torch._dynamo.config's name; not every torch has it

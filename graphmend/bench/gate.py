@@ -38,7 +38,8 @@ from graphmend.core.cache import Cache
 from graphmend.core.jobs import TRANSIENT
 from graphmend.core.config import Config
 from graphmend.core.discovery import TargetSpec
-from graphmend.core.model import FAILS, NOT_SLOWER, SLOWER, UNTOLD, BenchRow, CostCheck, from_dict, to_dict
+from graphmend.core.model import FAILS, NOT_SLOWER, SLOWER, UNTOLD, BenchRow, CostCheck
+from graphmend.core.serial import from_dict, to_dict
 
 ARMS = ("original", "mended")
 

@@ -13,7 +13,8 @@ from graphmend.bench.arms import ARMS, BenchItem, PatchSource, resolve
 from graphmend.bench.stats import ratio, slower, unstable, unstable_reason
 from graphmend.core.config import Config
 from graphmend.core.jobs import Job, JobOutcome, run_job
-from graphmend.core.model import BenchRatio, BenchRow, LoweringFailure, Report, from_dict, new_report
+from graphmend.core.model import BenchRatio, BenchRow, LoweringFailure, Report, new_report
+from graphmend.core.serial import from_dict
 from graphmend.core.sources import report_root
 
 WORKER = "graphmend.bench.worker"

@@ -215,7 +215,7 @@ def _lowering_failure(exc: BaseException):
 
     if not isinstance(exc, torch._dynamo.exc.BackendCompilerFailed):
         return None
-    from graphmend.core.model import to_dict
+    from graphmend.core.serial import to_dict
     from tracer.lowering import describe, one_line
     from tracer.recorder import _torch_dir, is_user_file
 

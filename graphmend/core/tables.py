@@ -14,7 +14,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Optional
 
-from graphmend.core.model import SCHEMA_VERSION, from_dict, to_dict
+from graphmend.core.model import SCHEMA_VERSION
+from graphmend.core.serial import from_dict, to_dict
 
 # SweepRow.status
 SWEEP_CLEAN = "one graph"  # ran, no break (explain's count and the log's)

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from graphmend.core.jobs import Job, run_job
-from graphmend.core.model import Break, TargetResult, from_dict
+from graphmend.core.model import Break, TargetResult
+from graphmend.core.serial import from_dict
 from graphmend.core.sources import SourceError, read_source
 from graphmend.verify.modes import CHECK_NAMES, COMPILED
 

@@ -467,7 +467,7 @@ def _retrace(spec: dict, seed: int, run_mode: str, calls: int = 1) -> dict:
     of other sizes), so that the recompiles compare too."""
     import torch
 
-    from graphmend.core.model import to_dict
+    from graphmend.core.serial import to_dict
     from graphmend.core.targets import TargetError, load_target
     from tracer.worker import capture_loaded, later_calls
 

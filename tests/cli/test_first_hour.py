@@ -35,7 +35,8 @@ def test_the_repository_is_the_users_and_site_packages_is_installed(tmp_path, mo
 def test_one_capture_serves_every_spelling_of_the_target_path(tmp_path, monkeypatch):
     import tracer.capture as capture
     from graphmend.core.jobs import JobOutcome
-    from graphmend.core.model import TargetResult, to_dict
+    from graphmend.core.model import TargetResult
+    from graphmend.core.serial import to_dict
 
     monkeypatch.setenv("MEND_CACHE_DIR", str(tmp_path / "cache"))
     (tmp_path / "t.py").write_text("def mend_target_f():\n    return abs, (1,)\n")
@@ -99,7 +100,8 @@ def test_fix_with_every_target_failing_to_import_exits_1_in_one_line(tmp_path, m
 def test_a_targets_error_does_not_repeat_its_name(tmp_path, monkeypatch):
     import tracer.capture as capture
     from graphmend.core.jobs import JobOutcome
-    from graphmend.core.model import TargetResult, to_dict
+    from graphmend.core.model import TargetResult
+    from graphmend.core.serial import to_dict
 
     name = "t.py::mend_target_a"
 

@@ -135,7 +135,8 @@ def analyzed(tmp_path_factory):
 
 
 def test_later_calls_surface_the_step_counter_and_explain_it(analyzed):
-    from graphmend.core.model import Report, from_dict
+    from graphmend.core.model import Report
+    from graphmend.core.serial import from_dict
     from reports import render
 
     t = analyzed["targets"][0]
@@ -160,7 +161,8 @@ def test_later_calls_surface_the_step_counter_and_explain_it(analyzed):
 
 
 def test_the_recompile_limit_is_told_first_as_a_frame_run_in_eager(analyzed):
-    from graphmend.core.model import Report, from_dict
+    from graphmend.core.model import Report
+    from graphmend.core.serial import from_dict
     from reports import render
 
     limited = analyzed["targets"][1]
@@ -254,7 +256,8 @@ def test_a_recompile_in_a_frame_a_break_split_off_is_told_as_such(tmp_path):
     """``print`` breaks inside ``Helper.forward``: Dynamo compiles it as a frame of its own,
     whose recompile on ``k`` exists only because of that break; ``Outer.forward``'s own on
     ``self.calls`` is the entry frame's."""
-    from graphmend.core.model import Report, from_dict
+    from graphmend.core.model import Report
+    from graphmend.core.serial import from_dict
 
     (tmp_path / "split.py").write_text(SPLIT)
     run = subprocess.run([sys.executable, "-m", "graphmend", "analyze", str(tmp_path / "split.py"), "--dynamic-only",
@@ -304,7 +307,8 @@ def test_a_derived_call_that_raises_leaves_no_recompiles_behind(tmp_path):
     having given up on ``forward``, would compile each block as a frame of its own on the calls
     after. The calls go on from the first call again, the batch alone grown: only the expected
     size change is left, no recompile a user's run would not make."""
-    from graphmend.core.model import Report, from_dict
+    from graphmend.core.model import Report
+    from graphmend.core.serial import from_dict
 
     (tmp_path / "channels.py").write_text(CHANNELS)
     run = subprocess.run([sys.executable, "-m", "graphmend", "analyze", str(tmp_path / "channels.py"),
