@@ -25,8 +25,9 @@ negative (without it Dynamo breaks on the first use of the int as an index).
 
 Made only where Dynamo said the ``nonzero`` line's output shape depends on data, and only
 when every value the tail returns is an element of the ``nonzero``'s result read back
-(``<v>[...].item()``, ``int(<v>[...])``, or a name only ever bound to one) and the tail reads
-no other local of the function (the op is given the one tensor): refused otherwise, with the
+(``<v>[...].item()``, ``int(<v>[...])``, or a name only ever bound to one), the tail does not
+bind ``<v>`` again, and it reads no other local of the function (the op is given the one
+tensor): refused otherwise, with the
 name it reads (diffusers' multistep schedulers fall back to ``len(self.timesteps) - 1``,
 which the op is not given). Where the int goes after the return (a scheduler stores it as
 its step index and indexes its sigmas with it) is the callers' affair, which verification's
@@ -191,7 +192,9 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             if not isinstance(single(tail[-1]), cst.Return):
                 continue  # not a function's tail that ends in what it returns: not this family's
             try:
-                why = _not_an_index(tail, var) or _blocked(tail)
+                # an element of a re-bound `var` may be anything (`indices = indices - 5`)
+                why = f"`{var}` is bound again after it" if var in _bound(tail) else \
+                    _not_an_index(tail, var) or _blocked(tail)
                 if why:
                     raise Refuse(why)
                 if fn.asynchronous is not None:
@@ -314,6 +317,9 @@ CASES = [
     # a local the op is not given
     Case(_SCHEDULER.replace("pos = 1 if len(indices) > 1 else 0", "pos = 1 if len(indices) > 1 else self.start"),
          lines={8}, hints=("shape",), reason="the lines after it read `self`"),
+    # an element of the indices changed after the nonzero is not an index
+    Case(_SCHEDULER.replace("        pos = 1", "        indices = indices - 5\n        pos = 1"), lines={8},
+         hints=("shape",), reason="`indices` is bound again after it"),
     # a float is not an index
     Case(_SCHEDULER.replace("return indices[pos].item()", "return indices.float().mean().item()"), lines={8},
          hints=("shape",), reason="it returns `indices.float().mean().item()`"),
