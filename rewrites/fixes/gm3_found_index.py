@@ -40,18 +40,17 @@ from typing import Optional
 
 import libcst as cst
 
+from rewrites.fixes import gm3_unbacked
 from rewrites.fixes.base import REGION, Analysis, Case, Context, Edit, Helper, Plan, Refusal, Site, single
 from rewrites.fixes.conditions import Refuse
 from rewrites.fixes.facts import FunctionFacts, names_in
 from rewrites.fixes.judgements import code, full_name
 from rewrites.fixes.op_sites import _in_mend_helper, _module_names, _wrapped, site_names
 from rewrites.fixes.opaque_region import _bound
-from rewrites.fixes.runtime import custom_op_lacking, helper
+from rewrites.fixes.runtime import custom_op_lacking
 
 RULES = ("GM501", "GM301")
 ORDER = 3  # before gm5_opaque (5), which refuses the nonzero line (its result is read after it)
-
-RUNTIME = helper("size_op", requires=("registry",))
 
 
 def _nonzero_of(value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
@@ -257,7 +256,7 @@ def _plan_site(result: Plan, facts: FunctionFacts, stmt: cst.CSTNode, s: cst.Ass
                                     cst.parse_statement(f"torch._check({out} >= 0)\n"),
                                     cst.parse_statement(f"return {out}\n")])
 
-    result.edits.append(Edit(stmt, build, site, helpers=(RUNTIME, helper)))
+    result.edits.append(Edit(stmt, build, site, helpers=(gm3_unbacked.RUNTIME, helper)))
     for t in tail:
         result.edits.append(Edit(t, lambda _u: cst.RemovalSentinel.REMOVE, None, needs_torch=False))
 
@@ -293,7 +292,7 @@ _mend_module_index_for_timestep_8_op = _mend_size_op(
 
 CASES = [
     # diffusers' index_for_timestep (Euler, Heun, LMS, DPM-SDE, ... 18 scheduler files)
-    Case(_SCHEDULER, _SCHEDULER.replace("import torch\n", "import torch\n\n\n" + RUNTIME.text + "\n\n" + _READ)
+    Case(_SCHEDULER, _SCHEDULER.replace("import torch\n", "import torch\n\n\n" + gm3_unbacked.RUNTIME.text + "\n\n" + _READ)
          .replace('''        indices = (schedule_timesteps == timestep).nonzero()
 
         # the first step takes the second match, where there are two

@@ -49,7 +49,7 @@ def _prefix(family: ModuleType) -> str:
 # family -> the families a finding of it may stand for on its line (its own among them)
 OVERLAPS: dict[str, frozenset[str]] = {_prefix(f): frozenset({_prefix(f), *getattr(f, "OVERLAPS", ())})
                                        for f in FAMILIES}
-# the families whose finding names a break no rule explained, first first
+# the families whose finding names a break no rule explained (GM9xx), in the order they are tried
 NAMING_ORDER: tuple[str, ...] = tuple(_prefix(f) for f in sorted((f for f in FAMILIES if hasattr(f, "NAMES_BREAKS")),
                                                                   key=lambda f: f.NAMES_BREAKS))
 RULES_BY_CODE: dict[str, Rule] = {r.code: r for r in RULES}
