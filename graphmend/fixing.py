@@ -29,7 +29,8 @@ from graphmend.collect import CollectOptions, collect
 from graphmend.core.cache import Cache, text_digest
 from graphmend.core.config import Config
 from graphmend.core.env import torch_version
-from graphmend.core.model import (ADVICE, FAILS, PARTIAL, REGRESSES, REJECTED, SLOWER, UNVERIFIED, VERIFIED, Break, CostCheck, Fix, FixTarget, Replacement, Report, TargetResult, new_report)
+from graphmend.core.model import (ADVICE, FAILS, PARTIAL, REGRESSES, REJECTED, SLOWER, UNVERIFIED, VERIFIED, Break, CostCheck,
+                                  Fix, FixTarget, Replacement, Report, TargetResult, new_report)
 from graphmend.core.serial import from_dict, to_dict
 from graphmend.core.sources import SourceText, report_root, split_lines
 from graphmend.fix_candidates import (CONTROL_RULES, SHAPE_RULES, FileCandidate, SiteRecord, _break_files, _file_error, _patch_for,

@@ -46,7 +46,7 @@ from rewrites.fixes.conditions import Refuse
 from rewrites.fixes.facts import FunctionFacts, names_in
 from rewrites.fixes.judgements import code, full_name
 from rewrites.fixes.op_sites import _in_mend_helper, _module_names, _wrapped, site_names
-from rewrites.fixes.opaque_region import _bound
+from rewrites.fixes.opaque_region import Unmovable, _bound
 from rewrites.fixes.runtime import custom_op_lacking
 
 RULES = ("GM501", "GM301")
@@ -141,32 +141,16 @@ def _not_an_index(tail: list[cst.CSTNode], var: str) -> Optional[str]:
 
 def _blocked(tail: list[cst.CSTNode]) -> Optional[str]:
     """What in ``tail`` a function of its own would not run alike, else None."""
-    why: list[str] = []
 
-    class V(cst.CSTVisitor):
-        def visit_Yield(self, n: cst.Yield) -> None:
-            why.append("a `yield`")
-
-        def visit_Await(self, n: cst.Await) -> None:
-            why.append("an `await`")
-
-        def visit_Global(self, n: cst.Global) -> None:
-            why.append("a `global` statement")
-
-        def visit_Nonlocal(self, n: cst.Nonlocal) -> None:
-            why.append("a `nonlocal` statement")
-
-        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
-            why.append("a nested function")
-            return False
-
+    class V(Unmovable):
         def visit_ClassDef(self, n: cst.ClassDef) -> bool:
-            why.append("a class")
+            self.why.append("it defines a class")
             return False
 
+    v = V()
     for s in tail:
-        s.visit(V())
-    return f"the lines after it hold {why[0]}" if why else None
+        s.visit(v)
+    return f"the lines after it cannot move into a function of their own: {v.why[0]}" if v.why else None
 
 
 def plan(an: Analysis, ctx: Context) -> Plan:
@@ -228,8 +212,9 @@ def _plan_site(result: Plan, facts: FunctionFacts, stmt: cst.CSTNode, s: cst.Ass
     var = s.targets[0].target.value  # type: ignore[attr-defined]
     used = set().union(*(names_in(t) for t in tail)) | {var}
     param = next(p for p in ("t", "mask", "found") if p not in used)
-    finder = s.value.with_changes(func=s.value.func.with_changes(value=cst.Name(param))) \
-        if isinstance(s.value.func, cst.Attribute) else s.value.with_changes(args=[cst.Arg(cst.Name(param))])  # type: ignore[attr-defined]
+    call = s.value  # `E.nonzero()` or `torch.nonzero(E)`, E now the parameter
+    finder = call.with_changes(func=call.func.with_changes(value=cst.Name(param))) \
+        if isinstance(call.func, cst.Attribute) else call.with_changes(args=[cst.Arg(cst.Name(param))])  # type: ignore[attr-defined]
     first = cst.SimpleStatementLine([s.with_changes(value=finder)])
     text = code(first) + "".join(code(t) for t in tail)
     indented = "".join(("    " + ln if ln.strip() else ln) for ln in text.splitlines(True))
@@ -292,7 +277,8 @@ _mend_module_index_for_timestep_8_op = _mend_size_op(
 
 CASES = [
     # diffusers' index_for_timestep (Euler, Heun, LMS, DPM-SDE, ... 18 scheduler files)
-    Case(_SCHEDULER, _SCHEDULER.replace("import torch\n", "import torch\n\n\n" + gm3_unbacked.RUNTIME.text + "\n\n" + _READ)
+    Case(_SCHEDULER, _SCHEDULER.replace("import torch\n",
+                                        "import torch\n\n\n" + gm3_unbacked.RUNTIME.text + "\n\n" + _READ)
          .replace('''        indices = (schedule_timesteps == timestep).nonzero()
 
         # the first step takes the second match, where there are two
@@ -319,6 +305,9 @@ CASES = [
     # an element of the indices changed after the nonzero is not an index
     Case(_SCHEDULER.replace("        pos = 1", "        indices = indices - 5\n        pos = 1"), lines={8},
          hints=("shape",), reason="`indices` is bound again after it"),
+    # what a function of its own would not run alike
+    Case(_SCHEDULER.replace("        pos = 1", "        def later():\n            return 0\n\n        pos = 1"), lines={8},
+         hints=("shape",), reason="cannot move into a function of their own: it defines a function"),
     # a float is not an index
     Case(_SCHEDULER.replace("return indices[pos].item()", "return indices.float().mean().item()"), lines={8},
          hints=("shape",), reason="it returns `indices.float().mean().item()`"),

@@ -124,29 +124,38 @@ def _bound(stmts: list[cst.CSTNode]) -> set[str]:
     return out
 
 
+class Unmovable(cst.CSTVisitor):
+    """Collects, in ``why``, what statements moved into a module-level function of their own
+    would not run alike there: a ``yield``, an ``await``, ``global`` / ``nonlocal``, a nested
+    function (what it closes over stays behind)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.why: list[str] = []
+
+    def visit_Yield(self, n) -> None:
+        self.why.append("it yields")
+
+    def visit_Await(self, n) -> None:
+        self.why.append("it awaits")
+
+    def visit_Global(self, n) -> None:
+        self.why.append("it declares a global")
+
+    def visit_Nonlocal(self, n) -> None:
+        self.why.append("it declares a nonlocal")
+
+    def visit_FunctionDef(self, n) -> bool:
+        self.why.append("it defines a function")
+        return False
+
+
 def _check_body(stmts: list[cst.CSTNode], inputs: set[str], acc: str) -> None:
     """Refuse what an opaque region cannot hold."""
-    why: list[str] = []
 
-    class V(cst.CSTVisitor):
+    class V(Unmovable):
         def visit_Return(self, n) -> None:
-            why.append("it returns from the function")
-
-        def visit_Yield(self, n) -> None:
-            why.append("it yields")
-
-        def visit_Await(self, n) -> None:
-            why.append("it awaits")
-
-        def visit_Global(self, n) -> None:
-            why.append("it declares a global")
-
-        def visit_Nonlocal(self, n) -> None:
-            why.append("it declares a nonlocal")
-
-        def visit_FunctionDef(self, n) -> bool:
-            why.append("it defines a function")
-            return False
+            self.why.append("it returns from the function")
 
         def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
             self._target(n.target)
@@ -156,13 +165,13 @@ def _check_body(stmts: list[cst.CSTNode], inputs: set[str], acc: str) -> None:
 
         def _target(self, t: cst.CSTNode) -> None:
             if isinstance(t, cst.Attribute):
-                why.append(f"it assigns `{code(t)}` (state outside the region)")
+                self.why.append(f"it assigns `{code(t)}` (state outside the region)")
             elif isinstance(t, cst.Subscript):
                 root = t.value
                 while isinstance(root, (cst.Subscript, cst.Attribute)):
                     root = root.value
                 if isinstance(root, cst.Name) and root.value != acc and root.value in inputs:
-                    why.append(f"it writes into `{root.value}`, an input of the region")
+                    self.why.append(f"it writes into `{root.value}`, an input of the region")
             elif isinstance(t, (cst.Tuple, cst.List)):
                 for el in t.elements:
                     self._target(el.value)
@@ -172,12 +181,13 @@ def _check_body(stmts: list[cst.CSTNode], inputs: set[str], acc: str) -> None:
             if (isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value in inputs
                     and f.value.value != acc and (f.attr.value.endswith("_") and not f.attr.value.startswith("_")
                                                   or f.attr.value in ("append", "extend", "update", "pop"))):
-                why.append(f"it mutates `{f.value.value}`, an input of the region (`{code(f)}`)")
+                self.why.append(f"it mutates `{f.value.value}`, an input of the region (`{code(f)}`)")
 
+    v = V()
     for s in stmts:
-        s.visit(V())
-    if why:
-        raise Refuse(why[0])
+        s.visit(v)
+    if v.why:
+        raise Refuse(v.why[0])
 
 
 def _kind(an: Analysis, fn: cst.FunctionDef, facts: FunctionFacts, name: str, before: int) -> str:
