@@ -108,8 +108,11 @@ def _measure(index: int, spec: TargetSpec, patches: dict[str, str], mode: str, o
     bench = BenchOptions(device=options.device, mode=mode, runs=options.runs, warmup=options.warmup,
                          timeout=timeout, arms=list(ARMS), run_mode=options.run_mode)
 
+    compiled: dict[str, Path] = {}  # an arm's second and third runs load what its first compiled
+
     def run(order, tick=advance) -> list[BenchRow]:
-        return bench_item(index, BenchItem(spec), order, bench, config, timeout, cache_root, _Given(patches), tick)
+        return bench_item(index, BenchItem(spec), order, bench, config, timeout, cache_root, _Given(patches), tick,
+                          compiled)
 
     # twice, the second time mended first: an arm's median moves between processes (a GPU's
     # clocks, where its memory landed) by more than its spread within one

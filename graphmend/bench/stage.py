@@ -69,7 +69,10 @@ def bench(refs: Sequence[str], config: Config, options: BenchOptions,
 
 def bench_item(index: int, item: BenchItem, arms: Sequence[str], options: BenchOptions, config: Config,
                 timeout: float, cache_root: Path, patch_source: Optional[PatchSource],
-                advance: Optional[Callable[[str], None]]) -> list[BenchRow]:
+                advance: Optional[Callable[[str], None]], compiled: Optional[dict[str, Path]] = None) -> list[BenchRow]:
+    """One run of ``arms`` of ``item``, each arm in a process of its own. ``compiled``: each
+    arm's Inductor/Triton cache by arm, kept from one call to the next (the cost gate's runs of
+    an arm load the kernels its first run compiled; it times warm calls, never cold start)."""
     spec = item.spec
     work = Path(tempfile.mkdtemp(prefix=f"{index:03d}-work-", dir=cache_root))
     eager_outputs = work / "eager_outputs.pt"
@@ -89,7 +92,11 @@ def bench_item(index: int, item: BenchItem, arms: Sequence[str], options: BenchO
                     advance(f"{spec.name} [{arm}]")
                 continue
         # a fresh Inductor/Triton cache per arm: cold starts are cold, artefacts never shared
-        cache = Path(tempfile.mkdtemp(prefix=f"{index:03d}-{arm}-", dir=cache_root))
+        cache = compiled.get(arm) if compiled is not None else None
+        if cache is None:
+            cache = Path(tempfile.mkdtemp(prefix=f"{index:03d}-{arm}-", dir=cache_root))
+            if compiled is not None:
+                compiled[arm] = cache
         row.cache_dir = str(cache)
         payload = {
             "arm": arm, "spec": {"name": spec.name, "function": spec.function, "file": spec.file,

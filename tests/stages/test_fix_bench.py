@@ -145,6 +145,38 @@ def test_a_slower_verdict_is_taken_only_when_a_third_run_says_it_too(monkeypatch
     assert check.verdict == NOT_SLOWER
 
 
+def test_the_gates_later_runs_of_an_arm_load_what_its_first_compiled(monkeypatch, tmp_path):
+    """mend bench gives every arm a cold Inductor/Triton cache of its own; the gate, which
+    times warm calls only, runs each arm again in its same cache (no second cold compile)."""
+    import graphmend.bench.stage as stage
+    from graphmend.bench.arms import BenchItem
+    from graphmend.bench.gate import _Given
+    from graphmend.core.config import Config
+    from graphmend.core.discovery import TargetSpec
+    from graphmend.core.jobs import JobOutcome
+
+    seen: list[tuple[str, str]] = []
+
+    def run_job(job):
+        seen.append((job.payload["arm"], job.env["TORCHINDUCTOR_CACHE_DIR"]))
+        return JobOutcome({"median_ms": 1.0, "iqr_ms": 0.01}, None)
+
+    monkeypatch.setattr(stage, "run_job", run_job)
+    item, options = BenchItem(TargetSpec(name="t.py::f", function="f", file="t.py")), stage.BenchOptions()
+
+    def run(order, compiled=None):
+        seen.clear()
+        stage.bench_item(0, item, order, options, Config(), 60.0, tmp_path, _Given({}), None, compiled)
+        return dict(seen)
+
+    kept: dict = {}
+    first, second = run(["original", "mended"], kept), run(["mended", "original"], kept)
+    assert first == second and first["original"] != first["mended"]
+    assert kept == {arm: Path(d) for arm, d in first.items()}
+    # without it (mend bench), every run of an arm starts cold
+    assert run(["original"])["original"] not in (first["original"], run(["original"])["original"])
+
+
 def test_mend_bench_flags_a_slower_mended_arm():
     rows = [_row("original", 1.0, 0.01), _row("mended", 1.5, 0.01)]
     got = {x.name: x for x in ratios_for("t.py::f", rows, BenchOptions())}
