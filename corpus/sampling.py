@@ -1,7 +1,10 @@
-"""A diffusion sampling loop as diffusers pipelines write it: a denoiser called once per
-timestep, then a scheduler that steps the sample. The scheduler finds where the first
+"""Diffusion sampling loops as diffusers pipelines write them: a denoiser called once per
+timestep, then a scheduler that steps the sample. The Euler scheduler finds where the first
 timestep is in its schedule with `nonzero` and reads the index back with `.item()` (every
-diffusers scheduler's `index_for_timestep`), then counts steps in a Python int."""
+diffusers scheduler's `index_for_timestep`), then counts steps in a Python int. The DDIM
+scheduler indexes its `alphas_cumprod` with the timestep itself, a 0-d integer tensor, which
+Python reads back as an int (`__index__`), and picks the previous step's value with a
+conditional expression on it."""
 
 from __future__ import annotations
 
@@ -55,3 +58,39 @@ class SamplingLoop(nn.Module):
 def mend_target_sampling_loop():
     torch.manual_seed(0)
     return SamplingLoop().eval(), (torch.randn(2, 8),)
+
+
+class DDIMScheduler:
+    """diffusers' DDIM scheduler, reduced to the alphas it reads at a timestep and the one before."""
+
+    def __init__(self, train_steps: int = 1000, steps: int = 4):
+        self.alphas_cumprod = torch.cumprod(1.0 - torch.linspace(1e-4, 0.02, train_steps), dim=0)
+        self.final_alpha_cumprod = torch.tensor(1.0)
+        self.step_ratio = train_steps // steps
+        self.timesteps = torch.arange(steps - 1, -1, -1) * self.step_ratio
+
+    def step(self, model_output, timestep: torch.Tensor, sample):
+        prev_timestep = timestep - self.step_ratio
+        alpha_prod_t = self.alphas_cumprod[timestep]
+        alpha_prod_t_prev = self.alphas_cumprod[prev_timestep] if prev_timestep >= 0 else self.final_alpha_cumprod
+        beta_prod_t = 1 - alpha_prod_t
+        pred_original_sample = (sample - beta_prod_t**0.5 * model_output) / alpha_prod_t**0.5
+        return alpha_prod_t_prev**0.5 * pred_original_sample + (1 - alpha_prod_t_prev) ** 0.5 * model_output
+
+
+class DDIMLoop(nn.Module):
+    def __init__(self, dim: int = 8, steps: int = 4):
+        super().__init__()
+        self.denoiser = nn.Sequential(nn.Linear(dim, dim), nn.SiLU(), nn.Linear(dim, dim))
+        self.scheduler = DDIMScheduler(steps=steps)
+
+    def forward(self, sample):
+        for t in self.scheduler.timesteps:
+            noise = self.denoiser(sample)
+            sample = self.scheduler.step(noise, t, sample)
+        return sample
+
+
+def mend_target_ddim_loop():
+    torch.manual_seed(0)
+    return DDIMLoop().eval(), (torch.randn(2, 8),)

@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # for annotations only: fixing is never imported at run time 
 # break says an operator's output shape depends on data there
 CONTROL_RULES = tuple(r.code for r in RULES if "GB0170" in r.gb_ids)
 SHAPE_RULES = tuple(r.code for r in RULES if r.category == "dynamic-shape")
+INDEX_RULES = tuple(r.code for r in RULES if "index" in r.messages)  # a tensor read back to index with
 # a rewrite made for one of these must leave its target recompiling less (graphmend.fix_outcomes)
 RECOMPILE_RULES = tuple(r.code for r in RULES if r.category == "recompile")
 _NUMPY_CALL = re.compile(r"\b(np|numpy)\.\w+\(")
@@ -74,6 +75,7 @@ class FileCandidate:
     shape_lines: set[int] = field(default_factory=set)  # Dynamo: data-dependent shape here
     numpy_lines: set[int] = field(default_factory=set)  # Dynamo: a branch's value came from NumPy here
     state_lines: set[int] = field(default_factory=set)  # Dynamo: recompiled on the value of self.<attr> here
+    index_lines: set[int] = field(default_factory=set)  # Dynamo: a tensor read into Python to index with here
     sites: list[SiteRecord] = field(default_factory=list)
     refusals: list = field(default_factory=list)
     unsafe: bool = False  # the run asked for unsafe fixes too
@@ -94,14 +96,15 @@ class FileCandidate:
     def _inputs(self, lines, rules) -> tuple:
         module = os.path.splitext(os.path.basename(self.path))[0]
         return (sorted(lines), list(rules), sorted(self.tensor_lines), sorted(self.shape_lines),
-                sorted(self.numpy_lines), self.unsafe, self.line_length, sorted(self.state_lines), module)
+                sorted(self.numpy_lines), self.unsafe, self.line_length, sorted(self.state_lines),
+                sorted(self.index_lines), module)
 
     def _derive(self, lines, rules):
         from rewrites.fixes import fix_source
 
         return fix_source(self.original, lines, rules, self.tensor_lines, self.shape_lines, self.numpy_lines,
                           unsafe=self.unsafe, line_length=self.line_length, module=self._inputs(lines, rules)[-1],
-                          state_lines=self.state_lines)
+                          state_lines=self.state_lines, index_lines=self.index_lines)
 
     def fix(self, lines, rules):
         """The rewrites of ``lines`` in this file, with what Dynamo said about them."""
@@ -246,6 +249,8 @@ def propose(findings, before: Sequence[TargetResult], config: Config, options: F
                 c.tensor_lines.add(b.line)
             if b.rule in SHAPE_RULES:
                 c.shape_lines.add(b.line)
+            if b.rule in INDEX_RULES:
+                c.index_lines.add(b.line)
             # the break is itself a NumPy call (a NumPy value read back as a size)
             if _NUMPY_CALL.search(b.source_line or "") and _selected("GM604", options.rules):
                 c.numpy_lines.add(b.line)

@@ -33,7 +33,7 @@ from graphmend.core.model import (ADVICE, FAILS, PARTIAL, REGRESSES, REJECTED, S
                                   Fix, FixTarget, Replacement, Report, TargetResult, new_report)
 from graphmend.core.serial import from_dict, to_dict
 from graphmend.core.sources import SourceText, report_root, split_lines
-from graphmend.fix_candidates import (CONTROL_RULES, SHAPE_RULES, FileCandidate, SiteRecord, _break_files, _file_error, _patch_for,
+from graphmend.fix_candidates import (CONTROL_RULES, INDEX_RULES, SHAPE_RULES, FileCandidate, SiteRecord, _break_files, _file_error, _patch_for,
                                       _real, _selected, _unwritable, candidate, propose, state_guards,
                                       users_files)
 from graphmend.fix_outcomes import Outcome, _record, _transient, _verify_sites
@@ -259,7 +259,8 @@ def run_fix(paths: Sequence[str | os.PathLike[str]], config: Config, options: Fi
                                 for s in o.sites + extra):
                 continue
             texts.setdefault(c.path, c.original)
-            for kind, wanted in ((c.tensor_lines, b.rule in CONTROL_RULES), (c.shape_lines, b.rule in SHAPE_RULES)):
+            for kind, wanted in ((c.tensor_lines, b.rule in CONTROL_RULES), (c.shape_lines, b.rule in SHAPE_RULES),
+                                 (c.index_lines, b.rule in INDEX_RULES)):
                 if wanted and b.line not in kind:
                     kind.add(b.line)
                     hints.append((c, kind, b.line))

@@ -42,6 +42,9 @@ _SUBSCR_OPCODE = re.compile(r"\b(BINARY_SUBSCR|STORE_SUBSCR)\b|a binary subscrip
 _DATA_DEPENDENT_OP = re.compile(r"Data dependent operator|non-Tensor output whose value is dependent", re.I)
 _SCALAR_READ_SRC = re.compile(r"\.item\(|\.tolist\(|\.numpy\(|(?<![\w.])(int|float|bool)\(")
 _CONDITION_SRC = re.compile(r"^(if|elif|while|assert)\b|\bif\b.+\belse\b")
+# ``x[i]`` by a computed index (not a constant, a slice or a negative number): a 0-d tensor there is
+# read back by ``__index__`` (``aten._local_scalar_dense``)
+_COMPUTED_INDEX = re.compile(r"[\w)\]]\s*\[\s*(?![\d\-+:'\"\].])")
 
 
 def _one_arg_where(src: str) -> bool:
@@ -119,6 +122,9 @@ def classify(gb_type: Optional[str], message: str, source_line: Optional[str] = 
             "_local_scalar_dense" not in message and not _SCALAR_READ_SRC.search(src) and \
             _CONDITION_SRC.search(src.strip()):
         return _branch_rule(src, following_lines)
+    if (_DATA_DEPENDENT_OP.search(gb) or _DATA_DEPENDENT_OP.search(first)) and "_local_scalar_dense" in message \
+            and not _SCALAR_READ_SRC.search(src) and _COMPUTED_INDEX.search(src):
+        return "GM303"  # a 0-d tensor used as an index, read back to index with
     if _BUFFER_ASSIGN.match(src.strip()) and "python_type" in gb + first:
         return "GM606"  # Module.__setattr__'s nn.Buffer check (the message names no buffer)
     rule = _BY_GB_TYPE.get(gb)

@@ -69,12 +69,13 @@ class FixResult:
 def fix_source(source: str, lines: Optional[Iterable[int]] = None, rules: Sequence[str] = (),
                tensor_lines: Iterable[int] = (), shape_lines: Iterable[int] = (),
                numpy_lines: Iterable[int] = (), unsafe: bool = False, line_length: int = 88,
-               module: str = "", state_lines: Iterable[int] = ()) -> FixResult:
+               module: str = "", state_lines: Iterable[int] = (), index_lines: Iterable[int] = ()) -> FixResult:
     """Rewrite ``source``; ``lines`` limits the rewrites to statements covering those lines.
     ``tensor_lines``: Dynamo said a tensor decided a branch there; ``shape_lines``: Dynamo
     said an op's output shape depended on data there (a boolean-mask index);
     ``numpy_lines``: a NumPy call there computed a value a branch depended on;
-    ``state_lines``: Dynamo recompiled because an attribute's number read there changed; ``unsafe``:
+    ``state_lines``: Dynamo recompiled because an attribute's number read there changed;
+    ``index_lines``: Dynamo read a tensor's value into Python there to index with it; ``unsafe``:
     also plan the fixes that change the program's cost (GM501/GM502 dense expert dispatch);
     ``line_length``: the project formatter's, the width new code is laid out in; ``module``: the
     file's module name, which the custom ops of opaque regions are named after."""
@@ -90,7 +91,7 @@ def fix_source(source: str, lines: Optional[Iterable[int]] = None, rules: Sequen
         return FixResult(source, source, error=TOO_DEEP)
     ctx = Context(lines=set(lines) if lines is not None else None, rules=tuple(rules),
                   tensor_lines=set(tensor_lines), shape_lines=set(shape_lines), numpy_lines=set(numpy_lines),
-                  state_lines=set(state_lines), unsafe=unsafe, module=module)
+                  state_lines=set(state_lines), index_lines=set(index_lines), unsafe=unsafe, module=module)
     try:
         return _fix(an, ctx, source, line_length)
     except RecursionError:

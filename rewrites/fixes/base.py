@@ -124,6 +124,9 @@ class Context:
     # lines where Dynamo recompiled because a Python number read there (an attribute of
     # ``self``) had another value: the guard ``self.step == 3`` failed
     state_lines: set[int] = field(default_factory=set)
+    # lines where Dynamo read a tensor's value into Python to index with it (GM303: ``x[i]``
+    # with ``i`` a 0-d integer tensor, ``__index__``)
+    index_lines: set[int] = field(default_factory=set)
     # fixes that keep the outputs but change the program's cost (ruff's "unsafe fixes"):
     # planned only when the user asked for them
     unsafe: bool = False
@@ -137,7 +140,7 @@ class Context:
         return self.lines is None or any(start <= l <= end for l in self.lines)
 
 
-HINTS = ("tensor", "shape", "numpy", "state")  # what Dynamo may say about a line (fix_source's <hint>_lines)
+HINTS = ("tensor", "shape", "numpy", "state", "index")  # what Dynamo may say about a line (fix_source's <hint>_lines)
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,8 @@ class Case:
     refusal whose reason holds ``reason`` when one is given. ``lines``: where Dynamo broke
     (None: anywhere); ``hints``: what Dynamo said there (``"shape"``: a data-dependent output
     shape, ``"numpy"``: a NumPy value a branch read, ``"tensor"``: a tensor decided a branch,
-    ``"state"``: a recompile on the value of an attribute read there),
+    ``"state"``: a recompile on the value of an attribute read there, ``"index"``: a tensor read
+    into Python as an index there),
     without which the rewrite is not made; ``unsafe``: run with ``--unsafe-fixes`` (a rewrite
     then is refused without the flag, naming it). A family whose cases rewrite is a fix for
     its ``RULES``: safe, or unsafe when only unsafe cases rewrite."""

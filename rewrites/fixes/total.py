@@ -58,6 +58,7 @@ from typing import Optional
 import libcst as cst
 
 from rewrites.fixes.judgements import call, code, full_name
+from rewrites.fixes.runtime import helper
 from rewrites.tensors import BOOL_RESULTS, TORCH_HOST_FUNCS
 
 @dataclass(frozen=True)
@@ -130,6 +131,7 @@ POWER = frozenset("pow float_power".split())
 INDEXING = {"embedding": (0, -1), "gather": (2, 1), "index_select": (2, 1), "take": (1, 0),
             "take_along_dim": (1, 0), "one_hot": (0, -1)}
 _INDEX_KEYWORDS = ("index", "indices", "input")
+_INDEX_HELPER = helper("index").name  # GM303's ``x[i]`` (rewrites/fixes/runtime/index.py): a subscript
 REFUSED = {"std": "its derivative at zero spread is not finite, whatever the operand",
            "std_mean": "its derivative at zero spread is not finite, whatever the operand"}
 
@@ -233,6 +235,10 @@ class _Guard(cst.CSTTransformer):
         fn = full_name(updated.func) or ""
         if fn in TOTAL_BUILTINS or fn.startswith("math.") or fn in self.pure_self:
             return updated
+        if fn == _INDEX_HELPER and len(updated.args) == 2:  # its index guarded as a subscript's is
+            x, i = updated.args
+            return updated if _mask_like(i.value) or _python_index(i.value) else \
+                updated.with_changes(args=[x, i.with_changes(value=_safe(self.cond, i.value, "0"))])
         is_fn = fn.startswith(_FUNCTION_PREFIXES)
         if not is_fn and not isinstance(updated.func, cst.Attribute):
             raise Partial(f"`{code(updated.func)}` is not known to be total")

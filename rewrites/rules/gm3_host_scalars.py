@@ -125,15 +125,23 @@ GM303 = Rule(
          "with a 0-d integer tensor (`i = order[0]; boxes[i]`, `boxes[scores.argmax()]`) converts it the same "
          "way (`__index__`: `Data dependent operator`, `aten._local_scalar_dense`)."),
     fix=_KEEP + (" `n = int(t)` whose every use is a size or a slice bound is kept an unbacked int, as "
-                 "GM301's `.item()` is (a custom op, `torch._check(n >= 0)` where a use is a size)."),
+                 "GM301's `.item()` is (a custom op, `torch._check(n >= 0)` where a use is a size). `x[i]` "
+                 "with `i` a 0-d integer tensor becomes `_mend_index(x, i)`: eager code indexes as written, "
+                 "compiled code with the one-element index `i.reshape(1)` (the same row and gradient), "
+                 "which stays in the graph (diffusers' `self.alphas_cumprod[timestep]`)."),
     preconditions=("The scalar only feeds tensor arithmetic, or only sizes and slice bounds (of a computed "
                    "value: `int()` of a 0-d input tensor traces, Dynamo specialises on it), or it is a "
                    "rounded logarithm / square root of a Python int done in torch "
-                   "(`float(torch.tensor(s).log2().round())`, see GM301: computed with `math` on the host)."),
+                   "(`float(torch.tensor(s).log2().round())`, see GM301: computed with `math` on the host). "
+                   "The index fix: only at a line where Dynamo read a tensor back to index with (`Data dependent "
+                   "operator`, `aten._local_scalar_dense`, at `x[i]`), on subscripts of one computed index "
+                   "that the statement reads (never one it assigns to or deletes)."),
     limits=("Conversions of shapes (`int(x.shape[0])`) are not reported. An index is reported when it is a "
             "name bound in the function to a tensor's element at a constant position (`order[0]`) or to an "
             "`argmax()` / `argmin()` without a dim; a 0-d tensor passed in as an input traces (Dynamo reads "
-            "it as a tensor index). " + LIMITS),
+            "it as a tensor index). A list, a `ModuleList` or a dict indexed by a tensor is indexed as written by "
+            "`_mend_index` (the break stays, so verification rejects the fix). Compiled, the row is a copy where "
+            "eager code gives a view: code writing into it in place is told apart by verification. " + LIMITS),
     gb_ids=("GB0124",),
     advice=("keep the tensor (no int()/float()/bool()); use t.to(dtype) for a cast; an int that is only sizes "
             "and slice bounds: mend fix keeps it an unbacked int (as GM301)"),

@@ -10,7 +10,7 @@ import pytest
 from rewrites.fixes.runtime import helper
 
 
-@pytest.mark.parametrize("module", ["size_op", "opaque", "emit", "guard", "registry", "interp"])
+@pytest.mark.parametrize("module", ["size_op", "opaque", "emit", "guard", "registry", "interp", "index"])
 def test_a_helper_is_the_modules_functions_as_the_file_has_them(module):
     got = helper(module)
     mod = importlib.import_module(f"rewrites.fixes.runtime.{module}")
@@ -148,3 +148,34 @@ def test_interp_compiles_to_one_graph_with_numpys_results_at_points_ends_nans_an
     falls_back = torch.compile(_mend_interp, backend="eager")
     for x, a, b in [(np.array([1.5]), xp, fp + 1j), (np.array([0.5, 2.0]), np.array([1.0]), np.array([2.0]))]:
         assert np.array_equal(falls_back(x, a, b), np.interp(x, a, b))
+
+
+def test_a_tensor_index_stays_in_the_graph_compiled_and_indexes_as_written_in_eager_code():
+    torch = pytest.importorskip("torch")
+    from rewrites.fixes.runtime.index import _mend_index
+
+    table = torch.randn(10, 3, requires_grad=True)
+
+    def step(table, steps):
+        return sum(_mend_index(table, t) * _mend_index(table, t - 2) for t in steps)
+
+    steps = torch.tensor([9, 5, 2])
+    torch._dynamo.reset()
+    explained = torch._dynamo.explain(step)(table, steps)
+    assert explained.graph_count == 1 and explained.graph_break_count == 0
+    # without it, the same loop reads each index back (__index__): not one graph (its frame skipped)
+    torch._dynamo.reset()
+    plain = torch._dynamo.explain(lambda a, s: sum(a[t] * a[t - 2] for t in s))(table, steps)
+    assert (plain.graph_count, plain.graph_break_count) != (1, 0)
+    compiled = torch.compile(step, backend="aot_eager", fullgraph=True)
+    got, want = compiled(table, steps), step(table, steps)
+    assert torch.equal(got, want)
+    (g1,) = torch.autograd.grad(got.sum(), table)
+    (g2,) = torch.autograd.grad(want.sum(), table)
+    assert torch.equal(g1, g2)
+    # eager code: x[i] as written (a view), other indexes and non-tensors too
+    t = torch.tensor(4)
+    assert _mend_index(table, t)._base is table and torch.equal(_mend_index(table, t), table[4])
+    assert _mend_index([1, 2, 3], 1) == 2 and torch.equal(_mend_index(table, slice(1, 3)), table[1:3])
+    with pytest.raises(IndexError, match="out of bounds"):
+        _mend_index(table, torch.tensor(10))

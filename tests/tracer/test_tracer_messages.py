@@ -154,6 +154,20 @@ def test_data_dependent_operator_in_a_condition(src, following, rule):
     assert classify("Data dependent operator", _EQUAL, src, following) == rule
 
 
+_SCALAR = ("Data dependent operator\n  Explanation: Operator `aten._local_scalar_dense.default` has a non-Tensor "
+           "output whose value is dependent on the data of Tensor inputs.")
+
+
+@pytest.mark.parametrize("src,rule", [
+    ("alpha_prod_t = self.alphas_cumprod[timestep]", "GM303"),  # diffusers' DDIM: __index__ reads it
+    ("prev_t = self.timesteps[index + 1]", "GM303"),
+    ("x_1 = min(box[2] + 1, im_w)", "GM900"),  # a constant index: the read is elsewhere on the line
+    ("y = x[:, i]", "GM900"), ("n = int(x[i])", "GM900"), ("v = x[-1]", "GM900"),
+])
+def test_a_tensor_read_back_to_index_with_is_gm303(src, rule):
+    assert classify("Data dependent operator", _SCALAR, src) == rule
+
+
 @pytest.mark.parametrize("src,message,rule", [
     ("k = torch.masked_select(s, m[0])", "Dynamic shape operator", "GM505"),
     ("r = x.repeat_interleave(counts)", "Dynamic shape operator", "GM504"),
