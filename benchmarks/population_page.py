@@ -8,7 +8,8 @@ verified fixes ranked across libraries -- what the repair work takes next.
 ``--amend``: a later ``mend sweep LIBRARY --only ... --fix`` report of the same library, torch and
 library version (the breaking models again, with a longer --timeout, say) whose rows replace
 those models' rows; it must hold every model the whole report saw break, so that its root
-causes are the library's.
+causes are the library's. Several for one library (each ``--only`` some of its models) count as
+one: their rows, and their root causes merged where one rule, reason and line are one cause.
 
 Each input is a sweep report's JSON (``mend sweep LIBRARY --fix -f json``), gzipped or not. Nothing is measured
 here: every figure is a report's; the page only adds them up and orders the causes by the
@@ -97,6 +98,59 @@ def why(report: SweepReport, cause) -> str:
     if cause.fix == "none":
         return "no rule"
     return " ".join((cause.fix_why or "no rewrite is planned at the line").split())[:200]
+
+
+_FIX_RANK = ("safe", "unsafe", "advice", "none")
+
+
+def combine(parts: list[SweepReport]) -> SweepReport:
+    """Later sweeps of one library's models, each ``--only`` some of them, as one report: their
+    rows, and their root causes merged where one rule, Dynamo reason and line are one cause
+    (sites, models and modes joined, counts added; each row's cause indexes follow)."""
+    from dataclasses import replace
+
+    first = parts[0]
+    for part in parts[1:]:
+        for name in ("library", "library_version", "torch_version"):
+            if getattr(part, name) != getattr(first, name):
+                raise ValueError(f"--amend: {name} {getattr(part, name)!r} is not {getattr(first, name)!r} "
+                                 "of the other later run")
+    causes: list = []
+    recompiles: list = []
+    at: dict[tuple, int] = {}
+    rows = []
+    for part in parts:
+        index = []
+        for c in part.causes:
+            key = (c.rule, c.reason, c.source)
+            if key not in at:
+                at[key] = len(causes)
+                causes.append(replace(c, sites=list(c.sites), models=list(c.models), modes=list(c.modes)))
+            else:
+                m = causes[at[key]]
+                for name in ("sites", "models", "modes"):
+                    getattr(m, name).extend(v for v in getattr(c, name) if v not in getattr(m, name))
+                for name in ("breaks", "fan_out", "frames_skipped", "removed"):
+                    setattr(m, name, getattr(m, name) + getattr(c, name))
+                m.counted = m.counted or c.counted
+                m.fix = min(m.fix, c.fix, key=lambda f: _FIX_RANK.index(f) if f in _FIX_RANK else len(_FIX_RANK))
+                m.fix_why = m.fix_why or c.fix_why
+            index.append(at[key])
+        rows += [replace(r, causes=[index[i] for i in r.causes]) for r in part.rows]
+        for c in part.recompile_causes:
+            same = next((m for m in recompiles if (m.rule, m.what, m.reason, m.function) ==
+                         (c.rule, c.what, c.reason, c.function)), None)
+            if same is None:
+                recompiles.append(replace(c, sites=list(c.sites), models=list(c.models), modes=list(c.modes)))
+                continue
+            for name in ("sites", "models", "modes"):
+                getattr(same, name).extend(v for v in getattr(c, name) if v not in getattr(same, name))
+            for name in ("recompiles", "located", "after_break"):
+                setattr(same, name, getattr(same, name) + getattr(c, name))
+            same.limit = same.limit or c.limit
+    totals = replace(first.totals, wall_s=sum(p.totals.wall_s for p in parts))
+    return replace(first, rows=rows, causes=causes, recompile_causes=recompiles, totals=totals,
+                   fix_wall_s=sum(p.fix_wall_s for p in parts), command="; ".join(p.command for p in parts))
 
 
 def amend(whole: SweepReport, later: SweepReport) -> SweepReport:
@@ -223,12 +277,12 @@ def main(argv=None) -> int:
         except (OSError, ValueError) as exc:
             print(f"population_page: --amend {path}: {exc}", file=sys.stderr)
             return 2
-        later[rep.library] = (rep, path)
+        later.setdefault(rep.library, []).append((rep, path))
     for path in args.reports:
         try:
             rep = SweepReport.from_json(_read(path))
             if rep.library in later:
-                rep = amend(rep, later.pop(rep.library)[0])
+                rep = amend(rep, combine([r for r, _ in later.pop(rep.library)]))
         except (OSError, ValueError) as exc:
             print(f"population_page: {path}: {exc}", file=sys.stderr)
             return 2
@@ -237,8 +291,8 @@ def main(argv=None) -> int:
             return 2
         reports.append(rep)
         names.append(path.name)
-    for _, path in later.values():
-        print(f"population_page: --amend {path}: no report of its library given", file=sys.stderr)
+    for parts in later.values():
+        print(f"population_page: --amend {parts[0][1]}: no report of its library given", file=sys.stderr)
         return 2
     text = page(reports, names)
     if args.output:

@@ -22,7 +22,12 @@ tensor (a list, a ``ModuleList``), is indexed as written.
 Made only at a line where Dynamo read a tensor into Python there to index with it
 (``Context.index_lines``: a GM303 break), on the subscripts of one computed index (a name, an
 attribute, arithmetic, a call; not a constant, a slice or a tuple) that the statement reads,
-never one it assigns to or deletes.
+never one it assigns to or deletes; and in the arms of a conditional expression on a tensor
+(``Context.tensor_lines``: Dynamo broke on its condition first) whose index is a name the
+condition tests, unless the condition reads only parameters annotated as Python values. Such a
+name is a one-element tensor, and once ``torch.where`` (gm1_where) runs the arm in the graph its
+subscript would read it back: DDIM's ``self.alphas_cumprod[prev_timestep] if prev_timestep >= 0
+else self.final_alpha_cumprod``.
 """
 
 from __future__ import annotations

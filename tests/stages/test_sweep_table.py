@@ -237,6 +237,24 @@ def test_population_page_adds_the_libraries_up_and_ranks_what_remains(tmp_path):
     assert amended.population[-1].removed == one.population[-1].removed + 3 - (
         before.breaks_removed if before.fix == FIX_VERIFIED else 0)
     assert "mend sweep lib --only a --fix --timeout 900" in (tmp_path / "amended.md").read_text(encoding="utf-8")
+    # two later runs of some models each count as one: rows joined, a cause both saw merged, indexes followed
+    halves = [dataclasses.replace(later, rows=[dataclasses.replace(r, causes=[0]) for r in redone[:1]]),
+              dataclasses.replace(later, rows=[dataclasses.replace(r, model="z", causes=[1]) for r in redone[:1]],
+                                  causes=[SweepCause(rule="GM301", category="c", reason="r", source="n = t.item()",
+                                                     models=["z"], breaks=1, removed=0, fix="advice"),
+                                          SweepCause(rule="GM101", category="c", reason="r", source="if x.sum() > 0:",
+                                                     models=["z"], sites=["lib/z.py:3"], breaks=2, removed=1,
+                                                     fix="safe")],
+                                  command="mend sweep lib --only z --fix")]
+    both = page.combine(halves)
+    assert [r.model for r in both.rows] == ["a", "z"] and [r.causes for r in both.rows] == [[0], [0]]
+    merged, item = both.causes
+    assert (merged.models, merged.sites, merged.breaks, merged.removed, merged.fix) == (
+        ["a", "z"], ["lib/z.py:3"], 5, 4, "safe")
+    assert item.source == "n = t.item()" and both.command.endswith("; mend sweep lib --only z --fix")
+    (tmp_path / "z.json").write_text(halves[1].to_json(), encoding="utf-8")
+    assert page.main([str(tmp_path / "one.json"), "--amend", str(tmp_path / "later.json"), "--amend",
+                      str(tmp_path / "z.json"), "-o", str(tmp_path / "amended2.md")]) == 0
     # a whole report made before recompile causes takes the later run's, and the page says in part
     one.recompile_causes = []
     later.recompile_causes = [SweepRecompileCause(rule="GM701", what="self.step += 1", reason="r", models=["a"],
