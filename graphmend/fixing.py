@@ -33,9 +33,9 @@ from graphmend.core.model import (ADVICE, FAILS, PARTIAL, REGRESSES, REJECTED, S
                                   Fix, FixTarget, Replacement, Report, TargetResult, new_report)
 from graphmend.core.serial import from_dict, to_dict
 from graphmend.core.sources import SourceText, report_root, split_lines
-from graphmend.fix_candidates import (CONTROL_RULES, INDEX_RULES, SHAPE_RULES, FileCandidate, SiteRecord, _break_files, _file_error, _patch_for,
-                                      _real, _selected, _unwritable, candidate, propose, state_guards,
-                                      users_files)
+from graphmend.fix_candidates import (CONTROL_RULES, INDEX_RULES, SHAPE_RULES, FileCandidate, SiteRecord,
+                                      _break_files, _file_error, _patch_for, _real, _selected, _unwritable,
+                                      candidate, propose, state_guards, users_files)
 from graphmend.fix_outcomes import Outcome, _record, _transient, _verify_sites
 
 # further rounds per target for the breaks a round's re-trace exposed (a fix lets Dynamo go
