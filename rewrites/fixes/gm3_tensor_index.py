@@ -32,9 +32,11 @@ else self.final_alpha_cumprod``.
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
-from rewrites.fixes.base import Analysis, Case, Context, Edit, Plan, Site
+from rewrites.fixes.base import Analysis, Case, Context, Edit, Plan, Refusal, Site
 from rewrites.fixes.facts import FunctionFacts, names_in
 from rewrites.fixes.judgements import code
 from rewrites.fixes.python_parts import python_only
@@ -78,6 +80,23 @@ def _by_tested_name(test: cst.BaseExpression, arms: list[cst.CSTNode]) -> list[c
     return out
 
 
+def _written(an: Analysis, node: cst.Subscript) -> str:
+    """How the row ``node`` reads is written in place, as source ("" if it is not): eager code's
+    ``x[i]`` is a view of ``x``, the compiled ``_mend_index`` a copy, so a write through it
+    (``x[i].mul_(2)``, ``row = x[i]`` then ``row += 1``) would reach ``x`` in one and not the other."""
+    fn = an.enclosing_function(node)
+    text = code(fn) if fn is not None else code(an.module)
+    names = [re.escape(code(node))]
+    assign = an.parent(node)
+    if isinstance(assign, cst.Assign) and assign.value is node:  # ``row = x[i]``: the row by its name
+        names += [re.escape(t.target.value) for t in assign.targets if isinstance(t.target, cst.Name)]
+    for name in names:
+        m = re.search(rf"(?<![\w.]){name}\s*(\.\w+_\(|\[[^\]]*\]\s*=(?!=)|(\*\*|//|>>|<<|[-+*/@%&|^])=)", text)
+        if m:
+            return m.group(0)
+    return ""
+
+
 def plan(an: Analysis, ctx: Context) -> Plan:
     result = Plan()
     if not (ctx.index_lines or ctx.tensor_lines) or not ctx.wants("GM303"):
@@ -117,6 +136,11 @@ def plan(an: Analysis, ctx: Context) -> Plan:
     for node in found:
         start, end = an.span(node)
         if not ((set(range(start, end + 1)) & ctx.index_lines) or id(node) in tested) or not ctx.covers(start, end):
+            continue
+        written = _written(an, node)
+        if written:
+            result.refusals.append(Refusal("GM303", start, f"`{code(node)}` is written in place (`{written}`): "
+                                           "compiled, `_mend_index` gives a copy where eager code gives a view"))
             continue
         site = Site("GM303", start, end, f"`{code(node)}` -> _mend_index: a 0-d integer tensor index stays in the "
                     "graph under torch.compile (eager code indexes as written)", strategy="tensor_index")
@@ -164,6 +188,10 @@ CASES = [
         lines={8}, hints=("tensor",), line_length=119),
     # without Dynamo's word that the line read a tensor to index with: left alone
     Case(_DDIM, lines={7}),
+    # the row written in place through a name: eager's view reaches the table, a copy would not
+    Case(_DDIM.replace("        alpha_prod_t = self.alphas_cumprod[timestep]\n",
+                       "        alpha_prod_t = self.alphas_cumprod[timestep]\n        alpha_prod_t.mul_(0.5)\n"),
+         lines={7}, hints=("index",), reason="is written in place (`alpha_prod_t.mul_(`)"),
     # a subscript written to stays; a constant index is never a tensor
     Case(_DDIM.replace("self.counts[timestep] += 1", "self.counts[timestep] += self.weights[0]"), lines={9},
          hints=("index",)),
