@@ -46,7 +46,10 @@ the double backward also on every other input, as the float64 runs):
   against the original in eager, on the example and on it with the batch one larger (a
   recompile with other shapes). The original under the same compile must agree with its eager
   self, else the check cannot tell; that probe runs only where a patched program's compiled
-  run differs (``graphmend.verify.worker.probe_compiled``), once per target.
+  run differs (``graphmend.verify.worker.probe_compiled``), once per target;
+  ``compiled_eval``: the same in ``eval``, where train mode cannot serve (the original raises
+  there, has nothing to train, or differs from run to run): the compiled program is still a
+  way the user runs it.
 
 Every record also holds, for each output tensor, whether it is one of the caller's inputs or
 the module's tensors or shares storage with one (``aliases``: ``out is x`` and views must
@@ -67,6 +70,8 @@ from graphmend.verify.inputs import map_tensors, tensors
 AUTOCAST, AUTOCAST_TRAIN, BF16, F64 = "autocast", "autocast_train", "bf16", "float64"
 HOOKS, DOUBLE, FUNC_GRAD, VMAP, REPLICA, COMPILED = ("hooks", "double_backward", "func_grad", "vmap",
                                                      "replicate", "compiled")
+COMPILED_EVAL = "compiled_eval"
+COMPILED_RUNS = (COMPILED, COMPILED_EVAL)  # the patched program under torch.compile
 # forward hooks alone, where a full backward hook makes the original raise (it wraps each
 # module's outputs, and a module that writes into one in place then fails)
 HOOKS_FORWARD = "hooks_forward"
@@ -77,7 +82,8 @@ COMPILE_BACKEND = "aot_eager"  # AOTAutograd's graphs run eagerly: the semantics
 CHECK_NAMES = {EVAL: "eval", TRAIN: "train+grad", AUTOCAST: "autocast", AUTOCAST_TRAIN: "train+grad autocast",
                BF16: "bf16", F64: "train+grad float64", HOOKS: "module hooks", HOOKS_FORWARD: "module forward hooks", DOUBLE: "double backward",
                FUNC_GRAD: "torch.func.grad", VMAP: "torch.func.vmap", REPLICA: "replicate",
-               COMPILED: f"compiled ({COMPILE_BACKEND}, two shapes)", ALIASING: "output aliasing",
+               COMPILED: f"compiled ({COMPILE_BACKEND}, two shapes)",
+               COMPILED_EVAL: f"compiled eval ({COMPILE_BACKEND}, two shapes)", ALIASING: "output aliasing",
                GENERATORS: "module generators", ATTRIBUTES: "module attributes"}
 # the module in train(), grad on, a backward after the call
 GRAD_MODES = (TRAIN, F64, AUTOCAST_TRAIN, HOOKS, HOOKS_FORWARD, DOUBLE, REPLICA, COMPILED)
@@ -504,7 +510,7 @@ def train_unusable(rec: dict, module, has_leaves: bool) -> Optional[str]:
 
 def observer_unusable(rec: dict, mode: str, module, has_leaves: bool) -> Optional[str]:
     """Why the original's call in one of the example-only ways of running it (``hooks``,
-    ``double_backward``, ``func_grad``, ``vmap``, ``replicate``, ``compiled``) cannot serve as
+    ``double_backward``, ``func_grad``, ``vmap``, ``replicate``, ``compiled``, ``compiled_eval``) cannot serve as
     a check, or None."""
     if rec.get("status") == "raised":
         if rec["exc"].startswith(f"{NotApplicable.__name__}: "):
@@ -522,7 +528,7 @@ def observer_unusable(rec: dict, mode: str, module, has_leaves: bool) -> Optiona
 # why a check was skipped although the original runs that way: nothing was compared there
 NOT_DETERMINISTIC = "the original is not deterministic in this mode"
 COMPILED_DIFFERS = f"the original under torch.compile(backend={COMPILE_BACKEND!r}) differs from eager"
-OBSERVER_CHECKS = {CHECK_NAMES[m] for m in (HOOKS, HOOKS_FORWARD, DOUBLE, FUNC_GRAD, VMAP, REPLICA, COMPILED)}
+OBSERVER_CHECKS = {CHECK_NAMES[m] for m in (HOOKS, HOOKS_FORWARD, DOUBLE, FUNC_GRAD, VMAP, REPLICA) + COMPILED_RUNS}
 
 
 def proof_gap(check: str, why: str) -> bool:
@@ -563,7 +569,7 @@ def compare_outcome(want: dict, got: dict, tolerance: Optional[dict], scaled: bo
         return why
     # what the call warned and logged (compiled runs aside: a rewrite whose documented caveat is
     # a message lost under torch.compile is judged by that caveat, not here)
-    if want.get("mode") != COMPILED and want.get("said") is not None and got.get("said") is not None \
+    if want.get("mode") not in COMPILED_RUNS and want.get("said") is not None and got.get("said") is not None \
             and want["said"] != got["said"]:
         return f"what the original warned and logged: {_said(want['said'])}; the patched program: {_said(got['said'])}"
     if want.get("second_order") and not got.get("second_order"):

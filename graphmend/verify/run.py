@@ -14,7 +14,7 @@ from graphmend.core.jobs import Job, run_job
 from graphmend.core.model import Break, TargetResult
 from graphmend.core.serial import from_dict
 from graphmend.core.sources import SourceError, read_source
-from graphmend.verify.modes import CHECK_NAMES, COMPILED
+from graphmend.verify.modes import CHECK_NAMES, COMPILED_RUNS
 
 WORKER = "graphmend.verify.worker"
 
@@ -159,8 +159,8 @@ def verify_target(original: Original, patches: dict[str, str], before: TargetRes
         v.error = f"patched run: {pat.error or pat.result.get('error')}"
         return v
     v.mismatches = list(pat.result.get("mismatches", []))
-    compiled = CHECK_NAMES[COMPILED]
-    if pat.result.get("compiled_differs") and any(m.startswith(compiled) for m in v.mismatches):
+    compiled = next((c for c in (CHECK_NAMES[m] for m in COMPILED_RUNS) if c in v.checks), None)
+    if pat.result.get("compiled_differs") and compiled and any(m.startswith(compiled) for m in v.mismatches):
         why = original.probe_compiled(seed)
         if why:  # the original differs the same way: the check cannot tell, and says why
             v.mismatches = [m for m in v.mismatches if not m.startswith(compiled)]

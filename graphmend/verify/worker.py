@@ -27,9 +27,9 @@ from typing import Any, Optional
 
 from graphmend.core.cache import reading
 from graphmend.core.worker import worker_main
-from graphmend.verify.modes import (ALIASING, ATTRIBUTES, AUTOCAST, AUTOCAST_TRAIN, BF16, CHECK_NAMES, COMPILE_BACKEND, COMPILED,
-                                   COMPILED_DIFFERS, DOUBLE, EVAL, F64, FUNC_GRAD, GENERATORS, HOOKS, HOOKS_FORWARD,
-                                   NOT_DETERMINISTIC, REPLICA, TRAIN, VMAP)
+from graphmend.verify.modes import (ALIASING, ATTRIBUTES, AUTOCAST, AUTOCAST_TRAIN, BF16, CHECK_NAMES, COMPILE_BACKEND,
+                                   COMPILED, COMPILED_DIFFERS, COMPILED_EVAL, COMPILED_RUNS, DOUBLE, EVAL, F64, FUNC_GRAD,
+                                   GENERATORS, HOOKS, HOOKS_FORWARD, NOT_DETERMINISTIC, REPLICA, TRAIN, VMAP)
 
 MIN_VARIANTS = 3  # example, negated, random: always, even when every arm is covered sooner
 PER_INPUT = (EVAL, TRAIN, AUTOCAST)
@@ -41,7 +41,7 @@ OBSERVERS = (HOOKS, FUNC_GRAD, VMAP, REPLICA)
 # their float32 gradients differ in rounding where train+grad's do: the float64 run decides
 ROUNDING_MODES = (TRAIN, HOOKS, HOOKS_FORWARD, FUNC_GRAD, REPLICA, COMPILED)
 CHECK_ORDER = (EVAL, TRAIN, AUTOCAST, AUTOCAST_TRAIN, F64, BF16, HOOKS, HOOKS_FORWARD, DOUBLE, FUNC_GRAD, VMAP, REPLICA,
-               COMPILED)
+               COMPILED, COMPILED_EVAL)
 
 
 def handle(payload: dict[str, Any]) -> dict[str, Any]:
@@ -277,8 +277,9 @@ def _run_observers(loaded, module, seed: int, example: tuple, plan: list, record
         _observe(loaded, loaded.fn, module, a, k, m, seed, plan, records, skipped)
         if m == HOOKS and skipped.get(HOOKS, "").startswith("the original raises"):
             _observe(loaded, loaded.fn, module, a, k, HOOKS_FORWARD, seed, plan, records, skipped)
-    if TRAIN in skipped:
-        return
+    # where train mode cannot serve, the compiled program is compared in eval: a rewrite can
+    # still change what the compiled program computes (a row indexed as a copy, not a view)
+    compiled = COMPILED_EVAL if TRAIN in skipped else COMPILED
     # the eager original is the reference. The original compiled the same way must agree with
     # it (compiled dropout draws its own numbers, say), else the check cannot tell; that probe
     # costs two more compiles, so it runs only where a patched program's compiled run differs
@@ -287,14 +288,14 @@ def _run_observers(loaded, module, seed: int, example: tuple, plan: list, record
     shapes = [("example", a, k)] + ([(f"example, batch {grown[2]}", grown[0], grown[1])] if grown else [])
     for name, sa, sk in shapes:
         before = _snapshot(module)
-        rec = dict(run_call(loaded.fn, module, sa, sk, COMPILED, seed + len(records), _loss(loaded)),
+        rec = dict(run_call(loaded.fn, module, sa, sk, compiled, seed + len(records), _loss(loaded)),
                    args=sa, kwargs=sk, before=before)
-        plan.append((COMPILED, name))
+        plan.append((compiled, name))
         records.append(rec)
-        if COMPILED not in skipped:
-            why = observer_unusable(rec, COMPILED, module, _has_float(sa, sk))
+        if compiled not in skipped:
+            why = observer_unusable(rec, compiled, module, _has_float(sa, sk))
             if why:
-                skipped[COMPILED] = why
+                skipped[compiled] = why
 
 
 def probe_compiled(loaded, module, records: list) -> Optional[str]:
@@ -308,10 +309,10 @@ def probe_compiled(loaded, module, records: list) -> Optional[str]:
     compiled = _compiled(loaded.fn)
     try:
         for rec in records:
-            if rec["mode"] != COMPILED:
+            if rec["mode"] not in COMPILED_RUNS:
                 continue
             _restore(module, rec["before"])
-            probe = run_call(compiled, module, rec["args"], rec["kwargs"], COMPILED, rec["seed"], _loss(loaded))
+            probe = run_call(compiled, module, rec["args"], rec["kwargs"], rec["mode"], rec["seed"], _loss(loaded))
             if probe["status"] == "raised" and rec["status"] != "raised":
                 return f"the original raises under torch.compile(backend={COMPILE_BACKEND!r}): {probe['exc'][:200]}"
             diff = compare_records(rec, probe, f"on input {rec['input']}", None)
@@ -382,15 +383,15 @@ def _run_patched(loaded, module, state, seed: int, tolerance, result: dict, spec
         else:
             snap = _snapshot(module)
         # (a compiled run the original cannot serve runs eagerly: only its state change counts)
-        if m == COMPILED and m not in skipped and compiled is None:
+        if m in COMPILED_RUNS and m not in skipped and compiled is None:
             compiled = _compiled(loaded.fn)
-        got = run_call(compiled if m == COMPILED and m not in skipped else fn, module, a, k, m, want["seed"],
+        got = run_call(compiled if m in COMPILED_RUNS and m not in skipped else fn, module, a, k, m, want["seed"],
                        _loss(loaded))
         if m in skipped:
             continue
         where = f"{CHECK_NAMES[m]} on input {name}"
         why = compare_records(want, got, where, tolerance)
-        if why and m == COMPILED:
+        if why and m in COMPILED_RUNS:
             # the parent asks the original's compiled probe whether this check can tell; the
             # calls after this one start where the original's did: it again, eagerly
             result["compiled_differs"] = True

@@ -69,5 +69,7 @@ def test_nothing_to_differentiate_is_verified_eval_only_and_said(run):
     assert f["skipped_checks"][0] == "train+grad: no parameters and no floating-point input to take gradients of"
     assert [s.split(":")[0] for s in f["skipped_checks"][1:]] == ["torch.func.vmap"]
     assert "double backward" not in f["checks"] and "compiled (aot_eager, two shapes)" not in f["checks"]
+    # the compiled program is still compared, in eval
+    assert "compiled eval (aot_eager, two shapes)" in f["checks"]
     assert "not checked: train+grad: no parameters" in out.stderr
     assert "torch.where" in (proj / "counts.py").read_text()

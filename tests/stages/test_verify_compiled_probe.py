@@ -13,7 +13,7 @@ pytest.importorskip("torch")
 import graphmend.verify.run as verify_run  # noqa: E402
 from graphmend.core.discovery import TargetSpec  # noqa: E402
 from graphmend.core.model import TargetResult  # noqa: E402
-from graphmend.verify.modes import CHECK_NAMES, COMPILED, COMPILED_DIFFERS  # noqa: E402
+from graphmend.verify.modes import CHECK_NAMES, COMPILED, COMPILED_DIFFERS, COMPILED_EVAL  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -85,3 +85,15 @@ def test_an_original_that_differs_compiled_skips_the_check_once_for_every_attemp
         assert CHECK_NAMES[COMPILED] not in v.checks
         assert v.skipped[CHECK_NAMES[COMPILED]].startswith(f"{COMPILED_DIFFERS} on input example: "), v.skipped
     assert probes == ["original", "patched", "probe", "patched"]
+
+
+def test_where_train_mode_cannot_run_the_compiled_program_is_compared_in_eval(tmp_path, probes):
+    # an inference-only module: train mode raises, and so train+grad and the compiled train
+    # run are skipped; a rewrite that changes what the compiled program computes is still caught
+    eval_only = "        if self.training:\n            raise RuntimeError('inference only')\n"
+    same, differs = _verify(tmp_path, eval_only, [eval_only, eval_only + DIFFERS])
+    name = CHECK_NAMES[COMPILED_EVAL]
+    assert same.error is None and not same.mismatches, (same.error, same.mismatches)
+    assert name in same.checks and CHECK_NAMES[COMPILED] not in same.checks
+    assert differs.mismatches and differs.mismatches[0].startswith(f"{name} on input example"), differs.mismatches
+    assert probes == ["original", "patched", "patched", "probe"]
