@@ -14,7 +14,11 @@ graph where the public sweep saw a break: a capture bug until shown otherwise).
     python -m graphmend sweep transformers --only "$(paste -sd, classes.txt)" --modes eval,train \\
         -j 2 -f json -o sweep.json
     python benchmarks/golden_compare.py compare --golden golden_set.json --sweep sweep.json [more.json] \
-        --sample "every 8th golden class" --out OUT
+        --sample "every 8th golden class" --out OUT [--amend EARLIER.json]
+
+``--amend`` adds an earlier comparison's counts and lists (of another sample, which must not share a
+class with this one) to this one's: the sample grows without running the earlier sweeps again.
+Sweep reports may be gzipped (``.json.gz``).
 
 Run it with the golden set's versions (a virtualenv with torch==2.11.0 transformers==5.5.3).
 Writes ``OUT.json`` and ``OUT.md``.
@@ -23,6 +27,7 @@ Writes ``OUT.json`` and ``OUT.md``.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -94,9 +99,29 @@ def compare(golden: dict[str, dict[str, str]], rows: list[dict]) -> dict:
             why += f"; reviewed: {REVIEWED[cls]}"
         disagree.append({"class": cls, "mode": mode, "mend": ours, "golden": theirs, "why": why})
     same = sum(a for a, _ in agree.values())
-    return {"compared": pairs, "agree": same, "share": round(same / pairs, 4) if pairs else None,
+    return {"classes": sorted({r["model"] for r in rows if r["model"] in golden}), "compared": pairs, "agree": same, "share": round(same / pairs, 4) if pairs else None,
             "by_mode": {m: {"agree": a, "compared": n} for m, (a, n) in agree.items()},
             "disagreements": disagree, "not_both_built": not_both}
+
+
+def amend(res: dict, meta: dict, earlier: dict) -> tuple[dict, dict]:
+    """``res`` and ``meta`` with an earlier comparison's counts, lists, samples and sweep time
+    added; ValueError where both compared a class (a pair counted twice). Pure."""
+    seen = set(earlier.get("classes") or ()) | {d["class"] for k in ("disagreements", "not_both_built")
+                                                for d in earlier[k]}
+    both = sorted(seen & set(res["classes"]))
+    if both:
+        raise ValueError(f"the earlier comparison also has {', '.join(both[:5])}: samples must not overlap")
+    by_mode = {m: {k: res["by_mode"][m][k] + earlier["by_mode"].get(m, {}).get(k, 0) for k in ("agree", "compared")}
+               for m in res["by_mode"]}
+    compared, agree = res["compared"] + earlier["compared"], res["agree"] + earlier["agree"]
+    out = {**res, "compared": compared, "agree": agree, "share": round(agree / compared, 4) if compared else None,
+           "by_mode": by_mode, "disagreements": earlier["disagreements"] + res["disagreements"],
+           "not_both_built": earlier["not_both_built"] + res["not_both_built"],
+           "classes": sorted(set(earlier.get("classes") or ()) | set(res["classes"]))}
+    old = earlier["meta"]
+    samples = [x for x in (old.get("sample"), meta.get("sample")) if x]
+    return out, {**meta, "sample": "; and ".join(samples), "wall_s": old.get("wall_s", 0) + meta.get("wall_s", 0)}
 
 
 def _markdown(res: dict, meta: dict) -> str:
@@ -130,6 +155,7 @@ def main(argv=None) -> int:
     c.add_argument("--sweep", required=True, type=Path, nargs="+", help="mend sweep JSON reports (rows joined)")
     c.add_argument("--out", required=True, type=Path)
     c.add_argument("--sample", default="", help="how the classes were chosen, for the report")
+    c.add_argument("--amend", type=Path, help="an earlier comparison's JSON (another sample) to add to this one")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     golden = load_golden(args.golden.read_text(encoding="utf-8"))
@@ -143,13 +169,19 @@ def main(argv=None) -> int:
         return 0
     from graphmend.core.sources import write_atomic
 
-    sweeps = [json.loads(p.read_text(encoding="utf-8")) for p in args.sweep]
+    sweeps = [json.loads(gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_bytes()) for p in args.sweep]
     sweep = sweeps[0]
     res = compare(golden, [r for s in sweeps for r in s["rows"]])
     meta = {"golden": "penguinwu/oss-model-graph-break-corpus corpus/golden_set.json",
             "torch": sweep.get("torch_version"), "transformers": sweep.get("library_version"),
             "selection": "; ".join(s.get("selection", "") for s in sweeps),
             "wall_s": sum(s.get("totals", {}).get("wall_s", 0) for s in sweeps), "sample": args.sample}
+    if args.amend:
+        try:
+            res, meta = amend(res, meta, json.loads(args.amend.read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError) as exc:
+            print(f"error: --amend {args.amend}: {exc}", file=sys.stderr)
+            return 2
     write_atomic(Path(f"{args.out}.json"), json.dumps({"meta": meta, **res}, indent=1) + "\n")
     write_atomic(Path(f"{args.out}.md"), _markdown(res, meta))
     print(f"{res['agree']}/{res['compared']} agree", file=sys.stderr)

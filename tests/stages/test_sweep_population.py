@@ -316,3 +316,21 @@ def test_golden_comparison_maps_statuses_and_explains_each_disagreement():
     assert "capture bug" in why["A", "train"] and "d.py:9" in why["D", "eval"]
     assert {(d["class"], d["mode"]) for d in res["not_both_built"]} == {("C", "eval"), ("D", "train")}
     assert gc.sample(golden, {"A", "B", "D"}, 2) == ["A", "D"]
+
+
+def test_golden_comparison_amends_an_earlier_sample_and_refuses_an_overlap():
+    gc = _golden_compare()
+    golden = gc.load_golden(json.dumps({"models": [
+        {"name": n, "eval": {"status": "full_graph"}, "train": {"status": "graph_break"}} for n in "ABC"]}))
+    first = gc.compare(golden, [{"model": "A", "run_mode": "eval", "status": SWEEP_CLEAN},
+                                {"model": "A", "run_mode": "train", "status": SWEEP_CLEAN}])
+    earlier = {"meta": {"sample": "every 2nd", "wall_s": 10}, **first}
+    second = gc.compare(golden, [{"model": "B", "run_mode": "eval", "status": SWEEP_CLEAN},
+                                 {"model": "C", "run_mode": "train", "status": SWEEP_NOT_BUILT, "why": "x"}])
+    res, meta = gc.amend(second, {"sample": "every 2nd from the 1st", "wall_s": 5}, earlier)
+    assert (res["compared"], res["agree"], res["share"]) == (3, 2, 0.6667)
+    assert res["by_mode"] == {"eval": {"agree": 2, "compared": 2}, "train": {"agree": 0, "compared": 1}}
+    assert res["classes"] == ["A", "B", "C"] and len(res["disagreements"]) == 1 and len(res["not_both_built"]) == 1
+    assert meta == {"sample": "every 2nd; and every 2nd from the 1st", "wall_s": 15}
+    with pytest.raises(ValueError, match="also has A"):
+        gc.amend(first, {}, earlier)
