@@ -160,7 +160,8 @@ def _candidates(loaded, seed: int, constants: list, recorder=None, keys=()):
 
 
 def _run_original(loaded, module, keys, recorder, seed: int, constants: list):
-    from graphmend.verify.modes import compare_outcome, device_of, observer_unusable, run_call, train_unusable
+    from graphmend.verify.modes import device_of, observer_unusable, run_call, train_unusable
+    from graphmend.verify.records import compare_outcome
 
     plan: list[tuple[str, str]] = []  # (mode, input name), in the order they ran
     records: list[dict] = []
@@ -302,7 +303,8 @@ def probe_compiled(loaded, module, records: list) -> Optional[str]:
     """Why the original under the compiled check's compile does not show what it shows in
     eager (raises, or differs on one of its calls), or None: the compiled calls of
     ``records`` again, each from the state it started in, compiled."""
-    from graphmend.verify.modes import compare_records, run_call
+    from graphmend.verify.modes import run_call
+    from graphmend.verify.records import compare_records
 
     import torch
 
@@ -326,7 +328,8 @@ def probe_compiled(loaded, module, records: list) -> Optional[str]:
 def _observe(loaded, fn, module, a, k, m: str, seed: int, plan: list, records: list, skipped: dict) -> None:
     """The example once in mode ``m`` and, where the original can serve, once more from the
     same state (a mode it differs in from run to run is skipped)."""
-    from graphmend.verify.modes import compare_outcome, observer_unusable, run_call
+    from graphmend.verify.modes import observer_unusable, run_call
+    from graphmend.verify.records import compare_outcome
 
     snap = _snapshot(module)
     rec = run_call(fn, module, a, k, m, seed + len(records), _loss(loaded))
@@ -356,7 +359,8 @@ def _compiled(fn):
 def _run_patched(loaded, module, state, seed: int, tolerance, result: dict, spec: dict, retrace: bool,
                  run_mode: str, calls: int = 1) -> list[str]:
     from graphmend.verify.inputs import convert, prepare_callable
-    from graphmend.verify.modes import compare_records, device_of, run_call
+    from graphmend.verify.modes import device_of, run_call
+    from graphmend.verify.records import compare_records
 
     import torch
 

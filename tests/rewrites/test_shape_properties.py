@@ -33,7 +33,8 @@ from rewrites.fixes.total import OPS
 torch = pytest.importorskip("torch")
 
 from graphmend.verify.inputs import VARIANTS, edge_inputs, variant  # noqa: E402
-from graphmend.verify.modes import EVAL, TRAIN, compare_records, run_call  # noqa: E402
+from graphmend.verify.modes import EVAL, TRAIN, run_call  # noqa: E402
+from graphmend.verify.records import compare_records  # noqa: E402
 
 settings.register_profile("mend-shapes", max_examples=6, deadline=None, report_multiple_bugs=False,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])

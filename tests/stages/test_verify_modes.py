@@ -10,8 +10,9 @@ from torch import nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from graphmend.core.modes import module_of  # noqa: E402
-from graphmend.verify.modes import (AUTOCAST, AUTOCAST_TRAIN, BF16, EVAL, TRAIN, compare_records,  # noqa: E402
-                                    run_call, train_unusable)
+from graphmend.verify.modes import (AUTOCAST, AUTOCAST_TRAIN, BF16, EVAL, TRAIN, run_call,  # noqa: E402
+                                    train_unusable)
+from graphmend.verify.records import compare_records  # noqa: E402
 
 
 def _diff(a, b, args, mode, module_a=None, module_b=None, seed=0):

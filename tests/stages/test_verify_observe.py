@@ -12,7 +12,8 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
 from graphmend.verify.modes import (COMPILE_BACKEND, COMPILED, DOUBLE, EVAL, FUNC_GRAD, HOOKS,  # noqa: E402
-                                    HOOKS_FORWARD, REPLICA, TRAIN, VMAP, compare_records, observer_unusable, replicate, resized, run_call)
+                                    HOOKS_FORWARD, REPLICA, TRAIN, VMAP, observer_unusable, replicate, resized, run_call)
+from graphmend.verify.records import compare_records  # noqa: E402
 
 
 _SELF = object()
