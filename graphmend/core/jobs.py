@@ -125,12 +125,44 @@ def run_job(job: Job) -> JobOutcome:
     return executor.run(job)
 
 
+JOB_DIR_PREFIX = "mend-job-"  # + the pid of the mend process that made it, "-", a random suffix
+_swept = False
+
+
+def remove_stale_job_dirs(root: Optional[Path] = None) -> int:
+    """Remove the job folders of this user's mend processes that are gone (a SIGKILL runs no
+    cleanup: the payload, with its patched sources, would stay on disk); the number removed.
+    A folder is left alone where its process may live, it is a link, or another user owns it."""
+    import re
+    import shutil
+    import stat
+
+    if not hasattr(os, "getuid"):
+        return 0
+    removed = 0
+    for d in Path(root or tempfile.gettempdir()).glob(f"{JOB_DIR_PREFIX}*-*"):
+        m = re.match(rf"{JOB_DIR_PREFIX}(\d+)-", d.name)
+        try:
+            st = d.lstat()
+        except OSError:
+            continue
+        if m is None or not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or alive(int(m.group(1))):
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        removed += not d.exists()
+    return removed
+
+
 def run_job_local(job: Job, environ: Optional[dict[str, str]] = None) -> JobOutcome:
     """Run ``job`` in a worker subprocess of this process; ``environ`` (default os.environ)
     is the environment the worker's is made from."""
+    global _swept
     if _ending:
         return JobOutcome(None, f"{job.label}: not run: mend is stopping")
-    with tempfile.TemporaryDirectory(prefix="mend-job-") as tmp:
+    if not _swept:  # once per process: what killed runs before it left behind
+        _swept = True
+        remove_stale_job_dirs()
+    with tempfile.TemporaryDirectory(prefix=f"{JOB_DIR_PREFIX}{os.getpid()}-") as tmp:
         payload_path = Path(tmp) / "payload.json"
         result_path = Path(tmp) / "result.json"
         started_path = Path(tmp) / "started"

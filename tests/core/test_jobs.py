@@ -360,3 +360,36 @@ def test_workers_import_mend_from_where_this_process_did():
     first = Path(_worker_env({})["PYTHONPATH"].split(os.pathsep)[0])
     assert (first / "graphmend" / "__init__.py").resolve() == Path(graphmend.__file__).resolve()
     assert (first / "tracer" / "worker.py").is_file()
+
+
+def test_job_folders_a_killed_mend_left_are_removed_and_no_others(tmp_path):
+    import subprocess
+
+    from graphmend.core.jobs import JOB_DIR_PREFIX, remove_stale_job_dirs
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a pid no process has now (a SIGKILLed mend's)
+    stale = tmp_path / f"{JOB_DIR_PREFIX}{gone.pid}-abc"
+    (stale / "sub").mkdir(parents=True)
+    (stale / "payload.json").write_text("{}")
+    live = tmp_path / f"{JOB_DIR_PREFIX}{os.getpid()}-def"  # a running mend's
+    live.mkdir()
+    unnamed = tmp_path / f"{JOB_DIR_PREFIX}abc123"  # no pid in its name: not known to be stale
+    unnamed.mkdir()
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    link = tmp_path / f"{JOB_DIR_PREFIX}{gone.pid}-lnk"
+    link.symlink_to(target)  # a link is never followed or removed
+    assert remove_stale_job_dirs(tmp_path) == 1
+    assert not stale.exists() and live.is_dir() and unnamed.is_dir() and link.is_symlink() and target.is_dir()
+
+
+def test_a_job_folder_names_the_mend_process_that_made_it(tmp_path):
+    env = _worker(tmp_path)
+    (tmp_path / "tiny_worker.py").write_text(textwrap.dedent("""
+        import os, sys
+        from graphmend.core.worker import worker_main
+        worker_main(lambda p: {"dir": os.path.basename(os.path.dirname(sys.argv[-1]))})  # the result file's
+    """))
+    out = run_job(Job("tiny_worker", {}, label="T", timeout=10, env=env))
+    assert out.result["dir"].startswith(f"mend-job-{os.getpid()}-"), out
