@@ -10,7 +10,7 @@ from tracer.messages import parse_log_record, parse_reason, parse_recompile
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "messages"
-# torch_X_Y.json: recorded by benchmarks/record_messages.py on that torch ({"torch", "cases",
+# torch_X_Y.json: recorded by tests/fixtures/messages/record.py on that torch ({"torch", "cases",
 # "corpus_explain"}); older_wordings.json: a list, reconstructed from torch's source history.
 DOCS = {f.name: json.loads(f.read_text(encoding="utf-8")) for f in sorted(FIXTURES.glob("*.json"))}
 RECORDED = {name: doc for name, doc in DOCS.items() if isinstance(doc, dict)}
