@@ -16,6 +16,10 @@ graph where the public sweep saw a break: a capture bug until shown otherwise).
     python benchmarks/golden_compare.py compare --golden golden_set.json --sweep sweep.json [more.json] \
         --sample "every 8th golden class" --out OUT [--amend EARLIER.json]
 
+A disagreement where mend breaks and the public sweep saw one graph is reviewed with
+``python benchmarks/golden_compare.py fullgraph CLASS [eval|train]``: the graphs of the class,
+built as the sweep builds it, under the default ``torch.compile`` and under ``fullgraph=True``.
+
 ``--amend`` adds an earlier comparison's counts and lists (of another sample, which must not share a
 class with this one) to this one's: the sample grows without running the earlier sweeps again.
 Sweep reports may be gzipped (``.json.gz``).
@@ -53,6 +57,9 @@ REVIEWED = {
                              "forward runs in eval and train; " + FULLGRAPH.format(n=11),
     "JetMoeModel": "the break is the router's `expert_size = expert_size.tolist()` (modeling_jetmoe.py:214), "
                    "which every routed forward runs in eval and train; " + FULLGRAPH.format(n=16),
+    "XmodForCausalLM": "the breaks are the language adapters' boolean-mask selection "
+                       "`hidden_states[lang_mask]` (modeling_xmod.py:457, a data-dependent output shape) and the "
+                       "output-capturing decorator; " + FULLGRAPH.format(n=6),
     "VJEPA2Model": "the breaks are the output-capturing decorator and the predictor's "
                    "`max_patch_num = target_mask[0].max() + 1`; " + FULLGRAPH.format(n=6),
 }
@@ -143,6 +150,34 @@ def _markdown(res: dict, meta: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def fullgraph(name: str, mode: str) -> dict[str, object]:
+    """{"default": graphs, "fullgraph": graphs} of ``name`` built as ``mend sweep`` builds it,
+    compiled with a counting backend (an int, or what the call raised)."""
+    import torch
+
+    from graphmend.sweep.hf import target
+
+    def count(full: bool) -> object:
+        torch._dynamo.reset()
+        torch.manual_seed(0)
+        model, args, kwargs = target(name)
+        model.train(mode == "train")
+        graphs = [0]
+
+        def backend(gm, example_inputs):
+            graphs[0] += 1
+            return gm.forward
+
+        try:
+            with torch.set_grad_enabled(mode == "train"):
+                torch.compile(model, fullgraph=full, backend=backend)(*args, **kwargs)
+        except Exception as exc:  # the comparison's finding: what fullgraph=True refuses
+            return f"raised {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+        return graphs[0]
+
+    return {"default": count(False), "fullgraph": count(True)}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -150,6 +185,9 @@ def main(argv=None) -> int:
     s.add_argument("--golden", required=True, type=Path)
     s.add_argument("--every", type=int, default=1)
     s.add_argument("--offset", type=int, default=0)
+    f = sub.add_parser("fullgraph")
+    f.add_argument("model")
+    f.add_argument("mode", nargs="?", default="eval", choices=MODES)
     c = sub.add_parser("compare")
     c.add_argument("--golden", required=True, type=Path)
     c.add_argument("--sweep", required=True, type=Path, nargs="+", help="mend sweep JSON reports (rows joined)")
@@ -158,6 +196,9 @@ def main(argv=None) -> int:
     c.add_argument("--amend", type=Path, help="an earlier comparison's JSON (another sample) to add to this one")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    if args.cmd == "fullgraph":
+        print(json.dumps({"model": args.model, "mode": args.mode, **fullgraph(args.model, args.mode)}))
+        return 0
     golden = load_golden(args.golden.read_text(encoding="utf-8"))
     if args.cmd == "sample":
         import transformers
