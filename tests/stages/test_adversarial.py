@@ -22,7 +22,8 @@ then, for every program:
     penalty (double backward), ``torch.func.grad`` over ``functional_call``, a DataParallel-
     style replica (gradients on the original's parameters), and the patched program under
     ``torch.compile(backend="aot_eager")`` against the original in eager on two batch sizes
-    (each skipped where the original itself raises, or, compiled, differs from its eager run);
+    (in eval where train mode cannot run the original; each skipped where the original itself
+    raises, or, compiled, differs from its eager run);
 (b) a fix mend does not verify must give a reason holding one of ``ACCEPT_REASONS``
     (``EXPECT = "fix"`` programs accept none: mend should have found the sound fix);
 (c) a summary (programs, sound fixes, refusals) is printed.
@@ -432,12 +433,13 @@ def _grown(args, kwargs):
     return _map((args, kwargs), lambda t: torch.cat([t, t[:1]]) if t.dim() and t.shape[0] == n else t)
 
 
-def _compiled_diffs(original: str, patched: str, tmp: Path, args, kwargs) -> list[str]:
+def _compiled_diffs(original: str, patched: str, tmp: Path, args, kwargs,
+                    mode: str = COMPILED) -> Optional[list[str]]:
     """The patched program under torch.compile(aot_eager) against the original in eager,
-    train mode, on ``args`` and on them with the batch one larger (the same compiled object:
-    the second call recompiles). Not compared where the original compiled differs from its
-    own eager run. Logs, warnings and stdout are left out: a fix may skip logging under
-    compile by design."""
+    train mode (``mode``: or eval, where the original cannot run in train mode: None), on
+    ``args`` and on them with the batch one larger (the same compiled object: the second call
+    recompiles). Not compared where the original compiled differs from its own eager run.
+    Logs, warnings and stdout are left out: a fix may skip logging under compile by design."""
     grown = _grown(args, kwargs)
     shapes = [(args, kwargs)] + ([grown] if grown else [])
     sides = {}
@@ -449,9 +451,11 @@ def _compiled_diffs(original: str, patched: str, tmp: Path, args, kwargs) -> lis
         torch._dynamo.reset()
         run = torch.compile(fn, backend="aot_eager") if compiled else fn
         try:
-            sides[tag] = [observe(run, a, k, COMPILED) for a, k in shapes]
+            sides[tag] = [observe(run, a, k, mode) for a, k in shapes]
         finally:
             torch._dynamo.reset()
+        if tag == "eager" and mode == COMPILED and _unusable(sides[tag][0]):
+            return None
     found = []
     for i, (want, itself, got) in enumerate(zip(sides["eager"], sides["self"], sides["patched"])):
         quiet = lambda o: {k: v for k, v in o.items() if k not in ("logs", "warnings", "stdout")}  # noqa: E731
@@ -491,9 +495,14 @@ def oracle(original: str, patched: str, tmp: Path, modes=MODES) -> list[str]:
                 found.append(f"{name}, {family}: the oracle could not run: {type(e).__name__}: {e}")
                 continue
             found += [f"{name}, {family}: {d}" for d in diff_obs(a, b)]
-    # the compiled run on the example only: a compile per side and shape is the cost
+    # the compiled run on the example only: a compile per side and shape is the cost; in eval
+    # where train mode cannot run the original (a rewrite may change only what compiles)
     try:
-        found += [f"example, {COMPILED} {d}" for d in _compiled_diffs(original, patched, tmp, *inputs[0])]
+        diffs = _compiled_diffs(original, patched, tmp, *inputs[0])
+        label = COMPILED
+        if diffs is None:
+            diffs, label = _compiled_diffs(original, patched, tmp, *inputs[0], mode="eval"), f"{COMPILED} eval"
+        found += [f"example, {label} {d}" for d in diffs or []]
     except Exception as e:  # noqa: BLE001
         found.append(f"example, {COMPILED}: the oracle could not run: {type(e).__name__}: {e}")
     return found
