@@ -26,6 +26,11 @@ from tracer.registry import registry_id
 
 _HERE = str(Path(__file__).resolve().parent)
 LIMIT_LOGGER = "torch._dynamo.convert_frame"  # where Dynamo warns that a function hit the recompile limit
+# torch <= 2.10 says that it skipped a frame for a break in its loop only here, at INFO, apart
+# from the break's record: "Skipping frame because there is a graph break in a for/while loop"
+LOOP_SKIP_LOGGER = "torch._dynamo.symbolic_convert"
+_LOOP_SKIP = "Skipping frame because there is a graph break in a for/while loop"
+_FRAME_SUMMARY = re.compile(r"<FrameSummary file (?P<file>.+), line (?P<line>\d+) in (?P<fn>[^>]+)>")
 _GRAPHMEND = str(Path(__file__).resolve().parent.parent / "graphmend")
 _STDLIB = os.path.join(sysconfig.get_paths()["stdlib"], "")
 _RESUME_RE = re.compile(r"^(?:torch_dynamo_)?resume_in_(?P<name>.+?)_at_(?P<line>\d+)$")
@@ -133,6 +138,24 @@ def _compiling_code() -> Optional[types.CodeType]:
     return None
 
 
+class _LoopSkipFilter(logging.Filter):
+    """Reads the loop-skip message (``LOOP_SKIP_LOGGER``) for the recorder; lets through only
+    what the logger's own level let through before (the INFO record was made for mend alone)."""
+
+    def __init__(self, recorder: "Recorder", level: int):
+        super().__init__()
+        self.recorder, self.level = recorder, level
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            text = record.getMessage()
+            if text.startswith(_LOOP_SKIP):
+                self.recorder._loop_skip(text)
+        except Exception:  # a surprise here must never break the user's run: the skip goes unmarked
+            pass
+        return record.levelno >= self.level
+
+
 @dataclass
 class _Raw:
     parsed: ParsedBreak
@@ -196,6 +219,7 @@ class Recorder:
         self._enabled_artifacts: list[str] = []
         self.recording = Recording()
         self._handler = _Handler(self)
+        self._skip_filter: Optional[_LoopSkipFilter] = None
         self._saved: list[tuple[logging.Logger, int, bool]] = []
         self._torch_dir = _torch_dir()
         # "backward" while compiled autograd traces a backward: its graphs and breaks are
@@ -234,6 +258,12 @@ class Recorder:
         limit_log = logging.getLogger(LIMIT_LOGGER)
         self._saved.append((limit_log, limit_log.level, limit_log.propagate))
         limit_log.addHandler(self._handler)
+        skip_log = logging.getLogger(LOOP_SKIP_LOGGER)
+        self._saved.append((skip_log, skip_log.level, skip_log.propagate))
+        self._skip_filter = _LoopSkipFilter(self, skip_log.getEffectiveLevel())
+        skip_log.addFilter(self._skip_filter)
+        if skip_log.getEffectiveLevel() > logging.INFO:
+            skip_log.setLevel(logging.INFO)
         # Recompile reasons are only formatted when the artifact is on in torch's log state.
         try:
             from torch._logging._internal import log_state
@@ -249,6 +279,8 @@ class Recorder:
     def __exit__(self, *exc: Any) -> None:
         for log, level, propagate in self._saved:
             log.removeHandler(self._handler)
+            if self._skip_filter is not None:
+                log.removeFilter(self._skip_filter)
             log.setLevel(level)
             log.propagate = propagate
         self._saved.clear()
@@ -314,6 +346,26 @@ class Recorder:
         if code is not None:
             compiled = compiled_key(code.co_name, code.co_filename)
         self.recording.raw.append(_Raw(parsed, compiled, self.phase, self.call))
+
+    def _loop_skip(self, text: str) -> None:
+        """torch <= 2.10: Dynamo skipped the frame it is converting because of a break in a loop
+        (the break's own record, just logged, does not say): that record is marked as a frame
+        skip, naming the frame as later torches do (the code's first line)."""
+        m = _FRAME_SUMMARY.search(text)
+        if m is None:
+            return
+        file, line = m.group("file"), int(m.group("line"))
+        for raw in reversed(self.recording.raw):
+            p = raw.parsed
+            if raw.call != self.call or raw.phase != self.phase:
+                break
+            if (p.file, p.line) == (file, line) or (p.stack and (p.stack[-1].file, p.stack[-1].line) == (file, line)):
+                p.frame_skipped = True
+                if p.skipped_frame is None:
+                    code = _compiling_code()
+                    p.skipped_frame = (StackEntry(file=code.co_filename, line=code.co_firstlineno, function=code.co_name)
+                                       if code is not None else StackEntry(file=file, line=line, function=m.group("fn")))
+                return
 
     def _unparsed(self, record: logging.LogRecord) -> None:
         """A record of Dynamo's that mend could not read (a torch that words it anew): kept with

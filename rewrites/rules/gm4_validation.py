@@ -25,7 +25,7 @@ _TRAP_CHANGES = ("What changes for the user: nothing in eager code (same excepti
                  "`'assertion failed: <condition>'` (`'check failed: ...'` for a raise) when it is computed (an "
                  "f-string cannot be built inside the graph); `python -O` does not strip the compiled check. "
                  "`torch._check` gets no message under compile (a message closure is itself a graph break on "
-                 "torch 2.11).")
+                 "torch 2.9 and 2.11).")
 
 GM401 = Rule(
     code="GM401", name="tensor-assert", category="validation",
@@ -43,6 +43,9 @@ GM401 = Rule(
     limits=("Asserts on shapes (`assert x.dim() == 3`) and tensor asserts with a constant message are not "
             "reported. " + LIMITS),
     gb_ids=("GB0034", "GB0170"),
+    # torch 2.9: a torch._check whose message is a closure, on a symbolic size, breaks with
+    # "Failed to convert args/kwargs to proxy", which names no check
+    source_patterns=(r"\btorch\._check\(",),
     advice="torch._assert_async(cond, 'message')  (or torch._check for shape conditions)",
     message="`assert {test}` checks a tensor value", hint="torch._assert_async(cond, msg)",
     valid=("import torch\n\ndef f(x: torch.Tensor):\n    assert x.dim() == 3, 'need 3-d'\n    return x\n",

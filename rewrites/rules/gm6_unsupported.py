@@ -59,6 +59,8 @@ GM603 = Rule(
     gb_ids=("GB0206", "GB0125"),
     gb_types=("Unsupported Tensor.requires_grad_() call", "setattr() on Tensor.requires_grad"),
     message_patterns=(r"requires_grad",),
+    # torch 2.9 says only "STORE_ATTR-caused graph break"
+    source_patterns=(r"\.requires_grad\s*=(?!=)", r"\.requires_grad_\("),
     advice="set requires_grad outside the compiled function",
     messages={"method": "`{receiver}.requires_grad_()` mutates autograd state",
               "assign": "assigning `{target}` mutates autograd state"},
@@ -240,6 +242,8 @@ GM607 = Rule(
     gb_ids=("GB0264",),
     gb_types=("Attempted to use `torch.nn.Parameter()` constructor with Dynamo",),
     message_patterns=(r"torch\.nn\.Parameter\(\)` constructor",),
+    # torch 2.9 breaks earlier, in `Module.to`'s own argument parsing ("torch.* op returned non-Tensor")
+    source_patterns=(r"\b_parse_to\(",),
     advice=("create the parameter in __init__, or convert the module once, outside the compiled region "
             "(model.to(dtype)); a conversion in forward can run only when something differs: "
             "`if any(t.dtype != dtype for t in module.parameters()): module.to(dtype)`"),

@@ -113,3 +113,40 @@ def test_a_record_mend_cannot_read_is_kept_raw_never_dropped():
     assert [(b.rule, b.reason) for b in breaks] == [("GM900", "Graph split, worded anew"), ("GM900", "broken %s %s")]
     assert "with details" in breaks[0].explanation
     assert [(r.function, r.reason) for r in rec.recording.recompiles] == [("(unread)", "Recompiled, worded anew")]
+
+
+def test_a_loop_skip_said_apart_from_the_break_marks_it(tmp_path):
+    """torch <= 2.10 logs "Skipping frame because there is a graph break in a for/while loop"
+    at INFO on its own logger, apart from the break's record (recorded from torch 2.9.1): the
+    break is a frame skip naming the frame, as later torches' records say themselves. The INFO
+    record, made for mend alone, reaches no handler of the user's."""
+    import logging
+
+    from tracer.messages import parse_log_record
+    from tracer.recorder import LOOP_SKIP_LOGGER, Recorder, _Raw
+
+    src = tmp_path / "m.py"
+    src.write_text("def loop(x):\n    for i in range(2):\n        print(i)\n    return x\n", encoding="utf-8")
+    text = (f"Graph break in user code at {src}:3\nGraph Break Reason: Failed to trace builtin operator\n"
+            f"  Explanation: e\n\nUser code traceback:\n  File \"{src}\", line 3, in loop\n    print(i)\n")
+    seen: list[str] = []
+
+    class Mine(logging.Handler):
+        def emit(self, record):
+            seen.append(record.getMessage())
+
+    mine = Mine()
+    logging.getLogger().addHandler(mine)
+    try:
+        with Recorder() as rec:
+            rec.recording.raw.append(_Raw(parse_log_record(text), None))
+            logging.getLogger(LOOP_SKIP_LOGGER).info(
+                "Skipping frame because there is a graph break in a for/while loop\n"
+                f"<FrameSummary file {src}, line 3 in loop>")
+        assert logging.getLogger(LOOP_SKIP_LOGGER).level == logging.NOTSET  # as it was
+    finally:
+        logging.getLogger().removeHandler(mine)
+    (brk,) = rec.breaks()
+    assert brk.kind == "frame_skipped" and (brk.line, brk.rule) == (3, "GM201")
+    assert (brk.skipped_frame.function, brk.skipped_frame.line) == ("loop", 3)  # no frame being converted here
+    assert not any("Skipping frame" in m for m in seen)
