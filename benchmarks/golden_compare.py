@@ -55,6 +55,9 @@ FULLGRAPH = ("torch.compile(model, fullgraph=True, backend=<counting>) gives 1 g
 REVIEWED = {
     "GraniteMoeSharedModel": "the break is the router's `expert_size = expert_size.tolist()`, which every routed "
                              "forward runs in eval and train; " + FULLGRAPH.format(n=11),
+    "GraniteMoeSharedForCausalLM": "the break is the router's `expert_size = expert_size.tolist()` "
+                                   "(modeling_granitemoeshared.py:196), as in GraniteMoeSharedModel; "
+                                   + FULLGRAPH.format(n=12),
     "JetMoeModel": "the break is the router's `expert_size = expert_size.tolist()` (modeling_jetmoe.py:214), "
                    "which every routed forward runs in eval and train; " + FULLGRAPH.format(n=16),
     "XmodForCausalLM": "the breaks are the language adapters' boolean-mask selection "
