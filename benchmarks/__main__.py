@@ -42,14 +42,19 @@ def main(argv: list[str]) -> int:
     if name not in found:
         print(f"error: no benchmark script {argv[0]!r} (python -m benchmarks lists them)", file=sys.stderr)
         return 2
-    root = str(HERE.parent)
-    if root not in sys.path:
-        sys.path.insert(0, root)  # the scripts import graphmend and corpus from the checkout
+    # as `python benchmarks/NAME.py` runs it: its folder first (scripts import their siblings),
+    # and the checkout (graphmend, corpus)
+    for path in (str(HERE.parent), str(HERE)):
+        if path not in sys.path:
+            sys.path.insert(0, path)
     sys.argv = [str(HERE / f"{name}.py"), *argv[1:]]
     try:
         runpy.run_path(sys.argv[0], run_name="__main__")
     except SystemExit as done:
-        return done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+        if isinstance(done.code, int) or done.code is None:
+            return done.code or 0
+        print(done.code, file=sys.stderr)
+        return 1
     return 0
 
 

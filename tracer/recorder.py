@@ -26,8 +26,8 @@ from tracer.registry import registry_id
 
 _HERE = str(Path(__file__).resolve().parent)
 LIMIT_LOGGER = "torch._dynamo.convert_frame"  # where Dynamo warns that a function hit the recompile limit
-# torch <= 2.10 says that it skipped a frame for a break in its loop only here, at INFO, apart
-# from the break's record: "Skipping frame because there is a graph break in a for/while loop"
+# torch 2.9 says that it skipped a frame for a break in its loop only here, at INFO, apart
+# from the break's record (2.11 on say it in the record itself): "Skipping frame because there is a graph break in a for/while loop"
 LOOP_SKIP_LOGGER = "torch._dynamo.symbolic_convert"
 _LOOP_SKIP = "Skipping frame because there is a graph break in a for/while loop"
 _FRAME_SUMMARY = re.compile(r"<FrameSummary file (?P<file>.+), line (?P<line>\d+) in (?P<fn>[^>]+)>")
@@ -348,7 +348,7 @@ class Recorder:
         self.recording.raw.append(_Raw(parsed, compiled, self.phase, self.call))
 
     def _loop_skip(self, text: str) -> None:
-        """torch <= 2.10: Dynamo skipped the frame it is converting because of a break in a loop
+        """torch 2.9: Dynamo skipped the frame it is converting because of a break in a loop
         (the break's own record, just logged, does not say): that record is marked as a frame
         skip, naming the frame as later torches do (the code's first line)."""
         m = _FRAME_SUMMARY.search(text)

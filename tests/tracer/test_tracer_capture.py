@@ -116,7 +116,7 @@ def test_a_record_mend_cannot_read_is_kept_raw_never_dropped():
 
 
 def test_a_loop_skip_said_apart_from_the_break_marks_it(tmp_path):
-    """torch <= 2.10 logs "Skipping frame because there is a graph break in a for/while loop"
+    """torch 2.9 logs "Skipping frame because there is a graph break in a for/while loop"
     at INFO on its own logger, apart from the break's record (recorded from torch 2.9.1): the
     break is a frame skip naming the frame, as later torches' records say themselves. The INFO
     record, made for mend alone, reaches no handler of the user's."""

@@ -32,7 +32,7 @@ def test_recorded_message(case):
     if case["registry_id"] and "/gb/" in case["text"]:
         assert p.registry_id == case["registry_id"]
     if case.get("said_apart"):
-        # torch <= 2.10 says that it skipped the frame in a record of its own, which the recorder
+        # torch 2.9 says that it skipped the frame in a record of its own, which the recorder
         # reads (tracer.recorder.Recorder._loop_skip) and marks the break with
         from tracer.recorder import Recorder, _Raw
 
