@@ -36,9 +36,9 @@ from typing import Any, Optional
 from graphmend.core.worker import describe  # an exception in one line, as every worker says it
 from graphmend.sweep.building import NotBuilt
 # the tiny config, the fitting of a built one, and the inputs derived from it: in their own module
-from graphmend.sweep.hf_config import (B, SEQ, _configs, _fit_image_token, _fit_mrope, _fit_pad, _fit_pinpoints,
-                                       _fit_sliding_window, _fit_special_ids, _grid, _placeholder_counts, _token,
-                                       _tuples_to_lists, class_inputs, config_kwargs, tiny_config_kwargs)
+from graphmend.sweep.hf_config import (B, SEQ, _configs, _fit_placeholder, _grid, _placeholder_counts, _token,
+                                       _tuples_to_lists, class_inputs, config_kwargs, fitted_config,
+                                       tiny_config_kwargs)
 # inputs a forward documents, and the layout variants tried when the derived inputs fail
 from graphmend.sweep.hf_inputs import VARIANTS, documented_inputs, documented_shape, named_missing, required
 # the tiny sizes and the per-architecture overrides (OVERRIDES, CLASS_OVERRIDES): tables, in their own module
@@ -308,10 +308,11 @@ _MISMATCH = re.compile(r"tokens:? *(\d+),? *features:? *(\d+)", re.I)
 def build_class(name: str, from_config: Optional[dict] = None) -> tuple[Any, dict]:
     """The tiny model of class ``name`` (eval) and its keyword inputs, after one eager forward;
     ``NotBuilt`` with why not. Generic second tries as ``build``'s (as many key/value heads as
-    query heads, in every sub-config; ``use_cache=False``), one for image placeholders (a model
-    that counts its image features and says how many tokens it expected gets that many), each
-    layout variant (``VARIANTS``), and, where the config left its image placeholder unset and the
-    model fails with one filled in, the text alone as before."""
+    query heads, in every sub-config; ``use_cache=False``), one for image or audio placeholders
+    (a model that counts its features and says how many tokens it expected gets that many), each
+    layout variant (``VARIANTS``), audio padded to the whole hops a failure names, and, where
+    the config left its image or audio placeholder unset and the model fails with one filled in,
+    the text alone as before. The config is validated after it is fitted (``fitted_config``)."""
     try:
         import transformers as T
     except Exception as exc:
@@ -331,14 +332,10 @@ def build_class(name: str, from_config: Optional[dict] = None) -> tuple[Any, dic
 
 def _build_class(cls, cfg_cls, extra: dict, from_config: dict) -> tuple[Any, dict]:
     try:
-        cfg = cfg_cls(**tiny_config_kwargs(cfg_cls, extra))
-    except Exception as exc:
-        raise NotBuilt(f"config: {describe(exc)}") from None
-    _fit_special_ids(cfg)
-    _fit_pad(cfg)
-    _fit_mrope(cfg)
-    _fit_sliding_window(cfg)
-    _fit_pinpoints(cfg)
+        cfg = fitted_config(cfg_cls, tiny_config_kwargs(cfg_cls, extra))
+    except Exception as exc:  # a strict config's validator error says why in its cause
+        why = exc.__cause__ if type(exc).__name__.startswith("StrictDataclass") and exc.__cause__ else exc
+        raise NotBuilt(f"config: {describe(why)}") from None
     try:
         model = _model(cls, cfg, from_config)
     except TypeError as exc:
@@ -356,7 +353,9 @@ def _build_class(cls, cfg_cls, extra: dict, from_config: dict) -> tuple[Any, dic
         accepted = inspect.signature(model.forward).parameters
     except (TypeError, ValueError):
         accepted = {}
-    filled = _fit_image_token(cfg) if "pixel_values" in accepted and "input_ids" in accepted else []
+    filled = _fit_placeholder(cfg) if "pixel_values" in accepted and "input_ids" in accepted else []
+    if "input_ids" in accepted and ("input_features" in accepted or "input_values" in accepted):
+        filled += _fit_placeholder(cfg, ("audio_token_id", "audio_token_index"))
     try:
         return model, _run(model, cfg, accepted)
     except Exception as exc:
@@ -380,14 +379,15 @@ def _run(model, cfg, accepted) -> dict:
                         or getattr(cfg, "num_query_tokens", None) or 1)
     if "image_grid_thw" in accepted and "input_ids" in accepted:
         image_tokens = _grid(cfg)[1]
+    audio_tokens = 1
     first: Optional[Exception] = None
-    tried = {image_tokens}
+    tried = {(image_tokens, audio_tokens)}
     configs = _configs(cfg)
     alias = _main_alias(model, accepted)
     if alias:  # the modality's input is derived under the model's main input's name, passed under the forward's
         accepted = {**accepted, alias[1]: accepted[alias[0]]}
     for _ in range(4):
-        inputs = class_inputs(model, cfg, accepted, image_tokens)
+        inputs = class_inputs(model, cfg, accepted, image_tokens, audio_tokens)
         rows = documented_shape(model, configs, "input_ids", B) if "input_ids" in inputs else None
         if rows and rows[1][0] != B and rows[1][0] % B == 0:  # musicgen: a row a codebook, (batch x codebooks, seq)
             inputs["input_ids"] = inputs["input_ids"].repeat_interleave(rows[1][0] // B, 0)
@@ -412,16 +412,20 @@ def _run(model, cfg, accepted) -> dict:
                 if named:  # an argument the failure names (`visual_feats` cannot be None), as documented, next
                     grown.append({**variant, **named})
                     candidates.insert(i + 1, grown[-1])
-                longer = _frames_per_token(exc, variant) if i == 0 else None
+                longer = (_frames_per_token(exc, variant) or _padded_to_multiple(exc, variant)) if i == 0 else None
                 if longer is not None:
                     candidates.insert(i + 1, longer)
         first = first or errors[0]
-        # the placeholder count any layout's failure names (the derived one may fail earlier)
+        # the placeholder count any layout's failure names (the derived one may fail earlier): of audio
+        # placeholders where it says audio, else of image ones
         m = next((m for m in map(_MISMATCH.search, map(str, errors)) if m), None)
-        nxt = next((n for n in _placeholder_counts(int(m.group(2)), cfg) if n not in tried), None) if m else None
+        counts = _placeholder_counts(int(m.group(2)), cfg) if m else []
+        sound = m is not None and "audio" in m.string.lower()
+        nxt = next((c for n in counts for c in [(image_tokens, n) if sound else (n, audio_tokens)]
+                    if c not in tried), None)
         if nxt is None:
             break
-        image_tokens = nxt
+        image_tokens, audio_tokens = nxt
         tried.add(nxt)
     assert first is not None
     raise first
@@ -492,6 +496,21 @@ def _frames_per_token(exc: Exception, x: dict) -> Optional[dict]:
         if key in x:
             out[key] = x[key].repeat(1, a // b)
     return out
+
+
+_MULTIPLE = re.compile(r"`(\w+)` length (\d+) is not a multiple of (\d+)")
+
+
+def _padded_to_multiple(exc: Exception, x: dict) -> Optional[dict]:
+    """Audio a model takes in whole hops only ("`input_values` length 4000 is not a multiple of
+    96", its feature extractor pads it): the input the failure names, zero-padded to the next multiple."""
+    import torch
+
+    m = _MULTIPLE.search(str(exc))
+    v = x.get(m.group(1)) if m else None
+    if v is None or v.shape[-1] != int(m.group(2)) or int(m.group(3)) <= 0:
+        return None
+    return {**x, m.group(1): torch.nn.functional.pad(v, (0, -v.shape[-1] % int(m.group(3))))}
 
 
 def _model(cls, cfg, from_config: dict):

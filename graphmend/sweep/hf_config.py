@@ -43,7 +43,8 @@ GENERIC = [  # pairs, not a dict: LAYERS and 2 kv heads share a value
     (32, ["q_lora_rank"]),
 ]
 MOE = dict(num_experts=4, num_local_experts=4, num_experts_per_tok=2, moe_intermediate_size=64,
-           shared_expert_intermediate_size=64, n_routed_experts=4, n_shared_experts=1, n_group=1, topk_group=1)
+           shared_expert_intermediate_size=64, n_routed_experts=4, n_shared_experts=1, n_group=1, topk_group=1,
+           top_k_experts=2)
 
 
 def config_kwargs(cls, extra: dict) -> dict:
@@ -101,15 +102,21 @@ def tiny_config_kwargs(cfg_cls, extra: Optional[dict] = None) -> dict:
         kw["head_dim"] = kw["qk_rope_head_dim"]
     if "qk_head_dim" in params and "qk_rope_head_dim" in kw and "qk_nope_head_dim" in kw:
         kw["qk_head_dim"] = kw["qk_rope_head_dim"] + kw["qk_nope_head_dim"]
+    # a size the full model turns off (no rotary part in latent attention: NoPE) stays off
+    for name in [n for _, names in GENERIC for n in names]:
+        if defaults.get(name) == 0 and kw.get(name):
+            kw[name] = 0
+    depth = _depth_cut(kw, defaults)
     for name in LISTS_OF_ONES:
         if name in params and isinstance(defaults.get(name), (list, tuple)):
-            kw[name] = [1] * len(defaults[name])
-    # a size the config keeps per stage (swin's num_heads, pvt's num_attention_heads): one a stage
+            kw[name] = [1] * depth.get(len(defaults[name]), len(defaults[name]))
+    # a size the config keeps per stage (swin's num_heads, pvt's num_attention_heads) or per layer
+    # (gemma-3n's intermediate_size): one a stage, one a tiny layer
     for name, value in list(kw.items()):
         default = defaults.get(name)
         if isinstance(value, int) and isinstance(default, (list, tuple)) and default \
                 and all(isinstance(d, int) for d in default):
-            kw[name] = [value] * len(default)
+            kw[name] = [value] * depth.get(len(default), len(default))
     _fit_per_layer(kw, defaults, params)
     levels = [(kw, defaults, params)]
     for key, spec in (getattr(cfg_cls, "sub_configs_defaults", None) or {}).items():
@@ -171,9 +178,10 @@ def _fit_widths(levels: list) -> None:
                     and merged[value][1] != i:
                 kw[name] = merged[value][0]
                 continue
-            # a projection a composite sizes to another config's width (paligemma's to the text's)
-            if (name not in kw or name in PROJECTIONS) and WIDTH.search(name) and isinstance(value, int) \
-                    and value in cut:
+            # a projection a composite sizes to another config's width (paligemma's to the text's), or
+            # one its full-size init_kwargs set (inkling2-loop's vision text_hidden_size)
+            if (name not in kw or name in PROJECTIONS or kw[name] == value) and WIDTH.search(name) \
+                    and isinstance(value, int) and value in cut:
                 kw[name] = cut[value]
             # widths a stage at a time whose last feeds a config of that hidden size (a backbone's channels)
             elif name not in kw and WIDTH_LIST.search(name) and isinstance(value, (list, tuple)) and value \
@@ -194,14 +202,82 @@ def _fit_per_layer(kw: dict, defaults: dict, params: set) -> None:
     agree): each list ``__init__`` takes whose default length is a depth the tiny kwargs cut
     keeps its first entries, one a tiny layer, as a config that derives the list from its
     depth does."""
-    cut = {defaults[n]: kw[n] for n in LAYER_NAMES
-           if isinstance(defaults.get(n), int) and isinstance(kw.get(n), int) and kw[n] < defaults[n]}
+    cut = _depth_cut(kw, defaults)
     for name in params:
         default = defaults.get(name)
-        # types only: a list of numbers may hold layer indices (kv_source_layers) a cut would break
-        if name not in kw and isinstance(default, (list, tuple)) and len(default) in cut \
-                and all(isinstance(d, str) for d in default):
+        if name in kw or not isinstance(default, (list, tuple)) or len(default) not in cut:
+            continue
+        if all(isinstance(d, str) for d in default):
+            kw[name] = _kinds_kept(list(default), cut[len(default)])
+        # sizes a layer (muse-spark's patch_sizes, hidden_sizes); not a list of layer indices
+        # (kv_source_layers), which a cut would break
+        elif all(isinstance(d, int) and not isinstance(d, bool) for d in default) \
+                and not re.search(r"layer|ind|ids?$", name):
             kw[name] = list(default[:cut[len(default)]])
+
+
+def _depth_cut(kw: dict, defaults: dict) -> dict:
+    """The full-size depths the tiny kwargs cut: {full depth: tiny depth}."""
+    return {defaults[n]: kw[n] for n in LAYER_NAMES
+            if isinstance(defaults.get(n), int) and isinstance(kw.get(n), int) and kw[n] < defaults[n]}
+
+
+def _kinds_kept(types: list, n: int) -> list:
+    """The first ``n`` of a per-layer list of types, with every kind of layer the full list has
+    kept where ``n`` allows (a hybrid's one full-attention layer in four: configs validate that
+    there is one): each kind missing takes the place of a repeated kind, from the end."""
+    out = types[:n]
+    for kind in dict.fromkeys(types):
+        if kind in out:
+            continue
+        i = next((i for i in range(len(out) - 1, -1, -1) if out.count(out[i]) > 1), None)
+        if i is None:
+            break
+        out[i] = kind
+    return out
+
+
+def fitted_config(cfg_cls, kwargs: dict):
+    """``cfg_cls(**kwargs)`` with the ``_fit_*`` fits applied, then validated: transformers' strict
+    configs validate at construction (mrope sections that sum to the head's rotary half, token ids
+    inside the vocabulary), before a fit could cut the full-size value that fails; construction
+    runs with validation held back, and the fitted config (and each sub-config) is validated as
+    construction would have, raising what it raises."""
+    held = _hold_validation()
+    try:
+        cfg = cfg_cls(**kwargs)
+    finally:
+        for c, v in held:
+            c.validate = v
+    _fit_special_ids(cfg)
+    _fit_pad(cfg)
+    _fit_mrope(cfg)
+    _fit_sliding_window(cfg)
+    _fit_pinpoints(cfg)
+    for c in _configs(cfg):
+        validate = getattr(c, "validate", None)
+        if callable(validate):
+            validate()
+    return cfg
+
+
+def _hold_validation() -> list:
+    """Each loaded strict config class's ``validate`` replaced by a no-op; returns (class, the
+    original) to put back."""
+    from transformers.configuration_utils import PreTrainedConfig
+
+    held, todo = [], [PreTrainedConfig]
+    while todo:
+        c = todo.pop()
+        todo.extend(c.__subclasses__())
+        if "validate" in vars(c):
+            held.append((c, vars(c)["validate"]))
+            c.validate = _no_validation
+    return held
+
+
+def _no_validation(self) -> None:
+    return None
 
 
 def _defaults(cfg_cls) -> dict:
@@ -276,7 +352,8 @@ def _fit_special_ids(cfg) -> None:
     (the same id the same new one in every sub-config, so an image token stays one token)."""
     text_vocab = getattr(_sub(cfg, "text_config", "decoder"), "vocab_size", None)
     moved: dict[int, int] = {}
-    for holder in _holders(cfg):
+    own = [c for c in _configs(cfg) if isinstance(vars(c).get("vocab_size"), int)]  # a CTC head's classes
+    for holder in _holders(cfg) + [c for c in own if all(c is not h for h in _holders(cfg))]:
         vocab = getattr(holder, "vocab_size", None)
         vocab = vocab if isinstance(vocab, int) else text_vocab
         if not isinstance(vocab, int) or vocab < 8:
@@ -297,13 +374,14 @@ def _fit_special_ids(cfg) -> None:
                 pass  # a read-only property derives it
 
 
-def _fit_image_token(cfg) -> list:
+def _fit_placeholder(cfg, attrs: tuple = ("image_token_id", "image_token_index")) -> list:
     """A config that names an image placeholder but leaves it unset (blip-2: the processor adds it
     to the vocabulary) cannot find its image in the tokens: an id at the top of the tiny
     vocabulary that no other special token holds becomes the placeholder. Returns the
-    (config, attribute) set, for a model that then fails with its image to run on text alone."""
+    (config, attribute) set, for a model that then fails with its image to run on text alone.
+    ``attrs``: the audio placeholder's names for audio (voxtral leaves its own unset too)."""
     for holder in _holders(cfg):
-        for attr in ("image_token_id", "image_token_index"):
+        for attr in attrs:
             if attr in vars(holder) and getattr(holder, attr) is None:
                 vocab = getattr(_sub(cfg, "text_config", "decoder"), "vocab_size", None) or VOCAB
                 taken = _special_ids(cfg)
@@ -346,6 +424,8 @@ def _fit_mrope(cfg) -> None:
     none) sum past the tiny head's: the sections are set to the tiny rotary half, split evenly."""
     for c in _configs(cfg):
         rope = getattr(c, "rope_parameters", None)
+        if isinstance(rope, dict) and rope and all(isinstance(v, dict) for v in rope.values()):
+            rope = None  # rope per layer type (cohere-compass): no multimodal sections of its own
         if not isinstance(rope, dict) or "mrope_section" not in (
                 set(getattr(type(c), "ignore_keys_at_rope_validation", None) or ()) | set(rope)):
             continue
@@ -375,9 +455,10 @@ def _special_ids(cfg) -> set:
     return ids
 
 
-def class_inputs(model, cfg, accepted, image_tokens: int = 0) -> dict:
+def class_inputs(model, cfg, accepted, image_tokens: int = 0, audio_tokens: int = 1) -> dict:
     """Keyword inputs of the class's own modality, for the parameters its forward names:
-    tokens (with ``image_tokens`` image placeholders where the config names an image token),
+    tokens (with ``image_tokens`` image placeholders where the config names an image token, and
+    ``audio_tokens`` audio placeholders where it names an audio token and the forward takes audio),
     pixels from the vision config's image size and channels, mel features from its mel bins,
     raw audio, video frames, past values of a time series, boxes for layout models."""
     import torch
@@ -388,7 +469,9 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0) -> dict:
     low = next((i for i in range(3, vocab) if i not in specials), min(5, vocab - 1))
     x: dict[str, Any] = {}
     if "input_ids" in accepted:
-        ids = torch.randint(low, vocab, (B, SEQ + image_tokens))
+        aud = _token(cfg, "audio_token_id", "audio_token_index")
+        audio = isinstance(aud, int) and 0 <= aud < vocab and ("input_features" in accepted or "input_values" in accepted)
+        ids = torch.randint(low, vocab, (B, SEQ + image_tokens + (audio_tokens - 1 if audio else 0)))
         img = _token(cfg, "image_token_id", "image_token_index")
         for tok in specials:
             if 0 <= tok < vocab:
@@ -398,9 +481,8 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0) -> dict:
         question = _token(cfg, "question_token_id")
         if isinstance(question, int) and 0 <= question < vocab:
             ids[:, -6] = question  # splinter selects spans at its question tokens: one a sample
-        aud = _token(cfg, "audio_token_id", "audio_token_index")
-        if isinstance(aud, int) and 0 <= aud < vocab and "input_features" in accepted:
-            ids[:, 1 + image_tokens] = aud  # one audio placeholder, after the image's: the model expands it
+        if audio:  # after the image's: one the model expands, or one a feature
+            ids[:, 1 + image_tokens:1 + image_tokens + audio_tokens] = aud
         x["input_ids"] = ids
         if "mm_token_type_ids" in accepted:  # multimodal rope: 1 on image placeholders
             x["mm_token_type_ids"] = (ids == img).long() if isinstance(img, int) else torch.zeros_like(ids)
@@ -417,10 +499,11 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0) -> dict:
         grid, _, patch = _grid(cfg)
         x["image_grid_thw"] = torch.tensor([grid] * B)
         x["pixel_values"] = torch.randn(B * grid[0] * grid[1] * grid[2], patch)
-    elif "grid_thw" in accepted and "hidden_states" in accepted:  # a qwen-vl-like vision tower alone: patches
-        grid, _, patch = _grid(cfg)
+    elif "grid_thw" in accepted and ("hidden_states" in accepted or "pixel_values" in accepted):
+        grid, _, patch = _grid(cfg)  # a qwen-vl-like vision tower alone: patches, under either name
         x["grid_thw"] = torch.tensor([grid] * B)
-        x["hidden_states"] = torch.randn(B * grid[0] * grid[1] * grid[2], patch)
+        x["hidden_states" if "hidden_states" in accepted else "pixel_values"] = torch.randn(
+            B * grid[0] * grid[1] * grid[2], patch)
     elif "pixel_values" in accepted and "spatial_shapes" in accepted:
         # siglip-2 "naflex": an image as its patches flattened, with their grid's (rows, columns) and mask
         p = getattr(vision, "patch_size", None) or 16
@@ -481,8 +564,12 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0) -> dict:
         frames = getattr(vision, "num_frames", None) or getattr(cfg, "num_frames", None) or 4
         x["pixel_values_videos"] = torch.randn(B, frames, getattr(vision, "num_channels", None) or 3, h, w)
     audio = _sub(cfg, "audio_config", "encoder_config", "encoder")
+    if not hasattr(audio, "num_mel_bins"):  # the mel bins of an encoder under the audio config (nemotron's asr)
+        audio = next((c for c in _configs(audio) if isinstance(getattr(c, "num_mel_bins", None), int)), audio)
     if "input_features" in accepted:
         mel = getattr(audio, "num_mel_bins", None)
+        if mel and isinstance(getattr(audio, "num_stacked_frames", None), int):  # low frame rate: frames stacked
+            mel *= audio.num_stacked_frames
         if mel:
             frames = 2 * getattr(audio, "max_source_positions", 32) if hasattr(audio, "max_source_positions") else 64
             window = getattr(audio, "n_window", None)  # qwen-asr encoders take whole windows of 2 x n_window

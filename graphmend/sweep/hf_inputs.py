@@ -99,10 +99,16 @@ def required(accepted, have) -> list[str]:
 
 
 def named_missing(exc: BaseException, accepted, have) -> list[str]:
-    """The forward's arguments that a failure's message names (```visual_feats` cannot be `None```,
-    "You have to specify flattened_patches") and that ``have`` lacks."""
-    words = set(re.findall(r"\w+", str(exc)))
-    return [n for n in accepted if n in words and n not in have and n not in ("self", "kwargs") and "_" in n]
+    """The forward's arguments that a failure names and that ``have`` lacks: in its message
+    (```visual_feats` cannot be `None```, "You have to specify flattened_patches") or in the line
+    that raised (``image_embeds_position_mask.to(...)`` on a mask left ``None``)."""
+    import traceback
+
+    said = [str(exc)] + [f.line or "" for f in traceback.extract_tb(exc.__traceback__)[-1:]]
+    words = set(re.findall(r"\w+", " ".join(said)))
+    # not an embedding, which stands in for an input given (inputs_embeds for input_ids)
+    return [n for n in accepted if n in words and n not in have and n not in ("self", "kwargs") and "_" in n
+            and not n.endswith("_embeds")]
 
 
 # Layout variants tried when the derived inputs fail, one at a time (a modality's tensors come in
@@ -179,5 +185,20 @@ def _image_pairs(x: dict) -> Optional[dict]:  # keypoint matchers: two images a 
     return {**x, "pixel_values": v.unsqueeze(1).repeat(1, 2, 1, 1, 1)} if v is not None and v.dim() == 4 else None
 
 
+def _one_audio_input(x: dict) -> Optional[dict]:  # an encoder-decoder of a raw-audio encoder: samples, no mel
+    if "input_values" not in x or "input_features" not in x:
+        return None
+    return {k: v for k, v in x.items() if k not in ("input_features", "input_features_mask", "feature_attention_mask")}
+
+
+FRAMES = 4  # the tiny num_frames (hf_config.GENERIC_MORE)
+
+
+def _as_video(x: dict) -> Optional[dict]:  # video models named for what they do (vivit, x-clip): frames a sample
+    v = x.get("pixel_values")
+    return {**x, "pixel_values": v.unsqueeze(1).repeat(1, FRAMES, 1, 1, 1)} if v is not None and v.dim() == 4 else None
+
+
 VARIANTS = (_channels_audio, _time_major_features, _images_per_sample, _image_sizes, _without_audio, _longer_audio,
-            _image_pairs, _speech_alone, _larger_image, _patches_as_images)
+            _image_pairs, _speech_alone, _larger_image, _patches_as_images, _as_video,
+            _one_audio_input)

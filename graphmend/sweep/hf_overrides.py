@@ -25,7 +25,9 @@ OVERRIDES: dict[str, tuple[dict, dict]] = {
     "luke": ({"entity_vocab_size": 100, "entity_emb_size": 32}, {}),
     "xmod": ({"default_language": "en_XX"}, {}),
     "canine": ({"downsampling_rate": 4, "local_transformer_stride": 4}, {}),
-    "nystromformer": ({"num_landmarks": 4, "segment_means_seq_len": 16}, {}),
+    # landmarks as many as the 16 tokens: the exact path (5.25's landmark path adds the (seq, seq) padding mask to
+    # (seq, landmarks) scores, which fails eagerly on any padded batch)
+    "nystromformer": ({"num_landmarks": 16, "segment_means_seq_len": 16}, {}),
     "mra": ({}, {"seq": 64, "pad_from": 56}),
     "longformer": ({"attention_window": 8}, {"extra": "global_attention"}),
     "big_bird": ({"block_size": 4, "num_random_blocks": 2, "attention_type": "block_sparse"},
@@ -57,7 +59,28 @@ OVERRIDES: dict[str, tuple[dict, dict]] = {
     "switch_transformers": ({"num_layers": 1, "num_decoder_layers": 1, "num_experts": 2, "expert_capacity": 8,
                              "num_sparse_encoder_layers": 1, "num_sparse_decoder_layers": 1}, {}),
     "mamba2": ({"num_heads": 8, "expand": 2}, {}),  # hidden x expand must be heads x head_dim (16)
-    "apertus1p5": ({"codebook_dim": HIDDEN}, {}),  # no projection around the quantizer: codebook = hidden
+    # no projection around the quantizer: codebook = hidden; the vocabulary is text, then the image codes, then
+    # the audio codes (validated): 64 codes each above id 800 of 1000
+    "apertus1p5": ({"codebook_dim": HIDDEN, "vision_config.codebook_size": 64, "audio_config.codebook_size": 64,
+                    "image_token_offset": 800, "audio_token_offset": 864}, {}),
+    # no default: a checkpoint's config names each layer (a convolution or attention); one of each
+    "lfm2_moe": ({"layer_types": ["conv", "full_attention"]}, {}),
+    # no default: a checkpoint's config sizes the dense heads' upsampling and refinement convolutions
+    "sapiens2": ({"head_config.upsample_out_channels": [32, 32], "head_config.conv_out_channels": [32]}, {}),
+    # the last num_kv_shared_layers (default 15) reuse the key/value cache of an earlier layer of their type, which
+    # two layers cannot hold: four, the last two of each type sharing the first two's
+    "gemma3n_text": ({"num_hidden_layers": 4, "num_kv_shared_layers": 2, "intermediate_size": [FFN] * 4,
+                      "layer_types": ["sliding_attention", "full_attention"] * 2}, {}),
+    # no default: a checkpoint's config sizes the indexer of its indexed-attention layers (validated: one key head,
+    # the budget a multiple of the compression, an index head as wide as the rotary part)
+    "qwen4_exp_text": ({"indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": 16, "indexer_budget": 8,
+                        "indexer_compress_ratio": 4}, {}),
+    # the shared transformer of its hybrid layers is tied across them: the tiny model keeps two hybrid layers
+    "zamba": ({"num_hidden_layers": 3, "layers_block_type": ["mamba", "hybrid", "hybrid"]}, {}),
+    # validated: the adaptor's width is a quarter of the text's
+    "fun_asr_nano": ({"adaptor_config.intermediate_size": HIDDEN // 4}, {}),
+    # the adapter concatenates vision layers 24 and 18 by default (validated against the depth): the tiny two
+    "molmo2": ({"adapter_config.vision_feature_layer": [1, 0]}, {}),
     # the vision tower concatenates its last state with those of intermediate_layers_indices (default 3..30):
     # two tiny layers, both taken, three widths out; one global layer
     "mllama_vision_model": ({"intermediate_layers_indices": [0, 1], "vision_output_dim": 3 * HIDDEN,
@@ -68,7 +91,11 @@ OVERRIDES: dict[str, tuple[dict, dict]] = {
                             {}),
     # four coordinates and two shapes are concatenated to the hidden size: 4 x 8 + 2 x 8 = 48; a 64 px image
     "layoutlmv3": ({"hidden_size": 48, "coordinate_size": 8, "shape_size": 8, "input_size": 64}, {}),
-    "donut-swin": ({"window_size": 2}, {}),  # its bias table keeps the window the 2 x 2 last stage of 64 px cuts
+    "donut-swin": ({"window_size": 2}, {}),
+    "swin": ({"window_size": 2}, {}),  # as donut-swin: the default 7 outlasts the 64 px image's 4 x 4 third stage
+    # its head's width is the last stage's (round_filters(1280) at the default width coefficient, 2560), which the
+    # generic FFN size (hidden_dim) would cut from the head alone
+    "efficientnet": ({"hidden_dim": 2560}, {}),  # its bias table keeps the window the 2 x 2 last stage of 64 px cuts
     # the neck takes the layers backbone_out_indices names (default 2, 5, 8, 11), one each of its 4 stages
     "dpt": ({"num_hidden_layers": 4, "backbone_out_indices": [0, 1, 2, 3]}, {}),
     # the image is cut into patches of patch_size (default 384) at 1/4, 1/2 and 1 of its size, each patch a
@@ -109,6 +136,16 @@ OVERRIDES: dict[str, tuple[dict, dict]] = {
 
 # class name -> (config kwargs, why): where the generic build fails for that class
 CLASS_OVERRIDES: dict[str, tuple[dict, str]] = {
+    "ReformerModelWithLMHead": ({"is_decoder": True}, "a causal LM head: it refuses a config that is not a decoder "
+                                                      "(the reformer override makes the encoder classes bidirectional)"),
+    "BeitForSemanticSegmentation": ({"num_hidden_layers": 4, "out_indices": [1, 2, 3, 4]},
+                                    "its head takes four distinct layers' states (default 3, 5, 7, 11 of 12): four "
+                                    "tiny layers"),
+    "T5ForSequenceClassification": ({"decoder_start_token_id": 0},
+                                    "it shifts the labels right from decoder_start_token_id, which T5Config does not "
+                                    "define (a checkpoint's config gives it: 0, the pad token)"),
+    "DetrForSegmentation": ({"encoder_attention_heads": 8, "decoder_attention_heads": 8},
+                            "its mask head groups the hidden size plus the head count (64 + 4) in groups of 8"),
     "Blip2ForImageTextRetrieval": ({"qformer_config.use_qformer_text_input": True},
                                    "its Q-Former embeds the text too (a checkpoint's config says so; the default does not)"),
 }

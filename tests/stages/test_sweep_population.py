@@ -186,7 +186,110 @@ DERIVED = [
     ("VideoPrismForVideoClassification", "pixel_values_videos", 5),
     ("Qwen3ASREncoder", "input_features_mask", 2),  # frames in whole windows of 2 x n_window
     ("Gemma4VisionModel", "pixel_position_ids", 3),  # flattened patches and their (x, y), pooled k x k
+    ("MuseSparkVisionModel", "pixel_values", 2),  # a vision tower taking its patches as pixel_values
+    ("VivitModel", "pixel_values", 5),  # a video model its name does not say: frames tried as a variant
+    ("FunAsrNanoEncoder", "input_features", 3),  # low frame rate: mel bins x stacked frames wide
+    ("Nemotron3_5TranscribeAudioModel", "input_features", 3),  # the mel bins of the encoder under it
 ]
+
+
+def test_a_strict_config_is_validated_after_the_fits():
+    """transformers' strict configs validate at construction, before a fit could cut what fails
+    (cosmos3-edge's mrope sections of a 128-wide head): the fitted config is validated instead,
+    and what still fails says why in its validator's words."""
+    pytest.importorskip("transformers")
+    import transformers as T
+
+    from graphmend.sweep.hf import build_class
+    from graphmend.sweep.hf_config import fitted_config, tiny_config_kwargs
+
+    cfg_cls = T.Cosmos3EdgeTextConfig
+    with pytest.raises(Exception, match="mrope_section"):
+        cfg_cls(**tiny_config_kwargs(cfg_cls))
+    cfg = fitted_config(cfg_cls, tiny_config_kwargs(cfg_cls))
+    assert sum(cfg.rope_parameters["mrope_section"]) == cfg.head_dim // 2
+    # without its override the adaptor's width disagrees with the text's: refused, with the cause
+    with pytest.raises(Exception) as info:
+        fitted_config(T.FunAsrNanoConfig, tiny_config_kwargs(T.FunAsrNanoConfig))
+    assert "adaptor_config.intermediate_size" in str(info.value.__cause__)
+    from graphmend.sweep.building import NotBuilt
+    from graphmend.sweep.hf_overrides import OVERRIDES
+
+    saved = OVERRIDES.pop("fun_asr_nano")
+    try:
+        with pytest.raises(NotBuilt, match=r"^config: ValueError: `adaptor_config.intermediate_size`"):
+            build_class("FunAsrNanoModel")
+    finally:
+        OVERRIDES["fun_asr_nano"] = saved
+
+
+def test_per_layer_cuts_keep_every_kind_of_layer_and_sizes_a_layer():
+    """A hybrid's one full-attention layer in four survives the cut to two layers (configs validate
+    that there is one); a per-layer size list (gemma-3n's intermediate_size, muse-spark audio's
+    patch sizes) is as long as the tiny depth; a size the full model sets to 0 (NoPE) stays 0."""
+    pytest.importorskip("transformers")
+    import transformers as T
+
+    from graphmend.sweep.hf_config import _kinds_kept, fitted_config, tiny_config_kwargs
+    from graphmend.sweep.hf_overrides import LAYERS
+
+    assert _kinds_kept(["linear", "linear", "linear", "full"], 2) == ["linear", "full"]
+    assert _kinds_kept(["a", "b", "c"], 2) == ["a", "b"]  # no repeated kind to give up
+    assert _kinds_kept(["a", "a"], 1) == ["a"]
+    kw = tiny_config_kwargs(T.OlmoHybridConfig)
+    assert "full_attention" in kw["layer_types"] and len(kw["layer_types"]) == LAYERS
+    fitted_config(T.OlmoHybridConfig, kw)
+    kw = tiny_config_kwargs(T.Gemma3nTextConfig)  # without its override
+    assert len(kw["intermediate_size"]) == kw["num_hidden_layers"] == LAYERS
+    audio = T.MuseSparkConfig.sub_configs_defaults["audio_config"]
+    kw = tiny_config_kwargs(getattr(audio, "config_class", audio))
+    assert len(kw["patch_sizes"]) == len(kw["depths"]) == kw["num_hidden_layers"]
+    assert tiny_config_kwargs(T.Glm5NextTextConfig)["qk_rope_head_dim"] == 0
+
+
+def test_audio_placeholders_as_many_as_the_model_counts_features():
+    """An audio LM that counts one placeholder a feature ("Audio features and audio tokens do not
+    match, tokens: 2, features: 128") gets as many; one that expands its one placeholder keeps one."""
+    pytest.importorskip("transformers")
+    from graphmend.sweep.hf import build_class
+
+    model, inputs = build_class("GlmAsrForConditionalGeneration")
+    assert int((inputs["input_ids"] == model.config.audio_token_id).sum()) > 2
+    model, inputs = build_class("Qwen2AudioForConditionalGeneration")
+    assert int((inputs["input_ids"] == model.config.audio_token_id).sum()) == 2
+
+
+def test_audio_a_model_takes_in_whole_hops_is_padded_to_the_next():
+    """"`input_values` length 4000 is not a multiple of 96" (its feature extractor pads): the next
+    try pads the named input with zeros to 4032; a message naming another length is not acted on."""
+    import torch
+
+    from graphmend.sweep.hf import _padded_to_multiple
+
+    x = {"input_values": torch.randn(2, 4000), "input_ids": torch.ones(2, 4)}
+    said = ValueError("`input_values` length 4000 is not a multiple of 96. Prepare the audio with its extractor")
+    out = _padded_to_multiple(said, x)
+    assert out["input_values"].shape == (2, 4032) and out["input_ids"] is x["input_ids"]
+    assert torch.equal(out["input_values"][:, :4000], x["input_values"]) and not out["input_values"][:, 4000:].any()
+    assert _padded_to_multiple(ValueError("`input_values` length 16 is not a multiple of 96"), x) is None
+    assert _padded_to_multiple(ValueError("`pixel_values` length 4000 is not a multiple of 96"), x) is None
+
+
+def test_an_argument_the_raising_line_reads_is_named_missing():
+    """``pixel_attention_mask.sum()`` on a mask left None: the line that raised names the argument."""
+    import inspect
+
+    from graphmend.sweep.hf_inputs import named_missing
+
+    def forward(input_ids, pixel_attention_mask=None, inputs_embeds=None):
+        return pixel_attention_mask.sum() + inputs_embeds.sum()
+
+    try:
+        forward(1)
+    except AttributeError as exc:
+        accepted = inspect.signature(forward).parameters
+        assert named_missing(exc, accepted, {"input_ids": 1}) == ["pixel_attention_mask"]
+        assert named_missing(exc, accepted, {"input_ids": 1, "pixel_attention_mask": 1}) == []
 
 
 @pytest.mark.parametrize("name,key,dims", DERIVED)
