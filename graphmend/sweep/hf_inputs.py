@@ -101,7 +101,7 @@ def required(accepted, have) -> list[str]:
 def named_missing(exc: BaseException, accepted, have) -> list[str]:
     """The forward's arguments that a failure names and that ``have`` lacks: in its message
     (```visual_feats` cannot be `None```, "You have to specify flattened_patches") or in the line
-    that raised (``image_embeds_position_mask.to(...)`` on a mask left ``None``)."""
+    that raised (granite-docling's ``pixel_attention_mask.sum()`` on a mask left ``None``)."""
     import traceback
 
     said = [str(exc)] + [f.line or "" for f in traceback.extract_tb(exc.__traceback__)[-1:]]
@@ -168,7 +168,7 @@ def _larger_image(x: dict) -> Optional[dict]:  # text recognisers: their strides
 
 def _patches_as_images(x: dict) -> Optional[dict]:  # grid models (paddleocr-vl, kimi): each patch (3, p, p)
     v = x.get("pixel_values")
-    if v is None or v.dim() != 2 or "image_grid_thw" not in x or v.shape[1] % 3:
+    if v is None or v.dim() != 2 or ("image_grid_thw" not in x and "grid_thw" not in x) or v.shape[1] % 3:
         return None
     p = round((v.shape[1] // 3) ** 0.5)
     return {**x, "pixel_values": v.reshape(v.shape[0], 3, p, p)} if 3 * p * p == v.shape[1] else None

@@ -77,6 +77,10 @@ OVERRIDES: dict[str, tuple[dict, dict]] = {
                         "indexer_compress_ratio": 4}, {}),
     # the shared transformer of its hybrid layers is tied across them: the tiny model keeps two hybrid layers
     "zamba": ({"num_hidden_layers": 3, "layers_block_type": ["mamba", "hybrid", "hybrid"]}, {}),
+    # the projector's first layer takes intermediate_size features where the pixel shuffle hands it the width x 4
+    # (1 / pixel_shuffle_ratio^2); its own widths (4096) cut with the rest
+    "llama4_vision_model": ({"intermediate_size": 4 * HIDDEN, "projector_input_dim": HIDDEN,
+                             "projector_output_dim": HIDDEN, "vision_output_dim": HIDDEN}, {}),
     # validated: the adaptor's width is a quarter of the text's
     "fun_asr_nano": ({"adaptor_config.intermediate_size": HIDDEN // 4}, {}),
     # the adapter concatenates vision layers 24 and 18 by default (validated against the depth): the tiny two

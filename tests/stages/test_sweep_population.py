@@ -190,6 +190,7 @@ DERIVED = [
     ("VivitModel", "pixel_values", 5),  # a video model its name does not say: frames tried as a variant
     ("FunAsrNanoEncoder", "input_features", 3),  # low frame rate: mel bins x stacked frames wide
     ("Nemotron3_5TranscribeAudioModel", "input_features", 3),  # the mel bins of the encoder under it
+    ("Kimi_K25VisionModel", "pixel_values", 4),  # a vision tower's patches as (3, p, p) images
 ]
 
 
@@ -257,6 +258,12 @@ def test_audio_placeholders_as_many_as_the_model_counts_features():
     assert int((inputs["input_ids"] == model.config.audio_token_id).sum()) > 2
     model, inputs = build_class("Qwen2AudioForConditionalGeneration")
     assert int((inputs["input_ids"] == model.config.audio_token_id).sum()) == 2
+    # voxtral leaves its audio placeholder unset (its processor adds it): a free id fills it
+    from transformers import VoxtralConfig
+
+    assert VoxtralConfig().audio_token_id is None
+    model, inputs = build_class("VoxtralModel")
+    assert int((inputs["input_ids"] == model.config.audio_token_id).sum()) > 2
 
 
 def test_audio_a_model_takes_in_whole_hops_is_padded_to_the_next():
