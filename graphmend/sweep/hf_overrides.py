@@ -95,11 +95,11 @@ OVERRIDES: dict[str, tuple[dict, dict]] = {
                             {}),
     # four coordinates and two shapes are concatenated to the hidden size: 4 x 8 + 2 x 8 = 48; a 64 px image
     "layoutlmv3": ({"hidden_size": 48, "coordinate_size": 8, "shape_size": 8, "input_size": 64}, {}),
-    "donut-swin": ({"window_size": 2}, {}),
-    "swin": ({"window_size": 2}, {}),  # as donut-swin: the default 7 outlasts the 64 px image's 4 x 4 third stage
+    "donut-swin": ({"window_size": 2}, {}),  # its bias table keeps the window the 2 x 2 last stage of 64 px cuts
+    "swin": ({"window_size": 2}, {}),  # as donut-swin
     # its head's width is the last stage's (round_filters(1280) at the default width coefficient, 2560), which the
     # generic FFN size (hidden_dim) would cut from the head alone
-    "efficientnet": ({"hidden_dim": 2560}, {}),  # its bias table keeps the window the 2 x 2 last stage of 64 px cuts
+    "efficientnet": ({"hidden_dim": 2560}, {}),
     # the neck takes the layers backbone_out_indices names (default 2, 5, 8, 11), one each of its 4 stages
     "dpt": ({"num_hidden_layers": 4, "backbone_out_indices": [0, 1, 2, 3]}, {}),
     # the image is cut into patches of patch_size (default 384) at 1/4, 1/2 and 1 of its size, each patch a
@@ -146,8 +146,9 @@ CLASS_OVERRIDES: dict[str, tuple[dict, str]] = {
                                     "its head takes four distinct layers' states (default 3, 5, 7, 11 of 12): four "
                                     "tiny layers"),
     "T5ForSequenceClassification": ({"decoder_start_token_id": 0},
-                                    "it shifts the labels right from decoder_start_token_id, which T5Config does not "
-                                    "define (a checkpoint's config gives it: 0, the pad token)"),
+                                    "it makes its decoder inputs by shifting the input ids right from "
+                                    "decoder_start_token_id, which T5Config does not define (a checkpoint's config "
+                                    "gives it: 0, the pad token)"),
     "DetrForSegmentation": ({"encoder_attention_heads": 8, "decoder_attention_heads": 8},
                             "its mask head groups the hidden size plus the head count (64 + 4) in groups of 8"),
     "Blip2ForImageTextRetrieval": ({"qformer_config.use_qformer_text_input": True},

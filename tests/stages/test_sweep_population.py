@@ -194,7 +194,7 @@ DERIVED = [
 ]
 
 
-def test_a_strict_config_is_validated_after_the_fits():
+def test_a_strict_config_is_validated_after_the_fits(monkeypatch):
     """transformers' strict configs validate at construction, before a fit could cut what fails
     (cosmos3-edge's mrope sections of a 128-wide head): the fitted config is validated instead,
     and what still fails says why in its validator's words."""
@@ -216,12 +216,9 @@ def test_a_strict_config_is_validated_after_the_fits():
     from graphmend.sweep.building import NotBuilt
     from graphmend.sweep.hf_overrides import OVERRIDES
 
-    saved = OVERRIDES.pop("fun_asr_nano")
-    try:
-        with pytest.raises(NotBuilt, match=r"^config: ValueError: `adaptor_config.intermediate_size`"):
-            build_class("FunAsrNanoModel")
-    finally:
-        OVERRIDES["fun_asr_nano"] = saved
+    monkeypatch.delitem(OVERRIDES, "fun_asr_nano")
+    with pytest.raises(NotBuilt, match=r"^config: ValueError: `adaptor_config.intermediate_size`"):
+        build_class("FunAsrNanoModel")
 
 
 def test_per_layer_cuts_keep_every_kind_of_layer_and_sizes_a_layer():
