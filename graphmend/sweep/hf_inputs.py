@@ -63,8 +63,10 @@ def documented_shape(model, cfg_list: list, name: str, batch: int) -> Optional[t
     kind, text = doc
     dims = []
     sizes = _Sizes(cfg_list, batch)
-    for part in text.split(","):
-        part = part.strip()
+    parts = [part.strip() for part in text.split(",")]
+    if len(parts) > 1 and not parts[-1]:  # a one-dimensional shape written as a tuple: `(batch_size,)`
+        parts.pop()
+    for part in parts:
         if not part or not _EXPR.match(part) or "__" in part:
             return None
         try:

@@ -279,6 +279,25 @@ def test_audio_a_model_takes_in_whole_hops_is_padded_to_the_next():
     assert _padded_to_multiple(ValueError("`pixel_values` length 4000 is not a multiple of 96"), x) is None
 
 
+def test_a_shape_documented_as_a_one_tuple_is_read():
+    """timesfm documents ``freq (`torch.LongTensor` of shape `(batch_size,)`)``: one dimension, the
+    batch; a trailing comma is a tuple's, not an empty dimension."""
+    from graphmend.sweep.hf_inputs import documented_shape
+
+    class Model:
+        def forward(self, freq=None, mask=None):
+            """
+            Args:
+                freq (`torch.LongTensor` of shape `(batch_size,)`):
+                    Frequency indices.
+                mask (`torch.Tensor` of shape `(batch_size, , 4)`):
+                    A shape with a dimension left out.
+            """
+
+    assert documented_shape(Model(), [], "freq", 2) == (True, (2,))
+    assert documented_shape(Model(), [], "mask", 2) is None
+
+
 def test_an_argument_the_raising_line_reads_is_named_missing():
     """``pixel_attention_mask.sum()`` on a mask left None: the line that raised names the argument."""
     import inspect
