@@ -421,7 +421,7 @@ def _run(model, cfg, accepted) -> dict:
         m = next((m for m in map(_MISMATCH.search, map(str, errors)) if m), None)
         counts = _placeholder_counts(int(m.group(2)), cfg) if m else []
         sound = m is not None and "audio" in m.string.lower()
-        nxt = next((c for n in counts for c in [(image_tokens, n) if sound else (n, audio_tokens)]
+        nxt = next((c for c in [(image_tokens, n) if sound else (n, audio_tokens) for n in counts]
                     if c not in tried), None)
         if nxt is None:
             break

@@ -117,7 +117,7 @@ def tiny_config_kwargs(cfg_cls, extra: Optional[dict] = None) -> dict:
         if isinstance(value, int) and isinstance(default, (list, tuple)) and default \
                 and all(isinstance(d, int) for d in default):
             kw[name] = [value] * depth.get(len(default), len(default))
-    _fit_per_layer(kw, defaults, params)
+    _fit_per_layer(kw, defaults, params, depth)
     levels = [(kw, defaults, params)]
     for key, spec in (getattr(cfg_cls, "sub_configs_defaults", None) or {}).items():
         if key in extra or key == "backbone_config":  # backbones may be timm's; the default is kept
@@ -196,13 +196,12 @@ def _params(cls) -> set:
         return set()
 
 
-def _fit_per_layer(kw: dict, defaults: dict, params: set) -> None:
+def _fit_per_layer(kw: dict, defaults: dict, params: set, cut: dict) -> None:
     """A per-layer list of types (``layer_types``, ``layers_block_type``, ...) of the full-size depth,
     defaulted or derived from it, would outlast the tiny depth (configs validate that they
     agree): each list ``__init__`` takes whose default length is a depth the tiny kwargs cut
     keeps its first entries, one a tiny layer, as a config that derives the list from its
-    depth does."""
-    cut = _depth_cut(kw, defaults)
+    depth does. ``cut``: {full depth: tiny depth} (``_depth_cut``)."""
     for name in params:
         default = defaults.get(name)
         if name in kw or not isinstance(default, (list, tuple)) or len(default) not in cut:
@@ -352,8 +351,9 @@ def _fit_special_ids(cfg) -> None:
     (the same id the same new one in every sub-config, so an image token stays one token)."""
     text_vocab = getattr(_sub(cfg, "text_config", "decoder"), "vocab_size", None)
     moved: dict[int, int] = {}
+    holders = _holders(cfg)
     own = [c for c in _configs(cfg) if isinstance(vars(c).get("vocab_size"), int)]  # a CTC head's classes
-    for holder in _holders(cfg) + [c for c in own if all(c is not h for h in _holders(cfg))]:
+    for holder in holders + [c for c in own if all(c is not h for h in holders)]:
         vocab = getattr(holder, "vocab_size", None)
         vocab = vocab if isinstance(vocab, int) else text_vocab
         if not isinstance(vocab, int) or vocab < 8:
@@ -470,8 +470,8 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0, audio_tokens: int 
     x: dict[str, Any] = {}
     if "input_ids" in accepted:
         aud = _token(cfg, "audio_token_id", "audio_token_index")
-        audio = isinstance(aud, int) and 0 <= aud < vocab and ("input_features" in accepted or "input_values" in accepted)
-        ids = torch.randint(low, vocab, (B, SEQ + image_tokens + (audio_tokens - 1 if audio else 0)))
+        heard = isinstance(aud, int) and 0 <= aud < vocab and ("input_features" in accepted or "input_values" in accepted)
+        ids = torch.randint(low, vocab, (B, SEQ + image_tokens + (audio_tokens - 1 if heard else 0)))
         img = _token(cfg, "image_token_id", "image_token_index")
         for tok in specials:
             if 0 <= tok < vocab:
@@ -481,7 +481,7 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0, audio_tokens: int 
         question = _token(cfg, "question_token_id")
         if isinstance(question, int) and 0 <= question < vocab:
             ids[:, -6] = question  # splinter selects spans at its question tokens: one a sample
-        if audio:  # after the image's: one the model expands, or one a feature
+        if heard:  # after the image's: one the model expands, or one a feature
             ids[:, 1 + image_tokens:1 + image_tokens + audio_tokens] = aud
         x["input_ids"] = ids
         if "mm_token_type_ids" in accepted:  # multimodal rope: 1 on image placeholders
