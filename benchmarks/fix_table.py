@@ -16,6 +16,10 @@ import json
 import os
 import re
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from graphmend.core.sources import read_report_text  # noqa: E402
 
 
 def table(report: dict, skip: set[str]) -> str:
@@ -56,8 +60,7 @@ def main(argv=None) -> int:
     ap.add_argument("report")
     ap.add_argument("--skip", nargs="*", default=[], help="targets left out of the table (a model built twice)")
     a = ap.parse_args(argv)
-    with open(a.report, encoding="utf-8") as f:
-        print(table(json.load(f), set(a.skip)))
+    print(table(json.loads(read_report_text(a.report)), set(a.skip)))
     return 0
 
 

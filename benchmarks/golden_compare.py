@@ -31,7 +31,6 @@ Writes ``OUT.json`` and ``OUT.md``.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import sys
 from pathlib import Path
@@ -211,9 +210,9 @@ def main(argv=None) -> int:
         known = {u["class"] for u in enumerate_classes() if hasattr(transformers, u["class"])}
         print("\n".join(sample(golden, known, args.every, args.offset)))
         return 0
-    from graphmend.core.sources import write_atomic
+    from graphmend.core.sources import read_report_text, write_atomic
 
-    sweeps = [json.loads(gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_bytes()) for p in args.sweep]
+    sweeps = [json.loads(read_report_text(p)) for p in args.sweep]
     sweep = sweeps[0]
     res = compare(golden, [r for s in sweeps for r in s["rows"]])
     meta = {"golden": "penguinwu/oss-model-graph-break-corpus corpus/golden_set.json",

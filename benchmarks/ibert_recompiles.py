@@ -7,7 +7,7 @@ report and re-planned on the installed file (``rewrites.fixes.fix_source`` at th
 each arm runs in a fresh process, three training steps of one module compiled with
 ``aot_eager``, and prints the graphs each step compiled::
 
-    python benchmarks/ibert_recompiles.py benchmarks/results/fix-hf-5.24-train-torch2.13.json
+    python benchmarks/ibert_recompiles.py benchmarks/results/fix-hf-5.24-train-torch2.13.json.gz
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from graphmend.core.sources import read_report_text  # noqa: E402
 
 _ARM = r'''
 import json, sys
@@ -53,7 +55,7 @@ print(json.dumps(graphs))
 
 
 def main(argv=None) -> int:
-    report = json.loads(Path((argv or sys.argv[1:])[0]).read_text(encoding="utf-8"))
+    report = json.loads(read_report_text((argv or sys.argv[1:])[0]))
     lines = sorted({f["line"] for f in report["fixes"]
                     if f["status"] == "verified" and f["file"].endswith("ibert/quant_modules.py")})
     out = {}

@@ -19,14 +19,13 @@ breaks they keep (then by the models they reach).
 from __future__ import annotations
 
 import argparse
-import gzip
 import sys
 from dataclasses import fields
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from graphmend.core.tables import PopulationRow, SweepReport  # noqa: E402
-from graphmend.core.sources import write_atomic  # noqa: E402
+from graphmend.core.sources import read_report_text, write_atomic  # noqa: E402
 from graphmend.sweep.population import ALL  # noqa: E402
 from reports.markdown import _cell, _code  # noqa: E402
 from reports.sweep import POPULATION, POPULATION_NOTE, guarded_value  # noqa: E402
@@ -255,13 +254,6 @@ def recompiles(reports: list[SweepReport]) -> list[str]:
     return out
 
 
-def _read(path: Path) -> str:
-    if path.suffix == ".gz":  # a report with a long list of what its enumeration left out, kept small
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            return f.read()
-    return path.read_text(encoding="utf-8")
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("reports", nargs="+", type=Path, help="sweep reports (mend sweep LIBRARY --fix -f json)")
@@ -273,14 +265,14 @@ def main(argv=None) -> int:
     later = {}
     for path in args.amend:
         try:
-            rep = SweepReport.from_json(_read(path))
+            rep = SweepReport.from_json(read_report_text(path))
         except (OSError, ValueError) as exc:
             print(f"population_page: --amend {path}: {exc}", file=sys.stderr)
             return 2
         later.setdefault(rep.library, []).append((rep, path))
     for path in args.reports:
         try:
-            rep = SweepReport.from_json(_read(path))
+            rep = SweepReport.from_json(read_report_text(path))
             if rep.library in later:
                 rep = amend(rep, combine([r for r, _ in later.pop(rep.library)]))
         except (OSError, ValueError) as exc:

@@ -4,7 +4,7 @@ Runs ``mend analyze TARGETS/hf_<model>.py --dynamic-only`` for each model named 
 sweep's run modes, one subprocess each, as a user would) and compares graphs, counted
 breaks, listed breaks and skipped frames with the sweep JSON's rows.
 
-    python benchmarks/sweep_check.py benchmarks/results/sweep-transformers-5.24-cpu2.json \\
+    python benchmarks/sweep_check.py benchmarks/results/sweep-transformers-5.24-cpu2.json.gz \\
         /tmp/sweep-targets xlm flaubert big_bird bert ctrl
 
 Exit 1 when any differs.
@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from graphmend.core.sources import read_report_text  # noqa: E402
 
 
 def main() -> int:
@@ -26,7 +28,7 @@ def main() -> int:
         print(__doc__, file=sys.stderr)
         return 2
     sweep, targets, models = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]
-    data = json.loads(sweep.read_text(encoding="utf-8"))
+    data = json.loads(read_report_text(sweep))
     rows = {(r["model"], r["run_mode"]): r for r in data["rows"]}
     modes = ",".join(data["run_modes"])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}

@@ -14,9 +14,10 @@ from graphmend.cli.common import EXIT_CLEAN, VERBOSE_HELP, Format, fail, render_
 def load_report(path: Path):
     """The ``Report`` saved in ``path``; any problem is one ``fail`` line naming the file."""
     from graphmend.core.model import Report
+    from graphmend.core.sources import read_report_text
 
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_report_text(path)
     except FileNotFoundError:
         raise fail(f"report file does not exist: {path}")
     except IsADirectoryError:

@@ -65,6 +65,7 @@ def sweep(
     """Build every model class of LIBRARY tiny from its config with inputs of its modality, capture each, report
     breaks and root causes."""
     from graphmend.core.config import Config, ConfigError
+    from graphmend.core.sources import read_report_text
     from graphmend.core.tables import SweepReport
     from graphmend.sweep.stage import LIBRARIES, SweepError, SweepOptions, plan, run_sweep
 
@@ -93,7 +94,7 @@ def sweep(
     prior = None
     if baseline is not None:
         try:
-            prior = SweepReport.from_json(baseline.read_text(encoding="utf-8"))
+            prior = SweepReport.from_json(read_report_text(baseline))
         except OSError as exc:
             raise fail(f"cannot read --baseline {baseline}: {exc.strerror or exc}")
         except (ValueError, TypeError) as exc:

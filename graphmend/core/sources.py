@@ -163,6 +163,20 @@ def read_source(path: str | os.PathLike[str]) -> str:
     return SourceText.read(path).text
 
 
+def read_report_text(path: str | os.PathLike[str]) -> str:
+    """A JSON report's text, gunzipped where its name ends in ``.gz`` (kept results are
+    compressed); ``OSError`` / ``UnicodeDecodeError`` as reading a file raises."""
+    data = Path(path).read_bytes()
+    if str(path).endswith(".gz"):
+        import gzip
+
+        try:
+            data = gzip.decompress(data)
+        except (EOFError, gzip.BadGzipFile) as exc:
+            raise OSError(f"not a gzip file: {exc}") from None
+    return data.decode("utf-8")
+
+
 def split_lines(text: str) -> list[str]:
     """``text``'s lines with their endings, split where Python splits lines (``\\r\\n``,
     ``\\r``, ``\\n``): a form feed inside a line stays in it."""

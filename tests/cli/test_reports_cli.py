@@ -45,6 +45,21 @@ def test_re_renders_to_stdout(runner, fmt, needle):
     assert needle in result.stdout
 
 
+def test_a_gzipped_report_is_read_and_a_broken_one_is_one_line(runner, tmp_path):
+    import gzip
+
+    packed = tmp_path / "kept.json.gz"
+    packed.write_bytes(gzip.compress(SAMPLE.read_bytes()))
+    result = runner.invoke(app, ["report", str(packed), "-f", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["summary"]["breaks"] == 5
+    broken = tmp_path / "broken.json.gz"
+    broken.write_bytes(SAMPLE.read_bytes())  # named .gz, not compressed
+    result = runner.invoke(app, ["report", str(broken), "-f", "json"])
+    err = result.stderr.strip()
+    assert result.exit_code == 2 and "not a gzip file" in err and str(broken) in err and "\n" not in err
+
+
 def test_missing_summary_is_filled_in(runner, tmp_path):
     data = json.loads(SAMPLE.read_text())
     data.pop("summary")

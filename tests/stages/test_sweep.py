@@ -6,6 +6,7 @@ is no text model and does not build on token ids), whose counts must be those of
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import pytest
@@ -179,8 +180,9 @@ def test_real_sweep_counts_are_mend_analyze_of_its_targets(real):
 
 def test_baseline_regression_exits_1(real):
     tmp, rep = real
-    older = tmp / "older.json"  # as if vit had built and been one graph
-    older.write_text(json.dumps({**json.loads(rep.to_json()), "rows": [_baseline_row("vit", "eval")]}), encoding="utf-8")
+    older = tmp / "older.json.gz"  # as if vit had built and been one graph; kept compressed
+    older.write_bytes(gzip.compress(json.dumps({**json.loads(rep.to_json()), "rows": [_baseline_row("vit", "eval")]})
+                                    .encode("utf-8")))
     got = CliRunner().invoke(app, ["sweep", "transformers", "--only", "vit", "--modes", "eval", "-q",
                                    "--baseline", str(older)])
     assert got.exit_code == 1, got.output
