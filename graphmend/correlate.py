@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from graphmend.core.model import (CONFIRMED, DYNAMIC, POTENTIAL, UNREACHED, Break, Issue, Report,
+from graphmend.core.model import (CONFIRMED, DYNAMIC, POTENTIAL, UNREACHED, Break, Issue, Report, Said,
                              SkippedFrame)
 from rewrites.rules import NAMING_ORDER, OVERLAPS, get_rule
 from rewrites.rules.base import SAFE, UNSAFE
@@ -210,11 +210,7 @@ def _issue(report: Report, g: _Group) -> Issue:
         end_line=first.end_line if first else None, end_col=first.end_col if first else brk.end_col,
         source_line=first.source_line if first and first.source_line else brk.source_line if brk else None,
         function=first.function if first and first.function else brk.function if brk else None,
-        fix_hint=first.fix_hint if first else "", also=codes[1:],
-        reason=brk.reason if brk else "", explanation=brk.explanation if brk else "",
-        hints=list(brk.hints) if brk else [], gb_type=brk.gb_type if brk else None,
-        registry_id=brk.registry_id if brk else None, stack=list(brk.stack) if brk else [],
-        library=list(brk.library) if brk else [],
+        fix_hint=first.fix_hint if first else "", also=codes[1:], said=Said.of_break(brk) if brk else Said(),
         # a frame-skip record is the same break seen from the caller Dynamo gave up on: it adds
         # no occurrence beside the graph breaks of the frame traced on its own
         targets=labels, fan_out=sum(b.occurrences for b in bs if b.kind == "graph_break")
@@ -237,7 +233,7 @@ def _lowering_issue(report: Report, g: _Group) -> Issue:
         rule=first.rule, category=rule.category if rule else "", status=DYNAMIC,
         message=f"Inductor cannot lower {what}: torch.compile fails here, Dynamo broke nothing",
         file=first.file, line=first.line, source_line=first.source_line, function=first.function,
-        reason=first.reason, fix_hint=rule.fix if rule else "", targets=labels, fan_out=len(g.lowering),
+        said=Said(reason=first.reason), fix_hint=rule.fix if rule else "", targets=labels, fan_out=len(g.lowering),
         op=first.op, lowering=[[ti, li] for ti, li in g.lowering])
 
 
@@ -293,7 +289,7 @@ def _recompile_issue(report: Report, g: _Recompiled) -> Issue:
     issue = Issue(rule=g.rule, category=rule.category if rule else "recompile", status=DYNAMIC, message=message,
                   file=first.place[0], line=first.place[1],
                   source_line=first.guard_source if guarded else None, function=fn,
-                  reason=first.reason, targets=labels, fan_out=len(rcs),
+                  said=Said(reason=first.reason), targets=labels, fan_out=len(rcs),
                   recompiles=[[ti, ri] for ti, ri in g.recompiles])
     if limit:
         for (ti, _), rc in zip(g.recompiles, rcs):

@@ -354,7 +354,8 @@ def _issues(r: Report) -> str:
             if mode_note(i):
                 flags += f' <span class="badge uncounted">{_e(mode_note(i))}</span>'
             occ = f' <span class="badge">×{i.fan_out}</span>' if i.fan_out > 1 else ""
-            ids = " · ".join(_e(x) for x in (i.gb_type, i.registry_id) if x)
+            said = i.said
+            ids = " · ".join(_e(x) for x in (said.gb_type, said.registry_id) if x)
             hidden = ""
             if i.hidden_by is not None and i.hidden_by < len(r.issues):
                 cause = r.issues[i.hidden_by]
@@ -371,14 +372,14 @@ def _issues(r: Report) -> str:
                        + (f'<div class="small">targets {", ".join("<code>" + _e(t) + "</code>" for t in i.targets)}'
                           f'{" · " + ids if ids else ""}</div>' if i.targets else "")
                        + _source(i.line, i.source_line, i.col, i.end_col if i.end_line in (None, i.line) else None)
-                       + (f'<div class="why"><b>{i.said_by}:</b> {_e(i.reason)}</div>'
-                          if i.reason else "")
-                       + (f'<div class="why">{_e(i.explanation)}</div>' if i.explanation else "")
-                       + "".join(f'<div class="hint">{_e(h)}</div>' for h in i.hints)
+                       + (f'<div class="why"><b>{i.said_by}:</b> {_e(said.reason)}</div>'
+                          if said.reason else "")
+                       + (f'<div class="why">{_e(said.explanation)}</div>' if said.explanation else "")
+                       + "".join(f'<div class="hint">{_e(h)}</div>' for h in said.hints)
                        + (f'<div class="hint"><code>{_e(i.fix_hint)}</code>{_e(fix)}</div>' if i.fix_hint else "")
                        + ('<div class="small">stack: ' + " → ".join(
-                           f"<code>{_e(fr.function)}</code> ({_e(location(fr.file, fr.line, r.root))})" for fr in i.stack)
-                          + "</div>" if len(i.stack) > 1 else "")
+                           f"<code>{_e(fr.function)}</code> ({_e(location(fr.file, fr.line, r.root))})" for fr in said.stack)
+                          + "</div>" if len(said.stack) > 1 else "")
                        + "</div>")
     out.append("</section>")
     return "".join(out)

@@ -147,16 +147,18 @@ def render_markdown(r: Report) -> str:
                     cause = r.issues[i.hidden_by]
                     out.append(f"  <br>Never traced: its frame ran in eager because of {cause.rule} "
                                f"{_code(location(cause.file, cause.line, r.root))}")
-                if i.reason:
-                    ids = ", ".join(x for x in (i.registry_id,) if x)
-                    out.append(f"  <br>{i.said_by}: {_esc(i.reason)}"
+                said = i.said
+                if said.reason:
+                    ids = ", ".join(x for x in (said.registry_id,) if x)
+                    out.append(f"  <br>{i.said_by}: {_esc(said.reason)}"
                                + (f" ({ids})" if ids and not i.recompiles else "")
                                + ("" if i.counted or i.lowering or i.recompiles else " *(not counted by explain)*"))
-                if library_cause(i.library, r.root):
-                    out.append(f"  <br>Broke in library code it calls: {_esc(library_cause(i.library, r.root))}")
-                if i.explanation:
-                    out.append(f"  <br>{_esc(i.explanation)}")
-                for hint in i.hints:
+                cause = library_cause(said.library, r.root)
+                if cause:
+                    out.append(f"  <br>Broke in library code it calls: {_esc(cause)}")
+                if said.explanation:
+                    out.append(f"  <br>{_esc(said.explanation)}")
+                for hint in said.hints:
                     out.append(f"  <br>Hint: {_esc(hint)}")
                 if i.fix_hint:
                     out.append(f"  <br>Fix: {_code(i.fix_hint)}" + (" (`mend fix`)" if i.fix == "safe" else

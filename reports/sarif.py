@@ -212,8 +212,8 @@ def sarif_with_notes(r: Report) -> tuple[str, list[str]]:
                            **({"fix": i.fix} if i.fix else {}),
                            **({"only_in_mode": i.only_in_mode} if i.only_in_mode else {}),
                            **({"phase": i.phase} if i.phase != "forward" else {}),
-                           **({"gb_type": i.gb_type} if i.gb_type else {}),
-                           **({"registry_id": i.registry_id} if i.registry_id else {}),
+                           **({"gb_type": i.said.gb_type} if i.said.gb_type else {}),
+                           **({"registry_id": i.said.registry_id} if i.said.registry_id else {}),
                            **({"fixes": [_fix_properties(f) for f in fixes]} if fixes else {})},
         }
         # only a verified fix is offered for applying: a SARIF viewer's one-click fix knows no
@@ -222,7 +222,7 @@ def sarif_with_notes(r: Report) -> tuple[str, list[str]]:
         if offered:
             result["fixes"] = offered
         related = [{"message": {"text": f"in {fr.function}"},
-                    **_location(fr.file, r.root, fr.line, None, None, None, None)} for fr in i.stack]
+                    **_location(fr.file, r.root, fr.line, None, None, None, None)} for fr in i.said.stack]
         related += [{"message": {"text": skipped_sentence(f, r.root)},
                      **_location(f.file, r.root, f.loop_line or f.line, None, None, None, None)} for f in i.skipped]
         if i.hidden_by is not None and i.hidden_by < len(r.issues) and r.issues[i.hidden_by].file:
@@ -232,7 +232,7 @@ def sarif_with_notes(r: Report) -> tuple[str, list[str]]:
         if related:
             result["relatedLocations"] = [{"id": n, **x} for n, x in enumerate(related)]
         results.append(result)
-        keyed.append((result, (i.rule, path, i.function, i.source_line or i.reason), i.line if i.file else None))
+        keyed.append((result, (i.rule, path, i.function, i.source_line or i.said.reason), i.line if i.file else None))
     _fingerprint_all(keyed)
 
     notifications = [{

@@ -226,17 +226,18 @@ def _issue(w: _Writer, r: Report, i: Issue, verbose: bool) -> None:
         w.line("    ", ("never traced: ", "yellow"), "its frame ran in eager because of ", (cause.rule, "magenta"), " at ",
                location(cause.file, cause.line, r.root, cause.col))
     w.source(i.line, i.source_line, i.col, i.end_col if i.end_line in (None, i.line) else None)
-    if i.reason:
-        ids = ", ".join(x for x in (i.gb_type if i.gb_type != i.reason else None, i.registry_id) if x)
-        w.line("    ", (f"{i.said_by.lower()}: ", "dim"), i.reason, f" ({ids})" if ids and not i.recompiles else "",
+    said = i.said
+    if said.reason:
+        ids = ", ".join(x for x in (said.gb_type if said.gb_type != said.reason else None, said.registry_id) if x)
+        w.line("    ", (f"{i.said_by.lower()}: ", "dim"), said.reason, f" ({ids})" if ids and not i.recompiles else "",
                "" if i.counted or not i.targets or i.lowering or i.recompiles else "; not counted by explain()")
-    cause = library_cause(i.library, r.root)
+    cause = library_cause(said.library, r.root)
     if cause:
         w.line("    ", ("broke in library code it calls: ", "yellow"), cause)
-    if verbose and i.explanation:
-        w.line("    ", ("why: ", "dim"), i.explanation)
+    if verbose and said.explanation:
+        w.line("    ", ("why: ", "dim"), said.explanation)
     if verbose:
-        for hint in i.hints:
+        for hint in said.hints:
             w.line("    ", ("hint: ", "green"), hint)
     if i.fix_hint:
         w.line("    ", ("fix: ", "green"), i.fix_hint, ("  (mend fix)" if i.fix == "safe" else
@@ -245,8 +246,8 @@ def _issue(w: _Writer, r: Report, i: Issue, verbose: bool) -> None:
         w.line("    ", ("no rewrite here: ", "dim"), i.fix_why)
     if i.targets:
         w.line("    ", ("targets: ", "dim"), ", ".join(i.targets) if verbose else _few(i.targets))
-    if verbose and len(i.stack) > 1:
-        w.line("    ", ("stack: ", "dim"), " -> ".join(f"{fr.function} ({location(fr.file, fr.line, r.root)})" for fr in i.stack))
+    if verbose and len(said.stack) > 1:
+        w.line("    ", ("stack: ", "dim"), " -> ".join(f"{fr.function} ({location(fr.file, fr.line, r.root)})" for fr in said.stack))
 
 
 def _issues(w: _Writer, r: Report, verbose: bool) -> None:

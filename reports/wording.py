@@ -200,13 +200,12 @@ def issue_parts(i, root: str, issues: list, detail: bool = True, fixes: list = (
     (with its explanation and hints when ``detail``), the fix, the frame it made Dynamo skip
     or the skip that hid it, its targets and fan-out, and the verdicts of the fixes
     ``mend fix`` proposed for it (``fixes``: the report's)."""
-    parts = [i.message]
-    recompiles = bool(getattr(i, "recompiles", None))
-    if i.reason and i.reason != i.message:
-        parts.append(f"{i.said_by}: {i.reason}"
-                     + (f" ({i.explanation})" if i.explanation and not detail and not recompiles else ""))
+    parts, said = [i.message], i.said
+    if said.reason and said.reason != i.message:
+        parts.append(f"{i.said_by}: {said.reason}"
+                     + (f" ({said.explanation})" if said.explanation and not detail and not i.recompiles else ""))
     if detail:
-        parts += ([i.explanation] if i.explanation else []) + [f"Hint: {h}" for h in i.hints]
+        parts += ([said.explanation] if said.explanation else []) + [f"Hint: {h}" for h in said.hints]
     if i.fix_hint:
         parts.append(f"Fix: {i.fix_hint}")
     parts += [f"{'It' if f.limit else 'This break'} made Dynamo skip a frame: {skipped_sentence(f, root)}."
@@ -219,7 +218,7 @@ def issue_parts(i, root: str, issues: list, detail: bool = True, fixes: list = (
         parts.append("Target" + ("s" if len(i.targets) > 1 else "") + ": " + ", ".join(i.targets)
                      + (f" ({mode_note(i)})" if mode_note(i) else ""))
     if i.fan_out > 1:
-        parts.append(f"Fan-out: {i.fan_out} {'recompiles' if recompiles else 'breaks'} from this one line.")
+        parts.append(f"Fan-out: {i.fan_out} {'recompiles' if i.recompiles else 'breaks'} from this one line.")
     parts += [fix_sentence(fixes[k]) for k in getattr(i, "fixes", ()) if k < len(fixes)]
     return parts
 

@@ -15,7 +15,7 @@ from typing import Any, Optional, Sequence
 
 from graphmend.core.serial import from_dict, to_dict
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "2.0"
 
 
 # Status values, kept as plain strings so the JSON stays readable.
@@ -232,6 +232,27 @@ class SkippedFrame:
 
 
 @dataclass
+class Said:
+    """What the compiler said of an issue, as it said it: for a break, Dynamo's record of the
+    break the issue quotes (its first line, explanation, hints, graph-break type and registry
+    id), the user stack and the library frames it broke in; for a recompile the failed guard,
+    for a lowering failure Inductor's reason (``reason`` alone)."""
+
+    reason: str = ""
+    explanation: str = ""
+    hints: list[str] = field(default_factory=list)
+    gb_type: Optional[str] = None
+    registry_id: Optional[str] = None
+    stack: list[Frame] = field(default_factory=list)
+    library: list[Frame] = field(default_factory=list)
+
+    @classmethod
+    def of_break(cls, b: Break) -> "Said":
+        return cls(reason=b.reason, explanation=b.explanation, hints=list(b.hints), gb_type=b.gb_type,
+                   registry_id=b.registry_id, stack=list(b.stack), library=list(b.library))
+
+
+@dataclass
 class Issue:
     """One cause at one place: a static finding and the dynamic breaks it explains, merged,
     so that every format lists it once. ``fan_out`` counts what one root cause costs: the
@@ -250,14 +271,8 @@ class Issue:
     function: Optional[str] = None
     fix_hint: str = ""  # the static rule's
     also: list[str] = field(default_factory=list)  # other rule codes merged into this one
-    # the dynamic evidence: Dynamo's words, from the first break merged here
-    reason: str = ""
-    explanation: str = ""
-    hints: list[str] = field(default_factory=list)
-    gb_type: Optional[str] = None
-    registry_id: Optional[str] = None
-    stack: list[Frame] = field(default_factory=list)
-    library: list[Frame] = field(default_factory=list)  # Break.library of that first break
+    # the dynamic evidence, whole: what the break (recompile, lowering failure) quoted here said
+    said: Said = field(default_factory=Said)
     targets: list[str] = field(default_factory=list)  # target labels that hit it
     fan_out: int = 0  # dynamic occurrences over every target, mode, layer and recompile
     counted: bool = False  # torch._dynamo.explain counted it in some target
@@ -283,7 +298,7 @@ class Issue:
 
     @property
     def said_by(self) -> str:
-        """Whose words ``reason`` is: the failed guard of a recompile, Inductor's for a lowering
+        """Whose words ``said`` holds: the failed guard of a recompile, Inductor's for a lowering
         failure, Dynamo's for a break."""
         return "Failed guard" if self.recompiles else "Inductor" if self.lowering else "Dynamo"
 
@@ -560,15 +575,28 @@ class Report:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Report":
         version = str(data.get("schema_version", ""))
-        if version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
+        major = version.split(".")[0]
+        if major == "1":
+            data = _from_schema_1(data)
+        elif major != SCHEMA_VERSION.split(".")[0]:
             raise ValueError(
-                f"unsupported schema_version {version!r} (this graphmend reads {SCHEMA_VERSION})"
+                f"unsupported schema_version {version!r} (this graphmend reads {SCHEMA_VERSION} and 1.x)"
             )
         return from_dict(cls, data)
 
     @classmethod
     def from_json(cls, text: str) -> "Report":
         return cls.from_dict(json.loads(text))
+
+
+_SAID = tuple(f for f in Said.__dataclass_fields__)
+
+
+def _from_schema_1(data: dict[str, Any]) -> dict[str, Any]:
+    """A 1.x report in 2.0's form (and so of 2.0): an issue's evidence was flat on the issue then."""
+    issues = [{**{k: v for k, v in i.items() if k not in _SAID}, "said": {k: i[k] for k in _SAID if k in i}}
+              if isinstance(i, dict) and "said" not in i else i for i in data.get("issues") or []]
+    return {**data, "schema_version": SCHEMA_VERSION, "issues": issues}
 
 
 def new_report(command: str, root: str = "", torch_version: Optional[str] = None) -> Report:

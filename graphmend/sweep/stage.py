@@ -268,7 +268,7 @@ def _row(t: TargetResult, model: str) -> SweepRow:
 
 def _cause_key(issue) -> tuple:
     src = " ".join((issue.source_line or "").split())
-    return (issue.rule, src or issue.reason, issue.gb_type or "")
+    return (issue.rule, src or issue.said.reason, issue.said.gb_type or "")
 
 
 _FIX_RANK = {"safe": 0, "unsafe": 1, "advice": 2, "none": 3}
@@ -289,8 +289,8 @@ def aggregate(out: SweepReport, report: Report, model_of: dict[str, str], order:
         key = _cause_key(issue)
         c = causes.get(key)
         if c is None:
-            c = causes[key] = SweepCause(rule=issue.rule, category=issue.category, reason=issue.reason,
-                                         source=key[1] if issue.source_line else "", gb_type=issue.gb_type)
+            c = causes[key] = SweepCause(rule=issue.rule, category=issue.category, reason=issue.said.reason,
+                                         source=key[1] if issue.source_line else "", gb_type=issue.said.gb_type)
         for ti, bi in issue.breaks:
             cause_of[(ti, bi)] = key
         _reached(c, issue, [(rows[ti].model, targets[ti].run_mode) for ti, _ in issue.breaks])

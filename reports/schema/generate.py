@@ -1,7 +1,7 @@
 """Regenerates report.schema.json from the data model: ``python -m reports.schema.generate``.
 
 Run it after adding a field to graphmend/core/model.py (tests/reports/test_reports_schema.py says when);
-descriptions live here. Fields with a default are optional, so older 1.x reports validate.
+descriptions live here. Fields with a default are optional, so older reports of this major version validate.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import types
 import typing
 from pathlib import Path
 
-from graphmend.core.model import Report
+from graphmend.core.model import SCHEMA_VERSION, Report
 
 DESC = {
  "Report": "Everything one mend command produced.",
@@ -60,6 +60,14 @@ DESC = {
  "Issue": "One cause at one place: a static finding and the dynamic breaks it explains, merged; every format lists it once.",
  "Issue.status": "confirmed (static and dynamic), dynamic (no static rule), potential (static, no target hit it) or unreached (static, in a frame Dynamo skipped).",
  "Issue.also": "Other rule codes merged into this issue.",
+ "Issue.said": "What the compiler said of this issue, whole: the record of the break it quotes (Dynamo's words, stack, "
+               "library frames), the failed guard of a recompile, or Inductor's reason for a lowering failure.",
+ "Said": "What the compiler said, as it said it (for a recompile or a lowering failure `reason` alone).",
+ "Said.reason": "Dynamo's first line; a recompile's failed guard; Inductor's reason for a lowering failure.",
+ "Said.gb_type": "Dynamo's graph-break type, where the installed torch has one.",
+ "Said.registry_id": "Id in torch's graph-break registry (GB0xxx).",
+ "Said.stack": "User frames, innermost last.",
+ "Said.library": "The library code below the innermost user frame the break happened in, outermost first.",
  "Issue.fan_out": "Dynamic occurrences of this one cause over every target, mode, layer and recompile.",
  "Issue.skipped": "Frames Dynamo skipped because of this break (it sits in one of their loops).",
  "Issue.hidden_by": "unreached only: index into Report.issues of the break whose frame skip kept Dynamo from this line.",
@@ -173,9 +181,10 @@ def schema() -> dict:
     defs.clear()
     add(Report)
     root = defs.pop("Report")
-    root["properties"]["schema_version"]["pattern"] = r"^1\.[0-9]+$"
+    major = SCHEMA_VERSION.split(".")[0]
+    root["properties"]["schema_version"]["pattern"] = rf"^{major}\.[0-9]+$"
     return {"$schema": "https://json-schema.org/draft/2020-12/schema",
-            "$id": "https://graphmend.dev/schema/report-1.json",
+            "$id": f"https://graphmend.dev/schema/report-{major}.json",
             "title": "graphmend report", **root, "$defs": dict(sorted(defs.items()))}
 
 

@@ -74,7 +74,7 @@ def test_missing_summary_is_filled_in(runner, tmp_path):
     (None, "report file does not exist"),
     ("{not json", "is not JSON: "),
     ("[1, 2]", "is not a graphmend report (no schema_version)"),
-    ('{"schema_version": "2.0"}', "unsupported schema_version '2.0'"),
+    ('{"schema_version": "3.0"}', "unsupported schema_version '3.0'"),
     ('{"schema_version": "1.0", "targets": [{"graph_count": 1}]}', "does not match the report schema"),
 ])
 def test_bad_input_is_one_line_exit_2(runner, tmp_path, content, message):

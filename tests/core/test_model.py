@@ -1,4 +1,4 @@
-from graphmend.core.model import (SCHEMA_VERSION, Break, FileError, Finding, Frame, Recompile, Report, TargetResult,
+from graphmend.core.model import (SCHEMA_VERSION, Break, FileError, Finding, Frame, Recompile, Report, Said, TargetResult,
                              new_report)
 import json
 import pytest
@@ -31,6 +31,19 @@ def test_schema_version_checked():
     d["schema_version"] = SCHEMA_VERSION
     d["future_key"] = 1  # newer minor versions may add keys
     assert Report.from_dict(d).root == "/r"
+
+
+def test_a_1x_report_is_read_with_each_issue_said_whole():
+    # 1.x kept an issue's evidence flat on the issue; 2.0 holds it whole in `said`
+    old = {"schema_version": "1.1", "issues": [
+        {"rule": "GM101", "category": "control-flow", "status": "dynamic", "message": "m", "reason": "Data-dependent",
+         "explanation": "why", "hints": ["h"], "gb_type": "Data-dependent branching", "registry_id": "GB0170",
+         "stack": [{"file": "/a.py", "line": 3, "function": "f"}], "library": [], "targets": ["a.py::t"]}]}
+    (issue,) = Report.from_dict(old).issues
+    assert issue.said == Said(reason="Data-dependent", explanation="why", hints=["h"], gb_type="Data-dependent branching",
+                              registry_id="GB0170", stack=[Frame(file="/a.py", line=3, function="f")])
+    read = Report.from_dict(old).to_dict()
+    assert issue.targets == ["a.py::t"] and read["schema_version"] == SCHEMA_VERSION and "reason" not in read["issues"][0]
 
 
 def test_required_keys():

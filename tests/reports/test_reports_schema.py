@@ -56,14 +56,14 @@ def test_json_output_validates(sample, report_schema):
 def test_minimal_and_older_reports_validate(report_schema):
     v = jsonschema.Draft202012Validator(report_schema)
     assert _errors(v, json.loads(Report().to_json())) == []
-    assert _errors(v, {"schema_version": "1.0", "targets": [{"name": "a.py::t", "file": "/a.py", "function": "t"}]}) == []
+    assert _errors(v, {"schema_version": "2.0", "targets": [{"name": "a.py::t", "file": "/a.py", "function": "t"}]}) == []
 
 
 @pytest.mark.parametrize("mutate, where", [
     (lambda d: d["targets"][0].__setitem__("graph_count", "3"), "targets/0/graph_count"),
     (lambda d: d["findings"][0].__setitem__("status", "maybe"), "findings/0/status"),
     (lambda d: d["fixes"][0].__setitem__("colour", "red"), "fixes/0"),
-    (lambda d: d.__setitem__("schema_version", "2.0"), "schema_version"),
+    (lambda d: d.__setitem__("schema_version", "1.1"), "schema_version"),  # mend reads it; this schema is 2.x
     (lambda d: d["targets"][0]["breaks"][0].pop("rule"), "targets/0/breaks/0"),
 ])
 def test_schema_rejects_bad_documents(sample, report_schema, mutate, where):

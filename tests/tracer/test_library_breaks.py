@@ -84,7 +84,7 @@ def test_cached_property_skip_names_the_standard_library_lock(analyzed):
     assert Path(lib["file"]).name == "functools.py"
     assert (lib["function"], lib["source"]) == ("cached_property.__get__", "with self.lock:")
     (issue,) = [i for i in report.issues if i.line == b["line"]]
-    assert issue.library[-1].function == "cached_property.__get__"
+    assert issue.said.library[-1].function == "cached_property.__get__"
     assert "cached_property.__get__ (functools.py:" in text and "with self.lock:" in text
     assert "<unknown location>" not in text
     assert all(i.file for i in report.issues)

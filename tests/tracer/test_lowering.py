@@ -69,7 +69,7 @@ def test_a_lowering_failure_is_one_issue_per_op_and_line():
     report = Report(root="/r", targets=targets)
     diagnose(report, read_sources=False)
     (issue,) = report.issues
-    assert (issue.rule, issue.status, issue.op, issue.line, issue.reason) == ("GM608", "dynamic", OP, 14, f.reason)
+    assert (issue.rule, issue.status, issue.op, issue.line, issue.said.reason) == ("GM608", "dynamic", OP, 14, f.reason)
     assert issue.message.startswith(f"Inductor cannot lower `{OP}`") and issue.targets == ["q.py::t1", "q.py::t2"]
     assert issue.lowering == [[0, 0], [1, 0]] and not issue.breaks
 
