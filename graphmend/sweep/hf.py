@@ -36,9 +36,9 @@ from typing import Any, Optional
 from graphmend.core.worker import describe  # an exception in one line, as every worker says it
 from graphmend.sweep.building import NotBuilt
 # the tiny config, the fitting of a built one, and the inputs derived from it: in their own module
-from graphmend.sweep.hf_config import (B, SEQ, _configs, _fit_placeholder, _grid, _placeholder_counts, _token,
-                                       _tuples_to_lists, class_inputs, config_kwargs, fitted_config,
-                                       tiny_config_kwargs)
+from graphmend.sweep.hf_config import (B, POSITION_MASK, SEQ, _configs, _fit_placeholder, _grid, _placeholder_counts,
+                                       _token, _tuples_to_lists, class_inputs, config_kwargs, fitted_config,
+                                       image_token_names, tiny_config_kwargs)
 # inputs a forward documents, and the layout variants tried when the derived inputs fail
 from graphmend.sweep.hf_inputs import VARIANTS, documented_inputs, documented_shape, named_missing, required
 # the tiny sizes and the per-architecture overrides (OVERRIDES, CLASS_OVERRIDES): tables, in their own module
@@ -353,7 +353,8 @@ def _build_class(cls, cfg_cls, extra: dict, from_config: dict) -> tuple[Any, dic
         accepted = inspect.signature(model.forward).parameters
     except (TypeError, ValueError):
         accepted = {}
-    filled = _fit_placeholder(cfg) if "pixel_values" in accepted and "input_ids" in accepted else []
+    filled = _fit_placeholder(cfg, image_token_names(cfg)) if "pixel_values" in accepted and "input_ids" in accepted \
+        else []
     if "input_ids" in accepted and ("input_features" in accepted or "input_values" in accepted):
         filled += _fit_placeholder(cfg, ("audio_token_id", "audio_token_index"))
     try:
@@ -374,9 +375,11 @@ def _run(model, cfg, accepted) -> dict:
     """The inputs ``model`` ran on eagerly (``class_inputs``, then each layout variant, with as
     many image placeholders as a failure names); the first failure when none runs."""
     image_tokens = 0
-    if "pixel_values" in accepted and "input_ids" in accepted and _token(cfg, "image_token_id", "image_token_index"):
+    # image placeholders: an image token's, or (kosmos-2) the positions a mask marks for the image's latents
+    if "pixel_values" in accepted and "input_ids" in accepted and (
+            _token(cfg, *image_token_names(cfg)) or POSITION_MASK in accepted):
         image_tokens = (getattr(cfg, "image_seq_length", None) or getattr(cfg, "mm_tokens_per_image", None)
-                        or getattr(cfg, "num_query_tokens", None) or 1)
+                        or getattr(cfg, "num_query_tokens", None) or getattr(cfg, "latent_query_num", None) or 1)
     if "image_grid_thw" in accepted and "input_ids" in accepted:
         image_tokens = _grid(cfg)[1]
     audio_tokens = 1
@@ -395,7 +398,8 @@ def _run(model, cfg, accepted) -> dict:
         inputs.update(documented_inputs(model, configs, required(accepted, inputs), B))
         errors: list[Exception] = []
         # the inputs as derived, then each layout variant the modality is known in
-        candidates = [inputs] + _variants(inputs, accepted) + _as_hidden_states(inputs, cfg, accepted)
+        candidates = ([inputs] + _variants(inputs, accepted) + _as_hidden_states(inputs, cfg, accepted)
+                      + _merged_patches(inputs, model, configs) + _patch_rows(inputs, cfg))
         grown = [inputs]  # the derived inputs and those grown from them by what failures named
         for i, variant in enumerate(candidates):
             try:
@@ -475,6 +479,43 @@ def _as_hidden_states(x: dict, cfg, accepted) -> list[dict]:
     out["input_values"] = torch.randn(B, SEQ, width)
     out["decoder_input_values"] = torch.randn(B, SEQ // 2, width)
     return [out]
+
+
+def _patch_rows(x: dict, cfg) -> list[dict]:
+    """A model with no vision tower that embeds an image's patches itself, by one linear layer (fuyu): the image
+    as rows of patches, (batch, patches, channels x patch x patch), four a sample, of the config's patch size."""
+    import torch
+
+    v, p = x.get("pixel_values"), getattr(cfg, "patch_size", None)
+    if v is None or v.dim() != 4 or not isinstance(p, int) or getattr(cfg, "vision_config", None) is not None:
+        return []
+    return [{**x, "pixel_values": torch.randn(v.shape[0], 4, v.shape[1] * p * p)}]
+
+
+def _merged_patches(x: dict, model, configs: list) -> list[dict]:
+    """A grid model whose vision tower takes its patches already merged, one row a language-model token
+    (inkling-2: ``(num_image_tokens, patch_size * spatial_merge_size, ..., num_channels)``, its grid counted
+    in tokens): the derived patches regrouped in the shape the tower (or the model) documents, m x m a row,
+    the grid's height and width divided by m."""
+    import torch
+
+    v = x.get("pixel_values")
+    key = next((k for k in ("image_grid_thw", "grid_thw") if k in x), None)
+    if v is None or v.dim() != 2 or key is None:
+        return []
+    from transformers import PreTrainedModel
+
+    towers = [model] + [m for m in model.modules() if m is not model and isinstance(m, PreTrainedModel)]
+    for tower in towers:
+        doc = documented_shape(tower, configs, "pixel_values", B)
+        row = int(torch.tensor(doc[1][1:]).prod()) if doc and len(doc[1]) > 2 else 0
+        if not row or v.numel() % row or v.shape[0] % (v.numel() // row):
+            continue
+        m = round((v.shape[0] // (v.numel() // row)) ** 0.5)
+        grid = x[key]
+        if m > 1 and m * m * (v.numel() // row) == v.shape[0] and not (grid[:, 1:] % m).any():
+            return [{**x, "pixel_values": v.reshape(-1, *doc[1][1:]), key: grid // torch.tensor([1, m, m])}]
+    return []
 
 
 _PER_TOKEN = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton "

@@ -70,7 +70,7 @@ GENERIC_MORE = [
     (1, ["num_time_features"]),
     (32, PROJECTIONS := ["projection_dim", "text_embed_dim", "vision_embed_dim", "proj_dim"]),
     (HIDDEN, ["out_hidden_size"]),  # qwen-vl: the merged vision features join the text's hidden size
-    (16, ["image_seq_length", "num_query_tokens", "mm_tokens_per_image"]),
+    (16, ["image_seq_length", "num_query_tokens", "mm_tokens_per_image", "latent_query_num"]),
     # detection queries: rt-detr-like encoders pick the top num_queries of their 84 tokens at 64 px
     (16, ["num_queries"]),
 ]
@@ -155,6 +155,7 @@ def tiny_config_kwargs(cfg_cls, extra: Optional[dict] = None) -> dict:
 # or a count of channel groups a convolution takes of its width (mimi's upsample_groups, depthwise)
 WIDTH = re.compile(r"hidden_size|_dim$|(input|output|in|out)_size$|_groups$|^out(put)?_channels$")
 MERGED_WIDTHS = ("out_hidden_size",)  # GENERIC_MORE's guess (the text's width) unless the default is a merged width
+HIDDEN_NAMES = ("hidden_size", "d_model")  # a config's hidden size, under either name
 WIDTH_LIST = re.compile(r"channels|features|hidden_sizes|_dims$")
 
 
@@ -163,8 +164,9 @@ def _fit_widths(levels: list) -> None:
     that config's default hidden size, and its name says width) is cut with it: configs validate
     that they agree, and models size layers by both. ``levels``: (tiny kwargs, defaults,
     ``__init__`` parameters) of each config."""
-    cut = {d["hidden_size"]: k["hidden_size"] for k, d, _ in levels
-           if isinstance(d.get("hidden_size"), int) and isinstance(k.get("hidden_size"), int)}
+    # bart-like text configs keep their hidden size as d_model (florence-2's projection is sized to it)
+    cut = {d[n]: k[n] for k, d, _ in levels for n in [next((n for n in HIDDEN_NAMES if n in k), None)]
+           if n and isinstance(d.get(n), int) and isinstance(k.get(n), int)}
     # a vision tower that merges m x m patches puts out m^2 times its width, which a composite sizes its
     # projector by (muse-glimmer's out_hidden_size 6144 of 1536); the tower's own out_hidden_size is the text's
     merged = {d["hidden_size"] * m * m: (k["hidden_size"] * m * m, i) for i, (k, d, _) in enumerate(levels)
@@ -253,6 +255,7 @@ def fitted_config(cfg_cls, kwargs: dict):
     _fit_mrope(cfg)
     _fit_sliding_window(cfg)
     _fit_pinpoints(cfg)
+    _fit_feature_layers(cfg)
     for c in _configs(cfg):
         validate = getattr(c, "validate", None)
         if callable(validate):
@@ -300,6 +303,7 @@ def _sub_config_class(spec):
         return None
 
 
+POSITION_MASK = "image_embeds_position_mask"  # where a model without an image token puts the image's features
 B = 2  # batch: two samples, the second text right-padded
 SEQ = 16
 
@@ -372,6 +376,14 @@ def _fit_special_ids(cfg) -> None:
                 setattr(holder, attr, new if isinstance(val, list) else new[0])
             except Exception:
                 pass  # a read-only property derives it
+
+
+def image_token_names(cfg) -> tuple:
+    """The names of a config's image placeholder: its image token's, or where it has none (instructblip-video,
+    whose images are a video's frames) its video token's."""
+    image, video = ("image_token_id", "image_token_index"), ("video_token_id", "video_token_index")
+    held = {n for h in _holders(cfg) for n in vars(h)}
+    return video if held.isdisjoint(image) and not held.isdisjoint(video) else image
 
 
 def _fit_placeholder(cfg, attrs: tuple = ("image_token_id", "image_token_index")) -> list:
@@ -472,18 +484,24 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0, audio_tokens: int 
         aud = _token(cfg, "audio_token_id", "audio_token_index")
         heard = isinstance(aud, int) and 0 <= aud < vocab and ("input_features" in accepted or "input_values" in accepted)
         ids = torch.randint(low, vocab, (B, SEQ + image_tokens + (audio_tokens - 1 if heard else 0)))
-        img = _token(cfg, "image_token_id", "image_token_index")
+        img = _token(cfg, *image_token_names(cfg))
         for tok in specials:
             if 0 <= tok < vocab:
                 ids[ids == tok] = low  # a random id that happens to be a special token
         if image_tokens and isinstance(img, int):
             ids[:, 1:1 + image_tokens] = img  # after the first token, as a chat template places it
+            start, end = _token(cfg, "image_start_token_id"), _token(cfg, "image_end_token_id")
+            if isinstance(start, int) and isinstance(end, int) and max(start, end) < vocab:
+                ids[:, 0], ids[:, 1 + image_tokens] = start, end  # the image's boundaries (ovis-2.5 counts them)
         question = _token(cfg, "question_token_id")
         if isinstance(question, int) and 0 <= question < vocab:
             ids[:, -6] = question  # splinter selects spans at its question tokens: one a sample
         if heard:  # after the image's: one the model expands, or one a feature
             ids[:, 1 + image_tokens:1 + image_tokens + audio_tokens] = aud
         x["input_ids"] = ids
+        if image_tokens and POSITION_MASK in accepted:  # kosmos-2: 1 where the image's latents go
+            x[POSITION_MASK] = torch.zeros_like(ids)
+            x[POSITION_MASK][:, 1:1 + image_tokens] = 1
         if "mm_token_type_ids" in accepted:  # multimodal rope: 1 on image placeholders
             x["mm_token_type_ids"] = (ids == img).long() if isinstance(img, int) else torch.zeros_like(ids)
         if "attention_mask" in accepted:
@@ -524,6 +542,13 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0, audio_tokens: int 
         if "cross_attention_mask" in accepted and "input_ids" in x:  # each token sees the image's first tile
             x["cross_attention_mask"] = torch.zeros(B, x["input_ids"].shape[1], 1, tiles, dtype=torch.long)
             x["cross_attention_mask"][..., 0] = 1
+    elif "pixel_values" in accepted and "target_sizes" in accepted:
+        # minicpm-v: every image's patches side by side in one row, (1, channels, patch, patch x patches), with
+        # each image's grid (rows, columns) of patches
+        p = _size(getattr(vision, "patch_size", None), 14)[0]
+        side = 4
+        x["pixel_values"] = torch.randn(1, getattr(vision, "num_channels", None) or 3, p, p * B * side * side)
+        x["target_sizes"] = torch.tensor([[side, side]] * B)
     elif "flattened_patches" in accepted:
         # pix2struct: patches flattened, each row led by its (row, column) on the grid (1-based, 0 pads)
         width = getattr(vision, "patch_embed_hidden_size", None) or 3 * 16 * 16
@@ -563,6 +588,14 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0, audio_tokens: int 
         h, w = _size(getattr(vision, "image_size", None) or getattr(cfg, "image_size", None))
         frames = getattr(vision, "num_frames", None) or getattr(cfg, "num_frames", None) or 4
         x["pixel_values_videos"] = torch.randn(B, frames, getattr(vision, "num_channels", None) or 3, h, w)
+    for name in [n for n in accepted if n.endswith("_pixel_values") and "pixel_values" in x]:
+        tower = getattr(cfg, name[:-len("pixel_values")] + "vision_config", None)  # deepseek-vl-hybrid's high_res
+        if tower is not None and not isinstance(tower, dict):
+            h, w = _size(getattr(tower, "image_size", None))
+            x[name] = torch.randn(B, getattr(tower, "num_channels", None) or 3, h, w)
+    for name in ("image_merge_sizes", "merge_sizes"):  # video-llama-3: each image's merge, the processor's
+        if name in accepted and ("image_grid_thw" in x or "grid_thw" in x):
+            x[name] = torch.full((B,), _merge_size(_sub(cfg, "vision_config")))
     audio = _sub(cfg, "audio_config", "encoder_config", "encoder")
     if not hasattr(audio, "num_mel_bins"):  # the mel bins of an encoder under the audio config (nemotron's asr)
         audio = next((c for c in _configs(audio) if isinstance(getattr(c, "num_mel_bins", None), int)), audio)
@@ -695,14 +728,33 @@ def _fit_pinpoints(cfg) -> None:
         pass
 
 
+def _fit_feature_layers(cfg) -> None:
+    """The vision layers whose states a composite takes (vipllava's -2, -5, -8, -11, 6 of 24) may lie past the
+    tiny tower's depth: each such index is taken modulo its hidden states (the layers and the embeddings),
+    the list as long as before (the projector's width counts its layers)."""
+    depth = getattr(_sub(cfg, "vision_config"), "num_hidden_layers", None)
+    layers = getattr(cfg, "vision_feature_layer", None)
+    if not isinstance(depth, int) or not isinstance(layers, (list, tuple)) \
+            or all(-depth - 1 <= i <= depth for i in layers):
+        return
+    try:
+        cfg.vision_feature_layer = [i if -depth - 1 <= i <= depth else i % (depth + 1) for i in layers]
+    except Exception:  # a read-only property derives it
+        pass
+
+
 def _grid(cfg) -> tuple[tuple[int, int, int], int, int]:
     """Qwen-VL style patch inputs: (grid t, h, w) of one image, its tokens after the spatial merge,
     and one patch's flattened size (channels x temporal patch x patch x patch)."""
-    vision = _sub(cfg, "vision_config")
+    vision = _sub(_sub(cfg, "vlm_config"), "vision_config")  # a retrieval head's is its whole model's (colqwen2)
     p = getattr(vision, "patch_size", 14) or 14
     tp = getattr(vision, "temporal_patch_size", None) or getattr(vision, "patch_temporal", None) or 1
-    m = getattr(vision, "spatial_merge_size", None) or getattr(vision, "merge_size", None) or 2
+    m = _merge_size(vision)
     c = getattr(vision, "in_channels", None) or getattr(vision, "num_channels", None) or 3
     h = w = 2 * m
     return (1, h, w), h * w // (m * m), c * tp * p * p
 
+
+def _merge_size(vision) -> int:
+    """The m x m patches a qwen-vl-like tower merges into one token (2 where the processor decides)."""
+    return getattr(vision, "spatial_merge_size", None) or getattr(vision, "merge_size", None) or 2

@@ -18,7 +18,8 @@ from typing import Any, Optional
 LENGTH = 16  # a documented length the config does not size (frames, sequence_length, num_visual_features)
 
 # `name` (`torch.FloatTensor` of shape `(batch_size, hidden_size, frames)`, *optional*):
-_ARG = r"^\s*{name} \(`(?:~?torch\.)?(\w+)`(?: of shape `[(\[]([^`]*)[)\]]`)?"
+# the shape in backticks, or bare where a docstring leaves them out (instructblip-video's qformer_input_ids)
+_ARG = r"^\s*{name} \(`(?:~?torch\.)?(\w+)`(?: of shape (?:`[(\[]([^`]*)[)\]]`|\(([^()`]*)\)))?"
 _EXPR = re.compile(r"^[\w\s.*+()/-]+$")  # what a documented dimension may be: names, numbers, arithmetic
 
 
@@ -29,7 +30,7 @@ def documented(model, name: str) -> Optional[tuple[str, str]]:
     m = re.search(_ARG.format(name=re.escape(name)), doc, re.M)
     if m is None or not (m.group(1).endswith("Tensor") or m.group(1) == "Tensor"):
         return None
-    return m.group(1), m.group(2) or ""
+    return m.group(1), m.group(2) or m.group(3) or ""
 
 
 class _Sizes(dict):
@@ -193,6 +194,29 @@ def _one_audio_input(x: dict) -> Optional[dict]:  # an encoder-decoder of a raw-
     return {k: v for k, v in x.items() if k not in ("input_features", "input_features_mask", "feature_attention_mask")}
 
 
+def _patches_per_image(x: dict) -> Optional[dict]:  # colqwen2: each image's patches a row, (images, patches, dim)
+    v, grid = x.get("pixel_values"), x.get("image_grid_thw")
+    if v is None or v.dim() != 2 or grid is None or v.shape[0] % grid.shape[0]:
+        return None
+    return {**x, "pixel_values": v.reshape(grid.shape[0], -1, v.shape[1])}
+
+
+def _mask_per_row(x: dict) -> Optional[dict]:  # owl-vit: rows of text queries, a mask row each (musicgen keeps one)
+    ids, mask = x.get("input_ids"), x.get("attention_mask")
+    if ids is None or mask is None or mask.dim() != 2 or ids.shape[0] == mask.shape[0] or ids.shape[0] % mask.shape[0]:
+        return None
+    return {**x, "attention_mask": mask.repeat_interleave(ids.shape[0] // mask.shape[0], 0)}
+
+
+def _tiles_with_mask(x: dict) -> Optional[dict]:  # granite-docling: (batch, tiles, channels, h, w), real tiles masked
+    v = x.get("pixel_values")
+    if v is None or v.dim() != 4:
+        return None
+    import torch
+
+    return {**x, "pixel_values": v.unsqueeze(1), "pixel_attention_mask": torch.ones(v.shape[0], 1, dtype=torch.bool)}
+
+
 FRAMES = 4  # the tiny num_frames (hf_config.GENERIC_MORE)
 
 
@@ -203,4 +227,4 @@ def _as_video(x: dict) -> Optional[dict]:  # video models named for what they do
 
 VARIANTS = (_channels_audio, _time_major_features, _images_per_sample, _image_sizes, _without_audio, _longer_audio,
             _image_pairs, _speech_alone, _larger_image, _patches_as_images, _as_video,
-            _one_audio_input)
+            _one_audio_input, _patches_per_image, _mask_per_row, _tiles_with_mask)

@@ -83,6 +83,17 @@ OVERRIDES: dict[str, tuple[dict, dict]] = {
                              "projector_output_dim": HIDDEN, "vision_output_dim": HIDDEN}, {}),
     # validated: the adaptor's width is a quarter of the text's
     "fun_asr_nano": ({"adaptor_config.intermediate_size": HIDDEN // 4}, {}),
+    # its vision tower is timm's fastvit_mci3 at full size (125 M parameters, 3072 features), whatever the config's
+    # hidden size says: one block a stage, widths whose last (x 2, the final convolution's) is the tiny hidden size
+    "fast_vlm": ({"vision_config.model_args": {"inference_mode": True, "layers": [1] * 5,
+                                               "embed_dims": [16, 16, HIDDEN // 2, HIDDEN // 2, HIDDEN // 2]}}, {}),
+    # its text model splits rotary frequencies by rope_parameters' mrope_section, defaulting in the modeling code to a
+    # 128-wide head's [16, 24, 24], which the config does not declare: given, for the fit to cut to the tiny head
+    "paddleocr_vl": ({"text_config.rope_parameters": {"rope_type": "default", "rope_theta": 500000.0,
+                                                      "mrope_section": [16, 24, 24]}}, {}),
+    # its high-res neck takes the state of the SAM tower's first global-attention layer (default 2, 5, 8, 11 of 12):
+    # the tiny tower's last
+    "deepseek_vl_hybrid": ({"high_res_vision_config.global_attn_indexes": [1]}, {}),
     # the adapter concatenates vision layers 24 and 18 by default (validated against the depth): the tiny two
     "molmo2": ({"adapter_config.vision_feature_layer": [1, 0]}, {}),
     # the vision tower concatenates its last state with those of intermediate_layers_indices (default 3..30):

@@ -191,6 +191,15 @@ DERIVED = [
     ("FunAsrNanoEncoder", "input_features", 3),  # low frame rate: mel bins x stacked frames wide
     ("Nemotron3_5TranscribeAudioModel", "input_features", 3),  # the mel bins of the encoder under it
     ("Kimi_K25VisionModel", "pixel_values", 4),  # a vision tower's patches as (3, p, p) images
+    ("Kosmos2Model", "image_embeds_position_mask", 2),  # no image token: a mask marks the latents' positions
+    ("VideoLlama3VisionModel", "merge_sizes", 1),  # each image's merge, as the processor gives it
+    ("Inkling2VisionModel", "pixel_values", 4),  # patches merged m x m a row, as its tower documents
+    ("DeepseekVLHybridModel", "high_res_pixel_values", 4),  # the high-res tower's image, of its own size
+    ("FuyuModel", "pixel_values", 3),  # no vision tower: rows of flattened patches
+    ("MiniCPMV4_7VisionModel", "target_sizes", 2),  # every image's patches in one row, with their grids
+    ("ColQwen2ForRetrieval", "pixel_values", 3),  # each image's patches a row, of its model's patch size
+    ("InstructBlipVideoForConditionalGeneration", "qformer_input_ids", 2),  # a shape documented without backticks
+    ("GraniteDoclingModel", "pixel_attention_mask", 2),  # tiles a sample, each real tile marked
 ]
 
 
@@ -298,6 +307,22 @@ def test_a_shape_documented_as_a_one_tuple_is_read():
     assert documented_shape(Model(), [], "mask", 2) is None
 
 
+def test_a_shape_documented_without_backticks_is_read():
+    """instructblip-video documents ``qformer_input_ids (`torch.LongTensor` of shape (batch_size,
+    sequence_length))``: the shape is read as if in backticks."""
+    from graphmend.sweep.hf_inputs import documented_shape
+
+    class Model:
+        def forward(self, qformer_input_ids=None):
+            """
+            Args:
+                qformer_input_ids (`torch.LongTensor` of shape (batch_size, sequence_length)):
+                    The Q-Former's prompt.
+            """
+
+    assert documented_shape(Model(), [], "qformer_input_ids", 2) == (True, (2, 16))
+
+
 def test_an_argument_the_raising_line_reads_is_named_missing():
     """``pixel_attention_mask.sum()`` on a mask left None: the line that raised names the argument."""
     import inspect
@@ -322,6 +347,36 @@ def test_inputs_derived_from_the_config_run(name, key, dims):
 
     model, inputs = build_class(name)
     assert inputs[key].dim() == dims
+
+
+def test_a_d_model_width_is_cut_and_feature_layers_fit_the_tiny_tower():
+    """florence-2's projection is its bart text's d_model wide; vipllava takes vision layers -2, -5, -8, -11
+    and 6 of 24, which two tiny layers do not have: indices kept in range, as many (its projector counts them)."""
+    pytest.importorskip("transformers")
+    from transformers import Florence2Config, VipLlavaConfig
+
+    from graphmend.sweep.hf_config import fitted_config, tiny_config_kwargs
+
+    cfg = fitted_config(Florence2Config, tiny_config_kwargs(Florence2Config))
+    assert cfg.vision_config.projection_dim == cfg.text_config.d_model
+    cfg = fitted_config(VipLlavaConfig, tiny_config_kwargs(VipLlavaConfig))
+    depth = cfg.vision_config.num_hidden_layers
+    assert len(cfg.vision_feature_layer) == 5 and all(-depth - 1 <= i <= depth for i in cfg.vision_feature_layer)
+
+
+def test_image_boundaries_video_placeholders_and_per_query_masks():
+    """ovis-2.5 counts its image's start and end tokens; instructblip-video names only a video placeholder,
+    which its frames fill; owl-vit's text queries are rows of input_ids, each with its mask row."""
+    pytest.importorskip("transformers")
+    from graphmend.sweep.hf import build_class
+
+    model, inputs = build_class("Ovis2_5Model")
+    for name in ("image_start_token_id", "image_end_token_id"):
+        assert int((inputs["input_ids"] == getattr(model.config, name)).sum()) == 2
+    model, inputs = build_class("InstructBlipVideoModel")
+    assert int((inputs["input_ids"] == model.config.video_token_id).sum()) > 0
+    model, inputs = build_class("OwlViTForObjectDetection")
+    assert inputs["attention_mask"].shape == inputs["input_ids"].shape != (2, inputs["input_ids"].shape[1])
 
 
 def test_typed_layers_without_a_window_get_one():
