@@ -662,7 +662,8 @@ def _fit_sliding_window(cfg) -> None:
     tokens, inside the tiny batch (a layer typed full attention ignores it)."""
     for c in _configs(cfg):
         types = getattr(c, "layer_types", None)
-        if isinstance(types, (list, tuple)) and "sliding_window" in vars(c) and c.sliding_window is None:
+        # read as stored: a heterogeneous config (neo-mme) refuses to read a per-layer attribute globally
+        if isinstance(types, (list, tuple)) and "sliding_window" in vars(c) and vars(c)["sliding_window"] is None:
             try:
                 c.sliding_window = 8
             except Exception:  # a read-only property derives it
