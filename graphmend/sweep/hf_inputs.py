@@ -18,7 +18,7 @@ from typing import Any, Optional
 LENGTH = 16  # a documented length the config does not size (frames, sequence_length, num_visual_features)
 
 # `name` (`torch.FloatTensor` of shape `(batch_size, hidden_size, frames)`, *optional*):
-_ARG = r"^\s*{name} \(`(?:~?torch\.)?(\w+)`(?: of shape `[(\[]([^`]*)[)\]]`)?"
+_ARG = r"^\s*{name} \(`(?:~?torch\.)?(\w+)`(?:\s+of shape `[(\[]([^`]*)[)\]]`)?"
 _EXPR = re.compile(r"^[\w\s.*+()/-]+$")  # what a documented dimension may be: names, numbers, arithmetic
 
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 VOCAB, HIDDEN, HEADS, FFN, LAYERS = 1000, 64, 4, 128, 2
 
+# timm's arguments that make one of its ViTs tiny, at 64 px
+TINY_TIMM_VIT = {"img_size": 64, "depth": LAYERS, "embed_dim": HIDDEN, "num_heads": HEADS}
+
 # model_type -> (extra config kwargs, options). options: seq, pad_from, extra (an input
 # builder's name). What the generic build gets wrong for these architectures.
 OVERRIDES: dict[str, tuple[dict, dict]] = {
@@ -155,6 +158,25 @@ OVERRIDES: dict[str, tuple[dict, dict]] = {
                                                "num_hidden_layers": LAYERS, "num_attention_heads": HEADS,
                                                "intermediate_size": FFN, "image_size": 64,
                                                "global_attn_indexes": [1]}}, {}),
+    # the frame encoder is timm's vit_pe_core_large_patch14_336, which checks the 336 px it was made for; timm's own
+    # arguments make it tiny and take 64 px
+    "pe_video_encoder": ({"vision_config.model_args": TINY_TIMM_VIT}, {}),
+    # the vision tower is a timm model a checkpoint's config names (perception encoder's ViT; the default, resnet50, has
+    # no embed_dim in model_args, which the projector reads); made tiny as pe-video's
+    "perception_lm": ({"vision_config.architecture": "vit_pe_core_large_patch14_336",
+                       "vision_config.model_args": TINY_TIMM_VIT}, {}),
+    # its hidden_size is the width of the backbone's features (vitdet's default, 768), which the backbone, kept at its
+    # default, decides
+    "vitmatte": ({"hidden_size": 768}, {}),
+    # the backbone checks the image against its default size (256 x 192): a tiny one at 64 px, its last layer out
+    "vitpose": ({"backbone_config": {"model_type": "vitpose_backbone", "out_indices": [LAYERS], "hidden_size": HIDDEN,
+                                     "num_hidden_layers": LAYERS, "num_attention_heads": HEADS,
+                                     "image_size": [64, 64]}}, {}),
+    # no default: a checkpoint's config maps the image placeholder and each VQ code to a token (code 12 is "IMGIMGBCZ",
+    # its digits as letters): 64 codes at ids 800.., the placeholder below them
+    "chameleon": ({"vq_config.num_embeddings": 64,
+                   "vocabulary_map": {"<image>": 799, **{"IMGIMG" + "".join(chr(ord("A") + int(d)) for d in str(i))
+                                                         + "Z": 800 + i for i in range(64)}}}, {}),
     # the Fourier image preprocessor's 261 channels take one cross-attention head (default 8)
     "perceiver": ({"num_cross_attention_heads": 1}, {}),
     "nllb-moe": ({"num_experts": 2, "encoder_sparse_step": 2, "decoder_sparse_step": 2, "expert_capacity": 8}, {}),
@@ -174,6 +196,13 @@ CLASS_OVERRIDES: dict[str, tuple[dict, str]] = {
     "BeitForSemanticSegmentation": ({"num_hidden_layers": 4, "out_indices": [1, 2, 3, 4]},
                                     "its head takes four distinct layers' states (default 3, 5, 7, 11 of 12): four "
                                     "tiny layers"),
+    "Data2VecVisionForSemanticSegmentation": ({"num_hidden_layers": 4, "out_indices": [1, 2, 3, 4]},
+                                              "as BeitForSemanticSegmentation"),
+    "HieraForPreTraining": ({"decoder_hidden_size": HIDDEN, "decoder_depth": 1, "decoder_num_heads": 1},
+                            "no default: a checkpoint's config sizes the decoder that reconstructs the masked patches"),
+    "Blip2QFormerModel": ({"encoder_hidden_size": HIDDEN},
+                          "its cross-attention takes the vision tower's features (1408 wide by default), a width "
+                          "Blip2Config sets from its vision config; alone, the features are as wide as the rest"),
     "T5ForSequenceClassification": ({"decoder_start_token_id": 0},
                                     "it makes its decoder inputs by shifting the input ids right from "
                                     "decoder_start_token_id, which T5Config does not define (a checkpoint's config "
