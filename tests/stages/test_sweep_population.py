@@ -191,6 +191,9 @@ DERIVED = [
     ("FunAsrNanoEncoder", "input_features", 3),  # low frame rate: mel bins x stacked frames wide
     ("Nemotron3_5TranscribeAudioModel", "input_features", 3),  # the mel bins of the encoder under it
     ("Kimi_K25VisionModel", "pixel_values", 4),  # a vision tower's patches as (3, p, p) images
+    # an image as the flattened patches its base model documents, one an image placeholder (the head documents pixels)
+    ("NeoMMEForMaskedLM", "pixel_values", 2),
+    ("Blip2QFormerModel", "query_embeds", 3),  # documented "`torch.Tensor`  of shape": two spaces
 ]
 
 
@@ -298,6 +301,24 @@ def test_a_shape_documented_as_a_one_tuple_is_read():
     assert documented_shape(Model(), [], "mask", 2) is None
 
 
+def test_a_shape_documented_after_two_spaces_is_read():
+    """blip-2's Q-Former documents ``query_embeds (`torch.Tensor`  of shape ...)``, two spaces before "of"."""
+    from graphmend.sweep.hf_inputs import documented_shape
+
+    class Model:
+        def forward(self, query_embeds=None):
+            """
+            Args:
+                query_embeds (`torch.Tensor`  of shape `(batch_size, sequence_length, hidden_size)`):
+                    Queries.
+            """
+
+    class Config:
+        hidden_size = 64
+
+    assert documented_shape(Model(), [Config()], "query_embeds", 2) == (False, (2, 16, 64))
+
+
 def test_an_argument_the_raising_line_reads_is_named_missing():
     """``pixel_attention_mask.sum()`` on a mask left None: the line that raised names the argument."""
     import inspect
@@ -335,6 +356,18 @@ def test_typed_layers_without_a_window_get_one():
     assert cfg.text_config.sliding_window is None
     _fit_sliding_window(cfg)
     assert cfg.text_config.sliding_window == 8
+
+
+def test_a_heterogeneous_configs_window_is_read_as_stored():
+    """neo-mme's config keeps the window per layer and refuses to read it globally: the fit reads it as
+    stored, and the class builds."""
+    pytest.importorskip("transformers")
+    from transformers import NeoMMEConfig
+
+    from graphmend.sweep.hf_config import fitted_config, tiny_config_kwargs
+
+    cfg = fitted_config(NeoMMEConfig, tiny_config_kwargs(NeoMMEConfig))
+    assert cfg.per_layer_config[0].sliding_window is not None or cfg.per_layer_config[1].sliding_window is not None
 
 
 def test_a_tuple_default_the_model_concatenates_is_a_list():
