@@ -177,6 +177,9 @@ OVERRIDES: dict[str, tuple[dict, dict]] = {
     "chameleon": ({"vq_config.num_embeddings": 64,
                    "vocabulary_map": {"<image>": 799, **{"IMGIMG" + "".join(chr(ord("A") + int(d)) for d in str(i))
                                                          + "Z": 800 + i for i in range(64)}}}, {}),
+    # the model scores the ids of "yes" and "no", which it reads from the config, else the full vocabulary's (10784,
+    # 3771), past the tiny one: two ids at its top
+    "shieldgemma2": ({"yes_token_index": VOCAB - 2, "no_token_index": VOCAB - 3}, {}),
     # the Fourier image preprocessor's 261 channels take one cross-attention head (default 8)
     "perceiver": ({"num_cross_attention_heads": 1}, {}),
     "nllb-moe": ({"num_experts": 2, "encoder_sparse_step": 2, "decoder_sparse_step": 2, "expert_capacity": 8}, {}),
@@ -203,6 +206,9 @@ CLASS_OVERRIDES: dict[str, tuple[dict, str]] = {
     "Blip2QFormerModel": ({"encoder_hidden_size": HIDDEN},
                           "its cross-attention takes the vision tower's features (1408 wide by default), a width "
                           "Blip2Config sets from its vision config; alone, the features are as wide as the rest"),
+    "FlavaForPreTraining": ({"return_loss": False},
+                            "it computes its pre-training losses by default (return_loss), which need the processor's "
+                            "codebook pixels; a forward for inference has none"),
     "T5ForSequenceClassification": ({"decoder_start_token_id": 0},
                                     "it makes its decoder inputs by shifting the input ids right from "
                                     "decoder_start_token_id, which T5Config does not define (a checkpoint's config "
