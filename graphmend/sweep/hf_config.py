@@ -537,6 +537,9 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0, audio_tokens: int 
         # gemma-4-like: an image as flattened patches with their (x, y) on the grid, pooled k x k
         k = getattr(vision, "pooling_kernel_size", None) or 1
         p = getattr(vision, "patch_size", None) or 16
+        merged = getattr(vision, "model_patch_size", None)  # gemma-4-unified: patches already merged k x k
+        if isinstance(merged, int) and merged > 0:
+            k, p = 1, merged
         side = 2 * k
         ys, xs = torch.meshgrid(torch.arange(side), torch.arange(side), indexing="ij")
         pos = torch.stack([xs.flatten(), ys.flatten()], -1)

@@ -193,7 +193,8 @@ DERIVED = [
     ("Kimi_K25VisionModel", "pixel_values", 4),  # a vision tower's patches as (3, p, p) images
     # an image as the flattened patches its base model documents, one an image placeholder (the head documents pixels)
     ("NeoMMEForMaskedLM", "pixel_values", 2),
-    ("Blip2QFormerModel", "query_embeds", 3),  # documented "`torch.Tensor`  of shape": two spaces
+    ("Blip2QFormerModel", "query_embeds", 3),
+    ("Gemma4UnifiedModel", "image_position_ids", 3),  # patches already merged k x k: model_patch_size wide  # documented "`torch.Tensor`  of shape": two spaces
 ]
 
 
