@@ -399,7 +399,8 @@ def _run(model, cfg, accepted) -> dict:
         errors: list[Exception] = []
         # the inputs as derived, then each layout variant the modality is known in
         candidates = ([inputs] + _variants(inputs, accepted) + _as_hidden_states(inputs, cfg, accepted)
-                      + _merged_patches(inputs, model, configs) + _patch_rows(inputs, cfg))
+                      + _merged_patches(inputs, model, configs) + _patch_rows(inputs, cfg)
+                      + _documented_patches(model, cfg, configs, inputs))
         grown = [inputs]  # the derived inputs and those grown from them by what failures named
         for i, variant in enumerate(candidates):
             try:
@@ -516,6 +517,24 @@ def _merged_patches(x: dict, model, configs: list) -> list[dict]:
         if m > 1 and m * m * (v.numel() // row) == v.shape[0] and not (grid[:, 1:] % m).any():
             return [{**x, "pixel_values": v.reshape(-1, *doc[1][1:]), key: grid // torch.tensor([1, m, m])}]
     return []
+
+
+def _documented_patches(model, cfg, configs: list, x: dict) -> list[dict]:
+    """An image as the flattened patches a forward documents, ``(num_patches, 3 * patch_size ** 2)``
+    (neo-mme): one patch an image placeholder of the tokens, each of the documented width. A head
+    documented with the generic image shape passes the pixels on to its base model, which may say patches."""
+    import torch
+
+    v, ids = x.get("pixel_values"), x.get("input_ids")
+    if v is None or v.dim() == 2:
+        return []
+    docs = (documented_shape(m, configs, "pixel_values", B) for m in (model, getattr(model, "base_model", model)))
+    doc = next((d for d in docs if d is not None and len(d[1]) == 2), None)
+    if doc is None:
+        return []
+    img = _token(cfg, "image_token_id", "image_token_index")
+    patches = int((ids == img).sum()) if ids is not None and isinstance(img, int) else 0
+    return [{**x, "pixel_values": torch.randn(patches or doc[1][0], doc[1][1])}]
 
 
 _PER_TOKEN = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton "

@@ -562,6 +562,9 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0, audio_tokens: int 
         # gemma-4-like: an image as flattened patches with their (x, y) on the grid, pooled k x k
         k = getattr(vision, "pooling_kernel_size", None) or 1
         p = getattr(vision, "patch_size", None) or 16
+        merged = getattr(vision, "model_patch_size", None)  # gemma-4-unified: patches already merged k x k
+        if isinstance(merged, int) and merged > 0:
+            k, p = 1, merged
         side = 2 * k
         ys, xs = torch.meshgrid(torch.arange(side), torch.arange(side), indexing="ij")
         pos = torch.stack([xs.flatten(), ys.flatten()], -1)
@@ -695,7 +698,8 @@ def _fit_sliding_window(cfg) -> None:
     tokens, inside the tiny batch (a layer typed full attention ignores it)."""
     for c in _configs(cfg):
         types = getattr(c, "layer_types", None)
-        if isinstance(types, (list, tuple)) and "sliding_window" in vars(c) and c.sliding_window is None:
+        # read as stored: a heterogeneous config (neo-mme) refuses to read a per-layer attribute globally
+        if isinstance(types, (list, tuple)) and "sliding_window" in vars(c) and vars(c)["sliding_window"] is None:
             try:
                 c.sliding_window = 8
             except Exception:  # a read-only property derives it

@@ -18,8 +18,9 @@ from typing import Any, Optional
 LENGTH = 16  # a documented length the config does not size (frames, sequence_length, num_visual_features)
 
 # `name` (`torch.FloatTensor` of shape `(batch_size, hidden_size, frames)`, *optional*):
-# the shape in backticks, or bare where a docstring leaves them out (instructblip-video's qformer_input_ids)
-_ARG = r"^\s*{name} \(`(?:~?torch\.)?(\w+)`(?: of shape (?:`[(\[]([^`]*)[)\]]`|\(([^()`]*)\)))?"
+# the shape in backticks, or bare where a docstring leaves them out (instructblip-video's qformer_input_ids); one
+# space or more before "of shape" (blip-2's Q-Former has two)
+_ARG = r"^\s*{name} \(`(?:~?torch\.)?(\w+)`(?:\s+of shape (?:`[(\[]([^`]*)[)\]]`|\(([^()`]*)\)))?"
 _EXPR = re.compile(r"^[\w\s.*+()/-]+$")  # what a documented dimension may be: names, numbers, arithmetic
 
 

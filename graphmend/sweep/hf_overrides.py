@@ -10,6 +10,9 @@ from __future__ import annotations
 
 VOCAB, HIDDEN, HEADS, FFN, LAYERS = 1000, 64, 4, 128, 2
 
+# timm's arguments that make one of its ViTs tiny, at 64 px
+TINY_TIMM_VIT = {"img_size": 64, "depth": LAYERS, "embed_dim": HIDDEN, "num_heads": HEADS}
+
 # model_type -> (extra config kwargs, options). options: seq, pad_from, extra (an input
 # builder's name). What the generic build gets wrong for these architectures.
 OVERRIDES: dict[str, tuple[dict, dict]] = {
@@ -137,6 +140,57 @@ OVERRIDES: dict[str, tuple[dict, dict]] = {
     # shared key/value states, which a sweep does not have)
     "gemma4_assistant": ({"text_config.hidden_size_per_layer_input": 0, "text_config.vocab_size_per_layer_input": 0},
                          {}),
+    # the image embedding is the vision tower's last stage unprojected (320 channels x the width coefficient 2): the
+    # text's projection must be as wide
+    "align": ({"projection_dim": 640}, {}),
+    # the vision tower is timm's full-size mobilenetv5, whose width (2048) hidden_size only restates
+    "gemma3n_vision": ({"hidden_size": 2048}, {}),
+    # the task tokens (task_inputs) are a sequence as long as any (16); the task MLP takes task_seq_len (default 77)
+    "oneformer": ({"task_seq_len": 16}, {}),
+    # the queries join the last num_blocks (default 4) of the layers, which two tiny layers never reach: the last one
+    "eomt": ({"num_blocks": 1}, {}), "eomt_dinov3": ({"num_blocks": 1}, {}),
+    # no default: a checkpoint's config gives the scales the projector resamples the backbone's features to
+    "lw_detr": ({"projector_scale_factors": [1.0]}, {}),
+    # the FPN's positional sizes are the backbone's feature maps at 1024 px (256, 128, 64): at 64 px, 16, 8 and 4
+    "sam2_vision_model": ({"backbone_feature_sizes": [[16, 16], [8, 8], [4, 4]]}, {}),
+    # its first stage's width is embed_dim_per_stage[0] (96), which hidden_size only restates
+    "sam2_hiera_det_model": ({"hidden_size": 96}, {}),
+    # as sam2's; and its default backbone misspells the timm architecture ("archirecture"), so resnet50 is built,
+    # whose channels are not backbone_channel_list's (repvit_m1's)
+    "edgetam_vision_model": ({"backbone_feature_sizes": [[16, 16], [8, 8], [4, 4]],
+                              "backbone_config": {"model_type": "timm_wrapper", "architecture": "repvit_m1",
+                                                  "num_classes": 2,
+                                                  "model_args": {"in_chans": 3, "features_only": True,
+                                                                 "out_indices": [0, 1, 2, 3]}}}, {}),
+    # the ViT backbone is a default the tiny build keeps (backbones may be timm's): full size (32 layers at 1008 px),
+    # too slow to run; the tiny sizes, and the FPN's positional sizes of its maps at 64 px (x4, x2, x1 of 4 patches)
+    "sam3_vision_model": ({"backbone_feature_sizes": [[16, 16], [8, 8], [4, 4]],
+                           "backbone_config": {"model_type": "sam3_vit_model", "hidden_size": HIDDEN,
+                                               "num_hidden_layers": LAYERS, "num_attention_heads": HEADS,
+                                               "intermediate_size": FFN, "image_size": 64,
+                                               "global_attn_indexes": [1]}}, {}),
+    # the frame encoder is timm's vit_pe_core_large_patch14_336, which checks the 336 px it was made for; timm's own
+    # arguments make it tiny and take 64 px
+    "pe_video_encoder": ({"vision_config.model_args": TINY_TIMM_VIT}, {}),
+    # the vision tower is a timm model a checkpoint's config names (perception encoder's ViT; the default, resnet50, has
+    # no embed_dim in model_args, which the projector reads); made tiny as pe-video's
+    "perception_lm": ({"vision_config.architecture": "vit_pe_core_large_patch14_336",
+                       "vision_config.model_args": TINY_TIMM_VIT}, {}),
+    # its hidden_size is the width of the backbone's features (vitdet's default, 768), which the backbone, kept at its
+    # default, decides
+    "vitmatte": ({"hidden_size": 768}, {}),
+    # the backbone checks the image against its default size (256 x 192): a tiny one at 64 px, its last layer out
+    "vitpose": ({"backbone_config": {"model_type": "vitpose_backbone", "out_indices": [LAYERS], "hidden_size": HIDDEN,
+                                     "num_hidden_layers": LAYERS, "num_attention_heads": HEADS,
+                                     "image_size": [64, 64]}}, {}),
+    # no default: a checkpoint's config maps the image placeholder and each VQ code to a token (code 12 is "IMGIMGBCZ",
+    # its digits as letters): 64 codes at ids 800.., the placeholder below them
+    "chameleon": ({"vq_config.num_embeddings": 64,
+                   "vocabulary_map": {"<image>": 799, **{"IMGIMG" + "".join(chr(ord("A") + int(d)) for d in str(i))
+                                                         + "Z": 800 + i for i in range(64)}}}, {}),
+    # the model scores the ids of "yes" and "no", which it reads from the config, else the full vocabulary's (10784,
+    # 3771), past the tiny one: two ids at its top
+    "shieldgemma2": ({"yes_token_index": VOCAB - 2, "no_token_index": VOCAB - 3}, {}),
     # the Fourier image preprocessor's 261 channels take one cross-attention head (default 8)
     "perceiver": ({"num_cross_attention_heads": 1}, {}),
     "nllb-moe": ({"num_experts": 2, "encoder_sparse_step": 2, "decoder_sparse_step": 2, "expert_capacity": 8}, {}),
@@ -156,6 +210,16 @@ CLASS_OVERRIDES: dict[str, tuple[dict, str]] = {
     "BeitForSemanticSegmentation": ({"num_hidden_layers": 4, "out_indices": [1, 2, 3, 4]},
                                     "its head takes four distinct layers' states (default 3, 5, 7, 11 of 12): four "
                                     "tiny layers"),
+    "Data2VecVisionForSemanticSegmentation": ({"num_hidden_layers": 4, "out_indices": [1, 2, 3, 4]},
+                                              "as BeitForSemanticSegmentation"),
+    "HieraForPreTraining": ({"decoder_hidden_size": HIDDEN, "decoder_depth": 1, "decoder_num_heads": 1},
+                            "no default: a checkpoint's config sizes the decoder that reconstructs the masked patches"),
+    "Blip2QFormerModel": ({"encoder_hidden_size": HIDDEN},
+                          "its cross-attention takes the vision tower's features (1408 wide by default), a width "
+                          "Blip2Config sets from its vision config; alone, the features are as wide as the rest"),
+    "FlavaForPreTraining": ({"return_loss": False},
+                            "it computes its pre-training losses by default (return_loss), which need the processor's "
+                            "codebook pixels; a forward for inference has none"),
     "T5ForSequenceClassification": ({"decoder_start_token_id": 0},
                                     "it makes its decoder inputs by shifting the input ids right from "
                                     "decoder_start_token_id, which T5Config does not define (a checkpoint's config "
@@ -164,4 +228,10 @@ CLASS_OVERRIDES: dict[str, tuple[dict, str]] = {
                             "its mask head groups the hidden size plus the head count (64 + 4) in groups of 8"),
     "Blip2ForImageTextRetrieval": ({"qformer_config.use_qformer_text_input": True},
                                    "its Q-Former embeds the text too (a checkpoint's config says so; the default does not)"),
+    "T5GemmaEncoderModel": ({"is_encoder_decoder": False},
+                            "it refuses an encoder-decoder config, which T5GemmaConfig is by default (a checkpoint's "
+                            "config for the encoder alone says it is not)"),
+    "T5Gemma2Encoder": ({"text_config.dropout_rate": 0.0},
+                        "its text encoder reads dropout_rate, which only the encoder-decoder config (T5Gemma2Config) "
+                        "sets on its encoder's text config"),
 }

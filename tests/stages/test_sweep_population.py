@@ -200,6 +200,10 @@ DERIVED = [
     ("ColQwen2ForRetrieval", "pixel_values", 3),  # each image's patches a row, of its model's patch size
     ("InstructBlipVideoForConditionalGeneration", "qformer_input_ids", 2),  # a shape documented without backticks
     ("GraniteDoclingModel", "pixel_attention_mask", 2),  # tiles a sample, each real tile marked
+    # an image as the flattened patches its base model documents, one an image placeholder (the head documents pixels)
+    ("NeoMMEForMaskedLM", "pixel_values", 2),
+    ("Blip2QFormerModel", "query_embeds", 3),  # documented "`torch.Tensor`  of shape": two spaces
+    ("Gemma4UnifiedModel", "image_position_ids", 3),  # patches already merged k x k: model_patch_size wide
 ]
 
 
@@ -323,6 +327,24 @@ def test_a_shape_documented_without_backticks_is_read():
     assert documented_shape(Model(), [], "qformer_input_ids", 2) == (True, (2, 16))
 
 
+def test_a_shape_documented_after_two_spaces_is_read():
+    """blip-2's Q-Former documents ``query_embeds (`torch.Tensor`  of shape ...)``, two spaces before "of"."""
+    from graphmend.sweep.hf_inputs import documented_shape
+
+    class Model:
+        def forward(self, query_embeds=None):
+            """
+            Args:
+                query_embeds (`torch.Tensor`  of shape `(batch_size, sequence_length, hidden_size)`):
+                    Queries.
+            """
+
+    class Config:
+        hidden_size = 64
+
+    assert documented_shape(Model(), [Config()], "query_embeds", 2) == (False, (2, 16, 64))
+
+
 def test_an_argument_the_raising_line_reads_is_named_missing():
     """``pixel_attention_mask.sum()`` on a mask left None: the line that raised names the argument."""
     import inspect
@@ -390,6 +412,18 @@ def test_typed_layers_without_a_window_get_one():
     assert cfg.text_config.sliding_window is None
     _fit_sliding_window(cfg)
     assert cfg.text_config.sliding_window == 8
+
+
+def test_a_heterogeneous_configs_window_is_read_as_stored():
+    """neo-mme's config keeps the window per layer and refuses to read it globally: the fit reads it as
+    stored, and the class builds."""
+    pytest.importorskip("transformers")
+    from transformers import NeoMMEConfig
+
+    from graphmend.sweep.hf_config import fitted_config, tiny_config_kwargs
+
+    cfg = fitted_config(NeoMMEConfig, tiny_config_kwargs(NeoMMEConfig))
+    assert cfg.per_layer_config[0].sliding_window is not None or cfg.per_layer_config[1].sliding_window is not None
 
 
 def test_a_tuple_default_the_model_concatenates_is_a_list():
