@@ -139,6 +139,10 @@ OVERRIDES: dict[str, tuple[dict, dict]] = {
     # config says so; the Q-Former's default, 1408, is blip-2's vision width)
     "granite_speech": ({"projector_config.encoder_hidden_size": HIDDEN}, {}),
     "granite_speech_plus": ({"projector_config.encoder_hidden_size": HIDDEN}, {}),
+    # the video frames' encoder is timm's full-size vit_pe_core_large_patch14_336 (336 px, 24 layers): timm builds
+    # it tiny from model_args, at the generic 64 px
+    "pe_video_encoder": ({"vision_config.model_args": {"img_size": 64, "depth": 2, "embed_dim": HIDDEN,
+                                                       "num_heads": HEADS}}, {}),
     # the audio encoder's output joins the text's embeddings: as wide as the text (a checkpoint's config says so; the
     # defaults, 3584 and 2048, are of different checkpoints)
     "qwen3_asr": ({"audio_config.output_dim": HIDDEN}, {}),
