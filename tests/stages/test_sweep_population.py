@@ -197,6 +197,7 @@ DERIVED = [
     ("KyutaiSpeechToTextModel", "input_ids", 3),  # the text's and each codebook's stream a position
     ("DiaModel", "decoder_input_ids", 3),  # (batch, seq, codebooks), the last of its documented shapes
     ("MusicgenMelodyForConditionalGeneration", "input_features", 3),  # a chromagram, 12 bins a frame
+    ("Qwen2_5OmniThinkerModel", "input_features", 3),  # its audio encoder's positions cover a window of frames
     ("NemotronH_Omni_Reasoning_V3", "image_grid_hw", 2),  # patches on a 2-D grid; a placeholder its model copied
 ]
 
