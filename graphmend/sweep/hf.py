@@ -37,7 +37,7 @@ from graphmend.core.worker import describe  # an exception in one line, as every
 from graphmend.sweep.building import NotBuilt
 # the tiny config, the fitting of a built one, and the inputs derived from it: in their own module
 from graphmend.sweep.hf_config import (B, POSITION_MASK, SEQ, _configs, _fit_placeholder, _grid, _placeholder_counts,
-                                       _token, _tuples_to_lists, class_inputs, config_kwargs, fitted_config,
+                                       _token, _tuples_to_lists, class_inputs, config_kwargs, fit_lacking, fitted_config,
                                        image_token_names, tiny_config_kwargs)
 # inputs a forward documents, and the layout variants tried when the derived inputs fail
 from graphmend.sweep.hf_inputs import VARIANTS, documented_inputs, documented_shape, named_missing, required
@@ -336,19 +336,7 @@ def _build_class(cls, cfg_cls, extra: dict, from_config: dict) -> tuple[Any, dic
     except Exception as exc:  # a strict config's validator error says why in its cause
         why = exc.__cause__ if type(exc).__name__.startswith("StrictDataclass") and exc.__cause__ else exc
         raise NotBuilt(f"config: {describe(why)}") from None
-    try:
-        model = _model(cls, cfg, from_config)
-    except TypeError as exc:
-        # a tuple default the model concatenates to a list (convnextv2's hidden_sizes): a config
-        # read from a checkpoint's JSON holds lists, so the model runs on lists
-        if "(not \"tuple\")" not in str(exc) or not _tuples_to_lists(cfg):
-            raise NotBuilt(f"model: {describe(exc)}") from None
-        try:
-            model = _model(cls, cfg, from_config)
-        except Exception:  # the lists did not help: the first failure is the reason
-            raise NotBuilt(f"model: {describe(exc)}") from None
-    except Exception as exc:
-        raise NotBuilt(f"model: {describe(exc)}") from None
+    model = _fitted_model(cls, cfg, from_config)
     try:
         accepted = inspect.signature(model.forward).parameters
     except (TypeError, ValueError):
@@ -357,8 +345,14 @@ def _build_class(cls, cfg_cls, extra: dict, from_config: dict) -> tuple[Any, dic
         else []
     if "input_ids" in accepted and ("input_features" in accepted or "input_values" in accepted):
         filled += _fit_placeholder(cfg, ("audio_token_id", "audio_token_index"))
+    # a model that copied the unset placeholder when it was built (nemotron-omni's image_token_id) takes it too
+    for holder, attr in list(filled):
+        for m in model.modules():
+            if attr in vars(m) and vars(m)[attr] is None:
+                setattr(m, attr, getattr(holder, attr))
+                filled.append((m, attr))
     try:
-        return model, _run(model, cfg, accepted)
+        return model, _fitted_run(model, cfg, accepted)
     except Exception as exc:
         if not filled:
             raise NotBuilt(f"eager forward: {describe(exc)}") from None
@@ -366,9 +360,39 @@ def _build_class(cls, cfg_cls, extra: dict, from_config: dict) -> tuple[Any, dic
     for holder, attr in filled:  # the placeholder the config left unset, unset again: text alone
         setattr(holder, attr, None)
     try:
-        return model, _run(model, cfg, accepted)
+        return model, _fitted_run(model, cfg, accepted)
     except Exception:  # on its text alone too: the failure with the placeholder filled is the reason
         raise NotBuilt(f"eager forward: {describe(first)}") from None
+
+
+FITS = 4  # attributes a model may read that its config lacks (``fit_lacking``), one a retry
+
+
+def _fitted_model(cls, cfg, from_config: dict):
+    """``_model``, again after each failure a fit of the config answers: a tuple default the model
+    concatenates to a list (convnextv2's hidden_sizes; a config read from a checkpoint's JSON holds
+    lists), an attribute the model reads that the config lacks (``fit_lacking``). NotBuilt with the
+    first failure's reason when no fit helps."""
+    first: Optional[Exception] = None
+    for _ in range(FITS + 1):
+        try:
+            return _model(cls, cfg, from_config)
+        except Exception as exc:
+            first = first or exc
+            if not (("(not \"tuple\")" in str(exc) and _tuples_to_lists(cfg)) or fit_lacking(exc, cfg)):
+                break
+    raise NotBuilt(f"model: {describe(first)}") from None
+
+
+def _fitted_run(model, cfg, accepted) -> dict:
+    """``_run``, again after each failure that names an attribute the config lacks (``fit_lacking``)."""
+    for _ in range(FITS):
+        try:
+            return _run(model, cfg, accepted)
+        except AttributeError as exc:
+            if not fit_lacking(exc, cfg):
+                raise
+    return _run(model, cfg, accepted)
 
 
 def _run(model, cfg, accepted) -> dict:
@@ -380,7 +404,7 @@ def _run(model, cfg, accepted) -> dict:
             _token(cfg, *image_token_names(cfg)) or POSITION_MASK in accepted):
         image_tokens = (getattr(cfg, "image_seq_length", None) or getattr(cfg, "mm_tokens_per_image", None)
                         or getattr(cfg, "num_query_tokens", None) or getattr(cfg, "latent_query_num", None) or 1)
-    if "image_grid_thw" in accepted and "input_ids" in accepted:
+    if ("image_grid_thw" in accepted or "image_grid_hw" in accepted) and "input_ids" in accepted:
         image_tokens = _grid(cfg)[1]
     audio_tokens = 1
     first: Optional[Exception] = None
@@ -391,11 +415,15 @@ def _run(model, cfg, accepted) -> dict:
         accepted = {**accepted, alias[1]: accepted[alias[0]]}
     for _ in range(4):
         inputs = class_inputs(model, cfg, accepted, image_tokens, audio_tokens)
-        rows = documented_shape(model, configs, "input_ids", B) if "input_ids" in inputs else None
-        if rows and rows[1][0] != B and rows[1][0] % B == 0:  # musicgen: a row a codebook, (batch x codebooks, seq)
-            inputs["input_ids"] = inputs["input_ids"].repeat_interleave(rows[1][0] // B, 0)
+        for key in ("input_ids", "decoder_input_ids"):
+            rows = documented_shape(model, configs, key, B) if key in inputs else None
+            if rows and rows[1][0] != B and rows[1][0] % B == 0:  # musicgen: a row a codebook, (batch x codebooks, seq)
+                inputs[key] = inputs[key].repeat_interleave(rows[1][0] // B, 0)
+            # a decoder of audio codes (dia): (batch, seq, codebooks); not the text (splinter documents choices)
+            elif rows and key == "decoder_input_ids" and len(rows[1]) == 3 and rows[1][0] == B and inputs[key].dim() == 2:
+                inputs[key] = inputs[key].unsqueeze(-1).repeat(1, 1, rows[1][2])
         # what the forward requires and the modality does not say (a decoder's latents): as documented
-        inputs.update(documented_inputs(model, configs, required(accepted, inputs), B))
+        inputs.update(documented_inputs(model, configs, required(accepted, inputs), B, inputs))
         errors: list[Exception] = []
         # the inputs as derived, then each layout variant the modality is known in
         candidates = ([inputs] + _variants(inputs, accepted) + _as_hidden_states(inputs, cfg, accepted)
@@ -413,11 +441,13 @@ def _run(model, cfg, accepted) -> dict:
                 errors.append(exc)
                 named = {}
                 if any(variant is g for g in grown) and len(grown) < 4:
-                    named = documented_inputs(model, configs, named_missing(exc, accepted, variant), B)
+                    named = documented_inputs(model, configs, named_missing(exc, accepted, variant), B, variant)
                 if named:  # an argument the failure names (`visual_feats` cannot be None), as documented, next
                     grown.append({**variant, **named})
                     candidates.insert(i + 1, grown[-1])
-                longer = (_frames_per_token(exc, variant) or _padded_to_multiple(exc, variant)) if i == 0 else None
+                longer = (_frames_per_token(exc, variant) or _streams_per_token(exc, variant)
+                          or _padded_to_multiple(exc, variant)) if i == 0 else None
+                longer = longer or _stacked_frames(exc, variant)
                 if longer is not None:
                     candidates.insert(i + 1, longer)
         first = first or errors[0]
@@ -556,6 +586,41 @@ def _frames_per_token(exc: Exception, x: dict) -> Optional[dict]:
         if key in x:
             out[key] = x[key].repeat(1, a // b)
     return out
+
+
+_MATMUL = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)")
+
+
+def _stacked_frames(exc: Exception, x: dict) -> Optional[dict]:
+    """An encoder whose input layer takes k frames stacked (granite-speech 5: 4 x its mel bins, which
+    its feature extractor stacks): where a failure says the time-major features' width (a) met a
+    layer k x a wide, the features k frames a row, (batch, frames / k, k x a), their masks a row each."""
+    m = _MATMUL.search(str(exc))
+    f = x.get("input_features")
+    if m is None or f is None or f.dim() != 3 or int(m.group(2)) != f.shape[-1]:
+        return None
+    width, frames = int(m.group(3)), f.shape[1]
+    k = width // f.shape[-1]
+    if k < 2 or width % f.shape[-1] or frames % k or int(m.group(1)) != f.shape[0] * frames:
+        return None
+    out = {**x, "input_features": f.reshape(f.shape[0], frames // k, width)}
+    for key in ("input_features_mask", "feature_attention_mask", "attention_mask"):
+        mask = x.get(key)
+        if mask is not None and mask.dim() == 2 and mask.shape[1] == frames:
+            out[key] = mask[:, ::k].contiguous()
+    return out
+
+
+def _streams_per_token(exc: Exception, x: dict) -> Optional[dict]:
+    """A model of parallel token streams (kyutai's speech-to-text: the text and each audio codebook) takes
+    ids (batch, seq, streams) and offsets each stream into its own table: where a failure says the tokens
+    (a) met b offsets, the ids b a position."""
+    m = _PER_TOKEN.search(str(exc))
+    ids = x.get("input_ids")
+    if m is None or ids is None or ids.dim() != 2 or int(m.group(1)) != ids.shape[1] or int(m.group(2)) < 2 \
+            or "input_features" in x:
+        return None
+    return {**x, "input_ids": ids.unsqueeze(-1).repeat(1, 1, int(m.group(2)))}
 
 
 _MULTIPLE = re.compile(r"`(\w+)` length (\d+) is not a multiple of (\d+)")

@@ -54,6 +54,11 @@ def config_kwargs(cls, extra: dict) -> dict:
     except (TypeError, ValueError):
         params = set()
     kw = {name: value for value, names in GENERIC for name in names if name in params}
+    # a field the config says is its hidden size (granite-speech's encoder: hidden_size -> hidden_dim) is a
+    # width, whatever another config means by its name (an FFN's hidden_dim)
+    target = (getattr(cls, "attribute_map", None) or {}).get("hidden_size")
+    if target in kw:
+        kw[target] = HIDDEN
     kw.update({k: v for k, v in MOE.items() if k in params and k not in extra})
     kw.update({k: v for k, v in extra.items() if "." not in k})  # "sub.name": a sub-config's (tiny_config_kwargs)
     return kw
@@ -118,6 +123,7 @@ def tiny_config_kwargs(cfg_cls, extra: Optional[dict] = None) -> dict:
                 and all(isinstance(d, int) for d in default):
             kw[name] = [value] * depth.get(len(default), len(default))
     _fit_per_layer(kw, defaults, params, depth)
+    _fit_context(kw, defaults)
     levels = [(kw, defaults, params)]
     for key, spec in (getattr(cfg_cls, "sub_configs_defaults", None) or {}).items():
         if key in extra or key == "backbone_config":  # backbones may be timm's; the default is kept
@@ -215,6 +221,25 @@ def _fit_per_layer(kw: dict, defaults: dict, params: set, cut: dict) -> None:
         elif all(isinstance(d, int) and not isinstance(d, bool) for d in default) \
                 and not re.search(r"layer|ind|ids?$", name):
             kw[name] = list(default[:cut[len(default)]])
+
+
+PATCH_LENGTHS = ("patch_length", "patch_len", "input_patch_len")
+
+
+def _fit_context(kw: dict, defaults: dict) -> None:
+    """A time-series context the model cuts into patches (timesfm: 32 steps, a context of 512) is
+    whole patches: a tiny context that is not (16) becomes two patches. And an audio encoder's
+    positions cover a window."""
+    patch = next((v for v in (kw.get(n, defaults.get(n)) for n in PATCH_LENGTHS)
+                  if isinstance(v, int) and v > 0), None)
+    ctx = kw.get("context_length")
+    if patch and isinstance(ctx, int) and ctx % patch:
+        kw["context_length"] = 2 * patch
+    # an audio encoder of windows (qwen-omni: 2 x n_window frames, halved by its convolutions) embeds the
+    # positions of a window: as many as n_window
+    window = kw.get("n_window", defaults.get("n_window"))
+    if isinstance(window, int) and isinstance(kw.get("max_source_positions"), int) and kw["max_source_positions"] < window:
+        kw["max_source_positions"] = window
 
 
 def _depth_cut(kw: dict, defaults: dict) -> dict:
@@ -405,6 +430,43 @@ def _fit_placeholder(cfg, attrs: tuple = ("image_token_id", "image_token_index")
     return []
 
 
+_LACKS = re.compile(r"'(\w+)' object has no attribute '(\w+)'")
+
+
+def fit_lacking(exc: BaseException, cfg) -> bool:
+    """A model that reads an attribute its config class does not define (a checkpoint's config
+    carries it: moonshine-streaming's num_key_value_heads, nemotron-omni's audio
+    projection_hidden_size) gets it: another config's value of that name, else the tiny size of a
+    name the generic tables know (key/value heads as many as the heads), a free id for a token, the
+    config's width for a width, a bias for a layer's bias flag. Whether it was set."""
+    m = _LACKS.search(str(exc)) if isinstance(exc, AttributeError) else None
+    holder = next((c for c in _configs(cfg) if m and type(c).__name__ == m.group(1)), None)
+    if holder is None or m.group(2).startswith("_"):
+        return False
+    name = m.group(2)
+    known = dict(MOE, **{n: v for v, names in GENERIC + GENERIC_MORE for n in names})
+    value = next((vars(c)[name] for c in _configs(cfg) if name in vars(c)), None)
+    if value is None and name == "num_key_value_heads":
+        value = getattr(holder, "num_attention_heads", None)
+    if value is None:
+        value = known.get(name)
+    if value is None and _is_token_attr(name):
+        vocab = getattr(holder, "vocab_size", None) or getattr(_sub(cfg, "text_config"), "vocab_size", None) or VOCAB
+        taken = _special_ids(cfg)
+        value = next((i for i in range(vocab - 1, 0, -1) if i not in taken), None)
+    if value is None and WIDTH.search(name):
+        value = getattr(holder, "hidden_size", None) or HIDDEN
+    if value is None and name.endswith("_bias"):
+        value = True  # whether a layer has a bias: a linear layer's default
+    if value is None:
+        return False
+    try:
+        setattr(holder, name, value)
+    except Exception:  # a read-only property derives it
+        return False
+    return True
+
+
 def _fit_pad(cfg) -> None:
     """A config with no pad token (llama, falcon) cannot pool a padded batch of 2 for sequence
     classification: id 0, which random ids avoid (``class_inputs``), pads."""
@@ -517,6 +579,10 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0, audio_tokens: int 
         grid, _, patch = _grid(cfg)
         x["image_grid_thw"] = torch.tensor([grid] * B)
         x["pixel_values"] = torch.randn(B * grid[0] * grid[1] * grid[2], patch)
+    elif "image_grid_hw" in accepted and "pixel_values" in accepted:  # nemotron-omni: patches on a 2-D grid
+        grid, _, patch = _grid(cfg)
+        x["image_grid_hw"] = torch.tensor([grid[1:]] * B)
+        x["pixel_values"] = torch.randn(B * grid[1] * grid[2], patch)
     elif "grid_thw" in accepted and ("hidden_states" in accepted or "pixel_values" in accepted):
         grid, _, patch = _grid(cfg)  # a qwen-vl-like vision tower alone: patches, under either name
         x["grid_thw"] = torch.tensor([grid] * B)
@@ -613,10 +679,11 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0, audio_tokens: int 
                 frames = 2 * window
             x["input_features"] = torch.randn(B, mel, frames)
         else:
-            # w2v-bert, seamless: stacked frames, the projection's input size is feature_size x stride
+            # w2v-bert, seamless: stacked frames, the projection's input size is feature_size x stride; musicgen
+            # melody: a chromagram, its chroma bins a frame
             feat = (getattr(audio, "feature_projection_input_dim", 0)
                     or getattr(audio, "input_feat_per_channel", 0) * getattr(audio, "input_channels", 1)
-                    or getattr(audio, "feature_size", None) or 80)
+                    or getattr(audio, "feature_size", None) or getattr(audio, "num_chroma", None) or 80)
             x["input_features"] = torch.randn(B, 64, feat)
     for key in ("feature_attention_mask", "input_features_mask"):  # audio LMs and encoders count the frames
         if key not in accepted or "input_features" not in x:
@@ -651,6 +718,8 @@ def class_inputs(model, cfg, accepted, image_tokens: int = 0, audio_tokens: int 
                 ctx = patch * 2
             doc = documented(model, "past_values")
             univariate = doc is not None and len([d for d in doc[1].split(",") if d.strip()]) == 2
+            # a sequence of 1-D series (timesfm 2.5's `Sequence[torch.Tensor]`): a (batch, context) tensor's rows
+            univariate = univariate or "Sequence" in str(getattr(accepted["past_values"], "annotation", ""))
             x["past_values"] = torch.randn(B, ctx) if univariate else torch.randn(B, ctx, ch)
     if "bbox" in accepted and "input_ids" in x:  # layout models: boxes x0 <= x1, y0 <= y1 in 0..1000
         lo = torch.randint(0, 500, (B, x["input_ids"].shape[1], 2))

@@ -36,11 +36,12 @@ def documented(model, name: str) -> Optional[tuple[str, str]]:
 
 class _Sizes(dict):
     """Names in a documented shape: the batch, the config's (first of it and its sub-configs that
-    has the name), else ``LENGTH``."""
+    has the name), else the size an input given has under that name (``known``), else ``LENGTH``."""
 
-    def __init__(self, configs: list, batch: int):
+    def __init__(self, configs: list, batch: int, known: Optional[dict] = None):
         super().__init__(batch_size=batch, len=len, config=configs[0] if configs else None)
         self.configs = configs
+        self.known = known or {}
 
     def __missing__(self, key: str) -> Any:
         for name in (key,) + ALIASES.get(key, ()):
@@ -48,23 +49,45 @@ class _Sizes(dict):
                 v = getattr(c, name, None)
                 if isinstance(v, int) and not isinstance(v, bool) and v > 0:
                     return v
-        return LENGTH
+        return self.known.get(key, LENGTH)
+
+
+def known_sizes(model, have: dict) -> dict:
+    """The lengths the inputs given fix, by the names their documented shapes give them: timesfm's
+    ``past_values_padding`` is `(batch_size, sequence_length)` as long as ``past_values``, whose
+    documented shape names the same length. A dimension documented as a plain name binds it."""
+    out: dict = {}
+    for name, value in have.items():
+        doc = documented(model, name)
+        dims = [d.strip() for d in doc[1].split(",")] if doc else []
+        if dims and not dims[-1]:
+            dims.pop()
+        if len(dims) != getattr(value, "ndim", -1):
+            continue
+        for dim, size in zip(dims, value.shape):
+            if re.fullmatch(r"[A-Za-z_]\w*", dim) and dim != "batch_size":
+                out.setdefault(dim, int(size))
+    return out
 
 
 # a documented dimension's other names in configs
 ALIASES = {"dim": ("hidden_size",), "embed_dim": ("hidden_size",), "hidden_dim": ("hidden_size",),
-           "d_model": ("hidden_size",), "num_channels": ("in_channels",)}
+           "d_model": ("hidden_size",), "num_channels": ("in_channels",),
+           "num_codebooks": ("num_channels",)}  # dia's decoder: a channel a codebook
 
 
-def documented_shape(model, cfg_list: list, name: str, batch: int) -> Optional[tuple[bool, tuple[int, ...]]]:
+def documented_shape(model, cfg_list: list, name: str, batch: int,
+                     known: Optional[dict] = None) -> Optional[tuple[bool, tuple[int, ...]]]:
     """(integer tensor?, shape) of argument ``name`` from the forward's docstring; None when the
-    docstring gives no shape or a dimension that is no positive size."""
+    docstring gives no shape or a dimension that is no positive size. ``known``: ``known_sizes``."""
     doc = documented(model, name)
     if doc is None or not doc[1].strip():
         return None
     kind, text = doc
+    # shapes documented as alternatives: the last (dia's, as its first is reshaped to, (batch, seq, codebooks))
+    text = re.split(r"\)\s+or\s+\(", text)[-1]
     dims = []
-    sizes = _Sizes(cfg_list, batch)
+    sizes = _Sizes(cfg_list, batch, known)
     parts = [part.strip() for part in text.split(",")]
     if len(parts) > 1 and not parts[-1]:  # a one-dimensional shape written as a tuple: `(batch_size,)`
         parts.pop()
@@ -81,14 +104,16 @@ def documented_shape(model, cfg_list: list, name: str, batch: int) -> Optional[t
     return kind.startswith(("Long", "Int", "Bool")), tuple(dims)
 
 
-def documented_inputs(model, cfg_list: list, names, batch: int) -> dict:
+def documented_inputs(model, cfg_list: list, names, batch: int, have: Optional[dict] = None) -> dict:
     """A tensor for each of ``names`` whose shape the forward documents: random values, or ones
-    for an integer tensor (a mask that keeps all, an id that every table has)."""
+    for an integer tensor (a mask that keeps all, an id that every table has); a length the
+    inputs ``have`` already fix (``known_sizes``) is theirs."""
     import torch
 
     out = {}
+    known = known_sizes(model, have or {})
     for name in names:
-        got = documented_shape(model, cfg_list, name, batch)
+        got = documented_shape(model, cfg_list, name, batch, known)
         if got is None:
             continue
         integer, shape = got

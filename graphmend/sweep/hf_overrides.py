@@ -200,6 +200,13 @@ OVERRIDES: dict[str, tuple[dict, dict]] = {
     # text layers of the 4 spatial groups (default 12..21 of 2); a 2 x 2 window of patches to 1 x 1 query
     "granite4_vision": ({"downsample_rate": "1/2", "deepstack_layer_map": [[-2, 0], [-1, 1]],
                          "spatial_target_layers": [0, 1, 0, 1]}, {}),
+    # the Q-Former projector cross-attends to the speech encoder's states, as wide as its hidden size (a checkpoint's
+    # config says so; the Q-Former's default, 1408, is blip-2's vision width)
+    "granite_speech": ({"projector_config.encoder_hidden_size": HIDDEN}, {}),
+    "granite_speech_plus": ({"projector_config.encoder_hidden_size": HIDDEN}, {}),
+    # the audio encoder's output joins the text's embeddings: as wide as the text (a checkpoint's config says so; the
+    # defaults, 3584 and 2048, are of different checkpoints)
+    "qwen3_asr": ({"audio_config.output_dim": HIDDEN}, {}),
 }
 
 

@@ -204,6 +204,14 @@ DERIVED = [
     ("NeoMMEForMaskedLM", "pixel_values", 2),
     ("Blip2QFormerModel", "query_embeds", 3),  # documented "`torch.Tensor`  of shape": two spaces
     ("Gemma4UnifiedModel", "image_position_ids", 3),  # patches already merged k x k: model_patch_size wide
+    ("TimesFmModel", "past_values_padding", 2),  # as long as past_values, whose documented length it shares
+    ("TimesFm2_5ModelForPrediction", "past_values", 2),  # a sequence of 1-D series, whole patches of context
+    ("GraniteSpeech5Encoder", "input_features", 3),  # frames stacked 4 a row, as its input layer takes them
+    ("KyutaiSpeechToTextModel", "input_ids", 3),  # the text's and each codebook's stream a position
+    ("DiaModel", "decoder_input_ids", 3),  # (batch, seq, codebooks), the last of its documented shapes
+    ("MusicgenMelodyForConditionalGeneration", "input_features", 3),  # a chromagram, 12 bins a frame
+    ("Qwen2_5OmniThinkerModel", "input_features", 3),  # its audio encoder's positions cover a window of frames
+    ("NemotronH_Omni_Reasoning_V3", "image_grid_hw", 2),  # patches on a 2-D grid; a placeholder its model copied
 ]
 
 
@@ -549,3 +557,37 @@ def test_golden_comparison_amends_an_earlier_sample_and_refuses_an_overlap():
     assert meta == {"sample": "every 2nd; and every 2nd from the 1st", "wall_s": 15}
     with pytest.raises(ValueError, match="also has A"):
         gc.amend(first, {}, earlier)
+
+
+def test_a_width_the_config_maps_hidden_size_to_is_the_tiny_width():
+    """granite-speech's encoder keeps its width as hidden_dim (hidden_size maps to it), which other
+    configs use for an FFN: it gets the hidden size, not the FFN's."""
+    pytest.importorskip("transformers")
+    from transformers import GraniteSpeechEncoderConfig
+
+    from graphmend.sweep.hf_config import config_kwargs
+    from graphmend.sweep.hf_overrides import HIDDEN
+
+    assert config_kwargs(GraniteSpeechEncoderConfig, {})["hidden_dim"] == HIDDEN
+
+
+def test_an_attribute_the_model_reads_and_the_config_lacks_is_fitted():
+    """A model reading what only a checkpoint's config carries gets the tiny value: another config's
+    of the name (the encoder's key/value heads), a width its width, a token a free id; a name it
+    cannot size is left to fail."""
+    pytest.importorskip("transformers")
+    from transformers import MoonshineStreamingConfig
+
+    from graphmend.sweep.hf_config import fit_lacking, fitted_config, tiny_config_kwargs
+
+    cfg = fitted_config(MoonshineStreamingConfig, {**tiny_config_kwargs(MoonshineStreamingConfig), "vocab_size": 100})
+
+    def lacks(name):
+        return AttributeError(f"'MoonshineStreamingConfig' object has no attribute '{name}'")
+
+    assert fit_lacking(lacks("num_key_value_heads"), cfg)
+    assert cfg.num_key_value_heads == cfg.encoder_config.num_key_value_heads == 2
+    assert fit_lacking(lacks("projection_hidden_size"), cfg) and cfg.projection_hidden_size == 64
+    assert fit_lacking(lacks("vision_start_token_id"), cfg) and 0 < cfg.vision_start_token_id < 100
+    assert not fit_lacking(lacks("some_mode"), cfg)
+    assert not fit_lacking(AttributeError("'OtherConfig' object has no attribute 'head_dim'"), cfg)
