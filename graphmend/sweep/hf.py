@@ -35,10 +35,10 @@ from typing import Any, Optional
 
 from graphmend.core.worker import describe  # an exception in one line, as every worker says it
 from graphmend.sweep.building import NotBuilt
-# the tiny config, the fitting of a built one, and the inputs derived from it: in their own module
-from graphmend.sweep.hf_config import (B, POSITION_MASK, SEQ, _configs, _fit_placeholder, _grid, _placeholder_counts,
-                                       _token, _tuples_to_lists, class_inputs, config_kwargs, fit_lacking, fitted_config,
-                                       image_token_names, tiny_config_kwargs)
+# the batch a class runs on, the tiny config and the fitting of a built one: in their own modules
+from graphmend.sweep.hf_batch import B, POSITION_MASK, SEQ, _grid, _placeholder_counts, class_inputs
+from graphmend.sweep.hf_config import (_configs, _fit_placeholder, _token, _tuples_to_lists, config_kwargs, fit_lacking,
+                                       fitted_config, image_token_names, tiny_config_kwargs)
 # inputs a forward documents, and the layout variants tried when the derived inputs fail
 from graphmend.sweep.hf_inputs import VARIANTS, documented_inputs, documented_shape, named_missing, required
 # the tiny sizes and the per-architecture overrides (OVERRIDES, CLASS_OVERRIDES): tables, in their own module
@@ -427,8 +427,8 @@ def _run(model, cfg, accepted) -> dict:
         errors: list[Exception] = []
         # the inputs as derived, then each layout variant the modality is known in
         candidates = ([inputs] + _variants(inputs, accepted) + _as_hidden_states(inputs, cfg, accepted)
-                      + _merged_patches(inputs, model, configs) + _patch_rows(inputs, cfg)
-                      + _documented_patches(model, cfg, configs, inputs))
+                      + _merged_patches(inputs, model, configs) + _documented_patches(model, cfg, configs, inputs)
+                      + _patch_rows(inputs, cfg))
         grown = [inputs]  # the derived inputs and those grown from them by what failures named
         for i, variant in enumerate(candidates):
             try:

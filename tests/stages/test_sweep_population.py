@@ -162,7 +162,8 @@ def test_placeholder_counts_read_vectors_or_elements():
     pytest.importorskip("transformers")
     from transformers import Mistral3Config
 
-    from graphmend.sweep.hf_config import _placeholder_counts, tiny_config_kwargs
+    from graphmend.sweep.hf_batch import _placeholder_counts
+    from graphmend.sweep.hf_config import tiny_config_kwargs
 
     cfg = Mistral3Config(**tiny_config_kwargs(Mistral3Config))
     assert _placeholder_counts(512, cfg) == [256, 4]
