@@ -562,7 +562,7 @@ def _documented_patches(model, cfg, configs: list, x: dict) -> list[dict]:
     doc = next((d for d in docs if d is not None and len(d[1]) == 2), None)
     if doc is None:
         return []
-    img = _token(cfg, "image_token_id", "image_token_index")
+    img = _token(cfg, *image_token_names(cfg))
     patches = int((ids == img).sum()) if ids is not None and isinstance(img, int) else 0
     return [{**x, "pixel_values": torch.randn(patches or doc[1][0], doc[1][1])}]
 
