@@ -123,6 +123,7 @@ def tiny_config_kwargs(cfg_cls, extra: Optional[dict] = None) -> dict:
             kw[name] = [value] * depth.get(len(default), len(default))
     _fit_per_layer(kw, defaults, params, depth)
     _fit_context(kw, defaults)
+    _fit_audio_window(kw, defaults)
     levels = [(kw, defaults, params)]
     for key, spec in (getattr(cfg_cls, "sub_configs_defaults", None) or {}).items():
         if key in extra or key == "backbone_config":  # backbones may be timm's; the default is kept
@@ -227,15 +228,17 @@ PATCH_LENGTHS = ("patch_length", "patch_len", "input_patch_len")
 
 def _fit_context(kw: dict, defaults: dict) -> None:
     """A time-series context the model cuts into patches (timesfm: 32 steps, a context of 512) is
-    whole patches: a tiny context that is not (16) becomes two patches. And an audio encoder's
-    positions cover a window."""
+    whole patches: a tiny context that is not (16) becomes two patches."""
     patch = next((v for v in (kw.get(n, defaults.get(n)) for n in PATCH_LENGTHS)
                   if isinstance(v, int) and v > 0), None)
     ctx = kw.get("context_length")
     if patch and isinstance(ctx, int) and ctx % patch:
         kw["context_length"] = 2 * patch
-    # an audio encoder of windows (qwen-omni: 2 x n_window frames, halved by its convolutions) embeds the
-    # positions of a window: as many as n_window
+
+
+def _fit_audio_window(kw: dict, defaults: dict) -> None:
+    """An audio encoder of windows (qwen-omni: 2 x n_window frames, halved by its convolutions) embeds
+    the positions of a window: as many as n_window, whatever the tiny positions."""
     window = kw.get("n_window", defaults.get("n_window"))
     if isinstance(window, int) and isinstance(kw.get("max_source_positions"), int) and kw["max_source_positions"] < window:
         kw["max_source_positions"] = window

@@ -109,7 +109,9 @@ def edge_inputs(args: tuple, kwargs: dict, seed: int, window) -> Iterator[tuple[
 
 def relaid(name: str, args: tuple, kwargs: dict, seed: int = 0) -> Optional[tuple[tuple, dict]]:
     """Variant ``name`` of an edge input with every tensor's strides kept (a ``channels_last``
-    map or a strided view stays one), or None where no floating tensor has an element."""
+    map or a strided view stays one), or None where no tensor it varies has an element.
+    ``negated`` also inverts a boolean tensor: a condition on a mask (``mask.any()``) then
+    takes its other arm in the edge's layout, as a condition on values does."""
     import torch
 
     gen = _generator(name, seed)
@@ -117,13 +119,14 @@ def relaid(name: str, args: tuple, kwargs: dict, seed: int = 0) -> Optional[tupl
 
     def f(t):
         nonlocal changed
-        if not t.dtype.is_floating_point or not t.numel():
+        inverted = name == "negated" and t.dtype == torch.bool
+        if not (t.dtype.is_floating_point or inverted) or not t.numel():
             return t
         changed = True
         with torch.no_grad():
             out = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
-            out.copy_(_varied(name, t, gen))
-        return out.requires_grad_(t.requires_grad)
+            out.copy_(~t if inverted else _varied(name, t, gen))
+        return out.requires_grad_(t.requires_grad) if not inverted else out
 
     a, k = map_tensors(args, f), map_tensors(kwargs, f)
     return (a, k) if changed else None

@@ -94,7 +94,7 @@ def test_a_finding_and_its_breaks_are_one_issue_with_their_fan_out():
         by_line.setdefault(issue.line, []).append(issue)
     (p,) = by_line[20]  # one print, hit per layer in two targets and seen once from a skipped caller
     assert (p.rule, p.status, p.fan_out, p.targets, p.findings) == ("GM201", "confirmed", 15, ["a.py::t", "b.py::t"], [0])
-    assert p.reason == "GM201 reason" and p.breaks == [[0, 0], [0, 1], [1, 0]] and p.fix == "safe"
+    assert p.said.reason == "GM201 reason" and p.breaks == [[0, 0], [0, 1], [1, 0]] and p.fix == "safe"
     (cond,) = by_line[30]  # `if x.item() > 0`: two patterns of one cause, no run hit it
     assert (cond.rule, cond.also, cond.status, cond.fan_out) == ("GM101", ["GM301"], "potential", 0)
     log, read = sorted(by_line[40], key=lambda i: i.rule)  # a log call and a host read: two causes on one line
