@@ -589,11 +589,11 @@ class Report:
         return cls.from_dict(json.loads(text))
 
 
-_SAID = tuple(f for f in Said.__dataclass_fields__)
+_SAID = tuple(Said.__dataclass_fields__)  # the fields a 1.x issue held flat
 
 
 def _from_schema_1(data: dict[str, Any]) -> dict[str, Any]:
-    """A 1.x report in 2.0's form (and so of 2.0): an issue's evidence was flat on the issue then."""
+    """A 1.x report as 2.0 has it, stamped 2.0: a 1.x issue held its evidence's fields flat."""
     issues = [{**{k: v for k, v in i.items() if k not in _SAID}, "said": {k: i[k] for k in _SAID if k in i}}
               if isinstance(i, dict) and "said" not in i else i for i in data.get("issues") or []]
     return {**data, "schema_version": SCHEMA_VERSION, "issues": issues}
