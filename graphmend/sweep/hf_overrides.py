@@ -12,6 +12,10 @@ VOCAB, HIDDEN, HEADS, FFN, LAYERS = 1000, 64, 4, 128, 2
 
 # timm's arguments that make one of its ViTs tiny, at 64 px
 TINY_TIMM_VIT = {"img_size": 64, "depth": LAYERS, "embed_dim": HIDDEN, "num_heads": HEADS}
+# a SAM-style FPN's positional sizes, its backbone's feature maps (256, 128, 64 at 1024 px): at 64 px
+SAM_FEATURE_SIZES = [[16, 16], [8, 8], [4, 4]]
+# the four tiny layers whose states beit's segmentation head takes (its classes' reasons say why)
+BEIT_SEGMENTATION = {"num_hidden_layers": 4, "out_indices": [1, 2, 3, 4]}
 
 # model_type -> (extra config kwargs, options). options: seq, pad_from, extra (an input
 # builder's name). What the generic build gets wrong for these architectures.
@@ -152,19 +156,19 @@ OVERRIDES: dict[str, tuple[dict, dict]] = {
     # no default: a checkpoint's config gives the scales the projector resamples the backbone's features to
     "lw_detr": ({"projector_scale_factors": [1.0]}, {}),
     # the FPN's positional sizes are the backbone's feature maps at 1024 px (256, 128, 64): at 64 px, 16, 8 and 4
-    "sam2_vision_model": ({"backbone_feature_sizes": [[16, 16], [8, 8], [4, 4]]}, {}),
+    "sam2_vision_model": ({"backbone_feature_sizes": SAM_FEATURE_SIZES}, {}),
     # its first stage's width is embed_dim_per_stage[0] (96), which hidden_size only restates
     "sam2_hiera_det_model": ({"hidden_size": 96}, {}),
     # as sam2's; and its default backbone misspells the timm architecture ("archirecture"), so resnet50 is built,
     # whose channels are not backbone_channel_list's (repvit_m1's)
-    "edgetam_vision_model": ({"backbone_feature_sizes": [[16, 16], [8, 8], [4, 4]],
+    "edgetam_vision_model": ({"backbone_feature_sizes": SAM_FEATURE_SIZES,
                               "backbone_config": {"model_type": "timm_wrapper", "architecture": "repvit_m1",
                                                   "num_classes": 2,
                                                   "model_args": {"in_chans": 3, "features_only": True,
                                                                  "out_indices": [0, 1, 2, 3]}}}, {}),
     # the ViT backbone is a default the tiny build keeps (backbones may be timm's): full size (32 layers at 1008 px),
     # too slow to run; the tiny sizes, and the FPN's positional sizes of its maps at 64 px (x4, x2, x1 of 4 patches)
-    "sam3_vision_model": ({"backbone_feature_sizes": [[16, 16], [8, 8], [4, 4]],
+    "sam3_vision_model": ({"backbone_feature_sizes": SAM_FEATURE_SIZES,
                            "backbone_config": {"model_type": "sam3_vit_model", "hidden_size": HIDDEN,
                                                "num_hidden_layers": LAYERS, "num_attention_heads": HEADS,
                                                "intermediate_size": FFN, "image_size": 64,
@@ -214,11 +218,10 @@ OVERRIDES: dict[str, tuple[dict, dict]] = {
 CLASS_OVERRIDES: dict[str, tuple[dict, str]] = {
     "ReformerModelWithLMHead": ({"is_decoder": True}, "a causal LM head: it refuses a config that is not a decoder "
                                                       "(the reformer override makes the encoder classes bidirectional)"),
-    "BeitForSemanticSegmentation": ({"num_hidden_layers": 4, "out_indices": [1, 2, 3, 4]},
+    "BeitForSemanticSegmentation": (BEIT_SEGMENTATION,
                                     "its head takes four distinct layers' states (default 3, 5, 7, 11 of 12): four "
                                     "tiny layers"),
-    "Data2VecVisionForSemanticSegmentation": ({"num_hidden_layers": 4, "out_indices": [1, 2, 3, 4]},
-                                              "as BeitForSemanticSegmentation"),
+    "Data2VecVisionForSemanticSegmentation": (BEIT_SEGMENTATION, "as BeitForSemanticSegmentation"),
     "HieraForPreTraining": ({"decoder_hidden_size": HIDDEN, "decoder_depth": 1, "decoder_num_heads": 1},
                             "no default: a checkpoint's config sizes the decoder that reconstructs the masked patches"),
     "Blip2QFormerModel": ({"encoder_hidden_size": HIDDEN},
