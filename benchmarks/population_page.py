@@ -93,7 +93,8 @@ def why(report: SweepReport, cause) -> str:
     if cause.fix in ("safe", "unsafe") and report.fix_note.startswith("Static"):
         return "its rule has a rewrite (the report holds no planner verdict)"
     if cause.fix in ("safe", "unsafe"):
-        return "planned" + (" (--unsafe-fixes)" if cause.fix == "unsafe" else "")
+        planned = "planned" + (" (--unsafe-fixes)" if cause.fix == "unsafe" else "")
+        return f"{planned}, not kept: {cause.verdict}"[:240] if cause.verdict else planned
     if cause.fix == "none":
         return "no rule"
     return " ".join((cause.fix_why or "no rewrite is planned at the line").split())[:200]
@@ -134,6 +135,7 @@ def combine(parts: list[SweepReport]) -> SweepReport:
                 m.counted = m.counted or c.counted
                 m.fix = min(m.fix, c.fix, key=lambda f: _FIX_RANK.index(f) if f in _FIX_RANK else len(_FIX_RANK))
                 m.fix_why = m.fix_why or c.fix_why
+                m.verdict = m.verdict or c.verdict
             index.append(at[key])
         rows += [replace(r, causes=[index[i] for i in r.causes]) for r in part.rows]
         for c in part.recompile_causes:
@@ -210,9 +212,10 @@ def page(reports: list[SweepReport], names: list[str]) -> str:
     out += ["", _cell(POPULATION_NOTE), "", "## What remains, ranked", "",
             "Every root cause (one line of code, however many models and copies hit it) that keeps a logged break "
             "after the verified fixes, by the breaks it keeps, then by the models it reaches. *why it stays*: "
-            "the planner's reason where no rewrite is planned at the line, `planned` where one is (verification "
-            "then kept it, or not, for the reason `mend fix` of the model names), `no rule` for a cause no rule "
-            "explains yet.", "",
+            "the planner's reason where no rewrite is planned at the line, `planned` where one is (with, where "
+            "verification kept a rewrite at one of its sites out, that rewrite's verdict; otherwise the rewrite "
+            "was kept for some models and the rest still break, as `mend fix` of each model shows), `no rule` "
+            "for a cause no rule explains yet.", "",
             "| # | library | rule | models | breaks | removed | kept | why it stays | line | sites |",
             "|---:|---|---|---:|---:|---:|---:|---|---|---|"]
     for i, (r, c) in enumerate(ranked(reports), 1):

@@ -17,6 +17,12 @@ TOP = 10
 FIX_WORDS = {"safe": "mend fix", "unsafe": "--unsafe-fixes", "advice": "advice only", "none": "no rule"}
 
 
+def _fix_word(c) -> str:
+    """A root cause's fix, and where a planned rewrite was not kept, verification's verdict."""
+    word = FIX_WORDS.get(c.fix, c.fix)
+    return f"{word}, not kept: {c.verdict}" if c.verdict else word
+
+
 def render_sweep(r: SweepReport, fmt: str) -> str:
     if fmt == "json":
         return r.to_json()
@@ -163,7 +169,7 @@ def render_sweep_text(r: SweepReport) -> str:
             n, b = len(c.models), c.breaks
             out.append(f"{i:3}. {c.rule} {n} model{'s' if n != 1 else ''}, {b} break{'s' if b != 1 else ''}"
                        + (f" ({c.removed} removed)" if r.population else "") + f", fan-out {c.fan_out}"
-                       f" [{FIX_WORDS.get(c.fix, c.fix)}]  {_sites(c)}")
+                       f" [{_fix_word(c)}]  {_sites(c)}")
             out.append(f"     {c.source or c.reason}")
     broken = [row for row in r.rows if row.status == SWEEP_BREAKS]
     if broken:
@@ -214,7 +220,7 @@ def render_sweep_md(r: SweepReport) -> str:
                 "|---:|---|---:|---:|" + ("---:|" if r.population else "") + "---:|---|---|---|---|"]
         for i, c in enumerate(r.causes, 1):
             out.append(f"| {i} | {c.rule} | {len(c.models)} | {c.breaks} | " + (f"{c.removed} | " if r.population else "")
-                       + f"{c.fan_out} | {FIX_WORDS.get(c.fix, c.fix)} | "
+                       + f"{c.fan_out} | {_fix_word(c)} | "
                        f"{_code(c.source) if c.source else _cell(c.reason)} | {_cell(_sites(c))} | {_cell(_models(c))} |")
     if r.recompile_causes:
         out += ["", "## Recompile causes", "",
@@ -315,7 +321,7 @@ def render_sweep_html(r: SweepReport) -> str:
             [("#", True), ("rule", False), ("models", True), ("breaks", True)] + ([("removed", True)] if r.population else [])
             + [("fan-out", True), ("fix", False), ("line", False), ("sites", False), ("models hit", False)],
             [[str(i), f'<span class="rule">{_e(c.rule)}</span>', str(len(c.models)), str(c.breaks)]
-             + ([str(c.removed)] if r.population else []) + [str(c.fan_out), _e(FIX_WORDS.get(c.fix, c.fix)),
+             + ([str(c.removed)] if r.population else []) + [str(c.fan_out), _e(_fix_word(c)),
               f"<code>{_e(c.source)}</code>" if c.source else _e(c.reason), _e(_sites(c)), _e(_models(c))]
              for i, c in enumerate(r.causes, 1)]))
     if r.recompile_causes:

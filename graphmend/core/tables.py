@@ -123,6 +123,9 @@ class SweepCause:
     # after mend sweep --fix: of ``breaks``, those verified fixes removed (the pair's fix is
     # verified and its re-trace has the break no more)
     removed: int = 0
+    # after mend sweep --fix, where a rewrite is planned at a site: the first such rewrite
+    # mend fix would not write, with its verdict ("rejected: a new break appeared: ...")
+    verdict: str = ""
 
 
 @dataclass

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from graphmend.core.config import Config
-from graphmend.core.model import Report, TargetResult
+from graphmend.core.model import ADVICE, VERIFIED, Fix, Report, TargetResult
 from graphmend.core.tables import (FIX_VERIFIED, SWEEP_BREAKS, SWEEP_CLEAN, SWEEP_FAILED, SWEEP_NOT_BUILT, SweepCause,
                                         SweepChange, SweepRecompileCause, SweepReport, SweepRow, SweepTotals)
 from graphmend.sweep.population import fix_rows, run_fixes, population
@@ -231,6 +231,7 @@ def run_sweep(options: SweepOptions, config: Config, progress=None, torch_versio
             fix_rep = run.report  # type: ignore[attr-defined]
             fix_rows(out.rows, mode, fix_rep.fix_targets, fix_rep.targets, fix_rep.fixes, files)
         count_removed(out, report, {mode: run.remaining for mode, run in fix_runs.items()})  # type: ignore[attr-defined]
+        note_verdicts(out, [f for run in fix_runs.values() for f in run.report.fixes])  # type: ignore[attr-defined]
         out.population = population(out.rows, p.library)
         out.fix_wall_s = round(fix_wall, 1)
     out.totals.wall_s = round(time.perf_counter() - start, 1)
@@ -388,6 +389,23 @@ def count_removed(out: SweepReport, report: Report, left: dict[str, dict[str, li
             if row is not None and row.fix == FIX_VERIFIED and at in kept \
                     and (os.path.realpath(b.file or ""), b.line) not in kept[at]:
                 c.removed += 1
+
+
+def note_verdicts(out: SweepReport, fixes: Sequence[Fix]) -> None:
+    """A cause with a rewrite planned that keeps breaks says why verification kept it out: the
+    first rewrite at one of its sites that mend fix would not write, with its status and reason
+    (``SweepCause.verdict``). ``fixes``: the fix runs' records, every mode's."""
+    unkept = [f for f in fixes if f.status not in (VERIFIED, ADVICE)]
+    for c in out.causes:
+        if c.fix not in ("safe", "unsafe") or c.removed >= c.breaks:
+            continue
+        for site in c.sites:
+            rel, _, line = site.rpartition(":")
+            f = next((f for f in unkept if str(f.line) == line
+                      and os.path.realpath(f.file or "").endswith(os.sep + rel)), None)
+            if f is not None:
+                c.verdict = f"{f.status}: {' '.join((f.reason or '').split())}"[:240]
+                break
 
 
 def totals(out: SweepReport) -> SweepTotals:

@@ -126,6 +126,31 @@ def test_renderers_show_the_population_table_and_each_rows_library_and_modality(
     assert back.population == rep.population and back.rows[2].modality == "vision"
 
 
+def test_a_planned_cause_that_keeps_breaks_carries_the_verdict_that_kept_its_rewrite_out():
+    from graphmend.core.tables import SweepCause
+    from reports.sweep import render_sweep
+
+    def cause(source, site, fix="safe", breaks=2, removed=0):
+        return SweepCause(rule="GM501", category="c", reason="r", source=source, sites=[site], models=["m"],
+                          breaks=breaks, removed=removed, fix=fix)
+
+    rep = SweepReport(library="lib", causes=[
+        cause("i = (t == s).nonzero()", "lib/sched_a.py:282"),
+        cause("j = (t == s).nonzero()", "lib/sched_b.py:10", removed=2),  # every break removed
+        cause("k = x.item()", "lib/sched_c.py:5", fix="advice"),  # nothing planned
+        cause("n = (t == s).nonzero()", "lib/sched_d.py:7")])  # planned, and its rewrite was verified
+    fixes = [Fix(file="/site/lib/sched_a.py", line=282, rule="GM501", status=REJECTED,
+                 reason="a new break appeared:\n GM101 at sched_a.py:608"),
+             Fix(file="/site/otherlib/sched_a.py", line=282, rule="GM501", status=REJECTED, reason="another file"),
+             Fix(file="/site/lib/sched_b.py", line=10, rule="GM501", status=REJECTED, reason="one target"),
+             Fix(file="/site/lib/sched_c.py", line=5, rule="GM301", status=PARTIAL, reason="x"),
+             Fix(file="/site/lib/sched_d.py", line=7, rule="GM501", status=VERIFIED)]
+    stage.note_verdicts(rep, fixes)
+    assert [c.verdict for c in rep.causes] == ["rejected: a new break appeared: GM101 at sched_a.py:608", "", "", ""]
+    assert "mend fix, not kept: rejected: a new break appeared" in render_sweep(rep, "md")
+    assert SweepReport.from_json(render_sweep(rep, "json")).causes[0].verdict == rep.causes[0].verdict
+
+
 def test_every_takes_a_fixed_sample_of_the_enumeration(monkeypatch):
     monkeypatch.setitem(stage.LIBRARIES, "fake", FAKE)
     p = stage.plan(stage.SweepOptions(library="fake", every=2))
