@@ -97,6 +97,12 @@ def why(report: SweepReport, cause) -> str:
         return f"{planned}, not kept: {cause.verdict}"[:240] if cause.verdict else planned
     if cause.fix == "none":
         return "no rule"
+    if not cause.fix_why:  # a rule with no rewrite at all says why in its record
+        from rewrites.rules import get_rule
+
+        rule = get_rule(cause.rule)
+        if rule is not None and not rule.fixable and rule.preconditions:
+            return " ".join(rule.preconditions.split())[:200]
     return " ".join((cause.fix_why or "no rewrite is planned at the line").split())[:200]
 
 

@@ -280,7 +280,59 @@ GM608 = Rule(
             "torch.library.custom_op, or keep the function eager with @torch.compiler.disable"),
 )
 
-RULES = (GM601, GM602, GM603, GM604, GM605, GM606, GM607, GM608)
+GM609 = Rule(
+    code="GM609", name="recurrent-module", category="unsupported-python",
+    summary="An `nn.RNN`, `nn.GRU` or `nn.LSTM` called inside a compiled region.",
+    why=("Dynamo does not trace the recurrent modules while `torch._dynamo.config.allow_rnn` is off (the "
+         "default): the call runs in eager between two graphs, and where Dynamo cannot resume after it "
+         "(inside a loop, in a `with` block) the whole function runs in eager."),
+    fix=("Set `torch._dynamo.config.allow_rnn = True` before compiling (Dynamo's own hint; experimental: on "
+         "torch 2.13's CPU build Inductor fails on an `nn.LSTM` whose output needs a gradient, in "
+         "`mkldnn_rnn_layer`, where `nn.GRU` and `nn.RNN` compile and match eager), then check the program "
+         "with `mend analyze --lower` or `mend bench`; or call the recurrent module outside the compiled "
+         "region."),
+    preconditions="No automatic fix: the setting is the process's, not a line of the user's source.",
+    gb_ids=("GB0014",), gb_types=("Attempted to wrap RNN, GRU, or LSTM",),
+    # torch 2.9-2.13 inside a loop: "Encountered graph break that we cannot resume from ... Graph break
+    # encountered: Attempted to wrap RNN, GRU, or LSTM"
+    message_patterns=(r"Attempted to wrap RNN, GRU, or LSTM",),
+    static=False,
+    advice=("set torch._dynamo.config.allow_rnn = True before compiling (experimental), or call the "
+            "recurrent module outside the compiled region"),
+)
+
+# the builtin iterators Dynamo steps only when the traced code made them
+_ITERATORS = r"(?:\w*_?iterator|enumerate|zip|map|filter|reversed)"
+
+GM610 = Rule(
+    code="GM610", name="iterator-from-eager", category="unsupported-python",
+    summary=("`next()` on a builtin iterator made outside the frame Dynamo compiles: most often a list, dict "
+             "or set comprehension Dynamo compiled as a frame of its own."),
+    why=("Dynamo steps an iterator (`dict_keyiterator`, `list_iterator`, `enumerate`, `zip`, ...) only when "
+         "the code it traces made it. On Python 3.11 and older a comprehension is a function of its own, "
+         "which Dynamo inlines while it traces the function around it; it compiles the comprehension alone "
+         "only when that function runs in eager (Dynamo skipped its frame, or another graph break made the "
+         "call into it run in eager), and the comprehension's argument is then an iterator made in eager. "
+         "The same happens to an iterator passed into a compiled function, or live across a graph break. "
+         "The comprehension's break is a consequence of the other one: traced with the function around "
+         "it, it would not break."),
+    fix=("Fix the break that made the function around the comprehension run in eager (mend reports it for "
+         "the same call); Dynamo then inlines the comprehension and this break goes with it. Python 3.12 "
+         "inlines comprehensions (PEP 709) and never compiles one alone. Otherwise, as Dynamo's hint says: "
+         "a loop instead of the comprehension, or the comprehension wrapped in a function."),
+    preconditions="No automatic fix: the cause is the break that made the function around it run in eager.",
+    gb_ids=("GB4347", "GB0156"),
+    # torch 2.13: "Missing tp_iternext: Dynamo does not support next() on dict_keyiterator"; 2.9 and
+    # 2.11: "Unsupported method call: ... method `__next__` of class `dict_keyiterator`"; 2.15: "C-implemented
+    # special method without VariableTracker model: 'dict_keyiterator' implements '__next__' in C"
+    message_patterns=(rf"does not support next\(\) on {_ITERATORS}\b",
+                      rf"method `__next__` of class `{_ITERATORS}`",
+                      rf"'{_ITERATORS}' implements '__next__' in C"),
+    static=False,
+    advice="fix the break that makes the function around the comprehension run in eager; this one goes with it",
+)
+
+RULES = (GM601, GM602, GM603, GM604, GM605, GM606, GM607, GM608, GM609, GM610)
 NAMES_BREAKS = 5
 
 _GEN_OK = frozenset({"tuple", "list", "set", "frozenset", "dict", "sum", "any", "all", "max", "min", "sorted",
