@@ -277,6 +277,9 @@ def _recompile_issue(report: Report, g: _Recompiled) -> Issue:
     message = (f"{fn} reached the recompile limit and runs in eager from then on; the guard that kept "
                f"failing holds {what}" if limit else
                f"{fn} recompiled {len(rcs)} time{'s' if len(rcs) != 1 else ''}: the guard on {what} failed")
+    if what.endswith(".__code__") and not limit:  # ___check_obj_id(func.__code__, ...)
+        message += (f" (another function, `{what.removesuffix('.__code__')}`, ran through {fn}'s code: a "
+                    "decorator's wrapper that wraps several functions)")
     if all(rc.after_break for rc in rcs):
         message += (f"; {fn} is compiled as a frame of its own only because a graph break split a frame "
                     "that called it: with that break fixed, this recompile goes too")

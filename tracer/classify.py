@@ -225,14 +225,20 @@ def classify_recompiles(recompiles: Sequence) -> None:
     first size mismatch of a dimension of one function is automatic dynamic shapes at work
     (Dynamo makes the size dynamic: one recompile, expected): no rule (""); a size of that
     dimension that recompiles again was kept static (GM701). A recompile at the limit is
-    GM706 whatever its guard (the frame fell back to eager)."""
-    seen: set = set()
+    GM706 whatever its guard (the frame fell back to eager). Each version of the entry's code
+    that another frame compiled in the first call (a decorator's wrapper run by several
+    functions: ``Recompile.reentered``) meets that first size change once more."""
+    versions: dict = {}
+    for rc in recompiles:
+        if rc.call == 1 and rc.reentered:
+            versions[(rc.function, rc.file, rc.line)] = versions.get((rc.function, rc.file, rc.line), 1) + 1
+    seen: dict = {}
     for rc in recompiles:
         rc.rule = "GM706" if rc.limit else classify_recompile(rc.reason)
         rc.expression = guarded_expression(rc.reason)
         m = _SIZE.search(guard_text(rc.reason))
         if m and not rc.limit:
             key = (rc.function, rc.file, rc.line, m.group("name"), m.group("dim"))
-            if key not in seen:
-                seen.add(key)
+            if seen.get(key, 0) < versions.get(key[:3], 1):
+                seen[key] = seen.get(key, 0) + 1
                 rc.rule, rc.expected = "", True

@@ -234,6 +234,8 @@ _RECOMPILE_RE = re.compile(r"Recompiling function (?P<fn>\S+) in (?P<file>.+?):(
 
 _GUARD_ENTRY_RE = re.compile(r"^\s*-\s*\d+/\d+:\s*(.+)$", re.M)
 _GUARD_HEAD_RE = re.compile(r"^\s*-\s*(?P<frame>\d+)/\d+:", re.M)
+# a cached version's guard on which function's code runs: it failed for another function
+_OTHER_CODE = re.compile(r"___check_obj_id\(\s*[^,()]+\.__code__\s*,")
 _STACK_FILE_RE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
 # "guard   # source line  # path/tail.py:LINE in fn": the comments Dynamo puts after a guard
 _GUARD_COMMENT_RE = re.compile(r"#\s*(?P<src>.*?)\s+#\s*(?P<tail>\S+?):(?P<line>\d+)\b")
@@ -272,16 +274,23 @@ def parse_recompile(text: str) -> Optional[dict]:
     rest = text[m.end():].strip()
     # One "- N/M: guard  # source  # file:line ..." entry per cached version, newest first,
     # each followed by its user stack: the newest entry's guard is the reason; its source
-    # comment and stack name the user line whose value the guard checks.
+    # comment and stack name the user line whose value the guard checks. An entry that failed
+    # on a function's code (``___check_obj_id(func.__code__, ...)``) was compiled for another
+    # function sharing this code (a decorator's wrapper): the reason is the newest entry of
+    # this one's, and where every entry is another function's, this function is new to the code.
     entries = [g.split("  #")[0].strip() for g in _GUARD_ENTRY_RE.findall(rest)]
     guarded: dict = {}
     if entries:
-        reason = entries[0]
+        own = [i for i, e in enumerate(entries) if not _OTHER_CODE.match(e)]
+        at = own[0] if own else 0
+        reason = entries[at]
         if len(entries) > 1:
-            reason += f" ({len(entries) - 1} older compiled version(s) failed their guards too)"
+            reason += f" ({len(entries) - 1} {'older' if at == 0 else 'other'} compiled version(s) failed their " \
+                      "guards too)"
         heads = list(_GUARD_HEAD_RE.finditer(rest))
-        newest = rest[heads[0].start():heads[1].start() if len(heads) > 1 else len(rest)]
-        guarded = {**_guarded_line(newest, m.group("file")), "frame": int(heads[0].group("frame"))}
+        entry = rest[heads[at].start():heads[at + 1].start() if len(heads) > at + 1 else len(rest)]
+        guarded = {**_guarded_line(entry, m.group("file")), "frame": int(heads[at].group("frame")),
+                   "new_code": not own}
     else:
         lines = [l.strip() for l in rest.splitlines() if l.strip() and not l.strip().startswith("triggered by")]
         reason = lines[0] if lines else rest

@@ -332,10 +332,15 @@ class Recorder:
             if not r:
                 self._unparsed(record)
                 return
+            # frame 0 is the entry's code: it recompiles at most once a call, first, and never in
+            # the call that compiled it
+            reentered = r.get("frame") == 0 and (
+                self.call == 1 or bool(r.get("new_code"))
+                or any(p.frame == 0 and p.call == self.call for p in self.recording.recompiles))
             self.recording.recompiles.append(Recompile(
                 function=r["function"], reason=r["reason"], file=r["file"], line=r["line"], call=self.call,
                 guard_file=r.get("guard_file"), guard_line=r.get("guard_line"), guard_source=r.get("guard_source"),
-                frame=r.get("frame")))
+                frame=r.get("frame"), reentered=reentered))
             return
         parsed = parse_log_record(text)
         if parsed is None:

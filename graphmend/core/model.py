@@ -114,12 +114,18 @@ class Recompile:
     # entry; a later one is a frame compiled on its own because a frame that called it broke
     # (a resume function, a callee it could not inline), so the recompile goes with that break
     frame: Optional[int] = None
+    # frame 0's code entered again, by a frame compiled on its own: a decorator's wrapper that
+    # is the entry and also wraps functions a graph break left to run as frames of their own
+    # (Dynamo numbers frames by code, so they share the entry's 0). Told by the recompile
+    # coming in the target's first call, after another of frame 0 in the same call, or for a
+    # function the code had never run (every cached version failed on the function's code).
+    reentered: bool = False
 
     @property
     def after_break(self) -> bool:
         """Whether the recompiled frame is one Dynamo compiled only because a graph break split
         its caller (a recompile a fix of that break takes away with it)."""
-        return bool(self.frame)
+        return bool(self.frame) or self.reentered
 
     @property
     def guarded(self) -> bool:

@@ -271,6 +271,74 @@ def test_a_recompile_in_a_frame_a_break_split_off_is_told_as_such(tmp_path):
     assert "graph break" not in said["self.calls += 1"], said
 
 
+SHARED = textwrap.dedent('''\
+    import functools
+
+    import torch
+
+
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(self, *args, **kwargs):
+            return fn(self, *args, **kwargs)
+        return wrapper
+
+
+    class Inner(torch.nn.Module):
+        @deco
+        def forward(self, x):
+            print("inner")
+            return x * 2
+
+
+    class Inner2(torch.nn.Module):
+        @deco
+        def forward(self, x):
+            print("inner2")
+            return x + 1
+
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = Inner()
+            self.b = Inner2()
+
+        @deco
+        def forward(self, x):
+            return self.b(self.a(x)) * 3
+
+
+    def mend_target_shared():
+        return Model(), (torch.randn(3),)
+''')
+
+
+def test_a_wrapper_shared_by_the_entry_and_the_functions_a_break_runs_alone(tmp_path):
+    """``deco``'s wrapper is the entry's code and, after the prints break the calls into the
+    inner modules, the code of two frames compiled on their own: Dynamo numbers frames by code,
+    so all three are frame 0. The inner ones recompile in the first call, on the function's
+    code: after a break, not the entry's. In the next call each of the three versions meets
+    the new batch size once, what automatic dynamic shapes expects: no GM701."""
+    from graphmend.core.model import Report
+    from graphmend.core.serial import from_dict
+
+    (tmp_path / "shared.py").write_text(SHARED)
+    run = subprocess.run([sys.executable, "-m", "graphmend", "analyze", str(tmp_path / "shared.py"), "--dynamic-only",
+                          "-q", "-f", "json"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    report = from_dict(Report, json.loads(run.stdout))
+    wrapper = [r for r in report.targets[0].recompiles if r.function == "wrapper"]
+    assert {r.frame for r in wrapper} == {0}, wrapper
+    first = [r for r in wrapper if r.call == 1]
+    assert len(first) == 2 and all(r.rule == "GM703" and r.after_break for r in first), first
+    sized = [r for r in wrapper if r.call == 2]
+    assert len(sized) == 3 and all(r.expected and not r.rule for r in sized), sized
+    assert not sized[0].reentered and all(r.reentered for r in sized[1:]), sized
+    (issue,) = [i for i in report.issues if i.rule.startswith("GM7")]
+    assert issue.rule == "GM703" and "another function, `fn`, ran through wrapper's code" in issue.message
+    assert "only because a graph break split a frame that called it" in issue.message, issue.message
+
+
 CHANNELS = textwrap.dedent('''\
     import torch
 

@@ -222,6 +222,21 @@ def test_skipped_frame_is_read_from_the_loop_message():
     assert parse_reason("Data-dependent branching\n  Explanation: e\n").skipped_frame is None
 
 
+def test_a_recompile_of_shared_code_is_told_by_its_own_version():
+    """A decorator's wrapper runs several functions through one code: a cached version that
+    failed on the function's code was another function's. The reason is the newest version
+    of this one's; where every version is another function's, this function is new to it."""
+    head = "Recompiling function wrapper in /d.py:7\n    triggered by the following guard failure(s):\n"
+    other = "    - 0/{}: ___check_obj_id(fn.__code__, 1401), type=<class 'code'>\n"
+    r = parse_recompile(head + other.format(2) + other.format(1)
+                        + "    - 0/0: tensor 'args[0]' size mismatch at index 0. expected 3, actual 4")
+    assert r["reason"] == ("tensor 'args[0]' size mismatch at index 0. expected 3, actual 4 "
+                           "(2 other compiled version(s) failed their guards too)")
+    assert r["frame"] == 0 and r["new_code"] is False
+    r = parse_recompile(head + other.format(1) + other.format(0))
+    assert r["reason"].startswith("___check_obj_id(fn.__code__") and r["new_code"] is True
+
+
 def test_recompile_names_the_user_line_its_guard_checks():
     # torch 2.13's `recompiles` artifact, as logged (the comment's path is cut by Dynamo)
     text = ("Recompiling function f in /tmp/p/shapes.py:2\n"
