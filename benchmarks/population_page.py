@@ -97,12 +97,12 @@ def why(report: SweepReport, cause) -> str:
         return f"{planned}, not kept: {cause.verdict}"[:240] if cause.verdict else planned
     if cause.fix == "none":
         return "no rule"
-    if not cause.fix_why:  # a rule with no rewrite at all says why in its record
+    if not cause.fix_why:
         from rewrites.rules import get_rule
 
         rule = get_rule(cause.rule)
-        if rule is not None and not rule.fixable and rule.preconditions:
-            return " ".join(rule.preconditions.split())[:200]
+        if rule is not None and not rule.fixable:
+            return f"{rule.code} has no rewrite (advice only: docs/rules/{rule.code}.md)"
     return " ".join((cause.fix_why or "no rewrite is planned at the line").split())[:200]
 
 
@@ -218,7 +218,8 @@ def page(reports: list[SweepReport], names: list[str]) -> str:
     out += ["", _cell(POPULATION_NOTE), "", "## What remains, ranked", "",
             "Every root cause (one line of code, however many models and copies hit it) that keeps a logged break "
             "after the verified fixes, by the breaks it keeps, then by the models it reaches. *why it stays*: "
-            "the planner's reason where no rewrite is planned at the line, `planned` where one is (with, where "
+            "the planner's reason where no rewrite is planned at the line (or that its rule has none), `planned` "
+            "where one is (with, where "
             "verification kept a rewrite at one of its sites out, that rewrite's verdict; otherwise the rewrite "
             "was kept for some models and the rest still break, as `mend fix` of each model shows), `no rule` "
             "for a cause no rule explains yet.", "",

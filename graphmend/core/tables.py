@@ -218,8 +218,9 @@ class SweepReport:
         if not isinstance(data, dict) or "rows" not in data or "library" not in data:
             raise ValueError("not a mend sweep report (no library and rows)")
         version = str(data.get("schema_version", ""))
-        if version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
-            raise ValueError(f"unsupported schema_version {version!r} (this graphmend reads {SCHEMA_VERSION})")
+        # 2.0 changed the analysis report's issues only: a 1.x sweep report (a CI baseline) reads as it is
+        if version.split(".")[0] not in ("1", SCHEMA_VERSION.split(".")[0]):
+            raise ValueError(f"unsupported schema_version {version!r} (this graphmend reads {SCHEMA_VERSION} and 1.x)")
         return from_dict(cls, data)
 
 

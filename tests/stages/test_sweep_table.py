@@ -151,6 +151,16 @@ def test_a_planned_cause_that_keeps_breaks_carries_the_verdict_that_kept_its_rew
     assert SweepReport.from_json(render_sweep(rep, "json")).causes[0].verdict == rep.causes[0].verdict
 
 
+def test_a_sweep_report_of_schema_1_reads_as_it_is():
+    """Schema 2.0 changed the analysis report's issues, not the sweep report: a 1.x sweep report
+    (a CI job's baseline, a stored population) still reads; an unknown major version does not."""
+    row = {"model": "bert", "run_mode": "eval", "status": SWEEP_CLEAN, "graph_count": 1}
+    old = SweepReport.from_json(json.dumps({"library": "transformers", "schema_version": "1.1", "rows": [row]}))
+    assert old.rows[0].model == "bert" and old.rows[0].status == SWEEP_CLEAN
+    with pytest.raises(ValueError, match="unsupported schema_version '3.0'"):
+        SweepReport.from_json(json.dumps({"library": "transformers", "schema_version": "3.0", "rows": [row]}))
+
+
 def test_every_takes_a_fixed_sample_of_the_enumeration(monkeypatch):
     monkeypatch.setitem(stage.LIBRARIES, "fake", FAKE)
     p = stage.plan(stage.SweepOptions(library="fake", every=2))
