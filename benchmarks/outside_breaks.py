@@ -1,11 +1,11 @@
 """Breaks ``mend fix`` removes from programs written in the style of code outside this repo
-(benchmarks/outside/: detection post-processing, a diffusion sampler loop, beam search, a
-plain transformer block), measured as Dynamo logs them.
+(tests/fixtures/outside_programs/: detection post-processing, a diffusion sampler loop, beam
+search, a plain transformer block), measured as Dynamo logs them.
 
-    python benchmarks/outside_breaks.py                         # benchmarks/outside/, this checkout's mend
+    python benchmarks/outside_breaks.py           # tests/fixtures/outside_programs/, this checkout's mend
     python benchmarks/outside_breaks.py --programs DIR --json out.json
     # the same programs under another checkout's mend (e.g. an export of the base commit):
-    python /tmp/base/benchmarks/outside_breaks.py --programs benchmarks/outside
+    python /tmp/base/benchmarks/outside_breaks.py --programs tests/fixtures/outside_programs
 
 The programs are copied to a temporary folder; ``mend fix`` runs there, its verified
 patches are written, and it runs again until no verified patch is left (a fix can let
@@ -84,7 +84,7 @@ def render(res: dict) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--programs", type=Path, default=ROOT / "benchmarks" / "outside")
+    ap.add_argument("--programs", type=Path, default=ROOT / "tests" / "fixtures" / "outside_programs")
     ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)

@@ -1,7 +1,7 @@
 """Recall and precision of the static scan against the breaks Dynamo logs, on code written
 outside this repo's corpus.
 
-    python benchmarks/scan_recall.py                    # benchmarks/scan_recall/*.py (minutes)
+    python benchmarks/scan_recall.py                    # tests/fixtures/scan_recall/*.py (minutes)
     python benchmarks/scan_recall.py --report r.json    # an existing `mend analyze --format json` report
     python benchmarks/scan_recall.py --hf xlm ctrl      # also transformers models built from configs
     python benchmarks/scan_recall.py --hf xlm --save-reports DIR   # keep the dynamic reports ...
@@ -47,7 +47,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PROGRAMS = ROOT / "benchmarks" / "scan_recall"
+PROGRAMS = ROOT / "tests" / "fixtures" / "scan_recall"
 
 
 def _mend(*args: str, env: dict | None = None) -> dict:
@@ -248,7 +248,7 @@ def hf(models: list[str], jobs: str, report_path: str | None = None, save: str |
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--report", help="an existing `mend analyze benchmarks/scan_recall --format json` report")
+    ap.add_argument("--report", help="an existing `mend analyze tests/fixtures/scan_recall --format json` report")
     ap.add_argument("--hf", nargs="*", default=None, metavar="MODEL_TYPE",
                     help="also transformers model types (survey_hf names: xlm ctrl longformer ...)")
     ap.add_argument("--hf-report", help="an existing report of the --hf targets (from --save-reports)")

@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # files where several families plan (the whole comparison, on every corpus file, transformers'
 # files and the outside programs, is in docs/benchmarks.md: 288 plans, none differ)
 FILES = [ROOT / "corpus" / f for f in ("attention.py", "decoding.py", "moe.py", "training.py", "unsupported.py")] + [
-    ROOT / "benchmarks" / "outside" / f for f in ("detection_post.py", "diffusion_loop.py", "plain_block.py")]
+    ROOT / "tests" / "fixtures" / "outside_programs" / f
+    for f in ("detection_post.py", "diffusion_loop.py", "plain_block.py")]
 
 
 def _plan(src: str, lines: list[int], unsafe: bool):

@@ -149,14 +149,14 @@ def test_numpy_value_as_numpy_size_and_zero_d_index():
 
 
 def test_benchmark_programs_regions_and_negatives():
-    """benchmarks/scan_recall: programs whose breaks sit in free functions a target returns or
+    """tests/fixtures/scan_recall: programs whose breaks sit in free functions a target returns or
     torch.compile wraps; the functions that compile cleanly (guards, shape branches) give nothing."""
     from pathlib import Path
 
     from graphmend.core.config import Config
     from rewrites.scan import scan_paths
 
-    root = Path(__file__).resolve().parents[2] / "benchmarks" / "scan_recall"
+    root = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "scan_recall"
     found = {(Path(f.file).name, f.function) for f in scan_paths([str(root)], Config()).findings}
     assert {("box_ops.py", "greedy_nms"), ("box_ops.py", "postprocess"), ("ddim_scheduler.py", "DDIMScheduler.step"),
             ("ode_solvers.py", "odeint_adaptive"), ("beam_search.py", "beam_search"),
