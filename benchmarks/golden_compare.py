@@ -62,6 +62,11 @@ REVIEWED = {
     "XmodForCausalLM": "the breaks are the language adapters' boolean-mask selection "
                        "`hidden_states[lang_mask]` (modeling_xmod.py:457, a data-dependent output shape) and the "
                        "output-capturing decorator; " + FULLGRAPH.format(n=6),
+    "XmodModel": "the breaks are the language adapters' boolean-mask selection `hidden_states[lang_mask]` "
+                 "(modeling_xmod.py:457), as in XmodForCausalLM; " + FULLGRAPH.format(n=6),
+    "FlaubertWithLMHeadModel": "the break is the input check `assert lengths.max().item() <= slen` "
+                               "(modeling_flaubert.py:835, a scalar read back) when no lengths are given; "
+                               + FULLGRAPH.format(n=3),
     "VJEPA2Model": "the breaks are the output-capturing decorator and the predictor's "
                    "`max_patch_num = target_mask[0].max() + 1`; " + FULLGRAPH.format(n=6),
 }
