@@ -293,8 +293,8 @@ GM609 = Rule(
          "region."),
     preconditions="No automatic fix: the setting is the process's, not a line of the user's source.",
     gb_ids=("GB0014",), gb_types=("Attempted to wrap RNN, GRU, or LSTM",),
-    # torch 2.9-2.13 inside a loop: "Encountered graph break that we cannot resume from ... Graph break
-    # encountered: Attempted to wrap RNN, GRU, or LSTM"
+    # inside a loop (torch 2.13, torchaudio's DeepSpeech and WaveRNN): "Encountered graph break that we
+    # cannot resume from ... Graph break encountered: Attempted to wrap RNN, GRU, or LSTM"
     message_patterns=(r"Attempted to wrap RNN, GRU, or LSTM",),
     static=False,
     advice=("set torch._dynamo.config.allow_rnn = True before compiling (experimental), or call the "
@@ -302,7 +302,7 @@ GM609 = Rule(
 )
 
 # the builtin iterators Dynamo steps only when the traced code made them
-_ITERATORS = r"(?:\w*_?iterator|enumerate|zip|map|filter|reversed)"
+_ITERATORS = r"(?:\w*iterator|enumerate|zip|map|filter|reversed)"
 
 GM610 = Rule(
     code="GM610", name="iterator-from-eager", category="unsupported-python",
@@ -323,8 +323,9 @@ GM610 = Rule(
     preconditions="No automatic fix: the cause is the break that made the function around it run in eager.",
     gb_ids=("GB4347", "GB0156"),
     # torch 2.13: "Missing tp_iternext: Dynamo does not support next() on dict_keyiterator"; 2.9 and
-    # 2.11: "Unsupported method call: ... method `__next__` of class `dict_keyiterator`"; 2.15: "C-implemented
-    # special method without VariableTracker model: 'dict_keyiterator' implements '__next__' in C"
+    # 2.11: "Unsupported method call: ... method `__next__` of class `dict_keyiterator`" (both recorded);
+    # 2.15, as its source words it: "C-implemented special method without VariableTracker model:
+    # 'dict_keyiterator' implements '__next__' in C"
     message_patterns=(rf"does not support next\(\) on {_ITERATORS}\b",
                       rf"method `__next__` of class `{_ITERATORS}`",
                       rf"'{_ITERATORS}' implements '__next__' in C"),

@@ -222,6 +222,23 @@ def test_skipped_frame_is_read_from_the_loop_message():
     assert parse_reason("Data-dependent branching\n  Explanation: e\n").skipped_frame is None
 
 
+@pytest.mark.parametrize("gb,text,rule", [
+    # torch 2.15's wording, from its source (not recorded here): a comprehension's iterator
+    ("C-implemented special method without VariableTracker model",
+     "'dict_keyiterator' implements '__next__' in C and Dynamo has no model for it.", "GM610"),
+    # the same gb_type for another special method is not an iterator made in eager
+    ("C-implemented special method without VariableTracker model",
+     "'Foo' implements '__len__' in C and Dynamo has no model for it.", "GM900"),
+    ("Missing tp_iternext", "Dynamo does not support next() on enumerate. Add tp_iternext_impl", "GM610"),
+    # an RNN inside a loop, as torch 2.13 words it (torchaudio's DeepSpeech)
+    ("Encountered graph break that we cannot resume from",
+     "Encountered graph break that we cannot resume from. Graph break encountered:\n"
+     "Attempted to wrap RNN, GRU, or LSTM\n  Explanation: Dynamo does not support RNN, GRU, or LSTM.", "GM609"),
+])
+def test_iterator_and_recurrent_wordings(gb, text, rule):
+    assert classify(gb, gb + "\n  Explanation: " + text, "x = [", [], False) == rule
+
+
 def test_a_recompile_of_shared_code_is_told_by_its_own_version():
     """A decorator's wrapper runs several functions through one code: a cached version that
     failed on the function's code was another function's. The reason is the newest version
