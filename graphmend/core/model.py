@@ -580,19 +580,22 @@ class Report:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Report":
-        version = str(data.get("schema_version", ""))
-        major = version.split(".")[0]
-        if major == "1":
+        if readable_major(data.get("schema_version", "")) == "1":
             data = _from_schema_1(data)
-        elif major != SCHEMA_VERSION.split(".")[0]:
-            raise ValueError(
-                f"unsupported schema_version {version!r} (this graphmend reads {SCHEMA_VERSION} and 1.x)"
-            )
         return from_dict(cls, data)
 
     @classmethod
     def from_json(cls, text: str) -> "Report":
         return cls.from_dict(json.loads(text))
+
+
+def readable_major(version: Any) -> str:
+    """The major version of a report's ``schema_version`` (the analysis report's or the sweep
+    report's: they share it), "1" or this graphmend's own; ValueError for any other."""
+    major = str(version).split(".")[0]
+    if major not in ("1", SCHEMA_VERSION.split(".")[0]):
+        raise ValueError(f"unsupported schema_version {str(version)!r} (this graphmend reads {SCHEMA_VERSION} and 1.x)")
+    return major
 
 
 _SAID = tuple(Said.__dataclass_fields__)  # the fields a 1.x issue held flat

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Optional
 
-from graphmend.core.model import SCHEMA_VERSION
+from graphmend.core.model import SCHEMA_VERSION, readable_major
 from graphmend.core.serial import from_dict, to_dict
 
 # SweepRow.status
@@ -217,10 +217,8 @@ class SweepReport:
         data = json.loads(text)
         if not isinstance(data, dict) or "rows" not in data or "library" not in data:
             raise ValueError("not a mend sweep report (no library and rows)")
-        version = str(data.get("schema_version", ""))
         # 2.0 changed the analysis report's issues only: a 1.x sweep report (a CI baseline) reads as it is
-        if version.split(".")[0] not in ("1", SCHEMA_VERSION.split(".")[0]):
-            raise ValueError(f"unsupported schema_version {version!r} (this graphmend reads {SCHEMA_VERSION} and 1.x)")
+        readable_major(data.get("schema_version", ""))
         return from_dict(cls, data)
 
 

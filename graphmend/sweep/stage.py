@@ -395,14 +395,13 @@ def note_verdicts(out: SweepReport, fixes: Sequence[Fix]) -> None:
     """A cause with a rewrite planned that keeps breaks says why verification kept it out: the
     first rewrite at one of its sites that mend fix would not write, with its status and reason
     (``SweepCause.verdict``). ``fixes``: the fix runs' records, every mode's."""
-    unkept = [f for f in fixes if f.status not in (VERIFIED, ADVICE)]
+    unkept = [(os.path.realpath(f.file or ""), str(f.line), f) for f in fixes if f.status not in (VERIFIED, ADVICE)]
     for c in out.causes:
         if c.fix not in ("safe", "unsafe") or c.removed >= c.breaks:
             continue
         for site in c.sites:
             rel, _, line = site.rpartition(":")
-            f = next((f for f in unkept if str(f.line) == line
-                      and os.path.realpath(f.file or "").endswith(os.sep + rel)), None)
+            f = next((f for path, at, f in unkept if at == line and path.endswith(os.sep + rel)), None)
             if f is not None:
                 c.verdict = f"{f.status}: {' '.join((f.reason or '').split())}"[:240]
                 break
