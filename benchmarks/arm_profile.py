@@ -1,17 +1,16 @@
 """Where does a compiled arm's time go? The original and the mended program of one target
 (mend fix's verified patches, served by mend's import overlay as the bench does), each in a
 process of its own: compiled in one mode, warmed up, timed, then ``torch.profiler`` over
-steady-state calls. Written to find why a mended program the cost gate calls slower is
-slower (docs/benchmarks.md, "The opaque MoE op (GM501), tiny models")::
+steady-state calls. For a mended program the cost gate calls slower: where its time goes::
 
-    python benchmarks/arm_profile.py benchmarks/moe_gpu.py::mend_target_hf_qwen2_moe \\
+    python benchmarks/arm_profile.py tests/targets/moe_gpu.py::mend_target_hf_qwen2_moe \\
         --device cuda --mode reduce-overhead --out build/profile.json
 
 ``--verify-on`` takes the patches from a tiny config of the same model and times a real-size
 one with them (the patches rewrite the model's source, whatever its size)::
 
-    python benchmarks/arm_profile.py benchmarks/moe_gpu.py::mend_target_hf_mixtral_base \\
-        --verify-on benchmarks/moe_gpu.py::mend_target_hf_mixtral --device cuda \\
+    python benchmarks/arm_profile.py tests/targets/moe_gpu.py::mend_target_hf_mixtral_base \\
+        --verify-on tests/targets/moe_gpu.py::mend_target_hf_mixtral --device cuda \\
         --mode default,reduce-overhead --out build/mixtral-base.json
 
 Each arm's record, per mode: the median call (ms, a call as the cost gate times it: the

@@ -1,9 +1,9 @@
-"""The per-model table of ``docs/real-models.md`` from one ``mend fix -f json`` report:
+"""A per-model table from one ``mend fix -f json`` report:
 break sites and Dynamo's break count before → after per target, whether outputs stayed
 equal, the verified fixes in the model's directory and the sites that remain.
 
     python benchmarks/cost_sweep.py corpus/hf_models.py --split corpus/hf_models.py \\
-        benchmarks/hf_bench_targets.py --survey bigbird_pegasus xmod --out build/real --write-units
+        tests/targets/hf_bench_targets.py --survey bigbird_pegasus xmod --out build/real --write-units
     python -m graphmend fix build/real/units --jobs 2 -f json -o build/real.json
     python benchmarks/fix_table.py build/real.json [--skip hf_xmod_two_languages]
 """

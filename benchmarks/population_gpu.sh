@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The population's mended models on a GPU (benchmarks/population_gpu.py), and the cost gate's
+# The population's mended models on a GPU (tests/targets/population_gpu.py), and the cost gate's
 # repeatability: lanes run side by side (at most three arms in flight), each lane its jobs one
 # after another. Results, one JSON per job, go to $OUT/population-gpu.tgz with versions.txt and
 # summary.md (benchmarks/bench_table.py over every bench JSON).
@@ -8,7 +8,7 @@
 #   JOB: bench@TARGET@MODE[@train|@unsafe|@train+unsafe]   mend bench TARGET --arms original,mended
 #        gate@TARGET@MODE@N    N separate `mend fix TARGET --bench` runs, each with a cache of
 #                              its own (no verdict carried from one to the next)
-#   e.g. benchmarks/population_gpu.sh bench@benchmarks/population_gpu.py::mend_target_ta_conformer@default
+#   e.g. benchmarks/population_gpu.sh bench@tests/targets/population_gpu.py::mend_target_ta_conformer@default
 #
 # Env: DEVICE (cuda; cpu gives the same sample's CPU figures), OUT (default ./population-gpu-out),
 # DEADLINE (seconds from the start after which no job starts, and by which every job is stopped;

@@ -1,9 +1,8 @@
 """GraphMend's models at a real size, for the GPU cost gate (one real-size config),
-with transformers 4.52.4 where their breaks are (docs/benchmarks.md, "GraphMend's
-models (transformers 4.52.4): Phi-3"). Random weights, no downloads; built on the GPU when there is one (too big to
+with transformers 4.52.4 where their breaks are. Random weights, no downloads; built on the GPU when there is one (too big to
 verify on a 2-core CPU in reasonable time)::
 
-    python -m graphmend fix benchmarks/graphmend_base.py --bench --bench-modes default,reduce-overhead \\
+    python -m graphmend fix tests/targets/graphmend_base.py --bench --bench-modes default,reduce-overhead \\
         --bench-device cuda
 """
 

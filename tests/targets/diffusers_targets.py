@@ -2,11 +2,11 @@
 its constructor with tiny sizes and random weights (no downloads), so that a capture takes
 seconds on a CPU:
 
-    PYTHONPATH=. python -m graphmend analyze benchmarks/diffusers_targets.py --dynamic-only
-    MEND_NO_CACHE=1 PYTHONPATH=. python -m graphmend fix benchmarks/diffusers_targets.py
+    PYTHONPATH=. python -m graphmend analyze tests/targets/diffusers_targets.py --dynamic-only
+    MEND_NO_CACHE=1 PYTHONPATH=. python -m graphmend fix tests/targets/diffusers_targets.py
 
-diffusers is imported inside each target, so this file imports without it. Results on
-diffusers 0.42.1 / torch 2.13 are in docs/real-models.md.
+diffusers is imported inside each target, so this file imports without it. The diffusers
+population (`mend sweep diffusers`) is on docs/results.md.
 """
 
 from __future__ import annotations

@@ -2,11 +2,11 @@
 constructor with random weights (``weights=None, weights_backbone=None``: no downloads) and
 small inputs, so that a capture takes seconds to a minute on a 2-core CPU:
 
-    PYTHONPATH=. python -m graphmend analyze benchmarks/torchvision_targets.py --dynamic-only
-    MEND_NO_CACHE=1 PYTHONPATH=. python -m graphmend fix benchmarks/torchvision_targets.py
+    PYTHONPATH=. python -m graphmend analyze tests/targets/torchvision_targets.py --dynamic-only
+    MEND_NO_CACHE=1 PYTHONPATH=. python -m graphmend fix tests/targets/torchvision_targets.py
 
 torchvision 0.29.1 needs torch 2.14.1 (it cannot import beside torch 2.13's CPU build), so
-these run from a venv of their own (docs/real-models.md, "torchvision and timm").
+these run from a venv of their own.
 torchvision is imported inside each target, so this file imports without it.
 """
 

@@ -1,9 +1,7 @@
-"""The transformers models whose fixes the eval table verifies and no earlier GPU run timed
-with the current fix pipeline, one unit per target, for the GPU cost gate (docs/benchmarks.md,
-"GPU"); the real-size Mixtral last, so a sweep cut short by its deadline
+"""transformers models with verified fixes, one unit per target, for the GPU cost gate; the real-size Mixtral last, so a sweep cut short by its deadline
 has the small ones::
 
-    python3 benchmarks/cost_sweep.py benchmarks/hf_gpu.py --split benchmarks/hf_gpu.py \\
+    python3 benchmarks/cost_sweep.py tests/targets/hf_gpu.py --split tests/targets/hf_gpu.py \\
         --modes default,reduce-overhead --device cuda --parallel 3 --jobs 2 --out build/sweep-gpu
 """
 

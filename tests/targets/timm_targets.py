@@ -2,10 +2,10 @@
 ``timm.create_model(name, pretrained=False, num_classes=10)`` (random weights, no downloads)
 and a small input, so that a capture takes seconds on a 2-core CPU:
 
-    PYTHONPATH=. python -m graphmend analyze benchmarks/timm_targets.py --dynamic-only
-    MEND_NO_CACHE=1 PYTHONPATH=. python -m graphmend fix benchmarks/timm_targets.py
+    PYTHONPATH=. python -m graphmend analyze tests/targets/timm_targets.py --dynamic-only
+    MEND_NO_CACHE=1 PYTHONPATH=. python -m graphmend fix tests/targets/timm_targets.py
 
-Run beside torch 2.14.1 (docs/real-models.md, "torchvision and timm"). timm is imported
+Run beside torch 2.14.1. timm is imported
 inside each target, so this file imports without it.
 """
 

@@ -1,8 +1,8 @@
 """The GraphMend models mend's fixes touch, for one GPU cost-gate run on transformers
-4.52.4 (docs/benchmarks.md, "GraphMend's models (transformers 4.52.4): Phi-3"): Phi-3's LongRoPE (GM101) and
+4.52.4: Phi-3's LongRoPE (GM101) and
 Longformer's padding warning (GM202), tiny and at a real size::
 
-    python -m graphmend fix benchmarks/graphmend_gpu.py --jobs 3 --bench \\
+    python -m graphmend fix tests/targets/graphmend_gpu.py --jobs 3 --bench \\
         --bench-modes default,reduce-overhead --bench-device cuda
 """
 

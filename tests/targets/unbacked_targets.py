@@ -1,5 +1,5 @@
 """Real transformers 5.x code whose `.item()` / `int(t)` feeds sizes and slice bounds, as mend
-targets (docs/real-models.md, "Unbacked scalars"): ``mend fix benchmarks/unbacked_targets.py``.
+targets: ``mend fix tests/targets/unbacked_targets.py``.
 
 * OmDet-Turbo's language backbone: ``max_len = (mask != 0).sum(1).max().item()`` cuts the
   prompt padding off (two slices);

@@ -1,11 +1,11 @@
 """GraphMend's evaluation models (the rows of its artifact's RESULTS.md that logger calls and
 LongRoPE break), as tiny configs with random weights, for transformers 4.52.4 (GraphMend's
 version; the Phi-3 target builds on 5.x too). Run mend on them from a venv that has that
-transformers (docs/real-models.md, "GraphMend's models"):
+transformers:
 
     python -m venv --system-site-packages /work/venv452
     /work/venv452/bin/pip install transformers==4.52.4
-    PYTHONPATH=. /work/venv452/bin/python -m graphmend fix benchmarks/graphmend_models.py -f json -o out.json
+    PYTHONPATH=. /work/venv452/bin/python -m graphmend fix tests/targets/graphmend_models.py -f json -o out.json
 
 The model code mend repairs lives in site-packages, outside the analysed file: the overlay path.
 """

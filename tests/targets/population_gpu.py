@@ -1,5 +1,5 @@
 """The GPU sample of the population: every model the CPU population table
-(docs/population.md) brings fewer breaks with verified fixes, built
+(docs/results.md) brings fewer breaks with verified fixes, built
 exactly as ``mend sweep`` builds it (tiny config, random weights), one target each, for
 ``benchmarks/population_gpu.sh``. torchaudio: the three models the lengths-to-mask fix takes
 to one graph, and Tacotron2 (its training step); transformers: the three multimodal and text

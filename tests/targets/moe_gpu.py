@@ -1,8 +1,7 @@
-"""The MoE models GM501's opaque op touches, for one GPU cost-gate run (docs/benchmarks.md,
-"The opaque MoE op on the GPU"): transformers' eager experts, tiny and at a real size, one
+"""The MoE models GM501's opaque op touches, for one GPU cost-gate run: transformers' eager experts, tiny and at a real size, one
 unit per target so that a run cut short resumes::
 
-    python3 benchmarks/cost_sweep.py benchmarks/moe_gpu.py --split benchmarks/moe_gpu.py \\
+    python3 benchmarks/cost_sweep.py tests/targets/moe_gpu.py --split tests/targets/moe_gpu.py \\
         --modes default,reduce-overhead --device cuda --parallel 3 --jobs 2 --out build/sweep-moe
 """
 

@@ -1,7 +1,7 @@
 """Bench targets for transformers models that corpus/hf_models.py does not hold, built the way
 benchmarks/survey_hf.py builds them (tiny config, random weights, a right-padded batch):
 
-    MEND_TARGETS=benchmarks/hf_bench_targets.py::mend_target_hf_jetmoe benchmarks/gpu_bench.sh hf both
+    MEND_TARGETS=tests/targets/hf_bench_targets.py::mend_target_hf_jetmoe benchmarks/gpu_bench.sh hf both
 """
 
 from __future__ import annotations
