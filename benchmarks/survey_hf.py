@@ -6,8 +6,8 @@ get ``decoder_input_ids``) and records ``torch._dynamo.explain`` for each, in ev
 no_grad. Each model runs in its own subprocess with a timeout, one at a time, so a hang or a
 crash never stops the rest.
 
-    PYTHONPATH=build/tf4 python benchmarks/survey_hf.py --out benchmarks/results/hf-survey-4.46.3
-    python benchmarks/survey_hf.py --out benchmarks/results/hf-survey-5.x      # installed transformers
+    PYTHONPATH=build/tf4 python benchmarks/survey_hf.py --out build/hf-survey-4.46.3
+    python benchmarks/survey_hf.py --out build/hf-survey-5.x      # installed transformers
     python benchmarks/survey_hf.py --only bert gpt2 --out /tmp/s               # a few models
 
 Writes ``OUT.json`` (every model, every break reason with its innermost transformers frame)

@@ -4,7 +4,7 @@ Runs ``mend analyze TARGETS/hf_<model>.py --dynamic-only`` for each model named 
 sweep's run modes, one subprocess each, as a user would) and compares graphs, counted
 breaks, listed breaks and skipped frames with the sweep JSON's rows.
 
-    python benchmarks/sweep_check.py benchmarks/results/sweep-transformers-5.24-cpu2.json.gz \\
+    python benchmarks/sweep_check.py sweep.json \\
         /tmp/sweep-targets xlm flaubert big_bird bert ctrl
 
 Exit 1 when any differs.

@@ -47,10 +47,10 @@ buffer IS ``self.original_inv_freq`` (``self.original_inv_freq = self.inv_freq``
 every later call; and a module cast to bfloat16 keeps a bfloat16 buffer where eager code
 re-registers the float32 table.
 
-Two details keep the second call from recompiling (measured on Phi-3 with transformers
-4.52.4, ``benchmarks/phi3_recompiles.py``: compiles per call 1 0 1 0 0 0 0 0 over
-short/short/long/long/short/short/long/short, the original 5 0 5 0 1 0 0 0, the third
-compile being the new sequence length):
+Two details keep the second call from recompiling (on Phi-3 with transformers 4.52.4,
+compiles per call 1 0 1 0 0 0 0 0 over short/short/long/long/short/short/long/short, the
+original 5 0 5 0 1 0 0 0, the third compile being the new sequence length; verification's
+re-trace over calls of other sizes refuses a fix that adds a recompile):
 
 * a lazy cache's test becomes ``torch.compiler.is_compiling() or <test>``: compiled, the
   table is made on every call (in the graph, a few ops), since Dynamo would guard on the
