@@ -52,7 +52,8 @@ def summary_table(reports: Sequence[Report]) -> str:
         for target in dict.fromkeys(b.target for b in report.bench):
             rows = {b.arm: b for b in report.bench if b.target == target}
             first = next(iter(rows.values()))
-            mode = first.mode + (f", train ({first.optimizer})" if first.run_mode == "train" else "")
+            mode = first.mode + ((f", train ({first.optimizer})" if first.optimizer else ", train")
+                                  if first.run_mode == "train" else "")
 
             def gb(arm):
                 b = rows.get(arm)

@@ -201,14 +201,14 @@ def test_sweep_fix_table_agrees_with_its_rows_and_with_mend_fix(monkeypatch, tmp
     assert "| # | rule | models | breaks | removed | fan-out |" in md
 
 
-def test_population_page_adds_the_libraries_up_and_ranks_what_remains(tmp_path):
+def test_results_page_adds_the_libraries_up_and_ranks_what_remains(tmp_path):
     import importlib.util
     from pathlib import Path
 
     from graphmend.core.tables import SweepCause
 
     spec = importlib.util.spec_from_file_location(
-        "population_page", Path(__file__).resolve().parents[2] / "benchmarks" / "population_page.py")
+        "results_page", Path(__file__).resolve().parents[2] / "benchmarks" / "results_page.py")
     page = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(page)  # type: ignore[union-attr]
     rows = _rows()
@@ -249,7 +249,7 @@ def test_population_page_adds_the_libraries_up_and_ranks_what_remains(tmp_path):
     two.recompile_causes = [SweepRecompileCause(rule="GM704", what="", reason="tensor 'x' size mismatch",
                                                 function="forward", models=["c", "d"], recompiles=5, located=5,
                                                 limit=True)]
-    section = page.page([one, two], ["one.json", "two.json"]).split("## Recompiles, ranked")[1]
+    section = "\n".join(page.population_section([one, two], ["one.json", "two.json"])).split("### Recompiles, ranked")[1]
     # --amend: a later run of lib's breaking model "a" (its fix kept this time) replaces a's rows
     import dataclasses
 
