@@ -1,4 +1,4 @@
-"""The compact Markdown table of saved bench reports used in docs/benchmarks.md:
+"""The compact Markdown table of saved bench reports (docs/results.md shows the summary):
 ``python benchmarks/bench_table.py report.json [more.json ...]``, or ``--summary`` for one row
 per target and mode across all the reports. The tables are ``reports.bench_md``'s; this reads
 the files and prints them."""

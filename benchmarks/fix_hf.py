@@ -78,7 +78,7 @@ def summarise(run, seconds: float) -> dict:
 
 
 def render_md(results: dict, meta: str) -> str:
-    """The per-model table of docs/real-models.md (formatting only)."""
+    """The per-model table (formatting only)."""
     out = [meta, "", "| model | break sites before → after | Dynamo breaks before → after | outputs equal | "
            "verified fixes | partially verified (--accept-partial) | remaining sites |",
            "| --- | ---: | ---: | :---: | --- | --- | --- |"]

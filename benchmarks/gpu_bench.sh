@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU numbers for docs/benchmarks.md: `mend bench` on CUDA (Inductor -> Triton), fp16, in
+# GPU bench reports: `mend bench` on CUDA (Inductor -> Triton), fp16, in
 # default and reduce-overhead modes, for corpus targets and three transformers models.
 #
 #   benchmarks/gpu_bench.sh [corpus|families|hf|all] [default|reduce-overhead|both]     (defaults: all both)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Training-step numbers for docs/benchmarks.md: `mend bench --train` on CUDA (Inductor ->
+# Training-step bench reports: `mend bench --train` on CUDA (Inductor ->
 # Triton), float32, SGD, for every corpus target with a hand-fixed reference and two
 # transformers models, in the compile modes given.
 #

@@ -1,5 +1,5 @@
-"""Compact Markdown tables of saved bench reports, for docs/benchmarks.md (written by
-``python benchmarks/bench_table.py``): ``bench_table`` per report, ``summary_table`` one row
+"""Compact Markdown tables of saved bench reports (written by ``python -m benchmarks bench_table``
+and on docs/results.md by ``results_page``): ``bench_table`` per report, ``summary_table`` one row
 per target and mode across reports. Formatting only: every figure (ratios included) comes
 from the reports as the bench stage wrote them."""
 

@@ -164,8 +164,7 @@ def _escaping(an: Analysis, ctx: Context, fn: cst.FunctionDef, body: list, resul
         if facts.used_after(name, an.span(stmt)[1]):
             result.refusals.append(Refusal(dd[1], line, f"opaque region not made: `{name}` is `{dd[0]}`'s result, "
                                            "whose shape depends on data, and it is read after this line: an op "
-                                           "hiding it would hand back a length no input's shape gives "
-                                           "(docs/real-models.md, \"Longformer's global attention\")"))
+                                           "hiding it would hand back a length no input's shape gives"))
 
 
 def _dense_lines(an: Analysis, ctx: Context) -> set[int]:
