@@ -12,7 +12,7 @@ whose fake implementation returns a new unbacked SymInt: Dynamo gets an int it c
 Inductor lowers the sizes and slices symbolically, the graph does not break, and nothing
 global is switched on (``capture_scalar_outputs`` / ``capture_dynamic_output_shape_ops`` for
 the whole program crash Longformer's compile on torch 2.13; scoped to a region they do not
-work at all). The fake asks the frame's ShapeEnv for
+work at all: docs/internals.md, "Data-dependent values"). The fake asks the frame's ShapeEnv for
 the symbol itself, as torch's own ``device_mesh`` op does:
 ``torch.library.get_ctx().new_dynamic_size()`` refuses outside ``fullgraph=True`` (it reads
 ``allow_dynamic_output_shape_ops``), and a plain ``torch.compile`` is what mend verifies.

@@ -26,7 +26,7 @@ _KEEP = ("Keep the value a tensor: use the 0-d tensor directly in the arithmetic
          "(`range`, a format string, a call, a return; sizes and slice bounds are kept an unbacked int "
          "instead, below), one that is rebound, and a ternary arm of unknown totality.")
 
-# Measured on torch 2.13 (tests/targets/unbacked_targets.py): what a scalar that must stay a
+# Measured on torch 2.13 (docs/internals.md, "Data-dependent values"): what a scalar that must stay a
 # Python int (a size, a slice bound) is given, and why not a knob.
 _SIZES = ("Where the scalar must stay a Python int because every use is a size or a slice bound "
           "(`n = lengths.max().item()` then `x[:, :n]`, `torch.arange(n)`, `torch.zeros(n, d)`, "
