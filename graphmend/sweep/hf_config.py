@@ -125,7 +125,7 @@ def tiny_config_kwargs(cfg_cls, extra: Optional[dict] = None) -> dict:
     _fit_context(kw, defaults)
     _fit_audio_window(kw, defaults)
     levels = [(kw, defaults, params)]
-    for key, spec in (getattr(cfg_cls, "sub_configs_defaults", None) or {}).items():
+    for key, spec in sub_config_specs(cfg_cls).items():
         if key in extra or key == "backbone_config":  # backbones may be timm's; the default is kept
             continue
         sub_cls = _sub_config_class(spec)
@@ -315,6 +315,45 @@ def _defaults(cfg_cls) -> dict:
         return dict(vars(cfg_cls()))
     except Exception:  # a config whose defaults raise (a required argument): no defaults
         return {}
+
+
+def sub_config_specs(cfg_cls) -> dict:
+    """{key: spec} of a composite config's sub-configs: each spec's ``model_type``,
+    ``config_class`` and ``init_kwargs`` (the sizes the composite gives its sub-config by default).
+    transformers' own ``sub_configs_defaults`` where the release has them; older 5.x releases
+    (5.5) name only ``sub_configs``, so the specs are read off the composite's default instance:
+    each sub-config it made, and the values it set that differ from the sub-config's class
+    defaults (Llava's CLIP tower: 24 layers of 1024, not CLIP's 12 of 768). Without this, every
+    sub-config kept its full size there and most multimodal models ran out of memory."""
+    specs = getattr(cfg_cls, "sub_configs_defaults", None)
+    if specs:
+        return dict(specs)
+    return specs_read_off(cfg_cls, getattr(cfg_cls, "sub_configs", None) or {})
+
+
+def specs_read_off(cfg_cls, keys) -> dict:
+    """``sub_config_specs`` read off ``cfg_cls()``'s sub-configs ``keys``."""
+    from types import SimpleNamespace
+
+    from transformers.configuration_utils import PreTrainedConfig
+
+    if not keys:
+        return {}
+    try:
+        default = cfg_cls()
+    except Exception:  # a composite whose defaults raise: no sub-config to read
+        return {}
+    out = {}
+    for key in keys:
+        sub = getattr(default, key, None)
+        if not isinstance(sub, PreTrainedConfig):  # optional (None) or not a config
+            continue
+        own = _defaults(type(sub))
+        init = {k: v for k, v in vars(sub).items()
+                if not k.startswith("_") and k in own and own[k] != v and not isinstance(v, PreTrainedConfig)}
+        out[key] = SimpleNamespace(config_class=type(sub), model_type=getattr(sub, "model_type", None),
+                                   init_kwargs=init)
+    return out
 
 
 def _sub_config_class(spec):

@@ -294,3 +294,28 @@ def test_anyres_pinpoints_and_the_main_input_alias():
     alias = _main_alias(Encoder(), accepted)
     assert alias == ("hidden_states", "input_values")
     assert set(_renamed({"input_values": 1}, alias)) == {"hidden_states"}
+
+
+@pytest.mark.parametrize("model_type", ["llava", "paligemma", "qwen2_vl", "idefics3", "blip-2", "mllama"])
+def test_sub_config_specs_read_off_the_default_match_transformers_own(model_type):
+    """Releases before ``sub_configs_defaults`` (5.5) name only ``sub_configs``: the specs read off
+    the composite's default instance give each sub-config the class and the full-size values the
+    release's own specs give (where it has them), so the tiny fit shrinks them the same way."""
+    pytest.importorskip("transformers")
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    from graphmend.sweep.hf_config import _defaults, _sub_config_class, specs_read_off
+
+    cls = CONFIG_MAPPING[model_type]
+    real = cls.sub_configs_defaults
+    read = specs_read_off(cls, list(real))
+    assert set(read) == {k for k, spec in real.items() if not getattr(spec, "optional", False)}
+    for key, spec in real.items():
+        sub_cls = _sub_config_class(spec)
+        assert _sub_config_class(read[key]) is sub_cls, key
+        own = _defaults(sub_cls)
+        # a value the composite passes that equals the class default needs no reading off
+        assert {k: v for k, v in spec.init_kwargs.items() if own.get(k) != v and k != "vocab_size"} == \
+            {k: v for k, v in read[key].init_kwargs.items() if k in spec.init_kwargs and own.get(k) != v
+             and k != "vocab_size"}, key
+    assert read and any(spec.init_kwargs for spec in read.values()) == any(s.init_kwargs for s in real.values())
