@@ -20,6 +20,9 @@ A disagreement where mend breaks and the public sweep saw one graph is reviewed 
 ``python benchmarks/golden_compare.py fullgraph CLASS [eval|train]``: the graphs of the class,
 built as the sweep builds it, under the default ``torch.compile`` and under ``fullgraph=True``.
 
+``--retry EARLIER.json`` compares again the pairs an earlier comparison could not (not captured by
+both) that the sweeps ran again, after a builder fix; the pairs it compared keep their result.
+
 ``--amend`` adds an earlier comparison's counts and lists (of another sample, which must not share a
 class with this one) to this one's: the sample grows without running the earlier sweeps again.
 Sweep reports may be gzipped (``.json.gz``).
@@ -138,6 +141,22 @@ def amend(res: dict, meta: dict, earlier: dict) -> tuple[dict, dict]:
     return out, {**meta, "sample": "; and ".join(samples), "wall_s": old.get("wall_s", 0) + meta.get("wall_s", 0)}
 
 
+def retry(earlier: dict, golden: dict[str, dict[str, str]], rows: list[dict]) -> tuple[dict, int]:
+    """``earlier`` with each pair it could not compare (not captured by both) that ``rows`` ran
+    again compared anew (after a builder fix, say); a pair it compared keeps its result, so no
+    pair counts twice. Pure. Returns the comparison and the number of pairs run again."""
+    again = {(r["model"], r["run_mode"]): r for r in rows}
+    redo = [again[(d["class"], d["mode"])] for d in earlier["not_both_built"] if (d["class"], d["mode"]) in again]
+    new = compare(golden, redo)
+    by_mode = {m: {k: earlier["by_mode"][m][k] + new["by_mode"][m][k] for k in ("agree", "compared")}
+               for m in earlier["by_mode"]}
+    compared, agree = earlier["compared"] + new["compared"], earlier["agree"] + new["agree"]
+    kept = [d for d in earlier["not_both_built"] if (d["class"], d["mode"]) not in again]
+    return {**earlier, "compared": compared, "agree": agree, "share": round(agree / compared, 4) if compared else None,
+            "by_mode": by_mode, "disagreements": earlier["disagreements"] + new["disagreements"],
+            "not_both_built": kept + new["not_both_built"]}, len(redo)
+
+
 def _markdown(res: dict, meta: dict) -> str:
     lines = ["# mend sweep transformers against the public golden set", "",
              f"Golden set: {meta['golden']} (torch 2.11, transformers 5.5.3). mend ran with torch "
@@ -201,6 +220,8 @@ def main(argv=None) -> int:
     c.add_argument("--out", required=True, type=Path)
     c.add_argument("--sample", default="", help="how the classes were chosen, for the report")
     c.add_argument("--amend", type=Path, help="an earlier comparison's JSON (another sample) to add to this one")
+    c.add_argument("--retry", type=Path, help="an earlier comparison's JSON whose pairs not captured by both "
+                                              "the sweeps ran again: compared anew, the rest kept")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     if args.cmd == "fullgraph":
@@ -224,7 +245,17 @@ def main(argv=None) -> int:
             "torch": sweep.get("torch_version"), "transformers": sweep.get("library_version"),
             "selection": "; ".join(s.get("selection", "") for s in sweeps),
             "wall_s": sum(s.get("totals", {}).get("wall_s", 0) for s in sweeps), "sample": args.sample}
-    if args.amend:
+    if args.retry:
+        try:
+            earlier = json.loads(args.retry.read_text(encoding="utf-8"))
+            res, n = retry(earlier, golden, [r for s in sweeps for r in s["rows"]])
+        except (OSError, ValueError, KeyError) as exc:
+            print(f"error: --retry {args.retry}: {exc}", file=sys.stderr)
+            return 2
+        old = earlier["meta"]
+        note = f"{n} pairs not captured by both run again" + (f" ({args.sample})" if args.sample else "")
+        meta = {**old, "sample": f"{old.get('sample')}; {note}", "wall_s": old.get("wall_s", 0) + meta["wall_s"]}
+    elif args.amend:
         try:
             res, meta = amend(res, meta, json.loads(args.amend.read_text(encoding="utf-8")))
         except (OSError, ValueError, KeyError) as exc:

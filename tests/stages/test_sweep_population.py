@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from graphmend.cli.app import app
-from graphmend.core.tables import SWEEP_BREAKS, SWEEP_CLEAN, SWEEP_NOT_BUILT
+from graphmend.core.tables import SWEEP_BREAKS, SWEEP_CLEAN, SWEEP_FAILED, SWEEP_NOT_BUILT
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -558,6 +558,22 @@ def test_golden_comparison_amends_an_earlier_sample_and_refuses_an_overlap():
     assert meta == {"sample": "every 2nd; and every 2nd from the 1st", "wall_s": 15}
     with pytest.raises(ValueError, match="also has A"):
         gc.amend(first, {}, earlier)
+
+
+def test_golden_comparison_retries_only_the_pairs_it_could_not_compare():
+    gc = _golden_compare()
+    golden = gc.load_golden(json.dumps({"models": [
+        {"name": n, "eval": {"status": "full_graph"}, "train": {"status": "graph_break"}} for n in "AB"]}))
+    earlier = gc.compare(golden, [{"model": "A", "run_mode": "eval", "status": SWEEP_CLEAN},
+                                  {"model": "A", "run_mode": "train", "status": SWEEP_FAILED, "why": "out of memory"},
+                                  {"model": "B", "run_mode": "eval", "status": SWEEP_NOT_BUILT, "why": "x"}])
+    again = [{"model": "A", "run_mode": "eval", "status": SWEEP_BREAKS},  # compared before: kept as it was
+             {"model": "A", "run_mode": "train", "status": SWEEP_BREAKS},
+             {"model": "B", "run_mode": "eval", "status": SWEEP_NOT_BUILT, "why": "y"}]
+    res, n = gc.retry(earlier, golden, again)
+    assert n == 2 and (res["compared"], res["agree"]) == (2, 2) and not res["disagreements"]
+    assert res["by_mode"] == {"eval": {"agree": 1, "compared": 1}, "train": {"agree": 1, "compared": 1}}
+    assert [(d["class"], d["mode"], d["mend"]) for d in res["not_both_built"]] == [("B", "eval", "not built: y")]
 
 
 def test_a_width_the_config_maps_hidden_size_to_is_the_tiny_width():
