@@ -45,6 +45,8 @@ SWEEPS = ["population-transformers-every20-eval-cpu.json", "population-torchaudi
               "population-torchvision-cpu.json"]
 AMEND = ["population-diffusers-tensor-index-eval-cpu.json.gz", "population-diffusers-rest-eval-cpu.json.gz",
          "population-torchvision-detection-cpu.json"]
+# a population sweep run again another way (on Ray): its time is shown, its counts are the other's
+TIMING: list[str] = []
 
 SUMMED = [f.name for f in fields(PopulationRow) if f.type in ("int", int)]
 
@@ -294,18 +296,19 @@ def _pct(x) -> str:
 
 
 def verification_section(files: list[tuple[str, SweepReport]]) -> list[str]:
-    """The time ``mend fix`` took in each sweep report (its ``fix_wall_s``), over the pairs it ran on."""
+    """The time ``mend fix`` took in each sweep report (its ``fix_wall_s``), over the pairs it ran on, and
+    on which executor."""
     out = ["## Verification cost: the time `mend fix` took in the population", "",
            "Per sweep report: the (model, mode) pairs `mend fix` ran on (those that break or recompile), how many "
            "of them kept a verified or partially verified fix, and the wall time of `mend fix` over them (all "
            "checks, fresh workers), as the report recorded it.", "",
-           "| report | library | CPUs, --jobs | pairs fixed | kept a fix | mend fix min | s per pair | sweep min |",
+           "| report | library | CPUs, --jobs, executor | pairs fixed | kept a fix | mend fix min | s per pair | sweep min |",
            "|---|---|---|---:|---:|---:|---:|---:|"]
     for name, r in files:
         ran = [row for row in r.rows if row.fix]
         kept = sum(row.fix in ("verified", "partial") for row in ran)
         per = f"{r.fix_wall_s / len(ran):.0f}" if ran else "–"
-        out.append(f"| `{name}` | {_cell(r.library)} {_cell(r.library_version)} | {r.cpus}, {r.jobs} | {len(ran)} | "
+        out.append(f"| `{name}` | {_cell(r.library)} {_cell(r.library_version)} | {r.cpus}, {r.jobs}, {r.executor} | {len(ran)} | "
                    f"{kept} | {r.fix_wall_s / 60:.0f} | {per} | {r.totals.wall_s / 60:.0f} |")
     return out
 
@@ -553,11 +556,15 @@ def main(argv=None) -> int:
     ap.add_argument("-o", "--output", type=Path, help="the page (default: stdout)")
     ap.add_argument("--amend", type=Path, action="append", default=[],
                     help="a later sweep of some models of one of the libraries (see above); default: AMEND")
+    ap.add_argument("--timing", type=Path, action="append", default=[],
+                    help="a population sweep run again another way (--executor ray): only its time is shown; "
+                         "default: TIMING")
     ap.add_argument("--results", type=Path, default=RESULTS, help="the result files (default: benchmarks/results)")
     args = ap.parse_args(argv)
     if not args.reports:
         args.reports = [args.results / n for n in SWEEPS]
         args.amend = args.amend or [args.results / n for n in AMEND]
+        args.timing = args.timing or [args.results / n for n in TIMING]
     reports, names, files = [], [], []
     later = {}
     for path in args.amend:
@@ -585,6 +592,12 @@ def main(argv=None) -> int:
     for parts in later.values():
         print(f"results_page: --amend {parts[0][1]}: no report of its library given", file=sys.stderr)
         return 2
+    for path in args.timing:
+        try:
+            files.append((path.name, SweepReport.from_json(read_report_text(path))))
+        except (OSError, ValueError) as exc:
+            print(f"results_page: --timing {path}: {exc}", file=sys.stderr)
+            return 2
     text = page(reports, names, args.results, files)
     if args.output:
         write_atomic(args.output, text)

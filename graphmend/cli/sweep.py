@@ -106,7 +106,7 @@ def sweep(
     tv = require_torch("sweep")
     where, address = executor_choice(config, executor, ray_address)
     options = SweepOptions(library=library, only=_names(only), limit=limit, every=every, fix=fix, jobs=jobs,
-                           timeout=timeout, collect={"calls": calls},
+                           timeout=timeout, collect={"calls": calls}, executor=where,
                            targets_dir=targets_dir.resolve() if targets_dir else None,
                            command=" ".join(["mend"] + [shlex.quote(a) for a in sys.argv[1:]]))
     with executor_scope(where, address, jobs), progress_hook(quiet) as progress:

@@ -192,6 +192,7 @@ class SweepReport:
     platform: str = ""
     cpus: int = 0
     jobs: int = 1
+    executor: str = "local"  # where the jobs ran: local worker processes, or ray tasks
     run_modes: list[str] = field(default_factory=lambda: ["eval"])
     selection: str = ""  # how architectures were chosen, in words
     command: str = ""

@@ -62,6 +62,7 @@ class SweepOptions:
     timeout: Optional[float] = None  # per architecture and mode (default: config.timeout)
     targets_dir: Optional[Path] = None  # where the generated targets are written and kept
     command: str = ""
+    executor: str = "local"  # where the jobs ran (the CLI's executor scope): local or ray
     # more CollectOptions fields, as analyze's flags set them (an executor, when collect has
     # one): the capture is collect's, so whatever it can run on, a sweep runs on
     collect: dict = field(default_factory=dict)
@@ -216,7 +217,8 @@ def run_sweep(options: SweepOptions, config: Config, progress=None, torch_versio
     for t in report.targets:
         model_of[t.name] = files.get(Path(t.file).name, t.name)
     out = SweepReport(library=p.library, library_version=p.version, **env.stamp(torch_version),
-                      cpus=os.cpu_count() or 0, jobs=options.jobs, run_modes=list(config.modes),
+                      cpus=os.cpu_count() or 0, jobs=options.jobs, executor=options.executor,
+                      run_modes=list(config.modes),
                       selection=p.selection, command=options.command, targets_dir=str(keep) if keep else "",
                       skipped=p.skipped, fix_note=FIX_NOTE)
     aggregate(out, report, model_of, p.models)

@@ -127,6 +127,9 @@ def test_renderers_show_the_report():
     assert html.startswith("<!DOCTYPE html>") and "<svg" in html and "http" not in html.split("<main>")[1]
     assert "&#x27;input_ids&#x27;" in html  # every report string escaped
     assert SweepReport.from_json(render_sweep(out, "json")).causes[0].models == ["xlm", "flaubert"]
+    out.cpus, out.jobs, out.executor = 2, 2, "ray"  # where the jobs ran is part of the setting
+    assert "2 CPUs, --jobs 2 on ray" in render_sweep(out, "text")
+    assert SweepReport.from_json(render_sweep(out, "json")).executor == "ray"
     with pytest.raises(ValueError):
         SweepReport.from_json('{"command": "analyze"}')
 
