@@ -38,3 +38,25 @@ def test_every_result_file_is_read_by_the_page_or_a_script():
     text = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
     unread = [p.name for p in sorted((ROOT / "benchmarks" / "results").iterdir()) if f"`{p.name}`" not in text]
     assert unread == []
+
+
+def test_a_population_run_again_on_ray_is_held_to_the_local_runs_table():
+    """A run on another executor is shown for its time only, and says whether its population table
+    is the local run's: a difference would be a result that depends on where the jobs ran."""
+    import importlib.util
+
+    from graphmend.core.tables import PopulationRow, SweepReport, SweepTotals
+
+    spec = importlib.util.spec_from_file_location("results_page", ROOT / "benchmarks" / "results_page.py")
+    page = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(page)
+
+    def report(executor, jobs, wall, removed):
+        return SweepReport(library="torchaudio", executor=executor, jobs=jobs, totals=SweepTotals(wall_s=wall),
+                           population=[PopulationRow(library="torchaudio", modality="all", breaks=47, removed=removed)])
+
+    local = report("local", 2, 600.0, 11)
+    assert page.same_population(local, report("ray", 2, 450.0, 11)) == []
+    assert page.same_population(local, report("ray", 2, 450.0, 9)) == ["removed"]
+    line, = page.timing_lines([("x-ray.json", report("ray", 2, 450.0, 9))], [local])
+    assert "on ray: 8 min against 10 min with `--jobs 2` on local (0.75x)" in line and "differs in removed" in line
