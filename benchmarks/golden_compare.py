@@ -152,7 +152,8 @@ def retry(earlier: dict, golden: dict[str, dict[str, str]], rows: list[dict]) ->
                for m in earlier["by_mode"]}
     compared, agree = earlier["compared"] + new["compared"], earlier["agree"] + new["agree"]
     kept = [d for d in earlier["not_both_built"] if (d["class"], d["mode"]) not in again]
-    return {**earlier, "compared": compared, "agree": agree, "share": round(agree / compared, 4) if compared else None,
+    base = {k: v for k, v in earlier.items() if k != "meta"}  # the caller writes the meta
+    return {**base, "compared": compared, "agree": agree, "share": round(agree / compared, 4) if compared else None,
             "by_mode": by_mode, "disagreements": earlier["disagreements"] + new["disagreements"],
             "not_both_built": kept + new["not_both_built"]}, len(redo)
 

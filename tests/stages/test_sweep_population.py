@@ -570,8 +570,8 @@ def test_golden_comparison_retries_only_the_pairs_it_could_not_compare():
     again = [{"model": "A", "run_mode": "eval", "status": SWEEP_BREAKS},  # compared before: kept as it was
              {"model": "A", "run_mode": "train", "status": SWEEP_BREAKS},
              {"model": "B", "run_mode": "eval", "status": SWEEP_NOT_BUILT, "why": "y"}]
-    res, n = gc.retry(earlier, golden, again)
-    assert n == 2 and (res["compared"], res["agree"]) == (2, 2) and not res["disagreements"]
+    res, n = gc.retry({"meta": {"sample": "every 2nd"}, **earlier}, golden, again)
+    assert n == 2 and "meta" not in res and (res["compared"], res["agree"]) == (2, 2) and not res["disagreements"]
     assert res["by_mode"] == {"eval": {"agree": 1, "compared": 1}, "train": {"agree": 1, "compared": 1}}
     assert [(d["class"], d["mode"], d["mend"]) for d in res["not_both_built"]] == [("B", "eval", "not built: y")]
 
