@@ -560,6 +560,14 @@ def test_golden_comparison_amends_an_earlier_sample_and_refuses_an_overlap():
         gc.amend(first, {}, earlier)
 
 
+def test_a_reviewed_break_site_explains_a_disagreement_wherever_mend_breaks_there():
+    gc = _golden_compare()
+    golden = gc.load_golden(json.dumps({"models": [{"name": "Vlm", "eval": {"status": "full_graph"}}]}))
+    site = next(iter(gc.REVIEWED_SITES))
+    res = gc.compare(golden, [{"model": "Vlm", "run_mode": "eval", "status": SWEEP_BREAKS, "where": ["m.py:1", site]}])
+    assert res["disagreements"][0]["why"].endswith("reviewed: " + gc.REVIEWED_SITES[site])
+
+
 def test_golden_comparison_retries_only_the_pairs_it_could_not_compare():
     gc = _golden_compare()
     golden = gc.load_golden(json.dumps({"models": [
