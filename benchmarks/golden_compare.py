@@ -96,6 +96,15 @@ def sample(golden: dict[str, dict[str, str]], known, every: int, offset: int = 0
     return [c for c in golden if c in known][offset::every]
 
 
+def with_sites(sweep: dict) -> None:
+    """Each row's ``sites``: its ``where`` (the first break sites) with the sites of every root cause
+    that names its model and mode, so that a reviewed site further down is seen."""
+    for r in sweep["rows"]:
+        more = [site for c in sweep.get("causes") or () if r["model"] in c.get("models", ())
+                and r["run_mode"] in c.get("modes", (r["run_mode"],)) for site in c.get("sites", ())]
+        r["sites"] = list(dict.fromkeys([*(r.get("where") or []), *more]))
+
+
 def compare(golden: dict[str, dict[str, str]], rows: list[dict]) -> dict:
     """Per (class, mode) of mend's sweep rows: both captured (agree or not, with why), or not
     both built (with each side's status). Pure."""
@@ -123,7 +132,8 @@ def compare(golden: dict[str, dict[str, str]], rows: list[dict]) -> dict:
             why = f"mend saw {r.get('graph_break_count', 0)} break(s) where the public sweep saw one graph: {where}"
         if cls in REVIEWED:
             why += f"; reviewed: {REVIEWED[cls]}"
-        elif ours == "breaks" and (site := next((w for w in r.get("where") or [] if w in REVIEWED_SITES), None)):
+        elif ours == "breaks" and (site := next((w for w in r.get("sites") or r.get("where") or []
+                                                   if w in REVIEWED_SITES), None)):
             why += f"; reviewed: {REVIEWED_SITES[site]}"
         disagree.append({"class": cls, "mode": mode, "mend": ours, "golden": theirs, "why": why})
     same = sum(a for a, _ in agree.values())
@@ -252,6 +262,8 @@ def main(argv=None) -> int:
 
     sweeps = [json.loads(read_report_text(p)) for p in args.sweep]
     sweep = sweeps[0]
+    for s in sweeps:
+        with_sites(s)
     res = compare(golden, [r for s in sweeps for r in s["rows"]])
     meta = {"golden": "penguinwu/oss-model-graph-break-corpus corpus/golden_set.json",
             "torch": sweep.get("torch_version"), "transformers": sweep.get("library_version"),

@@ -566,6 +566,13 @@ def test_a_reviewed_break_site_explains_a_disagreement_wherever_mend_breaks_ther
     site = next(iter(gc.REVIEWED_SITES))
     res = gc.compare(golden, [{"model": "Vlm", "run_mode": "eval", "status": SWEEP_BREAKS, "where": ["m.py:1", site]}])
     assert res["disagreements"][0]["why"].endswith("reviewed: " + gc.REVIEWED_SITES[site])
+    # a row lists its first sites only: the root causes that name its model and mode give the rest
+    sweep = {"rows": [{"model": "Vlm", "run_mode": "eval", "status": SWEEP_BREAKS, "where": ["m.py:1"]}],
+             "causes": [{"models": ["Vlm"], "modes": ["eval"], "sites": [site]},
+                        {"models": ["Vlm"], "modes": ["train"], "sites": ["t.py:9"]}]}
+    gc.with_sites(sweep)
+    assert sweep["rows"][0]["sites"] == ["m.py:1", site]
+    assert "reviewed" in gc.compare(golden, sweep["rows"])["disagreements"][0]["why"]
 
 
 def test_golden_comparison_retries_only_the_pairs_it_could_not_compare():
