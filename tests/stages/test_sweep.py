@@ -299,7 +299,7 @@ def test_anyres_pinpoints_and_the_main_input_alias():
     assert set(_renamed({"input_values": 1}, alias)) == {"hidden_states"}
 
 
-@pytest.mark.parametrize("model_type", ["llava", "paligemma", "qwen2_vl", "idefics3", "blip-2", "mllama"])
+@pytest.mark.parametrize("model_type", ["llava", "qwen2_vl", "mllama"])
 def test_sub_config_specs_read_off_the_default_match_transformers_own(model_type):
     """Releases before ``sub_configs_defaults`` (5.5) name only ``sub_configs``: the specs read off
     the composite's default instance give each sub-config the class and the full-size values the
