@@ -73,6 +73,7 @@ REVIEWED = {
     "VJEPA2Model": "the breaks are the output-capturing decorator and the predictor's "
                    "`max_patch_num = target_mask[0].max() + 1`; " + FULLGRAPH.format(n=6),
 }
+
 # a break site that explains a disagreement wherever mend breaks there and the golden set saw one graph
 REVIEWED_SITES = {
     # transformers 5.5's image-token check: `torch_compilable_check` asks `callable(msg)`, which Dynamo cannot
