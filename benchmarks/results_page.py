@@ -297,10 +297,7 @@ def _pct(x) -> str:
 def same_population(a: SweepReport, b: SweepReport) -> list[str]:
     """The population-table fields whose library-wide totals ``a`` and ``b`` differ in (none: the
     same table, whichever executor ran it)."""
-    def whole(r):
-        return next((p for p in r.population if p.modality == ALL), None)
-
-    pa, pb = whole(a), whole(b)
+    pa, pb = library_row(a), library_row(b)
     if pa is None or pb is None:
         return ["population"]
     return [f for f in SUMMED if getattr(pa, f) != getattr(pb, f)]
@@ -367,7 +364,6 @@ def build_rate_section(results: Path) -> list[str]:
     for path in sorted(results.glob("hf-build-rate-*.md")):
         lines = path.read_text(encoding="utf-8").splitlines()
         title = lines[0].lstrip("# ").strip() if lines else path.name
-        keep = [line for line in lines[1:] if line.startswith("**") or line.startswith("|")]
         cut = next((i for i, line in enumerate(lines) if line.startswith("## ")), len(lines))
         keep = [line for line in lines[1:cut] if line.startswith("**") or line.startswith("|")]
         out += [f"`{path.name}` (`python -m benchmarks hf_build_rate`, every reason a class was not built is "
@@ -507,24 +503,26 @@ def speed_section(results: Path) -> list[str]:
     return out
 
 
-def _checks(d, where: str = "") -> list[tuple[str, dict]]:
-    """Every cost check (a mended/original verdict of the cost gate) anywhere in a file."""
-    out = []
-    if isinstance(d, list):
-        for x in d:
-            out += _checks(x, where)
-    elif isinstance(d, dict):
-        if "verdict" in d and "target" in d and "ratio" in d:
-            return [(where, d)]
-        for k, v in d.items():
-            out += _checks(v, where)
-    # a file's summary may repeat the checks its units hold: each once
+def _checks(d) -> list[dict]:
+    """Every cost check (a mended/original verdict of the cost gate) anywhere in a file, each once
+    (a file's summary may repeat the checks its units hold)."""
+    def every(x):
+        if isinstance(x, list):
+            for y in x:
+                yield from every(y)
+        elif isinstance(x, dict):
+            if "verdict" in x and "target" in x and "ratio" in x:
+                yield x
+            else:
+                for y in x.values():
+                    yield from every(y)
+
     seen, once = set(), []
-    for w, c in out:
+    for c in every(d):
         key = tuple(str(c.get(k)) for k in ("target", "mode", "run_mode", "verdict", "ratio", "original_ms", "mended_ms"))
         if key not in seen:
             seen.add(key)
-            once.append((w, c))
+            once.append(c)
     return once
 
 
@@ -540,10 +538,10 @@ def cost_gate_section(results: Path) -> list[str]:
         checks = _checks(_load(path))
         if not checks:
             continue
-        n = {v: sum(c["verdict"] == v for _, c in checks) for v in ("not slower", "slower", "untold")}
+        n = {v: sum(c["verdict"] == v for c in checks) for v in ("not slower", "slower", "untold")}
         out.append(f"| `{path.name}` | {len(checks)} | {n['not slower']} | {n['slower']} | {n['untold']} | "
                    f"{len(checks) - sum(n.values())} |")
-        every += [(path.name, c) for _, c in checks]
+        every += [(path.name, c) for c in checks]
     total = {v: sum(c["verdict"] == v for _, c in every) for v in ("not slower", "slower", "untold")}
     out.append(f"| **every file** | **{len(every)}** | **{total['not slower']}** | **{total['slower']}** | "
                f"**{total['untold']}** | **{len(every) - sum(total.values())}** |")
