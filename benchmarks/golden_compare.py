@@ -143,6 +143,15 @@ def compare(golden: dict[str, dict[str, str]], rows: list[dict]) -> dict:
             "disagreements": disagree, "not_both_built": not_both}
 
 
+def _counts(a: dict, b: dict) -> dict:
+    """The pair counts of two comparisons of different pairs, added: compared, agree, share, by mode."""
+    by_mode = {m: {k: a["by_mode"][m][k] + b["by_mode"].get(m, {}).get(k, 0) for k in ("agree", "compared")}
+               for m in a["by_mode"]}
+    compared, agree = a["compared"] + b["compared"], a["agree"] + b["agree"]
+    return {"compared": compared, "agree": agree, "share": round(agree / compared, 4) if compared else None,
+            "by_mode": by_mode}
+
+
 def amend(res: dict, meta: dict, earlier: dict) -> tuple[dict, dict]:
     """``res`` and ``meta`` with an earlier comparison's counts, lists, samples and sweep time
     added; ValueError where both compared a class (a pair counted twice). Pure."""
@@ -151,11 +160,7 @@ def amend(res: dict, meta: dict, earlier: dict) -> tuple[dict, dict]:
     both = sorted(seen & set(res["classes"]))
     if both:
         raise ValueError(f"the earlier comparison also has {', '.join(both[:5])}: samples must not overlap")
-    by_mode = {m: {k: res["by_mode"][m][k] + earlier["by_mode"].get(m, {}).get(k, 0) for k in ("agree", "compared")}
-               for m in res["by_mode"]}
-    compared, agree = res["compared"] + earlier["compared"], res["agree"] + earlier["agree"]
-    out = {**res, "compared": compared, "agree": agree, "share": round(agree / compared, 4) if compared else None,
-           "by_mode": by_mode, "disagreements": earlier["disagreements"] + res["disagreements"],
+    out = {**res, **_counts(res, earlier), "disagreements": earlier["disagreements"] + res["disagreements"],
            "not_both_built": earlier["not_both_built"] + res["not_both_built"],
            "classes": sorted(set(earlier.get("classes") or ()) | set(res["classes"]))}
     old = earlier["meta"]
@@ -170,13 +175,9 @@ def retry(earlier: dict, golden: dict[str, dict[str, str]], rows: list[dict]) ->
     again = {(r["model"], r["run_mode"]): r for r in rows}
     redo = [again[(d["class"], d["mode"])] for d in earlier["not_both_built"] if (d["class"], d["mode"]) in again]
     new = compare(golden, redo)
-    by_mode = {m: {k: earlier["by_mode"][m][k] + new["by_mode"][m][k] for k in ("agree", "compared")}
-               for m in earlier["by_mode"]}
-    compared, agree = earlier["compared"] + new["compared"], earlier["agree"] + new["agree"]
     kept = [d for d in earlier["not_both_built"] if (d["class"], d["mode"]) not in again]
     base = {k: v for k, v in earlier.items() if k != "meta"}  # the caller writes the meta
-    return {**base, "compared": compared, "agree": agree, "share": round(agree / compared, 4) if compared else None,
-            "by_mode": by_mode, "disagreements": earlier["disagreements"] + new["disagreements"],
+    return {**base, **_counts(earlier, new), "disagreements": earlier["disagreements"] + new["disagreements"],
             "not_both_built": kept + new["not_both_built"]}, len(redo)
 
 
