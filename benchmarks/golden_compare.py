@@ -74,6 +74,9 @@ REVIEWED = {
                    "`max_patch_num = target_mask[0].max() + 1`; " + FULLGRAPH.format(n=6),
 }
 
+# what inspecting a disagreement that stays with fullgraph=True found (class -> finding)
+REVIEWED_FULLGRAPH: dict[str, str] = {}
+
 # a break site that explains a disagreement wherever mend breaks there and the golden set saw one graph
 REVIEWED_SITES = {
     # transformers 5.5's image-token check: `torch_compilable_check` asks `callable(msg)`, which Dynamo cannot
@@ -106,12 +109,39 @@ def with_sites(sweep: dict) -> None:
         r["sites"] = list(dict.fromkeys([*(r.get("where") or []), *more]))
 
 
+def _why(r: dict, ours: str, reviewed: dict[str, str]) -> str:
+    """Why mend's status of row ``r`` (``ours``) differs from the golden one: what mend saw, and
+    what reviewing it found (by class in ``reviewed``, else by a break site in REVIEWED_SITES)."""
+    cls = r["model"]
+    if ours == "clean":
+        why = "mend saw one graph where the public sweep saw a break (a capture bug until shown otherwise)"
+    else:
+        where = ", ".join(r.get("where") or []) or "no source line"
+        why = f"mend saw {r.get('graph_break_count', 0)} break(s) where the public sweep saw one graph: {where}"
+    if cls in reviewed:
+        why += f"; reviewed: {reviewed[cls]}"
+    elif ours == "breaks" and (site := next((w for w in r.get("sites") or r.get("where") or []
+                                               if w in REVIEWED_SITES), None)):
+        why += f"; reviewed: {REVIEWED_SITES[site]}"
+    return why
+
+
+def tally(pairs: list[dict]) -> dict:
+    """compared, agree, share and the counts by mode of compared pairs ({class, mode, mend, golden})."""
+    by_mode = {m: {"agree": 0, "compared": 0} for m in MODES}
+    for p in pairs:
+        by_mode[p["mode"]]["compared"] += 1
+        by_mode[p["mode"]]["agree"] += p["mend"] == p["golden"]
+    same = sum(m["agree"] for m in by_mode.values())
+    return {"compared": len(pairs), "agree": same, "share": round(same / len(pairs), 4) if pairs else None,
+            "by_mode": by_mode}
+
+
 def compare(golden: dict[str, dict[str, str]], rows: list[dict]) -> dict:
-    """Per (class, mode) of mend's sweep rows: both captured (agree or not, with why), or not
-    both built (with each side's status). Pure."""
-    pairs, disagree, not_both = 0, [], []
-    agree = {m: [0, 0] for m in MODES}  # mode -> [agreeing, compared]
-    for r in rows:
+    """Per (class, mode) of mend's sweep rows (the last row of a pair run twice): both captured
+    (agree or not, with why), or not both built (with each side's status). Pure."""
+    pairs, disagree, not_both = [], [], []
+    for r in {(r["model"], r["run_mode"]): r for r in rows}.values():
         cls, mode = r["model"], r["run_mode"]
         g = golden.get(cls, {}).get(mode)
         if g is None:
@@ -121,46 +151,41 @@ def compare(golden: dict[str, dict[str, str]], rows: list[dict]) -> dict:
             not_both.append({"class": cls, "mode": mode, "mend": r["status"] + (f": {r['why']}" if r.get("why") else ""),
                              "golden": g})
             continue
-        pairs += 1
-        agree[mode][1] += 1
-        if ours == theirs:
-            agree[mode][0] += 1
-            continue
-        if ours == "clean":
-            why = "mend saw one graph where the public sweep saw a break (a capture bug until shown otherwise)"
-        else:
-            where = ", ".join(r.get("where") or []) or "no source line"
-            why = f"mend saw {r.get('graph_break_count', 0)} break(s) where the public sweep saw one graph: {where}"
-        if cls in REVIEWED:
-            why += f"; reviewed: {REVIEWED[cls]}"
-        elif ours == "breaks" and (site := next((w for w in r.get("sites") or r.get("where") or []
-                                                   if w in REVIEWED_SITES), None)):
-            why += f"; reviewed: {REVIEWED_SITES[site]}"
-        disagree.append({"class": cls, "mode": mode, "mend": ours, "golden": theirs, "why": why})
-    same = sum(a for a, _ in agree.values())
-    return {"classes": sorted({r["model"] for r in rows if r["model"] in golden}), "compared": pairs, "agree": same, "share": round(same / pairs, 4) if pairs else None,
-            "by_mode": {m: {"agree": a, "compared": n} for m, (a, n) in agree.items()},
-            "disagreements": disagree, "not_both_built": not_both}
+        pairs.append({"class": cls, "mode": mode, "mend": ours, "golden": theirs})
+        if ours != theirs:
+            disagree.append({"class": cls, "mode": mode, "mend": ours, "golden": theirs,
+                             "why": _why(r, ours, REVIEWED)})
+    return {"classes": sorted({r["model"] for r in rows if r["model"] in golden}), **tally(pairs),
+            "pairs": pairs, "disagreements": disagree, "not_both_built": not_both}
 
 
-def _counts(a: dict, b: dict) -> dict:
-    """The pair counts of two comparisons of different pairs, added: compared, agree, share, by mode."""
-    by_mode = {m: {k: a["by_mode"][m][k] + b["by_mode"].get(m, {}).get(k, 0) for k in ("agree", "compared")}
-               for m in a["by_mode"]}
-    compared, agree = a["compared"] + b["compared"], a["agree"] + b["agree"]
-    return {"compared": compared, "agree": agree, "share": round(agree / compared, 4) if compared else None,
-            "by_mode": by_mode}
+def pairs_of(res: dict, golden: dict[str, dict[str, str]]) -> list[dict]:
+    """The pairs a comparison compared: its list, or, for one written before the list was kept,
+    every pair of its classes that both sides captured less those it could not compare. There a
+    pair not listed as a disagreement agreed, so mend's status is the golden one. Pure."""
+    if "pairs" in res:
+        return list(res["pairs"])
+    apart = {(d["class"], d["mode"]) for d in res["not_both_built"]}
+    differ = {(d["class"], d["mode"]): d["mend"] for d in res["disagreements"]}
+    out = []
+    for cls in res["classes"]:
+        for mode in MODES:
+            theirs = GOLDEN_CAPTURED.get(golden.get(cls, {}).get(mode, ""))
+            if theirs is not None and (cls, mode) not in apart:
+                out.append({"class": cls, "mode": mode, "mend": differ.get((cls, mode), theirs), "golden": theirs})
+    return out
 
 
-def amend(res: dict, meta: dict, earlier: dict) -> tuple[dict, dict]:
-    """``res`` and ``meta`` with an earlier comparison's counts, lists, samples and sweep time
+def amend(res: dict, meta: dict, earlier: dict, golden: dict[str, dict[str, str]]) -> tuple[dict, dict]:
+    """``res`` and ``meta`` with an earlier comparison's pairs, lists, samples and sweep time
     added; ValueError where both compared a class (a pair counted twice). Pure."""
     seen = set(earlier.get("classes") or ()) | {d["class"] for k in ("disagreements", "not_both_built")
                                                 for d in earlier[k]}
     both = sorted(seen & set(res["classes"]))
     if both:
         raise ValueError(f"the earlier comparison also has {', '.join(both[:5])}: samples must not overlap")
-    out = {**res, **_counts(res, earlier), "disagreements": earlier["disagreements"] + res["disagreements"],
+    pairs = pairs_of(earlier, golden) + res["pairs"]
+    out = {**res, **tally(pairs), "pairs": pairs, "disagreements": earlier["disagreements"] + res["disagreements"],
            "not_both_built": earlier["not_both_built"] + res["not_both_built"],
            "classes": sorted(set(earlier.get("classes") or ()) | set(res["classes"]))}
     old = earlier["meta"]
@@ -177,8 +202,37 @@ def retry(earlier: dict, golden: dict[str, dict[str, str]], rows: list[dict]) ->
     new = compare(golden, redo)
     kept = [d for d in earlier["not_both_built"] if (d["class"], d["mode"]) not in again]
     base = {k: v for k, v in earlier.items() if k != "meta"}  # the caller writes the meta
-    return {**base, **_counts(earlier, new), "disagreements": earlier["disagreements"] + new["disagreements"],
+    pairs = pairs_of(earlier, golden) + new["pairs"]
+    return {**base, **tally(pairs), "pairs": pairs, "disagreements": earlier["disagreements"] + new["disagreements"],
             "not_both_built": kept + new["not_both_built"]}, len(redo)
+
+
+def on_fullgraph(res: dict, golden: dict[str, dict[str, str]], rows: list[dict]) -> dict:
+    """``res``'s pairs compared as the public sweep compiles them (``fullgraph=True``), from the
+    rows of ``mend sweep --fullgraph`` (every class the default compile broke on, and a check
+    sample of the rest). A pair without such a row that the default compile captured as one
+    graph stays one graph: fullgraph=True differs only at a break. One the default compile broke
+    on without a captured fullgraph row is not compared. Pure."""
+    fg = {(r["model"], r["run_mode"]): r for r in rows}
+    pairs, disagree, not_both = [], [], []
+    inferred = checked = held = 0
+    for p in pairs_of(res, golden):
+        r = fg.get((p["class"], p["mode"]))
+        ours = MEND_CAPTURED.get(r["status"]) if r else None
+        if r is None and p["mend"] == "clean":
+            ours, inferred = "clean", inferred + 1
+        elif r is not None and p["mend"] == "clean" and ours is not None:
+            checked, held = checked + 1, held + (ours == "clean")
+        if ours is None:
+            got = f"{r['status']}: {r.get('why', '')}".rstrip(": ") if r else "not run with --fullgraph"
+            not_both.append({"class": p["class"], "mode": p["mode"], "mend": got, "golden": p["golden"]})
+            continue
+        pairs.append({**p, "mend": ours})
+        if ours != p["golden"]:
+            disagree.append({"class": p["class"], "mode": p["mode"], "mend": ours, "golden": p["golden"],
+                             "why": _why(r, ours, REVIEWED_FULLGRAPH)})
+    return {**tally(pairs), "pairs": pairs, "disagreements": disagree, "not_both_built": not_both,
+            "kept_clean": inferred, "check": {"run": checked, "one_graph": held}}
 
 
 def _markdown(res: dict, meta: dict) -> str:
@@ -197,6 +251,13 @@ def _markdown(res: dict, meta: dict) -> str:
     lines += ["", "## Not captured by both", ""]
     lines += [f"- {d['class']} [{d['mode']}]: mend {d['mend'][:160]}; golden {d['golden']}"
               for d in res["not_both_built"]] or ["(none)"]
+    if "fullgraph" in res:
+        fg = res["fullgraph"]
+        lines += ["", "## Compiled as the public sweep compiles (fullgraph=True)", "",
+                  f"**{fg['agree']} of {fg['compared']} pairs agree**"
+                  + (f" ({100 * fg['share']:.1f} %)" if fg["share"] is not None else ""), ""]
+        lines += [f"- {d['class']} [{d['mode']}]: mend {d['mend']}, golden {d['golden']}: {d['why']}"
+                  for d in fg["disagreements"]]
     return "\n".join(lines) + "\n"
 
 
@@ -240,10 +301,13 @@ def main(argv=None) -> int:
     f.add_argument("mode", nargs="?", default="eval", choices=MODES)
     c = sub.add_parser("compare")
     c.add_argument("--golden", required=True, type=Path)
-    c.add_argument("--sweep", required=True, type=Path, nargs="+", help="mend sweep JSON reports (rows joined)")
+    c.add_argument("--sweep", type=Path, nargs="*", default=[], help="mend sweep JSON reports (rows joined); "
+                   "none with --retry: the earlier comparison as it is (to add --fullgraph-sweep)")
     c.add_argument("--out", required=True, type=Path)
     c.add_argument("--sample", default="", help="how the classes were chosen, for the report")
     c.add_argument("--amend", type=Path, help="an earlier comparison's JSON (another sample) to add to this one")
+    c.add_argument("--fullgraph-sweep", type=Path, nargs="+", help="mend sweep --fullgraph reports: the pairs "
+                   "compared once more as the public sweep compiles them (the result's \"fullgraph\")")
     c.add_argument("--retry", type=Path, help="an earlier comparison's JSON whose pairs not captured by both "
                                               "the sweeps ran again: compared anew, the rest kept")
     args = ap.parse_args(argv)
@@ -262,9 +326,17 @@ def main(argv=None) -> int:
         return 0
     from graphmend.core.sources import read_report_text, write_atomic
 
+    if not args.sweep and not args.retry:
+        print("error: --sweep: give the sweep reports to compare (or --retry EARLIER.json)", file=sys.stderr)
+        return 2
     sweeps = [json.loads(read_report_text(p)) for p in args.sweep]
-    sweep = sweeps[0]
-    for s in sweeps:
+    full = [json.loads(read_report_text(p)) for p in args.fullgraph_sweep or ()]
+    for path, s in zip(args.fullgraph_sweep or (), full):
+        if not s.get("fullgraph"):
+            print(f"error: --fullgraph-sweep {path}: not a mend sweep --fullgraph report", file=sys.stderr)
+            return 2
+    sweep = sweeps[0] if sweeps else {}
+    for s in sweeps + full:
         with_sites(s)
     res = compare(golden, [r for s in sweeps for r in s["rows"]])
     meta = {"golden": "penguinwu/oss-model-graph-break-corpus corpus/golden_set.json",
@@ -279,17 +351,23 @@ def main(argv=None) -> int:
             print(f"error: --retry {args.retry}: {exc}", file=sys.stderr)
             return 2
         old = earlier["meta"]
-        note = f"{n} pairs not captured by both run again" + (f" ({args.sample})" if args.sample else "")
-        meta = {**old, "sample": f"{old.get('sample')}; {note}", "wall_s": old.get("wall_s", 0) + meta["wall_s"]}
+        note = f"; {n} pairs not captured by both run again" + (f" ({args.sample})" if args.sample else "")
+        meta = {**old, "sample": f"{old.get('sample')}{note if n else ''}", "wall_s": old.get("wall_s", 0) + meta["wall_s"]}
     elif args.amend:
         try:
-            res, meta = amend(res, meta, json.loads(args.amend.read_text(encoding="utf-8")))
+            res, meta = amend(res, meta, json.loads(args.amend.read_text(encoding="utf-8")), golden)
         except (OSError, ValueError, KeyError) as exc:
             print(f"error: --amend {args.amend}: {exc}", file=sys.stderr)
             return 2
+    if full:
+        res["fullgraph"] = on_fullgraph(res, golden, [r for s in full for r in s["rows"]])
+        meta = {**meta, "fullgraph_wall_s": sum(s.get("totals", {}).get("wall_s", 0) for s in full),
+                "fullgraph_selection": "; ".join(s.get("selection", "") for s in full)}
     write_atomic(Path(f"{args.out}.json"), json.dumps({"meta": meta, **res}, indent=1) + "\n")
     write_atomic(Path(f"{args.out}.md"), _markdown(res, meta))
-    print(f"{res['agree']}/{res['compared']} agree", file=sys.stderr)
+    print(f"{res['agree']}/{res['compared']} agree" + (f"; with fullgraph=True {res['fullgraph']['agree']}/"
+                                                         f"{res['fullgraph']['compared']}" if full else ""),
+          file=sys.stderr)
     return 0
 
 

@@ -34,6 +34,7 @@ class CollectOptions:
     cache: Optional[Cache] = None  # earlier captures reused, new ones kept (mend fix)
     lower: bool = False  # each captured graph also compiled by Inductor (tracer.lowering)
     calls: int = 1  # calls per target and mode (mend analyze --calls; tracer.worker.later_calls)
+    fullgraph: bool = False  # compiled as torch.compile(fullgraph=True) compiles (--fullgraph)
 
 
 @dataclass
@@ -76,6 +77,7 @@ def collect(paths: Sequence[str | os.PathLike[str]], config: Config, options: Co
         out.targets = capture_targets(out.specs, jobs=options.jobs, timeout=options.timeout or config.timeout,
                                       on_done=advance, modes=config.modes, compiled_autograd=config.compiled_autograd,
                                       memory_limit=config.memory_limit, nested_graph_breaks=config.nested_graph_breaks,
-                                      cache=options.cache, lower=options.lower, calls=options.calls)
+                                      cache=options.cache, lower=options.lower, calls=options.calls,
+                                      fullgraph=options.fullgraph)
         out.nested_graph_breaks = nested_setting(out.targets)
     return out

@@ -27,6 +27,7 @@ class AnalyzeOptions:
     plan: bool = True  # each issue's fix is the planner's verdict at its place (no run, libcst only)
     lower: bool = False  # --lower: each captured graph also compiled by Inductor; a failure is a GM608 issue
     calls: int = 1  # calls per target and mode (mend analyze --calls: 3)
+    fullgraph: bool = False  # --fullgraph: compiled as torch.compile(fullgraph=True) compiles
 
 
 def analyze(paths: Sequence[str | os.PathLike[str]], config: Config, options: AnalyzeOptions,
@@ -39,7 +40,8 @@ def analyze(paths: Sequence[str | os.PathLike[str]], config: Config, options: An
     keep = Cache.for_run(reuse=False) if options.dynamic else None
     got = collect(paths, config, CollectOptions(static=options.static, dynamic=options.dynamic, jobs=options.jobs,
                                                 scan_jobs=options.jobs, timeout=options.timeout, cache=keep,
-                                                only=options.only, lower=options.lower, calls=options.calls), progress)
+                                                only=options.only, lower=options.lower, calls=options.calls,
+                                                fullgraph=options.fullgraph), progress)
     report.findings, report.errors, report.targets = got.findings, got.errors, got.targets
     report.files_scanned, report.nested_graph_breaks = got.files_scanned, got.nested_graph_breaks
     from graphmend.correlate import correlate, diagnose

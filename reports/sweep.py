@@ -59,7 +59,7 @@ def _title(r: SweepReport) -> str:
 def _setting(r: SweepReport) -> str:
     bits = [f"torch {r.torch_version}" if r.torch_version else "", f"Python {r.python_version}" if r.python_version else "",
             r.platform, f"{r.cpus} CPUs, --jobs {r.jobs}" + (f" on {r.executor}" if r.executor != "local" else "")
-            if r.cpus else "", f"modes {','.join(r.run_modes)}"]
+            if r.cpus else "", f"modes {','.join(r.run_modes)}", "compiled with fullgraph=True" if r.fullgraph else ""]
     return " · ".join(b for b in bits if b)
 
 

@@ -144,9 +144,10 @@ def mode_note(b) -> str:
 
 
 def run_setting(r) -> str:
-    """How a report's targets ran: their modes, and "nested graph breaks on" when Dynamo's
-    option was on (off is every torch's default so far)."""
-    return ",".join(r.run_modes) + (" · nested graph breaks on" if r.nested_graph_breaks else "")
+    """How a report's targets ran: their modes, "nested graph breaks on" when Dynamo's option
+    was on (off is every torch's default so far), and fullgraph=True where they compiled so."""
+    return (",".join(r.run_modes) + (" · nested graph breaks on" if r.nested_graph_breaks else "")
+            + (" · fullgraph=True" if any(t.fullgraph for t in r.targets) else ""))
 
 
 def bench_setting(b) -> str:

@@ -29,13 +29,13 @@ WORKER = "tracer.worker"
 
 def _job(specs: Sequence[TargetSpec], timeout: float, modes: Sequence[str], compiled_autograd: bool,
          memory_limit: Optional[int], nested_graph_breaks: Optional[bool], ran_files: bool = False,
-         lower: bool = False, calls: int = 1) -> Job:
+         lower: bool = False, calls: int = 1, fullgraph: bool = False) -> Job:
     # the worker's start-up (importing torch) gets its own allowance: see graphmend.core.jobs
     label = specs[0].name if len(specs) == 1 else f"{specs[0].display_file} ({len(specs)} targets)"
     return Job(module=WORKER, payload={"targets": [dataclasses.asdict(s) for s in specs], "modes": list(modes),
                                        "compiled_autograd": compiled_autograd,
                                        "nested_graph_breaks": nested_graph_breaks, "ran_files": ran_files,
-                                       "lower": lower, "calls": calls},
+                                       "lower": lower, "calls": calls, "fullgraph": fullgraph},
                label=label,
                timeout=timeout, memory_limit=memory_limit, units=len(specs) * len(modes),
                unit_labels=[s.name for s in specs for _ in modes], warm=True)
@@ -66,13 +66,13 @@ def _failed(spec: TargetSpec, outcome: JobOutcome, why: str, mode: str) -> Targe
 def _capture_file(group: Sequence[TargetSpec], timeout: float, modes: tuple, compiled_autograd: bool,
                   memory_limit: Optional[int], nested_graph_breaks: Optional[bool],
                   done: Callable[[TargetSpec, list[TargetResult], list[str]], None], ran_files: bool = False,
-                  lower: bool = False, calls: int = 1) -> None:
+                  lower: bool = False, calls: int = 1, fullgraph: bool = False) -> None:
     """The targets of one file, in as few workers as their hangs and crashes allow."""
     pending = list(group)
     retried: Optional[TargetSpec] = None  # the target a crashed worker was running, run again first
     while pending:
         outcome = run_job(_job(pending, timeout, modes, compiled_autograd, memory_limit, nested_graph_breaks,
-                               ran_files, lower, calls))
+                               ran_files, lower, calls, fullgraph))
         got: list[Any] = (outcome.result or {}).get("results") if not outcome.error else None
         if got is None or len(got) != len(pending) * len(modes):
             got = outcome.units  # what finished before the failure
@@ -88,7 +88,7 @@ def _capture_file(group: Sequence[TargetSpec], timeout: float, modes: tuple, com
             # target it died in is unknown, so each runs again in a worker of its own
             for s in pending:
                 _capture_file([s], timeout, modes, compiled_autograd, memory_limit, nested_graph_breaks, done,
-                              ran_files, lower, calls)
+                              ran_files, lower, calls, fullgraph)
             return
         culprit = pending[0]
         why = outcome.error or f"{culprit.name}: worker failed: {(outcome.result or {}).get('error') or 'no result'}"
@@ -107,7 +107,7 @@ def capture_targets(specs: Sequence[TargetSpec], jobs: int = 1, timeout: float =
                     modes: Sequence[str] = (EVAL,), compiled_autograd: bool = False,
                     memory_limit: Optional[int] = None,
                     nested_graph_breaks: Optional[bool] = None, cache: Optional[Cache] = None,
-                    lower: bool = False, calls: int = 1) -> list[TargetResult]:
+                    lower: bool = False, calls: int = 1, fullgraph: bool = False) -> list[TargetResult]:
     """Capture each target in each run mode; results in input order (target-major: a
     target's modes together). ``on_done(name, results)`` after each target (from worker
     threads when ``jobs`` > 1); ``timeout``: seconds per target and mode; ``memory_limit``:
@@ -115,7 +115,8 @@ def capture_targets(specs: Sequence[TargetSpec], jobs: int = 1, timeout: float =
     torch's default); ``cache``: where earlier captures are reused and new ones kept;
     ``lower``: each captured graph is also compiled by Inductor (tracer.lowering).
     ``calls``: calls per target and mode (tracer.worker.later_calls), the first one's
-    figures explain's, the later ones' recompiles and new breaks added."""
+    figures explain's, the later ones' recompiles and new breaks added. ``fullgraph``: compiled
+    as ``torch.compile(fullgraph=True)`` compiles (tracer.worker.capture_loaded)."""
     import threading
 
     modes = tuple(modes) or (EVAL,)
@@ -132,7 +133,7 @@ def capture_targets(specs: Sequence[TargetSpec], jobs: int = 1, timeout: float =
             # and on the calls made: `mend analyze` and `mend fix` make the same three by default,
             # so a fix starts from the analysis's captures
             keys[s] = cache.key("capture", where, modes, compiled_autograd, memory_limit, nested_graph_breaks,
-                                *(["lower"] if lower else []), calls)
+                                *(["lower"] if lower else []), *(["fullgraph"] if fullgraph else []), calls)
             entry = cache.get_valid("capture", keys[s],
                                     lambda e: ([from_dict(TargetResult, d) for d in e["results"]], e["deps"]))
             if entry is not None:
@@ -163,7 +164,7 @@ def capture_targets(specs: Sequence[TargetSpec], jobs: int = 1, timeout: float =
 
     def run(group: Sequence[TargetSpec]) -> None:
         _capture_file(group, timeout, modes, compiled_autograd, memory_limit, nested_graph_breaks, done, caching,
-                      lower, calls)
+                      lower, calls, fullgraph)
 
     groups = list(batches.values())
     if jobs <= 1 or len(groups) <= 1:

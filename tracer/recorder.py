@@ -21,7 +21,8 @@ from typing import Any, Callable, Optional
 from graphmend.core.model import Break, Frame, LoweringFailure, Recompile
 from rewrites.rules import category_of
 from tracer.classify import classify
-from tracer.messages import ParsedBreak, StackEntry, parse_log_record, parse_recompile, parse_recompile_limit
+from tracer.messages import (ParsedBreak, StackEntry, parse_log_record, parse_reason, parse_recompile,
+                             parse_recompile_limit)
 from tracer.registry import registry_id
 
 _HERE = str(Path(__file__).resolve().parent)
@@ -396,6 +397,28 @@ class Recorder:
             last.limit = True
             return
         rcs.append(Recompile(function=function, reason=reason, file=file, line=line, call=self.call, limit=True))
+
+    # -- fullgraph=True: the first break raises instead of splitting the graph ----------
+    def refused(self, exc: BaseException) -> None:
+        """Record the break that ``torch.compile(fullgraph=True)`` raised as ``exc`` (a
+        ``refusal``) as the log would have it: a counted break at the place it names."""
+        text = str(exc)
+        reason, _, trace = text.partition("\nfrom user code:\n")
+        # Dynamo's message puts one space more before the first frame than format_list does
+        trace = "  " + trace.split("\n\nSet TORCHDYNAMO_VERBOSE")[0].lstrip(" ")
+        stack = list(getattr(exc, "real_stack", None) or ())
+        if not trace.strip() and stack:
+            import traceback
+
+            trace = "".join(traceback.format_list(stack))
+        head = f"Graph break in user code at {stack[-1].filename}:{stack[-1].lineno}\n" if stack else ""
+        parsed = parse_log_record(f"{head}Graph Break Reason: {reason.rstrip()}\nUser code traceback:\n{trace}\n")
+        if parsed is None:  # a message no parser reads: its first line, at no place
+            parsed = parse_reason(reason.strip().splitlines()[0] if reason.strip() else type(exc).__name__)
+        raw = _Raw(parsed, None, self.phase, self.call)
+        self.recording.raw.append(raw)
+        # where the graph it refused would have ended: what breaks() counts a break by
+        self.recording.break_sites.append(_broke_at(self._to_break(raw)))
 
     # -- marks: what one call recorded --------------------------------------------------
     def mark(self) -> Mark:

@@ -1,7 +1,8 @@
 """The capture worker: ``python -m tracer.worker PAYLOAD RESULT``.
 
 PAYLOAD is ``{"targets": [TargetSpec as dict, ...], "modes": ["eval", "train"],
-"compiled_autograd": bool, "nested_graph_breaks": bool | None, "ran_files": bool, "lower": bool, "calls": int}``;
+"compiled_autograd": bool, "nested_graph_breaks": bool | None, "ran_files": bool, "lower": bool, "calls": int,
+"fullgraph": bool}``;
 RESULT is
 ``{"results": [TargetResult as dict, ...]}``, one per target and run mode (target-major),
 each with ``ran_files`` (see ``ran_files``) when asked.
@@ -31,7 +32,7 @@ NESTED = "nested_graph_breaks"  # torch._dynamo.config's name; not every torch h
 def capture_loaded(name: str, file: str, function: str, fn: Any, args: tuple, kwargs: dict,
                    mode: str = EVAL, loss: Any = None, compiled_autograd: bool = False,
                    nested_graph_breaks: Optional[bool] = None, lower: bool = False, calls: Sequence[tuple] = (),
-                   derived: bool = True, fallback: Sequence[tuple] = ()) -> TargetResult:
+                   derived: bool = True, fallback: Sequence[tuple] = (), fullgraph: bool = False) -> TargetResult:
     """Run ``fn(*args, **kwargs)`` under Dynamo with a recording backend, in run mode
     ``mode``; in train mode the call is followed by a backward of the training loss (traced
     too, under compiled autograd, when ``compiled_autograd``). ``lower``: each graph is also
@@ -41,7 +42,9 @@ def capture_loaded(name: str, file: str, function: str, fn: Any, args: tuple, kw
     (explain's); the recompiles and the breaks only a later call hit are added. ``derived``:
     ``calls`` were derived by mend, not given by the target: one that raises is dropped with
     what it recorded (the guess of consistent sizes was wrong) and the calls go on as
-    ``fallback`` has them (the batch alone grown), else end, without an error."""
+    ``fallback`` has them (the batch alone grown), else end, without an error. ``fullgraph``:
+    compiled as ``torch.compile(fullgraph=True)`` compiles it: the first break raises, and is
+    the one break recorded (``refusal``); the calls end there."""
     import torch
     import torch._dynamo
 
@@ -49,7 +52,8 @@ def capture_loaded(name: str, file: str, function: str, fn: Any, args: tuple, kw
     from tracer.classify import classify_recompiles
     from tracer.recorder import Recorder, frame_counters
 
-    result = TargetResult(name=name, file=file, function=function, run_mode=mode)
+    result = TargetResult(name=name, file=file, function=function, run_mode=mode, fullgraph=fullgraph)
+    refused = False
     torch._dynamo.reset()
     try:
         from torch._dynamo.utils import counters
@@ -65,17 +69,25 @@ def capture_loaded(name: str, file: str, function: str, fn: Any, args: tuple, kw
         optimize = getattr(torch._dynamo, "optimize", None)
         try:
             # What explain() does: optimize(backend, nopython=False)(fn)(*args, **kwargs)
-            compiled = optimize(rec.backend, nopython=False)(fn) if optimize else torch.compile(fn, backend=rec.backend)
+            if fullgraph:
+                compiled = torch.compile(fn, backend=rec.backend, fullgraph=True)
+            else:
+                compiled = optimize(rec.backend, nopython=False)(fn) if optimize else torch.compile(fn, backend=rec.backend)
             _call(compiled, fn, args, kwargs, mode, loss, rec, compiled_autograd)
         except BaseException as exc:  # the model itself failed: keep what was recorded
             if isinstance(exc, KeyboardInterrupt):
                 raise
-            result.error = _call_error(name, exc, rec)
+            if fullgraph and refusal(exc):
+                rec.refused(exc)
+                refused = True
+            else:
+                result.error = _call_error(name, exc, rec)
+        refused_first = refused
         # the first call's figures, as explain() gives them
         rec_data = rec.recording
         first = rec.mark()
         frames = frame_counters()
-        todo = list(calls) if result.error is None else []
+        todo = list(calls) if result.error is None and not refused else []
         made = [(args, kwargs)]  # the calls that ran, for the replay
         i = 0
         while i < len(todo):
@@ -87,6 +99,10 @@ def capture_loaded(name: str, file: str, function: str, fn: Any, args: tuple, kw
             except BaseException as exc:
                 if isinstance(exc, KeyboardInterrupt):
                     raise
+                if fullgraph and refusal(exc):  # only this call's sizes break: its break, and the end
+                    rec.refused(exc)
+                    refused = True
+                    break
                 if not derived:
                     result.error = f"{_call_error(name, exc, rec)} (its call {i + 2})"
                     break
@@ -102,12 +118,12 @@ def capture_loaded(name: str, file: str, function: str, fn: Any, args: tuple, kw
             made.append((a, k))
             result.calls += 1
             i += 1
-        if calls and result.error is None:
+        if calls and result.error is None and not refused:
             result.replay_recompile = _replay(compiled, fn, made, mode, loss, rec, compiled_autograd)
     result.duration_s = time.perf_counter() - start
     result.graph_count = first.graphs
     # explain() reports graph_count - 1; a target that compiled nothing has no breaks, not -1.
-    result.graph_break_count = max(first.graphs - 1, 0)
+    result.graph_break_count = max(first.graphs - 1, 0) + refused_first
     result.ops_per_graph = list(rec_data.ops_per_graph[:first.graphs])
     result.recompiles = list(rec_data.recompiles)
     classify_recompiles(result.recompiles)
@@ -225,13 +241,26 @@ def _compiled_autograd(backend: Any, on: bool):
     return compiled_autograd._enable(lambda gm: torch.compile(gm, backend=backend, fullgraph=False))
 
 
+def refusal(exc: BaseException) -> bool:
+    """Whether ``exc`` is ``torch.compile(fullgraph=True)`` refusing a graph break: what the
+    default compile would have broken the graph on (Dynamo's Unsupported, which its
+    data-dependent and user errors at a break come as), not the model's own failure."""
+    import torch._dynamo.exc as dynamo_exc
+
+    kinds = tuple(k for k in (getattr(dynamo_exc, n, None) for n in ("Unsupported", "UserError",
+                                                                       "UncapturedHigherOrderOpError"))
+                  if isinstance(k, type))
+    return isinstance(exc, kinds)
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0][:300] if text else ""
 
 
 def capture_spec(spec: dict[str, Any], modes: tuple = (EVAL,), compiled_autograd: bool = False,
-                 nested_graph_breaks: Optional[bool] = None, lower: bool = False, calls: int = 1) -> list[TargetResult]:
+                 nested_graph_breaks: Optional[bool] = None, lower: bool = False, calls: int = 1,
+                 fullgraph: bool = False) -> list[TargetResult]:
     """One result per run mode; each mode loads the target afresh (a train step changes the
     weights' gradients and a stateful module's buffers). ``calls``: how many calls each makes
     (``later_calls``)."""
@@ -250,7 +279,7 @@ def capture_spec(spec: dict[str, Any], modes: tuple = (EVAL,), compiled_autograd
         out.append(capture_loaded(name, file, spec["function"], loaded.fn, loaded.args, loaded.kwargs, mode=mode,
                                   loss=getattr(loaded.target, "loss", None), compiled_autograd=compiled_autograd,
                                   nested_graph_breaks=nested_graph_breaks, lower=lower, calls=more, derived=derived,
-                                  fallback=fallback))
+                                  fallback=fallback, fullgraph=fullgraph))
     return out
 
 
@@ -333,6 +362,7 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
     nested = payload.get("nested_graph_breaks")
     lower = bool(payload.get("lower"))
     calls = int(payload.get("calls") or 1)
+    fullgraph = bool(payload.get("fullgraph"))
     loaded_before = set(sys.modules)
     if payload.get("ran_files"):
         from graphmend.core.cache import watch_reads
@@ -341,7 +371,7 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
     results, explained = [], []
 
     def unit(spec: dict[str, Any], mode: str) -> dict[str, Any]:
-        (r,) = capture_spec(spec, (mode,), ca, nested, lower, calls)
+        (r,) = capture_spec(spec, (mode,), ca, nested, lower, calls, fullgraph)
         out: dict[str, Any] = {"result": to_dict(r)}
         if payload.get("ran_files"):  # for the cache: what a later run must find unchanged
             out["result"]["ran_files"] = ran_files(loaded_before, spec)

@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from graphmend.cli.common import (COMPILED_AUTOGRAD_HELP, EXECUTOR_HELP, EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP,
-                                  CALLS_HELP, MODE_HELP, NESTED_HELP, RAY_ADDRESS_HELP, TRAIN_HELP, VERBOSE_HELP, Executor, Format,
+                                  CALLS_HELP, FULLGRAPH_HELP, MODE_HELP, NESTED_HELP, RAY_ADDRESS_HELP, TRAIN_HELP, VERBOSE_HELP, Executor, Format,
                                   check_paths, target_paths, executor_choice, executor_scope, fail, load_checked_config,
                                   memory_limit_flag, nested_flag, progress_hook, render_or_fail, require_nested_support,
                                   require_torch, run_modes_flag, warn_refused_cache, wrote)
@@ -32,6 +32,7 @@ def analyze(
     train: bool = typer.Option(False, "--train", help=TRAIN_HELP),
     mode: Optional[str] = typer.Option(None, "--modes", help=MODE_HELP),
     calls: int = typer.Option(3, "--calls", min=1, help=CALLS_HELP),
+    fullgraph: bool = typer.Option(False, "--fullgraph", help=FULLGRAPH_HELP),
     compiled_autograd: Optional[bool] = typer.Option(None, "--compiled-autograd", help=COMPILED_AUTOGRAD_HELP),
     nested_graph_breaks: Optional[str] = typer.Option(None, "--nested-graph-breaks", metavar="on|off",
                                                       help=NESTED_HELP),
@@ -51,6 +52,8 @@ def analyze(
     nested = nested_flag(nested_graph_breaks)
     if static_only and lower:
         raise fail("--lower compiles the captured graphs: it does nothing with --static-only")
+    if static_only and fullgraph:
+        raise fail("--fullgraph chooses how targets compile: it does nothing with --static-only")
     if static_only and nested is not None:
         raise fail("--nested-graph-breaks chooses how targets run: it does nothing with --static-only")
     paths, only = target_paths(paths)
@@ -74,7 +77,7 @@ def analyze(
         try:
             report = run_analyze(paths, config, AnalyzeOptions(static=not dynamic_only, dynamic=not static_only,
                                                                jobs=jobs, timeout=timeout, only=only,
-                                                               lower=lower, calls=calls),
+                                                               lower=lower, calls=calls, fullgraph=fullgraph),
                                  progress=progress, torch_version=tv)
         except ConfigError as exc:  # a suppression comment naming no rule
             raise fail(str(exc))

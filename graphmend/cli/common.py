@@ -359,6 +359,9 @@ class Progressor:
 CALLS_HELP = ("Calls per target and run mode: after the first, calls with the batch and sequence grown (or the "
               "target's Target(calls=[...])) through the same compiled function, so what Dynamo specialised on "
               "recompiles and each recompile is explained. 1: the first call only.")
+FULLGRAPH_HELP = ("Compile as torch.compile(fullgraph=True) does: a target passes only as one graph; the first "
+                  "break raises, and is its one break (the rest stay unseen), and data-dependent scalars and "
+                  "shapes the default compile breaks on are traced.")
 VERBOSE_HELP = "Text: every detail (Dynamo's explanations, hints, stacks, recompile guards), not only the summary."
 
 

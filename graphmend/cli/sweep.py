@@ -11,7 +11,7 @@ from typing import List, Optional
 
 import typer
 
-from graphmend.cli.common import (CALLS_HELP, EXECUTOR_HELP, EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, MODE_HELP,
+from graphmend.cli.common import (CALLS_HELP, EXECUTOR_HELP, FULLGRAPH_HELP, EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, MODE_HELP,
                                   RAY_ADDRESS_HELP, TRAIN_HELP, Executor, emit, executor_choice, executor_scope,
                                   fail, memory_limit_flag, progress_hook, require_torch, run_modes_flag, wrote)
 
@@ -56,6 +56,7 @@ def sweep(
     executor: Optional[Executor] = typer.Option(None, "--executor", help=EXECUTOR_HELP),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help=RAY_ADDRESS_HELP),
     calls: int = typer.Option(3, "--calls", min=1, help=CALLS_HELP),
+    fullgraph: bool = typer.Option(False, "--fullgraph", help=FULLGRAPH_HELP),
     train: bool = typer.Option(False, "--train", help=TRAIN_HELP),
     mode: Optional[str] = typer.Option(None, "--modes", help=MODE_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
@@ -84,6 +85,9 @@ def sweep(
         emit(render_plan(p.library, p.version, p.selection, p.listing(modes), p.skipped,
                          format.value), output)
         raise typer.Exit(EXIT_CLEAN)
+    if fix and fullgraph:
+        raise fail("--fix repairs the breaks of the default compile, which --fullgraph stops at the first of: "
+                   "give one of them")
     if targets_dir is not None:
         from graphmend.core.sources import OutputDirError, prepare_output_dir
 
@@ -106,7 +110,7 @@ def sweep(
     tv = require_torch("sweep")
     where, address = executor_choice(config, executor, ray_address)
     options = SweepOptions(library=library, only=_names(only), limit=limit, every=every, fix=fix, jobs=jobs,
-                           timeout=timeout, collect={"calls": calls}, executor=where,
+                           timeout=timeout, collect={"calls": calls, "fullgraph": fullgraph}, executor=where,
                            targets_dir=targets_dir.resolve() if targets_dir else None,
                            command=" ".join(["mend"] + [shlex.quote(a) for a in sys.argv[1:]]))
     with executor_scope(where, address, jobs), progress_hook(quiet) as progress:

@@ -191,6 +191,10 @@ class TargetResult:
     backward_graph_count: Optional[int] = None
     # torch._dynamo.config.nested_graph_breaks as the capture ran (None: this torch has no such option)
     nested_graph_breaks: Optional[bool] = None
+    # --fullgraph: compiled as torch.compile(fullgraph=True), which raises at the first break
+    # (that break the one recorded) and traces data-dependent scalars and shapes the default
+    # compile breaks on
+    fullgraph: bool = False
     # --lower only: the graphs Inductor could not compile for the CPU (None: not checked)
     lowering: Optional[list[LoweringFailure]] = None
 

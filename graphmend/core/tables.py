@@ -193,6 +193,7 @@ class SweepReport:
     cpus: int = 0
     jobs: int = 1
     executor: str = "local"  # where the jobs ran: local worker processes, or ray tasks
+    fullgraph: bool = False  # compiled as torch.compile(fullgraph=True): a break is the first, which raised
     run_modes: list[str] = field(default_factory=lambda: ["eval"])
     selection: str = ""  # how architectures were chosen, in words
     command: str = ""

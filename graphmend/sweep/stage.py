@@ -218,6 +218,7 @@ def run_sweep(options: SweepOptions, config: Config, progress=None, torch_versio
         model_of[t.name] = files.get(Path(t.file).name, t.name)
     out = SweepReport(library=p.library, library_version=p.version, **env.stamp(torch_version),
                       cpus=os.cpu_count() or 0, jobs=options.jobs, executor=options.executor,
+                      fullgraph=bool(options.collect.get("fullgraph")),
                       run_modes=list(config.modes),
                       selection=p.selection, command=options.command, targets_dir=str(keep) if keep else "",
                       skipped=p.skipped, fix_note=FIX_NOTE)

@@ -45,6 +45,8 @@ def test_json_output_and_exit_code(json_run):
     (["analyze", "/no/such/path", "--dynamic-only"], "path does not exist"),
     (["analyze", str(SMALL), "--dynamic-only", "--jobs", "0"], "--jobs"),
     (["analyze", str(SMALL), "--static-only", "--dynamic-only"], "exclude each other"),
+    (["analyze", str(SMALL), "--static-only", "--fullgraph"], "--fullgraph chooses how targets compile"),
+    (["sweep", "transformers", "--fix", "--fullgraph"], "--fix repairs the breaks of the default compile"),
 ])
 def test_usage_errors(args, needle):
     res = runner.invoke(app, args)

@@ -551,13 +551,51 @@ def test_golden_comparison_amends_an_earlier_sample_and_refuses_an_overlap():
     earlier = {"meta": {"sample": "every 2nd", "wall_s": 10}, **first}
     second = gc.compare(golden, [{"model": "B", "run_mode": "eval", "status": SWEEP_CLEAN},
                                  {"model": "C", "run_mode": "train", "status": SWEEP_NOT_BUILT, "why": "x"}])
-    res, meta = gc.amend(second, {"sample": "every 2nd from the 1st", "wall_s": 5}, earlier)
+    res, meta = gc.amend(second, {"sample": "every 2nd from the 1st", "wall_s": 5}, earlier, golden)
     assert (res["compared"], res["agree"], res["share"]) == (3, 2, 0.6667)
     assert res["by_mode"] == {"eval": {"agree": 2, "compared": 2}, "train": {"agree": 0, "compared": 1}}
     assert res["classes"] == ["A", "B", "C"] and len(res["disagreements"]) == 1 and len(res["not_both_built"]) == 1
     assert meta == {"sample": "every 2nd; and every 2nd from the 1st", "wall_s": 15}
     with pytest.raises(ValueError, match="also has A"):
-        gc.amend(first, {}, earlier)
+        gc.amend(first, {}, earlier, golden)
+
+
+def test_a_pair_run_twice_counts_once_and_an_older_comparisons_pairs_are_rebuilt():
+    gc = _golden_compare()
+    golden = gc.load_golden(json.dumps({"models": [
+        {"name": n, "eval": {"status": "full_graph"}, "train": {"status": "graph_break"}} for n in "AB"]}))
+    rows = [{"model": "A", "run_mode": "eval", "status": SWEEP_BREAKS},
+            {"model": "A", "run_mode": "eval", "status": SWEEP_CLEAN},  # run again: the last row counts
+            {"model": "A", "run_mode": "train", "status": SWEEP_BREAKS},
+            {"model": "B", "run_mode": "eval", "status": SWEEP_BREAKS, "where": ["b.py:2"]},
+            {"model": "B", "run_mode": "train", "status": SWEEP_FAILED, "why": "timed out"}]
+    res = gc.compare(golden, rows)
+    assert (res["compared"], res["agree"]) == (3, 2) and len(res["pairs"]) == 3
+    # a comparison kept without its pairs: the ones it agreed on carry the golden status
+    older = {k: v for k, v in res.items() if k != "pairs"}
+    assert gc.pairs_of(older, golden) == res["pairs"]
+
+
+def test_on_fullgraph_terms_a_pair_takes_its_fullgraph_row_or_keeps_one_graph():
+    gc = _golden_compare()
+    golden = gc.load_golden(json.dumps({"models": [
+        {"name": "A", "eval": {"status": "full_graph"}, "train": {"status": "full_graph"}},
+        {"name": "B", "eval": {"status": "graph_break"}, "train": {"status": "full_graph"}}]}))
+    res = gc.compare(golden, [{"model": "A", "run_mode": "eval", "status": SWEEP_BREAKS, "where": ["a.py:1"]},
+                              {"model": "A", "run_mode": "train", "status": SWEEP_CLEAN},
+                              {"model": "B", "run_mode": "eval", "status": SWEEP_BREAKS},
+                              {"model": "B", "run_mode": "train", "status": SWEEP_BREAKS}])
+    assert (res["compared"], res["agree"]) == (4, 2)
+    full = [{"model": "A", "run_mode": "eval", "status": SWEEP_CLEAN},  # fullgraph=True traces what broke
+            {"model": "B", "run_mode": "eval", "status": SWEEP_BREAKS, "where": ["b.py:4"]},
+            {"model": "B", "run_mode": "train", "status": SWEEP_FAILED, "why": "timed out"}]
+    fg = gc.on_fullgraph(res, golden, full)
+    assert (fg["compared"], fg["agree"], fg["kept_clean"]) == (3, 3, 1) and not fg["disagreements"]
+    assert [(d["class"], d["mode"], d["mend"]) for d in fg["not_both_built"]] == [("B", "train", "failed: timed out")]
+    # a pair broken on without a fullgraph row is not compared; one the check sample ran is counted
+    fg = gc.on_fullgraph(res, golden, [{"model": "A", "run_mode": "train", "status": SWEEP_BREAKS, "where": ["t.py:2"]}])
+    assert fg["check"] == {"run": 1, "one_graph": 0} and fg["compared"] == 1
+    assert "t.py:2" in fg["disagreements"][0]["why"]
 
 
 def test_a_reviewed_break_site_explains_a_disagreement_wherever_mend_breaks_there():

@@ -337,3 +337,17 @@ def test_recompile_causes_merge_one_guarded_line_over_models_most_recompiles_fir
     assert "| 1 | GM701 | 2 | 3 | 3 | yes | `self.step += 1` |" in md
     assert "<h2>Recompile causes</h2>" in html and "<code>x.shape[1]</code>" in html
     assert SweepReport.from_json(render_sweep(out, "json")).recompile_causes == out.recompile_causes
+
+
+def test_sweep_fullgraph_marks_the_report_and_a_break_is_the_first_one_raised(monkeypatch):
+    pytest.importorskip("torch")
+    monkeypatch.setitem(stage.LIBRARIES, "fake", FAKE)
+    got = CliRunner().invoke(app, ["sweep", "fake", "--fullgraph", "--calls", "1", "-q", "-f", "json"])
+    assert got.exit_code == 0, got.output  # without --baseline, breaks are the report, not a failure
+    rep = SweepReport.from_json(got.output)
+    by = {r.model: r for r in rep.rows}
+    assert rep.fullgraph and by["Gate"].status == SWEEP_BREAKS and by["Plain"].status == SWEEP_CLEAN
+    assert (by["Gate"].graph_count, by["Gate"].graph_break_count) == (0, 1)
+    assert len(by["Gate"].where) == 1 and by["Gate"].where[0].endswith("fake_lib.py:28")
+    text = CliRunner().invoke(app, ["sweep", "fake", "--fullgraph", "--calls", "1", "-q"]).output
+    assert "compiled with fullgraph=True" in text
