@@ -27,6 +27,15 @@ both) that the sweeps ran again, after a builder fix; the pairs it compared keep
 class with this one) to this one's: the sample grows without running the earlier sweeps again.
 Sweep reports may be gzipped (``.json.gz``).
 
+The public sweep compiles with ``fullgraph=True``, which traces data-dependent scalars and shapes
+the default compile breaks on. ``--fullgraph-sweep`` takes ``mend sweep --fullgraph --calls 1``
+reports (every class the default compile broke on, and a check sample of the rest) and compares the
+pairs once more on those terms (the result's ``fullgraph``). ``same-program --worker-dir
+CORPUS/sweep CLASS MODE`` runs the public sweep's own worker (its build, inputs and call) with its
+``torch.compile`` made mend's capture: the disagreements run so (``--same-program`` takes the JSON
+lines) say whether mend and the public sweep still differ on one program, or only ran different
+inputs (mend places image tokens; the public sweep fed some vision-language models text alone).
+
 Run it with the golden set's versions (a virtualenv with torch==2.11.0 transformers==5.5.3).
 Writes ``OUT.json`` and ``OUT.md``.
 """
@@ -212,7 +221,9 @@ def on_fullgraph(res: dict, golden: dict[str, dict[str, str]], rows: list[dict])
     rows of ``mend sweep --fullgraph`` (every class the default compile broke on, and a check
     sample of the rest). A pair without such a row that the default compile captured as one
     graph stays one graph: fullgraph=True differs only at a break. One the default compile broke
-    on without a captured fullgraph row is not compared. Pure."""
+    on without a captured fullgraph row is not compared. Rows of classes ``res`` never had (a
+    sample swept with --fullgraph alone), and of pairs it could not compare (a default compile
+    that timed out), are compared as they are. Pure."""
     fg = {(r["model"], r["run_mode"]): r for r in rows}
     pairs, disagree, not_both = [], [], []
     inferred = checked = held = 0
@@ -231,8 +242,17 @@ def on_fullgraph(res: dict, golden: dict[str, dict[str, str]], rows: list[dict])
         if ours != p["golden"]:
             disagree.append({"class": p["class"], "mode": p["mode"], "mend": ours, "golden": p["golden"],
                              "why": _why(r, ours, REVIEWED_FULLGRAPH)})
-    return {**tally(pairs), "pairs": pairs, "disagreements": disagree, "not_both_built": not_both,
-            "kept_clean": inferred, "check": {"run": checked, "one_graph": held}}
+    apart = {(d["class"], d["mode"]) for d in res["not_both_built"]}
+    new = compare(golden, [r for r in rows if r["model"] not in set(res["classes"])
+                           or (r["model"], r["run_mode"]) in apart])
+    for d in new["disagreements"]:
+        d["why"] = _why(fg[(d["class"], d["mode"])], d["mend"], REVIEWED_FULLGRAPH)
+    pairs += new["pairs"]
+    more = set(new["classes"]) - set(res["classes"])
+    return {**tally(pairs), "classes": len(res["classes"]) + len(more), "more_classes": len(more),
+            "pairs": pairs, "disagreements": disagree + new["disagreements"],
+            "not_both_built": not_both + new["not_both_built"], "kept_clean": inferred,
+            "check": {"run": checked, "one_graph": held}}
 
 
 def _markdown(res: dict, meta: dict) -> str:
@@ -289,6 +309,80 @@ def fullgraph(name: str, mode: str) -> dict[str, object]:
     return {"default": count(False), "fullgraph": count(True)}
 
 
+def same_program(worker_dir: Path, name: str, mode: str, theirs: bool = False) -> dict[str, object]:
+    """mend's capture (``fullgraph=True``) of ``name`` run exactly as the public sweep runs it:
+    its own worker (``worker_dir``, the corpus repository's ``sweep/`` folder) builds the model
+    and inputs, runs eager (placing image tokens again where eager rejects their count) and
+    compiles; its ``torch.compile`` is mend's capture of that call. {"status": mend's row status,
+    "why": its error, "where": break sites}; with ``theirs``, "worker_here": the status the
+    worker gives on this machine compiling as it does (the golden set was recorded on a GPU)."""
+    sys.path.insert(0, str(worker_dir))
+    import models  # the corpus's sweep/models.py and sweep/worker.py
+    import torch
+    import worker
+
+    from tracer.worker import capture_loaded
+
+    spec = next((s for s in models.enumerate_hf() if s["name"] == name), None)
+    if spec is None:
+        return {"status": "not built", "why": f"the corpus's worker does not enumerate {name}"}
+    got = []
+
+    def compile_(model, **_):
+        def call(*args, **kwargs):
+            if not got:  # the first call is the one its identify pass compiles; later ones recheck numerics
+                torch.compile = real  # the capture's own compile
+                try:
+                    got.append(capture_loaded(name, "", "forward", model, args, kwargs, mode=mode, fullgraph=True))
+                finally:
+                    torch.compile = compile_
+            return model(*args, **kwargs)
+        return call
+
+    here = worker.run_identify(spec, "cpu", mode).get("status") if theirs else None
+    real = torch.compile
+    torch.compile = compile_
+    try:
+        ran = worker.run_identify(spec, "cpu", mode)
+    finally:
+        torch.compile = real
+    if not got:
+        return {"status": "failed", "why": f"the worker never compiled: {ran.get('status')}: {ran.get('error', '')}"[:300]}
+    r = got[0]
+    status = "failed" if r.error else "breaks" if (r.breaks or r.graph_break_count) else "one graph"
+    return {"status": status, "why": r.error or "", "where": [f"{b.file}:{b.line}" for b in r.breaks],
+            **({"worker_here": here} if theirs else {})}
+
+
+def _short(path: str) -> str:
+    return path.split("site-packages/", 1)[-1]
+
+
+def with_same_program(fg: dict, runs: list[dict]) -> dict:
+    """``fg`` (``on_fullgraph``'s result) with each disagreement that ``same-program`` ran again
+    (``runs``: its JSON lines) given what mend's capture saw on the public sweep's own model and
+    inputs; ``same_program`` counts them, those that agree there, and of the rest those where the
+    corpus's worker itself, run on this machine, gives mend's status. Pure."""
+    by = {(r["model"], r["mode"]): r for r in runs}
+    out, agree, ran, here = [], 0, 0, 0
+    for d in fg["disagreements"]:
+        r = by.get((d["class"], d["mode"]))
+        ours = MEND_CAPTURED.get(r["status"]) if r else None
+        if ours is None:
+            out.append(d)
+            continue
+        ran += 1
+        agree += ours == d["golden"]
+        seen = f"{r['status']}" + (f" at {', '.join(_short(w) for w in r['where'])}" if r.get("where") else "")
+        if r.get("worker_here"):
+            seen += f"; its worker compiling as it does, on this machine: {r['worker_here']}"
+            here += ours != d["golden"] and GOLDEN_CAPTURED.get(r["worker_here"]) == ours
+        out.append({**d, "same_program": ours,
+                    "why": f"{d['why']}; on the public sweep's own model and inputs (its worker's build and "
+                           f"call, captured by mend with fullgraph=True): {seen}"})
+    return {**fg, "disagreements": out, "same_program": {"run": ran, "agree": agree, "worker_here_same": here}}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -299,6 +393,11 @@ def main(argv=None) -> int:
     f = sub.add_parser("fullgraph")
     f.add_argument("model")
     f.add_argument("mode", nargs="?", default="eval", choices=MODES)
+    sp = sub.add_parser("same-program")
+    sp.add_argument("--worker-dir", required=True, type=Path, help="the corpus repository's sweep/ folder")
+    sp.add_argument("model")
+    sp.add_argument("mode", nargs="?", default="eval", choices=MODES)
+    sp.add_argument("--theirs", action="store_true", help="also the worker's own status on this machine")
     c = sub.add_parser("compare")
     c.add_argument("--golden", required=True, type=Path)
     c.add_argument("--sweep", type=Path, nargs="*", default=[], help="mend sweep JSON reports (rows joined); "
@@ -308,12 +407,18 @@ def main(argv=None) -> int:
     c.add_argument("--amend", type=Path, help="an earlier comparison's JSON (another sample) to add to this one")
     c.add_argument("--fullgraph-sweep", type=Path, nargs="+", help="mend sweep --fullgraph reports: the pairs "
                    "compared once more as the public sweep compiles them (the result's \"fullgraph\")")
+    c.add_argument("--same-program", type=Path, help="same-program's JSON lines: the fullgraph disagreements run "
+                   "again on the public sweep's own model and inputs")
     c.add_argument("--retry", type=Path, help="an earlier comparison's JSON whose pairs not captured by both "
                                               "the sweeps ran again: compared anew, the rest kept")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     if args.cmd == "fullgraph":
         print(json.dumps({"model": args.model, "mode": args.mode, **fullgraph(args.model, args.mode)}))
+        return 0
+    if args.cmd == "same-program":
+        got = same_program(args.worker_dir.resolve(), args.model, args.mode, args.theirs)
+        print(json.dumps({"model": args.model, "mode": args.mode, **got}))
         return 0
     golden = load_golden(args.golden.read_text(encoding="utf-8"))
     if args.cmd == "sample":
@@ -361,6 +466,9 @@ def main(argv=None) -> int:
             return 2
     if full:
         res["fullgraph"] = on_fullgraph(res, golden, [r for s in full for r in s["rows"]])
+        if args.same_program:
+            runs = [json.loads(line) for line in args.same_program.read_text(encoding="utf-8").splitlines() if line.strip()]
+            res["fullgraph"] = with_same_program(res["fullgraph"], runs)
         meta = {**meta, "fullgraph_wall_s": sum(s.get("totals", {}).get("wall_s", 0) for s in full),
                 "fullgraph_selection": "; ".join(s.get("selection", "") for s in full)}
     write_atomic(Path(f"{args.out}.json"), json.dumps({"meta": meta, **res}, indent=1) + "\n")

@@ -28,6 +28,7 @@ import json
 import sys
 from dataclasses import fields
 from pathlib import Path
+from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from graphmend.core.tables import PopulationRow, SweepReport  # noqa: E402
@@ -352,9 +353,46 @@ def golden_section(results: Path) -> list[str]:
                 "| mode | compared | agree | share |", "|---|---:|---:|---:|"]
         for mode, m in d.get("by_mode", {}).items():
             out.append(f"| {mode} | {m['compared']} | {m['agree']} | {_pct(m['agree'] / m['compared'] if m['compared'] else None)} |")
+        out += _fullgraph_terms(d.get("fullgraph"), meta)
         sweeps = sorted(p.name for p in results.glob("golden-sweep-*.json*"))
         if sweeps:
             out += ["", "The sweep reports kept of those samples: " + ", ".join(f"`{n}`" for n in sweeps) + "."]
+        runs = sorted(p.name for p in results.glob("golden-same-program-*.jsonl"))
+        if runs:
+            out += ["", "The same-program runs: " + ", ".join(f"`{n}`" for n in runs) + "."]
+    return out
+
+
+def _fullgraph_terms(fg: Optional[dict], meta: dict) -> list[str]:
+    """The same pairs compared as the public sweep compiles them (golden_compare --fullgraph-sweep)."""
+    if not fg:
+        return []
+    check, same = fg.get("check", {}), fg.get("same_program")
+    out = ["", "That is mend's default compile, the one `mend fix` repairs. The public sweep compiles with "
+           "`fullgraph=True`, which traces the data-dependent scalars and shapes the default compile breaks on. "
+           "Compared on its terms (`mend sweep transformers --fullgraph --calls 1` over every class above the "
+           "default compile broke on and every 10th of the rest"
+           + (f", and {fg['more_classes']} more golden classes swept with `--fullgraph` alone"
+              if fg.get("more_classes") else "")
+           + f"; a pair the default compile captured as one graph kept as one graph, {fg.get('kept_clean', 0)} "
+           f"pairs, after {check.get('one_graph', 0)} of the {check.get('run', 0)} such pairs run again were one "
+           f"graph again), over {fg.get('classes', len(meta.get('classes', [])))} classes:", "",
+           f"**{fg['agree']} of {fg['compared']} pairs agree ({_pct(fg.get('share'))}).** "
+           f"{len(fg.get('disagreements', []))} disagree; {len(fg.get('not_both_built', []))} pairs were not "
+           "captured on both sides with fullgraph=True.", "",
+           "| mode | compared | agree | share |", "|---|---:|---:|---:|"]
+    for mode, m in fg.get("by_mode", {}).items():
+        out.append(f"| {mode} | {m['compared']} | {m['agree']} | {_pct(m['agree'] / m['compared'] if m['compared'] else None)} |")
+    if same:
+        both, left = fg["agree"] + same["agree"], same["run"] - same["agree"]
+        out += ["", f"{same['run']} of the {len(fg.get('disagreements', []))} disagreements were run again on the "
+                "public sweep's own model, inputs and call (`golden_compare same-program`: its worker, with mend's "
+                f"capture as its `torch.compile`): {same['agree']} agree there, so those two sweeps differed in their "
+                "inputs, not in what they capture"
+                + (f"; of the {left} that still differ, the corpus's own worker run on this machine gives mend's "
+                   f"status in {same.get('worker_here_same', 0)} (the golden set was recorded on a GPU)" if left else "")
+                + f". On one program, **{both} of {fg['compared']} pairs agree "
+                f"({_pct(both / fg['compared'] if fg['compared'] else None)})**."]
     return out
 
 

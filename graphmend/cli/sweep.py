@@ -11,7 +11,7 @@ from typing import List, Optional
 
 import typer
 
-from graphmend.cli.common import (CALLS_HELP, EXECUTOR_HELP, FULLGRAPH_HELP, EXIT_CLEAN, EXIT_FINDINGS, MEMORY_LIMIT_HELP, MODE_HELP,
+from graphmend.cli.common import (CALLS_HELP, EXECUTOR_HELP, EXIT_CLEAN, EXIT_FINDINGS, FULLGRAPH_HELP, MEMORY_LIMIT_HELP, MODE_HELP,
                                   RAY_ADDRESS_HELP, TRAIN_HELP, Executor, emit, executor_choice, executor_scope,
                                   fail, memory_limit_flag, progress_hook, require_torch, run_modes_flag, wrote)
 

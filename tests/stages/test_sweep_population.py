@@ -580,7 +580,8 @@ def test_on_fullgraph_terms_a_pair_takes_its_fullgraph_row_or_keeps_one_graph():
     gc = _golden_compare()
     golden = gc.load_golden(json.dumps({"models": [
         {"name": "A", "eval": {"status": "full_graph"}, "train": {"status": "full_graph"}},
-        {"name": "B", "eval": {"status": "graph_break"}, "train": {"status": "full_graph"}}]}))
+        {"name": "B", "eval": {"status": "graph_break"}, "train": {"status": "full_graph"}},
+        {"name": "C", "eval": {"status": "full_graph"}}]}))
     res = gc.compare(golden, [{"model": "A", "run_mode": "eval", "status": SWEEP_BREAKS, "where": ["a.py:1"]},
                               {"model": "A", "run_mode": "train", "status": SWEEP_CLEAN},
                               {"model": "B", "run_mode": "eval", "status": SWEEP_BREAKS},
@@ -596,6 +597,24 @@ def test_on_fullgraph_terms_a_pair_takes_its_fullgraph_row_or_keeps_one_graph():
     fg = gc.on_fullgraph(res, golden, [{"model": "A", "run_mode": "train", "status": SWEEP_BREAKS, "where": ["t.py:2"]}])
     assert fg["check"] == {"run": 1, "one_graph": 0} and fg["compared"] == 1
     assert "t.py:2" in fg["disagreements"][0]["why"]
+    # run again on the public sweep's own model and inputs: what mend's capture saw there is kept
+    again = gc.with_same_program(fg, [{"model": "A", "mode": "train", "status": SWEEP_CLEAN, "where": []},
+                                      {"model": "Z", "mode": "eval", "status": SWEEP_BREAKS}])
+    assert again["same_program"] == {"run": 1, "agree": 1, "worker_here_same": 0}
+    assert again["disagreements"][0]["same_program"] == "clean" and "own model and inputs" in again["disagreements"][0]["why"]
+    # still breaking there, where the corpus's own worker on this machine breaks too
+    still = gc.with_same_program(fg, [{"model": "A", "mode": "train", "status": SWEEP_BREAKS, "where": ["/s/site-packages/t.py:2"],
+                                       "worker_here": "graph_break"}])
+    assert still["same_program"] == {"run": 1, "agree": 0, "worker_here_same": 1}
+    assert "breaks at t.py:2; its worker compiling as it does, on this machine: graph_break" in still["disagreements"][0]["why"]
+    # a class only the fullgraph sweep ran is compared as it is
+    fg = gc.on_fullgraph(res, golden, [{"model": "C", "run_mode": "eval", "status": SWEEP_BREAKS, "where": ["c.py:5"]}])
+    assert (fg["compared"], fg["agree"], fg["classes"], fg["more_classes"]) == (2, 1, 3, 1)
+    assert [d["class"] for d in fg["disagreements"]] == ["C"] and "c.py:5" in fg["disagreements"][0]["why"]
+    # a pair the default compile could not capture (it timed out) is compared on a fullgraph row
+    late = gc.compare(golden, [{"model": "A", "run_mode": "eval", "status": SWEEP_FAILED, "why": "timed out"}])
+    fg = gc.on_fullgraph(late, golden, [{"model": "A", "run_mode": "eval", "status": SWEEP_CLEAN}])
+    assert (fg["compared"], fg["agree"], fg["more_classes"]) == (1, 1, 0)
 
 
 def test_a_reviewed_break_site_explains_a_disagreement_wherever_mend_breaks_there():
