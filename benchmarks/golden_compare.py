@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -383,6 +384,15 @@ def with_same_program(fg: dict, runs: list[dict]) -> dict:
     return {**fg, "disagreements": out, "same_program": {"run": ran, "agree": agree, "worker_here_same": here}}
 
 
+_PAIR = re.compile(r'\{\n\s+"class": ("[^"]*"),\n\s+"mode": ("[^"]*"),\n\s+"mend": ("[^"]*"),\n\s+'
+                   r'"golden": ("[^"]*")\n\s+\}')
+
+
+def _dumps(obj: dict) -> str:
+    """JSON indented by one, each compared pair on a line of its own (a comparison holds a thousand)."""
+    return _PAIR.sub(r'{"class": \1, "mode": \2, "mend": \3, "golden": \4}', json.dumps(obj, indent=1))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -471,7 +481,7 @@ def main(argv=None) -> int:
             res["fullgraph"] = with_same_program(res["fullgraph"], runs)
         meta = {**meta, "fullgraph_wall_s": sum(s.get("totals", {}).get("wall_s", 0) for s in full),
                 "fullgraph_selection": "; ".join(s.get("selection", "") for s in full)}
-    write_atomic(Path(f"{args.out}.json"), json.dumps({"meta": meta, **res}, indent=1) + "\n")
+    write_atomic(Path(f"{args.out}.json"), _dumps({"meta": meta, **res}) + "\n")
     write_atomic(Path(f"{args.out}.md"), _markdown(res, meta))
     print(f"{res['agree']}/{res['compared']} agree" + (f"; with fullgraph=True {res['fullgraph']['agree']}/"
                                                          f"{res['fullgraph']['compared']}" if full else ""),
