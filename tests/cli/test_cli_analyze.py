@@ -54,6 +54,15 @@ def test_usage_errors(args, needle):
     assert needle in res.output and "Traceback" not in res.output
 
 
+def test_sweep_baseline_of_the_other_compile_is_refused(tmp_path):
+    from graphmend.core.tables import SweepReport
+
+    base = tmp_path / "base.json"
+    base.write_text(SweepReport(library="transformers", fullgraph=True).to_json())
+    res = runner.invoke(app, ["sweep", "transformers", "--baseline", str(base)])
+    assert res.exit_code == 2 and "was swept with --fullgraph" in res.output and "Traceback" not in res.output
+
+
 def test_dir_without_python_files(tmp_path):
     (tmp_path / "notes.txt").write_text("hi")
     res = runner.invoke(app, ["analyze", str(tmp_path), "--dynamic-only"])
