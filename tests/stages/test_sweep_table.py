@@ -349,5 +349,6 @@ def test_sweep_fullgraph_marks_the_report_and_a_break_is_the_first_one_raised(mo
     assert rep.fullgraph and by["Gate"].status == SWEEP_BREAKS and by["Plain"].status == SWEEP_CLEAN
     assert (by["Gate"].graph_count, by["Gate"].graph_break_count) == (0, 1)
     assert len(by["Gate"].where) == 1 and by["Gate"].where[0].endswith("fake_lib.py:28")
-    text = CliRunner().invoke(app, ["sweep", "fake", "--fullgraph", "--calls", "1", "-q"]).output
-    assert "compiled with fullgraph=True" in text
+    from reports.sweep import render_sweep
+
+    assert "compiled with fullgraph=True" in render_sweep(rep, "text")
