@@ -47,6 +47,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import Optional
 
 GOLDEN_CAPTURED = {"full_graph": "clean", "graph_break": "breaks"}
 # mend's row statuses (graphmend.core.tables SWEEP_CLEAN, SWEEP_BREAKS)
@@ -83,9 +84,6 @@ REVIEWED = {
     "VJEPA2Model": "the breaks are the output-capturing decorator and the predictor's "
                    "`max_patch_num = target_mask[0].max() + 1`; " + FULLGRAPH.format(n=6),
 }
-
-# what inspecting a disagreement that stays with fullgraph=True found (class -> finding)
-REVIEWED_FULLGRAPH: dict[str, str] = {}
 
 # a break site that explains a disagreement wherever mend breaks there and the golden set saw one graph
 REVIEWED_SITES = {
@@ -147,9 +145,10 @@ def tally(pairs: list[dict]) -> dict:
             "by_mode": by_mode}
 
 
-def compare(golden: dict[str, dict[str, str]], rows: list[dict]) -> dict:
+def compare(golden: dict[str, dict[str, str]], rows: list[dict], reviewed: Optional[dict[str, str]] = None) -> dict:
     """Per (class, mode) of mend's sweep rows (the last row of a pair run twice): both captured
-    (agree or not, with why), or not both built (with each side's status). Pure."""
+    (agree or not, with why), or not both built (with each side's status). ``reviewed``: the
+    findings by class a disagreement's reason gives (default REVIEWED, the default compile's). Pure."""
     pairs, disagree, not_both = [], [], []
     for r in {(r["model"], r["run_mode"]): r for r in rows}.values():
         cls, mode = r["model"], r["run_mode"]
@@ -164,7 +163,7 @@ def compare(golden: dict[str, dict[str, str]], rows: list[dict]) -> dict:
         pairs.append({"class": cls, "mode": mode, "mend": ours, "golden": theirs})
         if ours != theirs:
             disagree.append({"class": cls, "mode": mode, "mend": ours, "golden": theirs,
-                             "why": _why(r, ours, REVIEWED)})
+                             "why": _why(r, ours, REVIEWED if reviewed is None else reviewed)})
     return {"classes": sorted({r["model"] for r in rows if r["model"] in golden}), **tally(pairs),
             "pairs": pairs, "disagreements": disagree, "not_both_built": not_both}
 
@@ -242,12 +241,10 @@ def on_fullgraph(res: dict, golden: dict[str, dict[str, str]], rows: list[dict])
         pairs.append({**p, "mend": ours})
         if ours != p["golden"]:
             disagree.append({"class": p["class"], "mode": p["mode"], "mend": ours, "golden": p["golden"],
-                             "why": _why(r, ours, REVIEWED_FULLGRAPH)})
+                             "why": _why(r or {"model": p["class"]}, ours, {})})
     apart = {(d["class"], d["mode"]) for d in res["not_both_built"]}
     new = compare(golden, [r for r in rows if r["model"] not in set(res["classes"])
-                           or (r["model"], r["run_mode"]) in apart])
-    for d in new["disagreements"]:
-        d["why"] = _why(fg[(d["class"], d["mode"])], d["mend"], REVIEWED_FULLGRAPH)
+                           or (r["model"], r["run_mode"]) in apart], reviewed={})
     pairs += new["pairs"]
     more = set(new["classes"]) - set(res["classes"])
     return {**tally(pairs), "classes": len(res["classes"]) + len(more), "more_classes": len(more),

@@ -351,8 +351,7 @@ def golden_section(results: Path) -> list[str]:
                 f"({_pct(d.get('share'))}).** {len(d.get('disagreements', []))} disagree (each with its reason "
                 f"in the file); {len(d.get('not_both_built', []))} pairs were not captured on both sides.", "",
                 "| mode | compared | agree | share |", "|---|---:|---:|---:|"]
-        for mode, m in d.get("by_mode", {}).items():
-            out.append(f"| {mode} | {m['compared']} | {m['agree']} | {_pct(m['agree'] / m['compared'] if m['compared'] else None)} |")
+        out += _mode_rows(d.get("by_mode", {}))
         out += _fullgraph_terms(d.get("fullgraph"), meta)
         sweeps = sorted(p.name for p in results.glob("golden-sweep-*.json*"))
         if sweeps:
@@ -361,6 +360,12 @@ def golden_section(results: Path) -> list[str]:
         if runs:
             out += ["", "The same-program runs: " + ", ".join(f"`{n}`" for n in runs) + "."]
     return out
+
+
+def _mode_rows(by_mode: dict) -> list[str]:
+    """A comparison's rows per run mode: compared, agree, share."""
+    return [f"| {mode} | {m['compared']} | {m['agree']} | {_pct(m['agree'] / m['compared'] if m['compared'] else None)} |"
+            for mode, m in by_mode.items()]
 
 
 def _fullgraph_terms(fg: Optional[dict], meta: dict) -> list[str]:
@@ -381,8 +386,7 @@ def _fullgraph_terms(fg: Optional[dict], meta: dict) -> list[str]:
            f"{len(fg.get('disagreements', []))} disagree; {len(fg.get('not_both_built', []))} pairs were not "
            "captured on both sides with fullgraph=True.", "",
            "| mode | compared | agree | share |", "|---|---:|---:|---:|"]
-    for mode, m in fg.get("by_mode", {}).items():
-        out.append(f"| {mode} | {m['compared']} | {m['agree']} | {_pct(m['agree'] / m['compared'] if m['compared'] else None)} |")
+    out += _mode_rows(fg.get("by_mode", {}))
     if same:
         both, left = fg["agree"] + same["agree"], same["run"] - same["agree"]
         out += ["", f"{same['run']} of the {len(fg.get('disagreements', []))} disagreements were run again on the "

@@ -611,6 +611,11 @@ def test_on_fullgraph_terms_a_pair_takes_its_fullgraph_row_or_keeps_one_graph():
     fg = gc.on_fullgraph(res, golden, [{"model": "C", "run_mode": "eval", "status": SWEEP_BREAKS, "where": ["c.py:5"]}])
     assert (fg["compared"], fg["agree"], fg["classes"], fg["more_classes"]) == (2, 1, 3, 1)
     assert [d["class"] for d in fg["disagreements"]] == ["C"] and "c.py:5" in fg["disagreements"][0]["why"]
+    # one graph in the default compile where the golden set breaks: kept one graph, and a disagreement
+    golden_breaks = gc.load_golden(json.dumps({"models": [{"name": "D", "eval": {"status": "graph_break"}}]}))
+    fg = gc.on_fullgraph(gc.compare(golden_breaks, [{"model": "D", "run_mode": "eval", "status": SWEEP_CLEAN}]),
+                         golden_breaks, [])
+    assert fg["kept_clean"] == 1 and "capture bug" in fg["disagreements"][0]["why"]
     # a pair the default compile could not capture (it timed out) is compared on a fullgraph row
     late = gc.compare(golden, [{"model": "A", "run_mode": "eval", "status": SWEEP_FAILED, "why": "timed out"}])
     fg = gc.on_fullgraph(late, golden, [{"model": "A", "run_mode": "eval", "status": SWEEP_CLEAN}])
