@@ -374,12 +374,20 @@ def run_jobs(jobs: Sequence[Job], parallel: int = 1,
 #
 # Importing torch costs a worker 4-10 s of CPU: most of what capturing or verifying a small
 # target takes. A warm job starts instead as a fork of a process that has already imported
-# torch and torch._dynamo (one such process per distinct environment, kept for the run).
+# torch, torch._dynamo and what a first compile imports (one such process per distinct
+# environment, kept for the run).
 # The job is still its own process, in its own session, with its own memory limit, process
 # tree and clock, and it starts from nothing any earlier job did: the warm process runs no
 # user code, compiles nothing and starts no CUDA; it only forks. Where it cannot be had (no
 # fork, CUDA already up in it, ``MEND_WORKER_START=spawn``) a job starts a fresh interpreter.
 WARM_PRELOAD = ("torch", "torch._dynamo")
+# What a process's first compile imports besides (AOTAutograd, the min-cut partitioner, the
+# Inductor passes it runs, export's tracer): about a second of every capture and verification
+# that compiles, paid once here instead. Optional: a torch without one of them still forks.
+WARM_PRELOAD_OPTIONAL = ("torch._dynamo.backends.debugging", "torch._dynamo.backends.inductor",
+                         "torch._dynamo.repro.after_dynamo", "torch._functorch.aot_autograd",
+                         "torch._functorch.partitioners", "torch._inductor.lowering",
+                         "torch._inductor.pattern_matcher", "torch.export._trace")
 _WARM_WAIT_S = 60.0  # for the warm process to import torch, or to answer a fork
 
 
@@ -426,7 +434,8 @@ class _Warm:
         self.usable = False
         self.pending: dict[int, _Forked] = {}
         self.next_id = 0
-        self.proc = subprocess.Popen([sys.executable, "-m", __name__, "--warm", *WARM_PRELOAD],
+        self.proc = subprocess.Popen([sys.executable, "-m", __name__, "--warm", *WARM_PRELOAD, "--",
+                                      *WARM_PRELOAD_OPTIONAL],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env=env, start_new_session=True)
         threading.Thread(target=self._read, daemon=True).start()
@@ -567,9 +576,10 @@ def end_all() -> None:
     _end_workers(drain=False)
 
 
-def _warm_main(preload: Sequence[str]) -> None:
-    """The warm process: import ``preload``, then fork a worker per request read from stdin
-    (a JSON line), reporting its pid and, once reaped, its exit status on stdout."""
+def _warm_main(preload: Sequence[str], optional: Sequence[str] = ()) -> None:
+    """The warm process: import ``preload`` (and of ``optional`` what this torch has), then
+    fork a worker per request read from stdin (a JSON line), reporting its pid and, once
+    reaped, its exit status on stdout."""
     import importlib
     import select
 
@@ -579,6 +589,11 @@ def _warm_main(preload: Sequence[str]) -> None:
     try:
         for name in preload:
             importlib.import_module(name)
+        for name in optional:
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                pass
         torch = sys.modules.get("torch")
         # a fork of a process with CUDA up, or with Python threads, cannot be trusted
         usable = threading.active_count() == 1 and not (torch is not None and torch.cuda.is_initialized())
@@ -664,4 +679,6 @@ def _warm_child(req: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--warm"]:
-    _warm_main(sys.argv[2:])
+    _args = sys.argv[2:]
+    _cut = _args.index("--") if "--" in _args else len(_args)
+    _warm_main(_args[:_cut], _args[_cut + 1:])

@@ -145,6 +145,8 @@ def _state_worker(tmp_path):
     (tmp_path / "state_worker.py").write_text(textwrap.dedent("""
         import os, random, sys
         PRELOADED = "torch" in sys.modules  # before this module imports anything
+        # what a first compile imports (jobs.WARM_PRELOAD_OPTIONAL)
+        COMPILE_READY = "torch._functorch.aot_autograd" in sys.modules
         from graphmend.core.worker import worker_main
 
         def handle(p):
@@ -152,7 +154,7 @@ def _state_worker(tmp_path):
             time.sleep(p.get("sleep", 0))
             import torch
             from torch._dynamo.utils import counters
-            seen = {"preloaded": PRELOADED, "pid": os.getpid(), "cwd": os.getcwd(), "path0": sys.path[0],
+            seen = {"preloaded": PRELOADED, "compile_ready": COMPILE_READY, "pid": os.getpid(), "cwd": os.getcwd(), "path0": sys.path[0],
                     "env": os.environ.get("MEND_TEST_VALUE"), "argv": sys.argv[1:], "random": random.random(),
                     "marked": hasattr(torch, "_mend_test_mark"), "frames": sum(counters["frames"].values()),
                     "grad": torch.is_grad_enabled(), "threads": torch.get_num_threads()}
@@ -179,6 +181,7 @@ def test_warm_jobs_start_fresh_and_as_asked(tmp_path):
         assert out.error is None and "error" not in out.result, out.error or out.result
     a, b, fresh = first.result, second.result, spawned.result
     assert a["preloaded"] and b["preloaded"] and not fresh["preloaded"]
+    assert a["compile_ready"] and not fresh["compile_ready"]
     assert a["pid"] != b["pid"] and os.getpid() not in (a["pid"], b["pid"])
     assert (a["cwd"], a["path0"], a["env"]) == (str(here), str(here), "v0")
     assert (b["cwd"], b["path0"], b["env"]) == (str(there), str(there), "v1")
