@@ -240,6 +240,7 @@ def _record(outcome: Outcome) -> None:
                 if any(f == s.file and s.site.line <= line <= s.site.end_line for f, line in sf.hid) \
                         and sf.note() not in s.notes:
                     s.notes.append(sf.note())
-            for note in final.rounding:  # what the checks accepted as rounding, said with the fix
+            # what the checks accepted (rounding, warm-up recompiles), said with the fix
+            for note in [*final.rounding, *([final.recompiles_warmup] if final.recompiles_warmup else [])]:
                 if note not in s.notes:
                     s.notes.append(note)

@@ -7,11 +7,12 @@ import difflib
 import functools
 import os
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from graphmend.core.jobs import Job, run_job
-from graphmend.core.model import Break, TargetResult
+from graphmend.core.model import Break, Recompile, TargetResult
 from graphmend.core.serial import from_dict
 from graphmend.core.sources import SourceError, read_source
 from graphmend.verify.modes import CHECK_NAMES, COMPILED_RUNS
@@ -66,6 +67,8 @@ class Verdict:
     recompiles_after: int = 0
     recompiles_left: list[str] = field(default_factory=list)
     recompiles_grew: Optional[str] = None
+    # more recompiles accepted as warm-up (compare_recompiles): what they are and why they may stay
+    recompiles_warmup: Optional[str] = None
     # the patched calls run once more under set_stance("fail_on_recompile") (TargetResult.replay_recompile)
     replay_recompile: Optional[str] = None
     after: Optional[TargetResult] = None
@@ -295,21 +298,68 @@ def compare_breaks(v: Verdict, before: TargetResult, after: TargetResult, patche
         v.remaining_reasons.append(f"{b.rule} {os.path.basename(b.file or '')}:{line}: {b.reason}")
 
 
+# Recompiles a fix may add, as warm-up: guards on a Python value (an int automatic dynamic
+# shapes then makes dynamic), on an object's identity (a state None until the first call
+# sets it) or on grad mode, dtype and the like. A frame a break split off recompiled on its
+# own; merged into its caller, the caller recompiles for both. Not a size (GM701) or a
+# container length (GM704): each new one in use would compile again, which calls made again
+# with the same sizes cannot show; nor an unexplained one, nor one at the recompile limit.
+WARMUP_RULES = frozenset({"GM702", "GM703", "GM705"})
+
+
+def _recompile_key(r: Recompile) -> tuple:
+    return (r.rule, r.expression or r.guard_source or r.reason)
+
+
 def compare_recompiles(v: Verdict, before: TargetResult, after: TargetResult) -> None:
     """The recompiles of the re-trace against the capture's, over the same calls: the patched
     program may not recompile more (a fix that makes a Python number of the graph change per
     call would recompile on every call), nor recompile when the calls are made once more where
-    the original did not."""
+    the original did not. More recompiles stay acceptable as warm-up where ``warmup`` says so."""
     was, now = before.caused_recompiles, after.caused_recompiles
     v.recompiles_before, v.recompiles_after = len(was), len(now)
     v.recompiles_left = [f"{r.rule} {r.function}: {r.reason}" for r in now]
     v.replay_recompile = after.replay_recompile
     if len(now) > len(was):
-        v.recompiles_grew = (f"the target now recompiles {len(now)} time(s) over its calls instead of {len(was)} "
-                             f"({v.recompiles_left[0]})")
+        grew = (f"the target now recompiles {len(now)} time(s) over its calls instead of {len(was)} "
+                f"({v.recompiles_left[0]})")
+        refused = warmup_refusal(before, after)
+        if refused:
+            v.recompiles_grew = f"{grew}; {refused}"
+        else:
+            v.recompiles_warmup = (f"{len(now) - len(was)} more recompile(s) over its calls ({len(now)} instead of "
+                                   f"{len(was)}), while it warms up: the calls made again compile nothing, and "
+                                   f"each call runs {before.graph_count - after.graph_count} graph(s) fewer")
     elif before.replay_recompile == "" and after.replay_recompile:
         # settled before: a later call of the same sizes now compiles again (a value that changes per call)
         v.recompiles_grew = f"its calls recompile again when made once more ({after.replay_recompile})"
+
+
+def warmup_refusal(before: TargetResult, after: TargetResult) -> Optional[str]:
+    """Why the patched program's added recompiles are not warm-up, or None when they are:
+    the calls made once more compile nothing; none reached the recompile limit; each one
+    added is of a kind in ``WARMUP_RULES``; and no more are added than graphs each call
+    loses, so the calls compile no more graphs in all than the original's did."""
+    was, now = before.caused_recompiles, after.caused_recompiles
+    if after.replay_recompile != "":
+        return ("its calls recompile again when made once more" if after.replay_recompile
+                else "its calls were not made again to show it settles")
+    if any(r.limit for r in now):
+        return "a frame reaches the recompile limit"
+    left = Counter(_recompile_key(r) for r in was)
+    added = []
+    for r in now:
+        if left[_recompile_key(r)] > 0:
+            left[_recompile_key(r)] -= 1
+        else:
+            added.append(r)
+    other = next((r for r in added if r.rule not in WARMUP_RULES), None)
+    if other is not None:
+        return f"{other.rule} {other.function}: {other.reason} is not a warm-up recompile"
+    if len(now) - len(was) > before.graph_count - after.graph_count:
+        return (f"more than the {max(0, before.graph_count - after.graph_count)} graph(s) each call no longer "
+                f"compiles")
+    return None
 
 
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(\w+?)_at_\d+$")

@@ -6,6 +6,8 @@ a fix there rewrote; re-traced on that module, a break the fix did not remove lo
 
 from __future__ import annotations
 
+from typing import Optional
+
 import pytest
 
 pytest.importorskip("torch")
@@ -70,3 +72,45 @@ def test_a_patched_program_that_recompiles_when_its_calls_are_made_again_got_wor
         v = Verdict()
         compare_recompiles(v, result(before), result(after))  # settled both, unsettled both, or not told
         assert v.recompiles_grew is None and v.replay_recompile == after
+
+
+def _recompiled(*recompiles, graphs: int, replay: Optional[str] = ""):
+    from graphmend.core.model import Recompile
+
+    return TargetResult(name="m.py::t", file="m.py", function="t", graph_count=graphs, replay_recompile=replay,
+                        recompiles=[Recompile(function=f, reason=why, rule=rule, expression=expr, limit=limit)
+                                    for f, why, rule, expr, limit in recompiles])
+
+
+STEP = ("step", "L['self']._step_index == 0", "GM702", "self._step_index", False)
+INIT = ("step", "L['self']._step_index is None", "GM703", "self._step_index", False)
+SIZE = ("forward", "L['x'].size()[0] == 2", "GM701", "x.shape[0]", False)
+
+
+def test_a_fix_that_merges_frames_may_add_warm_up_recompiles_and_no_other():
+    """A break removed merges a split-off frame into its caller, which then recompiles for
+    both: one more recompile while the calls warm up (a step index set by the first call),
+    accepted only where the calls made again compile nothing, none reaches the limit, each
+    added one guards a value, an identity or a mode, and no more are added than graphs each
+    call lost."""
+    from graphmend.verify.run import Verdict, compare_recompiles
+
+    before = _recompiled(STEP, graphs=3)
+    v = Verdict()
+    compare_recompiles(v, before, _recompiled(STEP, INIT, graphs=1))
+    assert v.recompiles_grew is None and (v.recompiles_before, v.recompiles_after) == (1, 2)
+    assert v.recompiles_warmup.startswith("1 more recompile(s) over its calls (2 instead of 1), while it warms up")
+    assert v.recompiles_warmup.endswith("each call runs 2 graph(s) fewer")
+    refusals = {
+        "its calls recompile again when made once more": _recompiled(STEP, INIT, graphs=1, replay="step: x == 3"),
+        "its calls were not made again to show it settles": _recompiled(STEP, INIT, graphs=1, replay=None),
+        "a frame reaches the recompile limit": _recompiled(STEP, INIT[:4] + (True,), graphs=1),
+        "GM701 forward: L['x'].size()[0] == 2 is not a warm-up recompile": _recompiled(STEP, SIZE, graphs=1),
+        "more than the 1 graph(s) each call no longer compiles": _recompiled(STEP, INIT, INIT, graphs=2),
+        "more than the 0 graph(s) each call no longer compiles": _recompiled(STEP, INIT, graphs=3),
+    }
+    for why, after in refusals.items():
+        v = Verdict()
+        compare_recompiles(v, before, after)
+        assert v.recompiles_warmup is None and v.recompiles_grew.endswith(f"; {why}"), (why, v.recompiles_grew)
+        assert v.recompiles_grew.startswith("the target now recompiles")
