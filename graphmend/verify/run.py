@@ -16,6 +16,7 @@ from graphmend.core.model import Break, Recompile, TargetResult
 from graphmend.core.serial import from_dict
 from graphmend.core.sources import SourceError, read_source
 from graphmend.verify.modes import CHECK_NAMES, COMPILED_RUNS
+from rewrites.rules import RULES
 
 WORKER = "graphmend.verify.worker"
 
@@ -298,13 +299,12 @@ def compare_breaks(v: Verdict, before: TargetResult, after: TargetResult, patche
         v.remaining_reasons.append(f"{b.rule} {os.path.basename(b.file or '')}:{line}: {b.reason}")
 
 
-# Recompiles a fix may add, as warm-up: guards on a Python value (an int automatic dynamic
-# shapes then makes dynamic), on an object's identity (a state None until the first call
-# sets it) or on grad mode, dtype and the like. A frame a break split off recompiled on its
-# own; merged into its caller, the caller recompiles for both. Not a size (GM701) or a
-# container length (GM704): each new one in use would compile again, which calls made again
-# with the same sizes cannot show; nor an unexplained one, nor one at the recompile limit.
-WARMUP_RULES = frozenset({"GM702", "GM703", "GM705"})
+# Recompiles a fix may add, as warm-up: those of a rule whose recompiles settle (a Python
+# value automatic dynamic shapes then makes dynamic, a state None until the first call sets
+# it, grad mode). A frame a break split off recompiled on its own; merged into its caller,
+# the caller recompiles for both. Not a size's or a container's length: each new one in use
+# would compile again, which calls made again with the same sizes cannot show.
+WARMUP_RULES = frozenset(r.code for r in RULES if r.settles)
 
 
 def _recompile_key(r: Recompile) -> tuple:
@@ -315,7 +315,7 @@ def compare_recompiles(v: Verdict, before: TargetResult, after: TargetResult) ->
     """The recompiles of the re-trace against the capture's, over the same calls: the patched
     program may not recompile more (a fix that makes a Python number of the graph change per
     call would recompile on every call), nor recompile when the calls are made once more where
-    the original did not. More recompiles stay acceptable as warm-up where ``warmup`` says so."""
+    the original did not. More recompiles stay acceptable as warm-up where ``warmup_refusal`` finds no reason against."""
     was, now = before.caused_recompiles, after.caused_recompiles
     v.recompiles_before, v.recompiles_after = len(was), len(now)
     v.recompiles_left = [f"{r.rule} {r.function}: {r.reason}" for r in now]

@@ -72,6 +72,10 @@ class Rule:
     # a recompile of this rule (GM7xx, tracer.classify.classify_recompile): regexes over the
     # failed guard in Dynamo's words, tried rule by rule in code order
     guard_patterns: tuple[str, ...] = ()
+    # a recompile of this rule stops once the state its guard holds stops changing (a value,
+    # an identity, a mode), whatever sizes later calls bring: one a fix adds may stay as
+    # warm-up (graphmend.verify.run.warmup_refusal); not a size's or a length's
+    settles: bool = False
     advice: str = ""  # the replacement code mend fix suggests where it rewrites nothing
     # What a static finding of this rule says (``ctx.report(code, node, variant=..., **fields)``):
     # ``message`` and its short fix ``hint`` are ``str.format`` templates over the fields the

@@ -27,7 +27,7 @@ GM701 = Rule(
 )
 
 GM702 = Rule(
-    code="GM702", name="python-value-specialised", category="recompile",
+    code="GM702", name="python-value-specialised", category="recompile", settles=True,
     summary="A Python int or float (a module attribute bumped each step, a hyper-parameter, an argument) changed: "
             "the function recompiled.",
     why=("Dynamo treats Python numbers as constants of the graph and guards on their value "
@@ -57,7 +57,7 @@ GM702 = Rule(
 )
 
 GM703 = Rule(
-    code="GM703", name="object-identity", category="recompile",
+    code="GM703", name="object-identity", category="recompile", settles=True,
     summary="Another object (a module attribute re-bound, a function or object passed in) stood where the graph "
             "was traced with one: the function recompiled.",
     why=("Dynamo guards on the identity or type of the objects it traced through (`___check_obj_id`, "
@@ -80,7 +80,7 @@ GM704 = Rule(
 )
 
 GM705 = Rule(
-    code="GM705", name="tensor-or-global-state", category="recompile",
+    code="GM705", name="tensor-or-global-state", category="recompile", settles=True,
     summary="Grad mode, a tensor's requires_grad, dtype or device changed between calls: the function recompiled.",
     why=("Dynamo guards on global state (grad mode, autocast, default dtype) and on each input tensor's "
          "properties: a graph traced under `no_grad` or for float32 inputs does not serve a call with grad on or "
