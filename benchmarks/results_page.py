@@ -44,7 +44,7 @@ COMMAND = "python -m benchmarks results_page -o docs/results.md"
 SWEEPS = ["population-transformers-every20-eval-cpu.json", "population-torchaudio-eval-train-cpu.json",
               "population-diffusers-eval-cpu.json.gz", "population-timm-cpu.json.gz",
               "population-torchvision-cpu.json"]
-AMEND = ["population-diffusers-tensor-index-eval-cpu.json.gz", "population-diffusers-rest-eval-cpu.json.gz"]
+AMEND = ["population-diffusers-schedulers-eval-cpu.json.gz"]
 # a population sweep run again another way (on Ray): its time is shown, its counts are the other's
 TIMING = ["population-torchaudio-eval-train-cpu-ray.json"]
 
