@@ -154,8 +154,8 @@ def _state_worker(tmp_path):
             time.sleep(p.get("sleep", 0))
             import torch
             from torch._dynamo.utils import counters
-            seen = {"preloaded": PRELOADED, "compile_ready": COMPILE_READY, "pid": os.getpid(), "cwd": os.getcwd(), "path0": sys.path[0],
-                    "env": os.environ.get("MEND_TEST_VALUE"), "argv": sys.argv[1:], "random": random.random(),
+            seen = {"preloaded": PRELOADED, "compile_ready": COMPILE_READY, "pid": os.getpid(), "cwd": os.getcwd(),
+                    "path0": sys.path[0], "env": os.environ.get("MEND_TEST_VALUE"), "argv": sys.argv[1:], "random": random.random(),
                     "marked": hasattr(torch, "_mend_test_mark"), "frames": sum(counters["frames"].values()),
                     "grad": torch.is_grad_enabled(), "threads": torch.get_num_threads()}
             torch._mend_test_mark = True  # what a job leaves behind: the next must not see it
