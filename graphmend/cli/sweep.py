@@ -104,8 +104,8 @@ def sweep(
         except (ValueError, TypeError) as exc:
             raise fail(f"--baseline {baseline}: {exc}")
         if prior.fullgraph != fullgraph:  # a break means another thing there: nothing to compare
-            raise fail(f"--baseline {baseline} was swept {'with' if prior.fullgraph else 'without'} --fullgraph: "
-                       f"sweep it again {'with' if prior.fullgraph else 'without'} it to compare")
+            how = "with" if prior.fullgraph else "without"
+            raise fail(f"--baseline {baseline} was swept {how} --fullgraph: sweep it again {how} it to compare")
     try:
         config = Config().with_flags(modes=run_modes_flag(train, mode), memory_limit=memory_limit_flag(memory_limit))
     except ConfigError as exc:
