@@ -97,6 +97,26 @@ def test_rewritten_moe_same_values_and_gradients_in_one_graph():
         assert torch.allclose(p.grad, q.grad, atol=1e-6)
 
 
+def test_inductor_gets_the_layouts_the_fakes_promise():
+    """Inductor asserts each custom op output's strides against its fake's: an argument that
+    is a transposed view gets, from the region and from autograd, other strides than
+    ``empty_like`` of it gives. The op hands both back in the fake's layout."""
+    torch = pytest.importorskip("torch")
+    ref, new = _pair(torch, REWRITE.before, REWRITE.after, "opaque_layout")
+    x, expert = _batch(torch)
+    torch._dynamo.reset()
+    compiled = torch.compile(new, backend="inductor", fullgraph=True)
+    xa = x.t().contiguous().t().requires_grad_()  # the same values, strided (1, 9)
+    xb = x.t().contiguous().t().requires_grad_()
+    ya, yb = ref(xa, expert), compiled(xb, expert)
+    assert torch.allclose(ya, yb, atol=1e-5)
+    ya.sum().backward()
+    yb.sum().backward()
+    assert torch.allclose(xa.grad, xb.grad, atol=1e-5)
+    for (name, p), q in zip(ref.named_parameters(), new.parameters()):
+        assert torch.allclose(p.grad, q.grad, atol=1e-5), name
+
+
 def test_a_float32_accumulator_keeps_its_dtype_in_the_fake_and_the_graph():
     """gpt-oss's experts accumulate a bfloat16 model's outputs in float32 (`zeros_like(x,
     dtype=torch.float32, device=x.device)`): the op's fake must say float32, or the graph after

@@ -173,11 +173,20 @@ def _mend_opaque_op(name, region, kinds, like, dtype=None):
         include = torch._C._dispatch_tls_local_include_set()
         return torch._C._ForceDispatchKeyGuard(include, exclude)
 
+    def laid_out(value, like_t, dtype=None, fresh=False):
+        # the layout the fakes promise (empty_like), which Inductor asserts: the region's
+        # output, or a gradient, may come out strided otherwise (a transposed argument)
+        want = torch.empty_like(like_t, dtype=dtype)
+        if value.stride() == want.stride():
+            return value.clone() if fresh else value
+        return want.copy_(value)
+
     def forward(*args):
         *args, amp, grads = args
         if not any(grads):  # no backward follows (no_grad, or nothing requires grad)
             with autocasting(amp):
-                return run(args, values_only=True), torch.empty(0, dtype=torch.int64)
+                out = run(args, values_only=True)
+            return laid_out(out, args[skip + like], dtype), torch.empty(0, dtype=torch.int64)
         # the region runs once, as the original's does, and autograd records it: its
         # backward differentiates what this run saved, never a second run (hooks, Python
         # `random`, a module's own generator, all see one forward)
@@ -190,7 +199,7 @@ def _mend_opaque_op(name, region, kinds, like, dtype=None):
         # the saved graph lives as long as the token, which autograd keeps for the
         # backward: a forward whose graph is dropped unused frees it too
         weakref.finalize(token, rt.saved.pop, ticket, None)
-        return out.detach().clone(), token
+        return laid_out(out.detach(), args[skip + like], dtype, fresh=True), token
 
     def fake(*args):
         *args, amp, grads = args
@@ -228,7 +237,7 @@ def _mend_opaque_op(name, region, kinds, like, dtype=None):
         res = []
         for t, n, a in zip(leaves, needs, asked):
             g = next(got) if a else None
-            res.append(t.new_empty(0) if not n else torch.zeros_like(t) if g is None else g)
+            res.append(t.new_empty(0) if not n else torch.zeros_like(t) if g is None else laid_out(g, t))
         return res
 
     def backward_fake(*args):
