@@ -353,7 +353,46 @@ def _compiled(fn):
     import torch
 
     torch._dynamo.reset()
-    return torch.compile(fn, backend=COMPILE_BACKEND)
+    return torch.compile(fn, backend=_checked_backend())
+
+
+def _checked_backend():
+    """``COMPILE_BACKEND`` whose graphs run every custom op (not aten's or prims') against its
+    fake: sizes, strides, storage offset, aliasing. A fix's op with a wrong fake passes
+    aot_eager, which never looks at the fake's layout, and fails under Inductor, which asserts
+    it. The plain backend where this torch lacks the pieces (torch's debugging backends)."""
+    import torch
+
+    try:
+        from torch._dynamo.backends.common import aot_autograd
+        from torch._dynamo.backends.debugging import boxed_nop, ignore_builtins
+        from torch._functorch.partitioners import min_cut_rematerialization_partition
+        from torch._subclasses.fake_utils import CrossRefFakeMode
+    except ImportError:
+        return COMPILE_BACKEND
+
+    class Checked(CrossRefFakeMode):
+        # a higher-order op (an effectful call's with_effects, torch.cond) runs as it is
+        supports_higher_order_operators = True
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if isinstance(func, torch._ops.HigherOrderOperator):
+                return func(*args, **(kwargs or {}))
+            return super().__torch_dispatch__(func, types, args, kwargs)
+
+    def checked(gm, example_inputs):
+        run_graph = boxed_nop(gm, example_inputs)
+
+        def run(args):
+            with Checked(ignore_builtins):
+                return run_graph(args)
+
+        run._boxed_call = True
+        return run
+
+    # aot_eager's own settings (torch/_dynamo/backends/debugging.py), its graphs checked
+    return aot_autograd(fw_compiler=checked, bw_compiler=checked, partition_fn=min_cut_rematerialization_partition,
+                        keep_inference_input_mutations=True)
 
 
 def _run_patched(loaded, module, state, seed: int, tolerance, result: dict, spec: dict, retrace: bool,

@@ -97,3 +97,35 @@ def test_where_train_mode_cannot_run_the_compiled_program_is_compared_in_eval(tm
     assert name in same.checks and CHECK_NAMES[COMPILED] not in same.checks
     assert differs.mismatches and differs.mismatches[0].startswith(f"{name} on input example"), differs.mismatches
     assert probes == ["original", "patched", "patched", "probe"]
+
+
+WRONG_FAKE = '''
+
+@torch.library.custom_op("mendtest::copied", mutates_args=())
+def _copied(x: torch.Tensor) -> torch.Tensor:
+    return x.clone()
+
+
+@_copied.register_fake
+def _(x):
+    # the right shape, the wrong layout: a transposed view, where the op gives a contiguous tensor
+    return x.new_empty(x.shape[::-1]).t()
+'''
+
+
+def test_a_custom_op_whose_fake_promises_another_layout_is_a_difference(tmp_path, probes):
+    """aot_eager never looks at a fake's strides, Inductor asserts them: the compiled check runs
+    each custom op against its fake, so a fix's op with a wrong fake is caught before Inductor.
+    (Inference only, as an op with no autograd formula is: the check runs in eval.)"""
+    eval_only = "        if self.training:\n            raise RuntimeError('inference only')\n"
+    path = tmp_path / "head.py"
+    path.write_text(SRC.format(body=eval_only), encoding="utf-8")
+    spec = TargetSpec(name="head.py::mend_target", function="mend_target", file=str(path))
+    original = verify_run.run_original(spec, {}, str(tmp_path), timeout=120)
+    assert original.error is None, original.error
+    before = TargetResult(name=spec.name, file=str(path), function="mend_target", graph_count=1)
+    patched = SRC.format(body=eval_only + "        h = _copied(h)\n") + WRONG_FAKE
+    v = verify_run.verify_target(original, {str(path): patched}, before, {}, timeout=120)
+    assert v.mismatches[0].startswith(f"{CHECK_NAMES[COMPILED_EVAL]} on input example"), v.mismatches
+    assert "Stride mismatch" in v.mismatches[0], v.mismatches
+    assert probes == ["original", "patched", "probe"]
