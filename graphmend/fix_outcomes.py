@@ -190,6 +190,7 @@ def _verify_sites_in(tmp: str, spec, before: TargetResult, sites: list[SiteRecor
                 verdicts[id(s)] = judge(attempt([s]), [s])[id(s)]
             for s in sites[MAX_ISOLATED:]:
                 verdicts[id(s)] = (REJECTED, "not verified alone (too many rewrites failed together)")
+        _couple(sites, verdicts)
         passing = [s for s in sites if verdicts[id(s)] is None or verdicts[id(s)][0] == PASS]
         final = None
         if passing:
@@ -197,6 +198,8 @@ def _verify_sites_in(tmp: str, spec, before: TargetResult, sites: list[SiteRecor
             v2 = attempt(passing)
             j2 = judge(v2, passing)
             verdicts.update(j2)
+            _couple(passing, verdicts)
+            j2 = {id(s): verdicts[id(s)] for s in passing}
             if not any(o is not None and o[0] != PASS for o in j2.values()):
                 final = v2
     # what a further round may rewrite: the breaks the passing set surfaced, or, where the
@@ -220,6 +223,22 @@ def _verify_sites_in(tmp: str, spec, before: TargetResult, sites: list[SiteRecor
     ft.error = v.error if v.error and v.error.startswith("original run") else None
     ft.remaining = [f"{b.rule} {os.path.basename(b.file or '')}:{b.line}: {b.reason}" for b in before.breaks]
     return list(before.breaks), outcome
+
+
+def _couple(sites: list[SiteRecord], verdicts: dict) -> None:
+    """A rewrite is planned from the original lines that selected it, with every other rewrite
+    those lines select (``_patch_for``): one that passed cannot be applied without one at the
+    same lines that did not. It takes that one's verdict, and is not written either."""
+    failed = [s for s in sites if verdicts.get(id(s)) is not None and verdicts[id(s)][0] != PASS]
+    for s in sites:
+        o = verdicts.get(id(s))
+        if o is not None and o[0] != PASS:
+            continue
+        other = next((f for f in failed if f.file == s.file and f.trigger & s.trigger), None)
+        if other is not None:
+            status, why = verdicts[id(other)]
+            verdicts[id(s)] = (status, f"applied only with the {other.site.rule} rewrite at line {other.site.line}, "
+                                       f"planned from the same lines, which is {status}: {why}")
 
 
 def _record(outcome: Outcome) -> None:

@@ -356,13 +356,9 @@ def _settled(cands: dict[str, "FileCandidate"], options: FixOptions, report: Rep
         return s.status in statuses or s.status == PARTIAL and s.accepted(options)
 
     for c in cands.values():
-        ok_lines: set[int] = set()
-        for s in c.sites:
-            if applied(s):
-                ok_lines |= s.trigger
+        r, ok_lines = _without_strays(c, options, applied)
         if not ok_lines:
             continue
-        r = c.fix(ok_lines, options.rules)
         if r.changed and not r.error and not c.rederived(ok_lines, options.rules):
             for s in c.sites:
                 if s.status in statuses:
@@ -378,6 +374,28 @@ def _settled(cands: dict[str, "FileCandidate"], options: FixOptions, report: Rep
         elif r.changed and not r.error:
             patches[c.path] = r.new_source
     return patches
+
+
+def _without_strays(c: "FileCandidate", options: FixOptions, applied) -> tuple[object, set[int]]:
+    """(plan, lines) of the rewrites of ``c`` that ``applied`` takes. The lines plan every rewrite
+    they select: where that includes one ``applied`` does not take (a rewrite at the same lines
+    that another target left unverified), the sites at its lines take its status and its lines
+    go, until the plan holds only rewrites to write."""
+    while True:
+        ok_lines: set[int] = set().union(*(s.trigger for s in c.sites if applied(s)))
+        if not ok_lines:
+            return None, ok_lines
+        r = c.fix(ok_lines, options.rules)
+        planned = {(a.rule, a.line) for a in r.applied}
+        strays = [x for x in c.sites if not applied(x) and (x.site.rule, x.site.line) in planned]
+        if not strays:
+            return r, ok_lines
+        for s in c.sites:
+            x = next((x for x in strays if applied(s) and x.trigger & s.trigger), None)
+            if x is not None:
+                s.status = x.status if x.status in (REJECTED, UNVERIFIED) else UNVERIFIED
+                s.reason = (f"applied only with the {x.site.rule} rewrite at line {x.site.line}, planned from "
+                            f"the same lines, which is {x.status or 'not verified'}: {x.reason}")
 
 
 def _gate(cost: CostGate, done: list, specs: list, patches: dict[str, str], keys: dict[str, Optional[str]],

@@ -1,0 +1,84 @@
+"""Rewrites planned from the same lines are written together or not at all. A ternary on a 0-d
+index tensor (``table[i] if i >= 0 else one``) is two rewrites at one line: GM303 keeps the index
+in the graph, GM102 turns the ternary into ``torch.where``. When the ternary's other arm never
+runs, GM102 is unverified; GM303, whose own checks pass, is planned from the same line, and
+writing it would write GM102 with it. It takes GM102's verdict, and ``--write`` leaves the file
+as it was (graphmend/fix_outcomes.py ``_couple``; graphmend/fixing.py ``_without_strays``, the
+same at the write, across targets)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+PROGRAM = '''import torch
+from torch import nn
+
+
+class Table(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("table", torch.linspace(0.1, 1.0, 10))
+        self.one = torch.tensor(1.0)
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x, t):
+        prev_t = t.abs() + 1  # never negative: the ternary's other arm never runs
+        a = self.table[prev_t] if prev_t >= 0 else self.one
+        return self.fc(x) * a
+
+
+def mend_target_table():
+    torch.manual_seed(0)
+    return Table(), (torch.randn(2, 4), torch.tensor(7))
+'''
+
+
+@pytest.mark.slow
+def test_a_passing_rewrite_planned_with_an_unverified_one_is_not_written(tmp_path):
+    path = tmp_path / "table.py"
+    path.write_text(PROGRAM)
+    r = subprocess.run([sys.executable, "-m", "graphmend", "fix", "--write", "-f", "json", "--calls", "1",
+                        str(path)], capture_output=True, text=True, cwd=tmp_path, timeout=900,
+                       env={**os.environ, "PYTHONPATH": str(REPO), "MEND_CACHE_DIR": str(tmp_path / "cache")})
+    fixes = {f["rule"]: f for f in json.loads(r.stdout)["fixes"]}
+    assert path.read_text() == PROGRAM, "an unverified rewrite was written"
+    assert fixes["GM102"]["status"] == "unverified" and "never false" in fixes["GM102"]["reason"], fixes["GM102"]
+    index = fixes["GM303"]
+    assert index["status"] == "unverified", index
+    assert index["reason"].startswith("applied only with the GM102 rewrite at line 14"), index["reason"]
+
+
+def test_the_write_leaves_out_the_lines_of_a_rewrite_it_would_not_write():
+    """Another target left the rewrite at a shared line unverified: the site that passed there
+    takes that verdict, and the lines written are the other sites' only."""
+    from graphmend.core.model import UNVERIFIED, VERIFIED
+    from graphmend.fixing import _without_strays
+
+    def record(rule, line, status, reason=""):
+        return SimpleNamespace(site=SimpleNamespace(rule=rule, line=line), trigger={line}, status=status,
+                               reason=reason)
+
+    index, where, other = (record("GM303", 14, VERIFIED), record("GM102", 14, UNVERIFIED, "an arm never ran"),
+                           record("GM101", 30, VERIFIED))
+    asked = []
+
+    def fix(lines, rules):
+        asked.append(set(lines))
+        # the planner plans whatever the lines select: both rewrites at line 14
+        planned = [s.site for s in (index, where, other) if s.trigger & set(lines)]
+        return SimpleNamespace(applied=planned)
+
+    c = SimpleNamespace(sites=[index, where, other], fix=fix)
+    _, lines = _without_strays(c, SimpleNamespace(rules=()), lambda s: s.status == VERIFIED)
+    assert lines == {30} and asked == [{14, 30}, {30}]
+    assert index.status == UNVERIFIED and "GM102 rewrite at line 14" in index.reason and "an arm never ran" in index.reason
+    assert other.status == VERIFIED
