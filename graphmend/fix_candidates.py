@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from graphmend.core.cache import Cache
 from graphmend.core.config import Config
-from graphmend.core.model import Report, TargetResult
+from graphmend.core.model import Break, Report, TargetResult
 from graphmend.core.serial import from_dict, to_dict
 from graphmend.core.sources import SourceError, SourceText, own_root, users_file
 from rewrites.rules import RULES
@@ -245,7 +245,7 @@ def propose(findings, before: Sequence[TargetResult], config: Config, options: F
             if c is None:
                 continue
             c.lines.add(b.line)
-            if b.rule in CONTROL_RULES:
+            if b.rule in CONTROL_RULES and not _jumps_on_int(b):
                 c.tensor_lines.add(b.line)
             if b.rule in SHAPE_RULES:
                 c.shape_lines.add(b.line)
@@ -318,6 +318,13 @@ def _unwritable(c: FileCandidate, text: str) -> Optional[str]:
 
 def _selected(rule: str, rules: Sequence[str]) -> bool:
     return not rules or any(rule.startswith(r) for r in rules)
+
+
+def _jumps_on_int(b: Break) -> bool:
+    """Whether Dynamo branched on an int it could not know (an unbacked int: a value an op read
+    back from data), not on a tensor: in eager the condition is a Python number, which
+    ``torch.where`` cannot take, so the line is no hint that its condition is a tensor."""
+    return "SymNodeVariable" in b.context or "SymNodeVariable" in b.reason
 
 
 def _patch_for(c: FileCandidate, sites: Sequence[SiteRecord], rules) -> Optional[str]:

@@ -509,7 +509,7 @@ class Recorder:
         kind = "frame_skipped" if p.frame_skipped else "graph_break"
         rule = classify(p.gb_type, p.message, source, following, frame_skipped=p.frame_skipped)
         return Break(
-            rule=rule, category=category_of(rule), reason=p.reason, explanation=p.explanation,
+            rule=rule, category=category_of(rule), reason=p.reason, explanation=p.explanation, context=p.context,
             hints=list(p.hints), gb_type=p.gb_type, registry_id=p.registry_id or registry_id(p.gb_type),
             file=file, line=line, col=col, source_line=source,
             function=function_name(function) if function else None,

@@ -58,6 +58,8 @@ class Break:
     hints: list[str] = field(default_factory=list)
     gb_type: Optional[str] = None  # Dynamo's graph-break type, where the torch has it
     registry_id: Optional[str] = None  # id in torch's graph-break registry (GB0xxx)
+    # Dynamo's "Developer debug context": what it held ("attempted to jump with SymNodeVariable()")
+    context: str = ""
     file: Optional[str] = None
     line: Optional[int] = None
     col: Optional[int] = None  # 0-based, as ast/libcst/Dynamo give it; renderers show col + 1

@@ -80,7 +80,10 @@ _WHERE_PRE = ("Both arms free of side effects and in-place mutation (`x.add_()`,
               "(`if torch.rand([]) < self.layerdrop: continue`, or a `to_drop = True` flag, as in M2M-100) "
               "is refused with its own reason: as a `torch.cond` per layer its forward matches eager code, "
               "but the backward re-runs the layer and draws its dropout again, so gradients and the RNG "
-              "state after the step differ (`benchmarks/layerdrop_cond.py`).")
+              "state after the step differ (`benchmarks/layerdrop_cond.py`). A branch on an int read from "
+              "data (Dynamo jumps on a `SymNodeVariable`: an `.item()` another fix keeps in the graph as an "
+              "unbacked int) is a Python number in eager, which `torch.where` cannot take: its line is no "
+              "sign that the condition is a tensor, and only a condition mend itself sees as one is rewritten.")
 _NOT_BREAKS = ("Not reported: conditions on shape and metadata (`x.shape[0] > 1`, `x.dim() == 3`, "
                "`x.dtype == torch.float16`, `len(layers) > 2`), identity tests (`mask is None`), "
                "attributes (`self.training`, `self.config.flag`), `isinstance`, and "
