@@ -165,6 +165,8 @@ _NOT = re.compile(r"^not (?P<name>.+)$")
 _LOCAL = re.compile(r"L\['(?P<name>[^']+)'\]")
 _MODULES = re.compile(r"\._modules\['(?P<name>[^']+)'\]")
 _SYM_SIZE = re.compile(r"(?P<expr>[\w.\[\]'\"]+\.size\(\)\[\d+\])")
+# "expected type of 'self.dt' to be a tensor type, ' but found <class 'NoneType'>"
+_TYPE = re.compile(r"^expected type of '(?P<expr>.+?)' to be a tensor type")
 
 
 def guard_text(reason: str) -> str:
@@ -195,6 +197,9 @@ def guarded_expression(reason: str) -> Optional[str]:
     m = _GLOBAL.search(g)
     if m:
         return m.group("what").strip()
+    m = _TYPE.search(g)
+    if m:
+        return python_name(m.group("expr"))
     m = _CHECK_ID.search(g)
     if m:
         return python_name(m.group("obj"))
@@ -236,9 +241,46 @@ def classify_recompiles(recompiles: Sequence) -> None:
     for rc in recompiles:
         rc.rule = "GM706" if rc.limit else classify_recompile(rc.reason)
         rc.expression = guarded_expression(rc.reason)
+        if rc.expression and not rc.guarded and _TYPE.search(guard_text(rc.reason)) and rc.file and rc.line:
+            # Dynamo gives this guard no user stack: the function's first line that reads it
+            found = first_read(rc.file, rc.line, rc.expression)
+            if found:
+                rc.guard_file, (rc.guard_line, rc.guard_source) = rc.file, found
         m = _SIZE.search(guard_text(rc.reason))
         if m and not rc.limit:
             key = (rc.function, rc.file, rc.line, m.group("name"), m.group("dim"))
             if seen.get(key, 0) < versions.get(key[:3], 1):
                 seen[key] = seen.get(key, 0) + 1
                 rc.rule, rc.expected = "", True
+
+
+def first_read(file: str, def_line: int, expression: str) -> Optional[tuple[int, str]]:
+    """(line, its text) of the first line of the function defined at ``def_line`` that reads
+    ``expression`` (``self.dt``; for ``self.outputs[1]``, which the code may index otherwise,
+    ``self.outputs``), or None."""
+    import linecache
+
+    lines = linecache.getlines(file)
+    if not 0 < def_line <= len(lines):
+        return None
+    while def_line < len(lines) and lines[def_line - 1].lstrip().startswith("@"):
+        def_line += 1  # a decorated function's code starts at its first decorator
+    head = lines[def_line - 1]
+    indent = len(head) - len(head.lstrip())
+    body: list[tuple[int, str]] = []
+    for n in range(def_line + 1, len(lines) + 1):
+        text = lines[n - 1].rstrip("\n")
+        stripped = text.strip()
+        if stripped and not stripped.startswith("#") and len(text) - len(text.lstrip()) <= indent:
+            break
+        body.append((n, text))
+    wanted = [expression]
+    while wanted[-1].endswith("]") and "[" in wanted[-1]:
+        wanted.append(wanted[-1][:wanted[-1].rindex("[")])
+    for expr in wanted:
+        read = re.compile(r"(?<![\w.])" + re.escape(expr) + r"(?![\w])")
+        for n, text in body:
+            if read.search(text.split("#")[0]):
+                return n, text.strip()
+    return None
+

@@ -86,8 +86,9 @@ class Break:
     library: list[Frame] = field(default_factory=list)
 
 
-# "tensor 'mems' rank mismatch. expected 1, actual 3": a guard on one of the function's tensors
-_TENSOR_GUARD = re.compile(r"tensor '[^']+' ")
+# "tensor 'mems' rank mismatch. expected 1, actual 3": a guard on one of the function's tensors;
+# "Duplicate tensors found: ["timestep", "prev_timestep"]": on two of them being one tensor
+_TENSOR_GUARD = re.compile(r"tensor '[^']+' |Duplicate tensors found")
 
 
 @dataclass

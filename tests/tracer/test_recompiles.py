@@ -71,6 +71,12 @@ def test_target_calls_override_derived_ones_and_bad_ones_name_the_target():
     ("tensor 'kwargs['input_ids']' size mismatch at index 1. expected 5, actual 6", "GM701", "kwargs['input_ids'].shape[1]"),
     ("not args (4 older compiled version(s) failed their guards too)", "GM704", "args"),
     ("max_num_global_attn_indices.item() != 1", "GM702", "max_num_global_attn_indices.item()"),
+    # a tensor attribute now None (diffusers' Heun schedulers: self.dt between their two stages)
+    ("expected type of 'self.dt' to be a tensor type, ' but found <class 'NoneType'> (1 older compiled "
+     "version(s) failed their guards too)", "GM703", "self.dt"),
+    ("expected type of 'L['self'].model_outputs[1]' to be a tensor type, ' but found <class 'NoneType'>",
+     "GM703", "self.model_outputs[1]"),
+    ('Duplicate tensors found: ["timestep", "prev_timestep"]', "GM703", None),  # two arguments, one tensor
     ("something Dynamo has not said before", "GM799", None),
 ])
 def test_failed_guard_names_its_cause(reason, rule, expression):
@@ -94,6 +100,43 @@ def test_first_size_change_is_automatic_dynamic_and_the_limit_is_gm706():
     assert parse_recompile_limit("torch._dynamo hit config.recompile_limit (8)\n   function: 'forward' (/m.py:8)\n"
                                  "   last reason: 0/7: self.step == 7\nTo log all ...") == \
         ("forward", "/m.py", 8, "self.step == 7")
+
+
+def test_a_guard_without_a_user_stack_is_placed_at_the_functions_first_read_of_it(tmp_path):
+    """Dynamo prints no user stack for a tensor's type check: the recompile is placed at the
+    first line of the recompiled function that reads the guarded attribute (for an element,
+    at its container's, which the code may index otherwise). Two arguments found to be one
+    tensor are placed at the function, as a guard on one argument is."""
+    from graphmend.core.model import Recompile
+    from tracer.classify import classify_recompiles
+
+    path = tmp_path / "sched.py"
+    path.write_text(textwrap.dedent('''\
+        class Sched:
+            @staticmethod
+            def helper():
+                return 0
+
+            @property
+            def stage(self):
+                return self.dt_max  # another name that starts the same
+
+            def step(self, x):
+                # self.dt in a comment is no read
+                if self.state_in_first_order:
+                    self.dt = x
+                return x * self.model_outputs[-1] + self.dt
+        '''))
+    none = " to be a tensor type, ' but found <class 'NoneType'>"
+    rcs = [Recompile("step", f"expected type of 'self.dt'{none}", str(path), 10),
+           Recompile("step", f"expected type of 'self.model_outputs[1]'{none}", str(path), 10),
+           Recompile("step", 'Duplicate tensors found: ["x", "y"]', str(path), 10),
+           Recompile("stage", f"expected type of 'self.dt'{none}", str(path), 6)]
+    classify_recompiles(rcs)
+    assert [(r.guard_line, r.guard_source) for r in rcs[:2]] == [
+        (13, "self.dt = x"), (14, "return x * self.model_outputs[-1] + self.dt")]
+    assert rcs[2].located and not rcs[2].guarded and rcs[2].place == (str(path), 10)
+    assert not rcs[3].located  # the property reads self.dt_max, not self.dt
 
 
 STEP = textwrap.dedent('''\
