@@ -255,32 +255,30 @@ def classify_recompiles(recompiles: Sequence) -> None:
 
 
 def first_read(file: str, def_line: int, expression: str) -> Optional[tuple[int, str]]:
-    """(line, its text) of the first line of the function defined at ``def_line`` that reads
+    """(line, its text) of the first line of the function whose code starts at ``def_line`` (its
+    first decorator's line, or, for a resume function, the line it resumes at) that reads
     ``expression`` (``self.dt``; for ``self.outputs[1]``, which the code may index otherwise,
     ``self.outputs``), or None."""
+    import ast
     import linecache
 
     lines = linecache.getlines(file)
-    if not 0 < def_line <= len(lines):
+    try:
+        tree = ast.parse("".join(lines))
+    except (SyntaxError, ValueError):
         return None
-    while def_line < len(lines) and lines[def_line - 1].lstrip().startswith("@"):
-        def_line += 1  # a decorated function's code starts at its first decorator
-    head = lines[def_line - 1]
-    indent = len(head) - len(head.lstrip())
-    body: list[tuple[int, str]] = []
-    for n in range(def_line + 1, len(lines) + 1):
-        text = lines[n - 1].rstrip("\n")
-        stripped = text.strip()
-        if stripped and not stripped.startswith("#") and len(text) - len(text.lstrip()) <= indent:
-            break
-        body.append((n, text))
+    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    around = [n for n in functions if min([n.lineno, *(d.lineno for d in n.decorator_list)]) <= def_line
+              <= (n.end_lineno or n.lineno)]
+    if not around:
+        return None
+    fn = max(around, key=lambda n: n.lineno)  # the innermost
     wanted = [expression]
     while wanted[-1].endswith("]") and "[" in wanted[-1]:
         wanted.append(wanted[-1][:wanted[-1].rindex("[")])
     for expr in wanted:
-        read = re.compile(r"(?<![\w.])" + re.escape(expr) + r"(?![\w])")
-        for n, text in body:
-            if read.search(text.split("#")[0]):
-                return n, text.strip()
+        reads = [n.lineno for n in ast.walk(fn) if isinstance(n, (ast.Attribute, ast.Subscript, ast.Name))
+                 and isinstance(n.ctx, ast.Load) and n.lineno >= def_line and ast.unparse(n) == expr]
+        if reads:
+            return min(reads), lines[min(reads) - 1].strip()
     return None
-

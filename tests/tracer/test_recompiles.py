@@ -105,8 +105,8 @@ def test_first_size_change_is_automatic_dynamic_and_the_limit_is_gm706():
 def test_a_guard_without_a_user_stack_is_placed_at_the_functions_first_read_of_it(tmp_path):
     """Dynamo prints no user stack for a tensor's type check: the recompile is placed at the
     first line of the recompiled function that reads the guarded attribute (for an element,
-    at its container's, which the code may index otherwise). Two arguments found to be one
-    tensor are placed at the function, as a guard on one argument is."""
+    its container, which the code may index otherwise: writing an element reads it). Two
+    arguments found to be one tensor are placed at the function, as a guard on one argument is."""
     from graphmend.core.model import Recompile
     from tracer.classify import classify_recompiles
 
@@ -121,11 +121,15 @@ def test_a_guard_without_a_user_stack_is_placed_at_the_functions_first_read_of_i
             def stage(self):
                 return self.dt_max  # another name that starts the same
 
-            def step(self, x):
-                # self.dt in a comment is no read
+            def step(
+                self,
+                x,
+            ):
+                # self.dt in a comment, and a write to it, are no read
                 if self.state_in_first_order:
                     self.dt = x
-                return x * self.model_outputs[-1] + self.dt
+                    self.model_outputs[0] = x
+                return x * self.dt
         '''))
     none = " to be a tensor type, ' but found <class 'NoneType'>"
     rcs = [Recompile("step", f"expected type of 'self.dt'{none}", str(path), 10),
@@ -134,7 +138,7 @@ def test_a_guard_without_a_user_stack_is_placed_at_the_functions_first_read_of_i
            Recompile("stage", f"expected type of 'self.dt'{none}", str(path), 6)]
     classify_recompiles(rcs)
     assert [(r.guard_line, r.guard_source) for r in rcs[:2]] == [
-        (13, "self.dt = x"), (14, "return x * self.model_outputs[-1] + self.dt")]
+        (18, "return x * self.dt"), (17, "self.model_outputs[0] = x")]
     assert rcs[2].located and not rcs[2].guarded and rcs[2].place == (str(path), 10)
     assert not rcs[3].located  # the property reads self.dt_max, not self.dt
 
