@@ -237,8 +237,13 @@ def _couple(sites: list[SiteRecord], verdicts: dict) -> None:
         other = next((f for f in failed if f.file == s.file and f.trigger & s.trigger), None)
         if other is not None:
             status, why = verdicts[id(other)]
-            verdicts[id(s)] = (status, f"applied only with the {other.site.rule} rewrite at line {other.site.line}, "
-                                       f"planned from the same lines, which is {status}: {why}")
+            verdicts[id(s)] = (status, applied_with(other, status, why))
+
+
+def applied_with(other: SiteRecord, status: str, why: str) -> str:
+    """Why a rewrite that passed is not written: ``other``, planned from the same lines, is not."""
+    return (f"applied only with the {other.site.rule} rewrite at line {other.site.line}, planned from the same "
+            f"lines, which is {status}: {why}")
 
 
 def _record(outcome: Outcome) -> None:

@@ -36,7 +36,7 @@ from graphmend.core.sources import SourceText, report_root, split_lines
 from graphmend.fix_candidates import (CONTROL_RULES, INDEX_RULES, SHAPE_RULES, FileCandidate, SiteRecord,
                                       _break_files, _file_error, _patch_for, _real, _selected, _unwritable,
                                       candidate, propose, state_guards, users_files)
-from graphmend.fix_outcomes import Outcome, _record, _transient, _verify_sites
+from graphmend.fix_outcomes import Outcome, _record, _transient, _verify_sites, applied_with
 
 # further rounds per target for the breaks a round's re-trace exposed (a fix lets Dynamo go
 # on to the next break of a function it stopped in before)
@@ -390,12 +390,14 @@ def _without_strays(c: "FileCandidate", options: FixOptions, applied) -> tuple[o
         strays = [x for x in c.sites if not applied(x) and (x.site.rule, x.site.line) in planned]
         if not strays:
             return r, ok_lines
-        for s in c.sites:
-            x = next((x for x in strays if applied(s) and x.trigger & s.trigger), None)
-            if x is not None:
-                s.status = x.status if x.status in (REJECTED, UNVERIFIED) else UNVERIFIED
-                s.reason = (f"applied only with the {x.site.rule} rewrite at line {x.site.line}, planned from "
-                            f"the same lines, which is {x.status or 'not verified'}: {x.reason}")
+        taking = [s for s in c.sites if applied(s)]
+        # the sites at a stray's lines; where none shares them, no site of the file can be
+        # told apart from what brings it in: none is written
+        sharing = [s for s in taking if any(x.trigger & s.trigger for x in strays)] or taking
+        for s in sharing:
+            x = next((x for x in strays if x.trigger & s.trigger), strays[0])
+            s.status = x.status if x.status in (REJECTED, UNVERIFIED) else UNVERIFIED
+            s.reason = applied_with(x, x.status or "not verified", x.reason)
 
 
 def _gate(cost: CostGate, done: list, specs: list, patches: dict[str, str], keys: dict[str, Optional[str]],

@@ -39,7 +39,7 @@ PROOF = (
     "(double backward, in float64), under `torch.func.grad` and `torch.func.vmap`, on a DataParallel-style "
     "replica (gradients on the original's parameters), and patched under "
     "`torch.compile(backend=\"aot_eager\")` against the original in eager on two batch sizes, each "
-    "custom op in its graphs run against its fake (sizes and strides, which Inductor asserts); the "
+    "custom op in its graphs run against its fake (shapes and strides, which Inductor asserts); the "
     "caller's inputs after the call, exceptions (type and message), whether each output is or views "
     "an input or a module tensor, the state of the module's own generators, and the numbers and "
     "strings a user reads off each submodule (its attributes and its class's properties) are compared "

@@ -45,7 +45,7 @@ the double backward also on every other input, as the float64 runs):
 * ``compiled``: ``train`` with the patched program under ``torch.compile(backend="aot_eager")``
   against the original in eager, on the example and on it with the batch one larger (a
   recompile with other shapes), each custom op in its graphs run against its fake as well
-  (``worker._checked_backend``). The original under the same compile must agree with its eager
+  (``worker._against_fake``). The original under the same compile must agree with its eager
   self, else the check cannot tell; that probe runs only where a patched program's compiled
   run differs (``graphmend.verify.worker.probe_compiled``), once per target;
   ``compiled_eval``: the same in ``eval``, where train mode cannot serve (the original raises

@@ -358,41 +358,61 @@ def _compiled(fn):
 
 def _checked_backend():
     """``COMPILE_BACKEND`` whose graphs run every custom op (not aten's or prims') against its
-    fake: sizes, strides, storage offset, aliasing. A fix's op with a wrong fake passes
-    aot_eager, which never looks at the fake's layout, and fails under Inductor, which asserts
-    it. The plain backend where this torch lacks the pieces (torch's debugging backends)."""
+    fake (``_against_fake``). A fix's op with a wrong fake passes aot_eager, which never looks
+    at the fake's layout, and fails under Inductor, which asserts it. The plain backend where
+    this torch lacks the pieces (torch's debugging backends)."""
     import torch
 
     try:
         from torch._dynamo.backends.common import aot_autograd
-        from torch._dynamo.backends.debugging import boxed_nop, ignore_builtins
+        from torch._dynamo.backends.debugging import boxed_nop
         from torch._functorch.partitioners import min_cut_rematerialization_partition
-        from torch._subclasses.fake_utils import CrossRefFakeMode
     except ImportError:
         return COMPILE_BACKEND
 
-    class Checked(CrossRefFakeMode):
-        # a higher-order op (an effectful call's with_effects, torch.cond) runs as it is
-        supports_higher_order_operators = True
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            if isinstance(func, torch._ops.HigherOrderOperator):
-                return func(*args, **(kwargs or {}))
-            return super().__torch_dispatch__(func, types, args, kwargs)
-
     def checked(gm, example_inputs):
-        run_graph = boxed_nop(gm, example_inputs)
-
-        def run(args):
-            with Checked(ignore_builtins):
-                return run_graph(args)
-
-        run._boxed_call = True
-        return run
+        for node in gm.graph.nodes:
+            # the graph's own calls, not a dispatch mode: higher-order ops (torch.cond, an
+            # effectful call's with_effects) run as they are, on every torch
+            if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) and \
+                    node.target.namespace not in ("aten", "prims", "prim"):
+                node.target = _against_fake(node.target)
+        gm.recompile()
+        return boxed_nop(gm, example_inputs)
 
     # aot_eager's own settings (torch/_dynamo/backends/debugging.py), its graphs checked
     return aot_autograd(fw_compiler=checked, bw_compiler=checked, partition_fn=min_cut_rematerialization_partition,
                         keep_inference_input_mutations=True)
+
+
+def _against_fake(op):
+    """``op``, which on each call also runs its fake on the same arguments and raises where a
+    tensor the fake gives differs from the op's in shape, dtype or the strides of dimensions
+    longer than one (what Inductor asserts of a custom op's outputs)."""
+    import torch
+    from torch._prims_common import check_significant_strides
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+    from torch.utils import _pytree as pytree
+
+    def run(*args, **kwargs):
+        out = op(*args, **kwargs)
+        with FakeTensorMode(shape_env=ShapeEnv()) as mode:
+            fake_args, fake_kwargs = pytree.tree_map_only(
+                torch.Tensor, lambda t: mode.from_tensor(t, static_shapes=True), (args, kwargs))
+            fake = op(*fake_args, **fake_kwargs)
+        for i, (real, promised) in enumerate(zip(pytree.tree_leaves(out), pytree.tree_leaves(fake))):
+            if isinstance(real, torch.Tensor) and (
+                    real.shape != promised.shape or real.dtype != promised.dtype
+                    or not check_significant_strides(real, promised, only_cuda=False)[0]):
+                raise RuntimeError(
+                    f"{op}: output {i} is {tuple(real.shape)} {real.dtype} with strides {real.stride()}, where "
+                    f"its fake gives {tuple(promised.shape)} {promised.dtype} with strides {promised.stride()} "
+                    "(Inductor asserts the fake's)")
+        return out
+
+    run.__name__ = f"checked_{op.name().replace('::', '_').replace('.', '_')}"
+    return run
 
 
 def _run_patched(loaded, module, state, seed: int, tolerance, result: dict, spec: dict, retrace: bool,

@@ -82,3 +82,24 @@ def test_the_write_leaves_out_the_lines_of_a_rewrite_it_would_not_write():
     assert lines == {30} and asked == [{14, 30}, {30}]
     assert index.status == UNVERIFIED and "GM102 rewrite at line 14" in index.reason and "an arm never ran" in index.reason
     assert other.status == VERIFIED
+
+
+def test_a_stray_no_site_shares_lines_with_leaves_the_file_unwritten():
+    """A rewrite the lines bring in from elsewhere (its own selecting lines are none of theirs):
+    no site can be told apart from it, so none of the file's is written, and the write ends."""
+    from graphmend.core.model import REJECTED, VERIFIED
+    from graphmend.fixing import _without_strays
+
+    def record(rule, line, trigger, status, reason=""):
+        return SimpleNamespace(site=SimpleNamespace(rule=rule, line=line), trigger=trigger, status=status,
+                               reason=reason)
+
+    region, stray = record("GM501", 40, {40}, VERIFIED), record("GM502", 44, {44}, REJECTED, "a new break")
+
+    def fix(lines, rules):
+        return SimpleNamespace(applied=[region.site, stray.site] if lines else [])
+
+    c = SimpleNamespace(sites=[region, stray], fix=fix)
+    _, lines = _without_strays(c, SimpleNamespace(rules=()), lambda s: s.status == VERIFIED)
+    assert lines == set()
+    assert region.status == REJECTED and "GM502 rewrite at line 44" in region.reason
