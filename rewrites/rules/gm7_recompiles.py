@@ -63,13 +63,15 @@ GM703 = Rule(
     why=("Dynamo guards on the identity or type of the objects it traced through (`___check_obj_id`, "
          "`___check_type_id`): re-binding `self.act = nn.GELU()` or passing another callable compiles a new graph. "
          "So does a tensor attribute that is `None` on some calls (`expected type of 'self.dt' to be a tensor "
-         "type`: a sampler's state between its two stages), and two arguments that are one tensor on some calls "
-         "(`Duplicate tensors found`)."),
+         "type`: a sampler's state between its two stages; `'NoneType' object has no attribute 'size'` where "
+         "the guard on the tensor fails on the `None` without naming it), and two arguments that are one tensor "
+         "on some calls (`Duplicate tensors found`)."),
     fix=("Build the module once and keep its attributes; choose between alternatives inside the graph (both "
          "submodules held, selected by a flag set before compiling), or compile each variant once."),
     preconditions="No automatic fix.", static=False,
     guard_patterns=(r"___check_obj_id", r"___check_type_id", r" is not None$", r" is None$", r"\bid\(",
-                    r"^expected type of '.+' to be a tensor type", r"^Duplicate tensors found"),
+                    r"^expected type of '.+' to be a tensor type", r"^Duplicate tensors found",
+                    r"^'NoneType' object has no attribute '(?:size|stride|dim|dtype|device|shape)'"),
     advice="keep the object the graph was traced with (bind module attributes once, in __init__)",
 )
 

@@ -77,6 +77,9 @@ def test_target_calls_override_derived_ones_and_bad_ones_name_the_target():
     ("expected type of 'L['self'].model_outputs[1]' to be a tensor type, ' but found <class 'NoneType'>",
      "GM703", "self.model_outputs[1]"),
     ('Duplicate tensors found: ["timestep", "prev_timestep"]', "GM703", None),  # two arguments, one tensor
+    # the guard on a tensor ran on the None that stands there now, and says no name (timm's Sequencer)
+    ("'NoneType' object has no attribute 'stride' (1 older compiled version(s) failed their guards too)",
+     "GM703", None),
     ("something Dynamo has not said before", "GM799", None),
 ])
 def test_failed_guard_names_its_cause(reason, rule, expression):
