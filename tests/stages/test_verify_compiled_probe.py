@@ -37,6 +37,7 @@ def mend_target():
 '''
 SAME = ""
 DIFFERS = "        if torch.compiler.is_compiling():  # compiled, it scales\n            h = h * 2\n"
+EVAL_ONLY = "        if self.training:\n            raise RuntimeError('inference only')\n"
 
 
 @pytest.fixture
@@ -53,15 +54,16 @@ def probes(monkeypatch):
     return started
 
 
-def _verify(tmp_path, original_body: str, patched_bodies: list[str]):
+def _verify(tmp_path, original_body: str, patched_bodies: list[str], tail: str = ""):
+    """Each patched program (``tail``: module-level code after it) verified against the original."""
     path = tmp_path / "head.py"
     path.write_text(SRC.format(body=original_body), encoding="utf-8")
     spec = TargetSpec(name="head.py::mend_target", function="mend_target", file=str(path))
     original = verify_run.run_original(spec, {}, str(tmp_path), timeout=120)
     assert original.error is None, original.error
     before = TargetResult(name=spec.name, file=str(path), function="mend_target", graph_count=1)
-    return [verify_run.verify_target(original, {str(path): SRC.format(body=b) + "# patched\n"}, before, {},
-                                     timeout=120) for b in patched_bodies]
+    return [verify_run.verify_target(original, {str(path): SRC.format(body=b) + tail + "# patched\n"}, before,
+                                     {}, timeout=120) for b in patched_bodies]
 
 
 def test_a_patched_program_that_agrees_compiled_never_runs_the_probe(tmp_path, probes):
@@ -90,8 +92,7 @@ def test_an_original_that_differs_compiled_skips_the_check_once_for_every_attemp
 def test_where_train_mode_cannot_run_the_compiled_program_is_compared_in_eval(tmp_path, probes):
     # an inference-only module: train mode raises, and so train+grad and the compiled train
     # run are skipped; a rewrite that changes what the compiled program computes is still caught
-    eval_only = "        if self.training:\n            raise RuntimeError('inference only')\n"
-    same, differs = _verify(tmp_path, eval_only, [eval_only, eval_only + DIFFERS])
+    same, differs = _verify(tmp_path, EVAL_ONLY, [EVAL_ONLY, EVAL_ONLY + DIFFERS])
     name = CHECK_NAMES[COMPILED_EVAL]
     assert same.error is None and not same.mismatches, (same.error, same.mismatches)
     assert name in same.checks and CHECK_NAMES[COMPILED] not in same.checks
@@ -117,15 +118,7 @@ def test_a_custom_op_whose_fake_promises_another_layout_is_a_difference(tmp_path
     """aot_eager never looks at a fake's strides, Inductor asserts them: the compiled check runs
     each custom op against its fake, so a fix's op with a wrong fake is caught before Inductor.
     (Inference only, as an op with no autograd formula is: the check runs in eval.)"""
-    eval_only = "        if self.training:\n            raise RuntimeError('inference only')\n"
-    path = tmp_path / "head.py"
-    path.write_text(SRC.format(body=eval_only), encoding="utf-8")
-    spec = TargetSpec(name="head.py::mend_target", function="mend_target", file=str(path))
-    original = verify_run.run_original(spec, {}, str(tmp_path), timeout=120)
-    assert original.error is None, original.error
-    before = TargetResult(name=spec.name, file=str(path), function="mend_target", graph_count=1)
-    patched = SRC.format(body=eval_only + "        h = _copied(h)\n") + WRONG_FAKE
-    v = verify_run.verify_target(original, {str(path): patched}, before, {}, timeout=120)
+    (v,) = _verify(tmp_path, EVAL_ONLY, [EVAL_ONLY + "        h = _copied(h)\n"], tail=WRONG_FAKE)
     assert v.mismatches[0].startswith(f"{CHECK_NAMES[COMPILED_EVAL]} on input example"), v.mismatches
     assert "its fake gives" in v.mismatches[0] and "(Inductor asserts the fake's)" in v.mismatches[0], v.mismatches
     assert probes == ["original", "patched", "probe"]
