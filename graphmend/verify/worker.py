@@ -407,9 +407,12 @@ def _against_fake(op):
             # settings must allow): Dynamo ran it there, nothing more to compare here
             return out
         for i, (real, promised) in enumerate(zip(pytree.tree_leaves(out), pytree.tree_leaves(fake))):
-            if isinstance(real, torch.Tensor) and (
-                    real.shape != promised.shape or real.dtype != promised.dtype
-                    or not check_significant_strides(real, promised, only_cuda=False)[0]):
+            if not isinstance(real, torch.Tensor):
+                continue
+            if not isinstance(promised, torch.Tensor):
+                raise RuntimeError(f"{op}: output {i} is a tensor, where its fake gives {type(promised).__name__}")
+            if real.shape != promised.shape or real.dtype != promised.dtype or \
+                    not check_significant_strides(real, promised, only_cuda=False)[0]:
                 raise RuntimeError(
                     f"{op}: output {i} is {tuple(real.shape)} {real.dtype} with strides {real.stride()}, where "
                     f"its fake gives {tuple(promised.shape)} {promised.dtype} with strides {promised.stride()} "
