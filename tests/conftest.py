@@ -5,7 +5,8 @@ transformers models included) captured ONCE per session by the tracer's worker i
 modes (eval, train), with ``torch._dynamo.explain`` run on the same target in the same mode
 right after in the same worker (one torch start-up per file); the transformers models'
 train mode has no explain (None: the capture alone). test_tracer_capture (capture == explain), test_corpus_manifest and
-test_corpus_models (both == corpus/manifest.toml) all read it.
+test_corpus_models (both == corpus/manifest.toml) all read it. ``mend_fix_write``: ``mend fix
+--write`` on one file in a process of its own, as a user runs it.
 
 Under pytest-xdist every worker process has its own session: the first one to ask computes
 the capture and leaves it as JSON next to the session's temp folders; the others wait on a
@@ -18,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -168,3 +170,18 @@ def _mend_cache(tmp_path_factory):
         os.environ.pop(ENV_DIR, None)
     else:
         os.environ[ENV_DIR] = old
+
+
+@pytest.fixture
+def mend_fix_write(tmp_path):
+    """``run(path)``: ``mend fix --write -f json --calls 1 PATH`` in a process of its own, with a
+    cache of its own; (the finished process, its JSON report)."""
+
+    def run(path: Path) -> tuple[subprocess.CompletedProcess, dict]:
+        r = subprocess.run([sys.executable, "-m", "graphmend", "fix", "--write", "-f", "json", "--calls", "1",
+                            str(path)], capture_output=True, text=True, cwd=tmp_path, timeout=900,
+                           env={**os.environ, "PYTHONPATH": str(ROOT), "MEND_CACHE_DIR": str(tmp_path / "cache")})
+        return r, json.loads(r.stdout)
+
+    return run
+

@@ -8,16 +8,9 @@ same at the write, across targets)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
 
 PROGRAM = '''import torch
 from torch import nn
@@ -43,13 +36,11 @@ def mend_target_table():
 
 
 @pytest.mark.slow
-def test_a_passing_rewrite_planned_with_an_unverified_one_is_not_written(tmp_path):
+def test_a_passing_rewrite_planned_with_an_unverified_one_is_not_written(tmp_path, mend_fix_write):
     path = tmp_path / "table.py"
     path.write_text(PROGRAM)
-    r = subprocess.run([sys.executable, "-m", "graphmend", "fix", "--write", "-f", "json", "--calls", "1",
-                        str(path)], capture_output=True, text=True, cwd=tmp_path, timeout=900,
-                       env={**os.environ, "PYTHONPATH": str(REPO), "MEND_CACHE_DIR": str(tmp_path / "cache")})
-    fixes = {f["rule"]: f for f in json.loads(r.stdout)["fixes"]}
+    _, report = mend_fix_write(path)
+    fixes = {f["rule"]: f for f in report["fixes"]}
     assert path.read_text() == PROGRAM, "an unverified rewrite was written"
     assert fixes["GM102"]["status"] == "unverified" and "never false" in fixes["GM102"]["reason"], fixes["GM102"]
     index = fixes["GM303"]

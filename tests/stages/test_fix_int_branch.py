@@ -8,18 +8,10 @@ after its ``nonzero`` lookup is kept as an unbacked int)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from graphmend.core.model import Break
 from graphmend.fix_candidates import _jumps_on_int
-
-REPO = Path(__file__).resolve().parents[2]
 
 PROGRAM = '''import torch
 from torch import nn
@@ -68,13 +60,10 @@ def test_which_branches_are_on_an_int():
 
 
 @pytest.mark.slow
-def test_a_branch_on_an_unbacked_int_is_left_with_its_reason(tmp_path):
+def test_a_branch_on_an_unbacked_int_is_left_with_its_reason(tmp_path, mend_fix_write):
     path = tmp_path / "counted.py"
     path.write_text(PROGRAM)
-    r = subprocess.run([sys.executable, "-m", "graphmend", "fix", "--write", "-f", "json", "--calls", "1",
-                        str(path)], capture_output=True, text=True, cwd=tmp_path, timeout=900,
-                       env={**os.environ, "PYTHONPATH": str(REPO), "MEND_CACHE_DIR": str(tmp_path / "cache")})
-    report = json.loads(r.stdout)
+    _, report = mend_fix_write(path)
     (brk,) = [b for t in report["targets"] for b in t["breaks"]]
     assert (brk["rule"], brk["line"]) == ("GM101", 26) and "SymNodeVariable" in brk["context"], brk
     (fix,) = report["fixes"]
