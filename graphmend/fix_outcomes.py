@@ -196,12 +196,18 @@ def _verify_sites_in(tmp: str, spec, before: TargetResult, sites: list[SiteRecor
         if passing:
             # the rewrites that passed, once more together: that set is what gets applied
             v2 = attempt(passing)
-            j2 = judge(v2, passing)
-            verdicts.update(j2)
-            _couple(passing, verdicts)
-            j2 = {id(s): verdicts[id(s)] for s in passing}
-            if not any(o is not None and o[0] != PASS for o in j2.values()):
+            verdicts.update(judge(v2, passing))
+            failed = next((f for f in passing if verdicts[id(f)] is not None and verdicts[id(f)][0] != PASS), None)
+            if failed is None:
                 final = v2
+            else:
+                # the others passed with it applied, and were never run together without it:
+                # nothing of this set is applied, so none of them is verified here
+                status, why = verdicts[id(failed)]
+                for s in passing:
+                    if verdicts[id(s)] is not None and verdicts[id(s)][0] == PASS:
+                        verdicts[id(s)] = (UNVERIFIED, f"verified only together with the {failed.site.rule} rewrite "
+                                                       f"at line {failed.site.line}, which is then {status}: {why}")
     # what a further round may rewrite: the breaks the passing set surfaced, or, where the
     # whole set failed only on new breaks, those
     exposed = final.exposed if final is not None else \

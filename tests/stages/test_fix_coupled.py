@@ -94,3 +94,43 @@ def test_a_stray_no_site_shares_lines_with_leaves_the_file_unwritten():
     _, lines = _without_strays(c, SimpleNamespace(rules=()), lambda s: s.status == VERIFIED)
     assert lines == set()
     assert region.status == REJECTED and "GM502 rewrite at line 44" in region.reason
+
+
+def test_rewrites_that_passed_only_with_one_that_then_failed_are_not_verified(monkeypatch, tmp_path):
+    """The rewrites that passed are tried once more together; where one of them then fails,
+    the others passed only with it applied and never ran without it: none is verified there
+    (graphmend/fix_outcomes.py), so a plain --write writes none of them."""
+    import graphmend.fix_outcomes as outcomes
+    import graphmend.verify.run as verify_run
+    from graphmend.core.config import Config
+    from graphmend.core.model import FixTarget, TargetResult, UNVERIFIED
+    from graphmend.fix_candidates import SiteRecord, _real
+    from graphmend.fixing import FixOptions
+    from graphmend.verify.run import Verdict
+    from rewrites.fixes.base import Site
+
+    path = str(tmp_path / "m.py")
+    branch = SiteRecord(path, Site("GM101", 5, 8, "if -> where", conditions=[(5, 7, 5, 20)]), {5})
+    index = SiteRecord(path, Site("GM303", 12, 12, "index"), {12})
+    kept = SiteRecord(path, Site("GM301", 20, 20, "item"), {20})
+    arm = f"{_real(path)}:5:7"
+    remains = (path, "GM301", "Unsupported Tensor.item()")
+    runs = iter([
+        # all three: the .item() break stays (GM301 rejected), the others pass
+        Verdict(arms={arm: [False, True]}, remaining_keys=[remains], key_lines={remains: [20]}),
+        # the two that passed, together: the branch's other arm no longer runs
+        Verdict(arms={arm: [True]}, inputs=["example"]),
+    ])
+    monkeypatch.setattr(verify_run, "run_original", lambda *a, **k: SimpleNamespace(read=[]))
+    monkeypatch.setattr(verify_run, "verify_target", lambda *a, **k: next(runs))
+    monkeypatch.setattr(outcomes, "_patch_for", lambda c, ss, rules: "patched")
+    before = TargetResult(name="m.py::t", file=path, function="t")
+    ft = FixTarget(name="m.py::t", breaks_before=3, breaks_after=3)
+    _, outcome = outcomes._verify_sites(None, before, [branch, index, kept], {path: SimpleNamespace(original="")},
+                                        {}, FixOptions(), Config(), ft)
+    verdicts = outcome.verdicts
+    assert outcome.final is None
+    assert verdicts[id(branch)][0] == UNVERIFIED and "was never false" in verdicts[id(branch)][1]
+    assert verdicts[id(index)] == (UNVERIFIED, "verified only together with the GM101 rewrite at line 5, which is "
+                                               f"then {UNVERIFIED}: {verdicts[id(branch)][1]}")
+    assert verdicts[id(kept)][1].startswith("the break remains after the rewrite")
