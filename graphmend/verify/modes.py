@@ -45,9 +45,11 @@ the double backward also on every other input, as the float64 runs):
 * ``compiled``: ``train`` with the patched program under ``torch.compile(backend="aot_eager")``
   against the original in eager, on the example and on it with the batch one larger (a
   recompile with other shapes), each custom op in its graphs run against its fake as well
-  (``worker._against_fake``). The original under the same compile must agree with its eager
-  self, else the check cannot tell; that probe runs only where a patched program's compiled
-  run differs (``graphmend.verify.worker.probe_compiled``), once per target;
+  (``worker._against_fake``). Where the patched program's compiled run differs, the original
+  is compiled the same way (``graphmend.verify.worker.probe_compiled``, once per target): if it
+  too differs from its eager self (the compiler's own rounding, say), the patched compiled
+  calls are compared with the original's compiled ones instead, and where those differ as
+  well the check cannot tell;
   ``compiled_eval``: the same in ``eval``, where train mode cannot serve (the original raises
   there, has nothing to train, or differs from run to run): the compiled program is still a
   way the user runs it.

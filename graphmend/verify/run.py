@@ -99,16 +99,21 @@ class Original:
     # once a patched program's compiled run differed: None until then
     compiled_differs: Optional[str] = None
 
-    def probe_compiled(self, seed: int) -> str:
-        """The original's compiled calls against its eager ones, run once for every attempt."""
-        if self.compiled_differs is None:
-            out = run_job(Job(WORKER, {"spec": self.spec, "mode": "probe", "state": self.state, "seed": seed},
-                              label=self.spec["name"], timeout=self.timeout, memory_limit=self.memory_limit,
-                              warm=True))
-            error = out.error or (out.result or {}).get("error")
-            # a probe that could not run tells nothing: the difference stands
-            self.compiled_differs = "" if error else (out.result or {}).get("compiled_differs") or ""
-        return self.compiled_differs
+    def probe_compiled(self, seed: int, patched: Optional[str]) -> tuple[str, Optional[str]]:
+        """The original's compiled calls against its eager ones (compiled once for every
+        attempt): why they differ ("" where they agree); and where they do, how the patched
+        side's compiled calls (the file ``patched``) differ from the original's compiled ones
+        (None where they agree, or where there is nothing to compare)."""
+        if self.compiled_differs == "":
+            return "", None
+        payload = {"spec": self.spec, "mode": "probe", "state": self.state, "seed": seed, "patched": patched}
+        out = run_job(Job(WORKER, payload, label=self.spec["name"], timeout=self.timeout,
+                          memory_limit=self.memory_limit, warm=True))
+        error = out.error or (out.result or {}).get("error")
+        # a probe that could not run tells nothing: the difference stands
+        self.compiled_differs = "" if error else (out.result or {}).get("compiled_differs") or ""
+        agrees = (out.result or {}).get("agrees", "not compared") if patched else "not compared"
+        return self.compiled_differs, agrees
 
 
 def _read(result: Optional[dict], state: str) -> list[str]:
@@ -164,13 +169,17 @@ def verify_target(original: Original, patches: dict[str, str], before: TargetRes
         return v
     v.mismatches = list(pat.result.get("mismatches", []))
     compiled = next((c for c in (CHECK_NAMES[m] for m in COMPILED_RUNS) if c in v.checks), None)
-    if pat.result.get("compiled_differs") and compiled and any(m.startswith(compiled) for m in v.mismatches):
-        why = original.probe_compiled(seed)
-        if why:  # the original differs the same way: the check cannot tell, and says why
-            v.mismatches = [m for m in v.mismatches if not m.startswith(compiled)]
-            v.checks = [c for c in v.checks if c != compiled]
-            v.skipped[compiled] = why
     v.rounding = list(pat.result.get("rounding", []))
+    if pat.result.get("compiled_differs") and compiled and any(m.startswith(compiled) for m in v.mismatches):
+        why, other = original.probe_compiled(seed, pat.result.get("compiled_calls"))
+        if why:  # the original differs from its eager self too: eager cannot be the reference
+            v.mismatches = [m for m in v.mismatches if not m.startswith(compiled)]
+            if other is None:  # the compiler's own difference, made the same way by both
+                v.rounding.append(f"{compiled}: {why}; the patched program compiled shows what the original "
+                                  "compiled shows")
+            else:  # the check cannot tell, and says why
+                v.checks = [c for c in v.checks if c != compiled]
+                v.skipped[compiled] = f"{why}; the patched program compiled differs from both: {other}"
     if probe_dtype and not res.get("probe") and pat.result.get("probe"):
         v.error = f"re-trace in {probe_dtype}: {pat.result['probe']}"
         return v

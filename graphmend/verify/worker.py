@@ -1,7 +1,8 @@
 """One side of a verification: ``python -m graphmend.verify.worker PAYLOAD RESULT``.
 
 PAYLOAD: ``spec`` (TargetSpec dict), ``mode`` ("original" | "patched" | "probe": the
-original's compiled calls against its eager ones, from ``state``), ``patches``
+original's compiled calls against its eager ones, from ``state``, and against ``patched``, a
+patched side's compiled calls where that side's differed from eager), ``patches``
 ({abs path: source}, served through the overlay), ``conditions`` ({abs path: [[l, c, el, ec],
 ...]}, original mode: instrumented to record arms), ``constants`` (numbers the rewritten
 conditions compare against: inputs filled with them are tried), ``state`` (a file: the
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from typing import Any, Optional
 
 from graphmend.core.cache import reading
@@ -106,10 +108,14 @@ def handle(payload: dict[str, Any]) -> dict[str, Any]:
     if module is not None and state.get("weights") is not None:
         module.load_state_dict(state["weights"], strict=False)
     if mode == "probe":
-        result["compiled_differs"] = probe_compiled(loaded, module, state["records"])
+        why, probes = probe_compiled(loaded, module, state["records"], payload["state"] + ".compiled")
+        result["compiled_differs"] = why
+        if why and payload.get("patched"):
+            result["agrees"] = _agrees_compiled(probes, torch.load(payload["patched"], weights_only=False),
+                                                tolerance)
         return result
     mismatches = _run_patched(loaded, module, state, seed, tolerance, result, spec, payload.get("retrace", True),
-                              payload.get("run_mode") or EVAL, int(payload.get("calls") or 1))
+                              payload.get("run_mode") or EVAL, int(payload.get("calls") or 1), payload["state"])
     result["mismatches"] = mismatches
     result["inputs_run"] = len(_inputs_names(state["plan"]))
     if payload.get("probe_dtype"):
@@ -299,15 +305,21 @@ def _run_observers(loaded, module, seed: int, example: tuple, plan: list, record
                 skipped[compiled] = why
 
 
-def probe_compiled(loaded, module, records: list) -> Optional[str]:
+def probe_compiled(loaded, module, records: list, saved: str) -> tuple[Optional[str], list]:
     """Why the original under the compiled check's compile does not show what it shows in
-    eager (raises, or differs on one of its calls), or None: the compiled calls of
-    ``records`` again, each from the state it started in, compiled."""
+    eager (raises, or differs on one of its calls), or None; and its compiled calls' records:
+    the compiled calls of ``records`` again, each from the state it started in, compiled.
+    Kept in the file ``saved`` once made: later attempts compare against them without
+    compiling the original again."""
     from graphmend.verify.modes import run_call
     from graphmend.verify.records import compare_records
 
     import torch
 
+    if os.path.exists(saved):
+        kept = torch.load(saved, weights_only=False)
+        return kept["why"], kept["probes"]
+    why, probes = None, []
     compiled = _compiled(loaded.fn)
     try:
         for rec in records:
@@ -315,13 +327,33 @@ def probe_compiled(loaded, module, records: list) -> Optional[str]:
                 continue
             _restore(module, rec["before"])
             probe = run_call(compiled, module, rec["args"], rec["kwargs"], rec["mode"], rec["seed"], _loss(loaded))
+            probes.append(probe)
+            if why is not None:
+                continue
             if probe["status"] == "raised" and rec["status"] != "raised":
-                return f"the original raises under torch.compile(backend={COMPILE_BACKEND!r}): {probe['exc'][:200]}"
-            diff = compare_records(rec, probe, f"on input {rec['input']}", None)
-            if diff is not None:
-                return f"{COMPILED_DIFFERS} {diff}"
+                why = f"the original raises under torch.compile(backend={COMPILE_BACKEND!r}): {probe['exc'][:200]}"
+            else:
+                diff = compare_records(rec, probe, f"on input {rec['input']}", None)
+                if diff is not None:
+                    why = f"{COMPILED_DIFFERS} {diff}"
     finally:
         torch._dynamo.reset()
+    torch.save({"why": why, "probes": _savable(probes)}, saved)
+    return why, probes
+
+
+def _agrees_compiled(probes: list, patched: list, tolerance) -> Optional[str]:
+    """None where the patched program's compiled calls show what the original's compiled
+    calls showed (the compiler's own difference from eager, made the same way by both),
+    else the first difference."""
+    from graphmend.verify.records import compare_records
+
+    if len(probes) != len(patched):
+        return f"{len(patched)} compiled calls, where the original made {len(probes)}"
+    for want, got in zip(probes, patched):
+        why = compare_records(want, got, f"against the original compiled, on input {got['input']}", tolerance)
+        if why is not None:
+            return why
     return None
 
 
@@ -424,7 +456,7 @@ def _against_fake(op):
 
 
 def _run_patched(loaded, module, state, seed: int, tolerance, result: dict, spec: dict, retrace: bool,
-                 run_mode: str, calls: int = 1) -> list[str]:
+                 run_mode: str, calls: int = 1, state_path: str = "") -> list[str]:
     from graphmend.verify.inputs import convert, prepare_callable
     from graphmend.verify.modes import device_of, run_call
     from graphmend.verify.records import compare_records
@@ -442,6 +474,7 @@ def _run_patched(loaded, module, state, seed: int, tolerance, result: dict, spec
     fn = loaded.fn
     snap = None
     compiled = None  # the patched program under torch.compile, made at its first record
+    compiled_calls: list[dict] = []  # its records, for the original's compiled ones where eager's differ
     for i, want in enumerate(state["records"]):
         m, name = want["mode"], want["input"]
         a, k = want["args"], want["kwargs"]
@@ -460,6 +493,8 @@ def _run_patched(loaded, module, state, seed: int, tolerance, result: dict, spec
                        _loss(loaded))
         if m in skipped:
             continue
+        if m in COMPILED_RUNS:
+            compiled_calls.append(dict(got, input=name))
         where = f"{CHECK_NAMES[m]} on input {name}"
         why = compare_records(want, got, where, tolerance)
         if why and m in COMPILED_RUNS:
@@ -479,6 +514,13 @@ def _run_patched(loaded, module, state, seed: int, tolerance, result: dict, spec
                 mismatches.append(why)
     if compiled is not None:
         torch._dynamo.reset()
+    if result.get("compiled_differs"):
+        # where the original compiled differs from its eager self too, the parent compares these
+        # with the original's compiled calls (``probe_compiled``)
+        fd, result["compiled_calls"] = tempfile.mkstemp(prefix="compiled-", suffix=".pt",
+                                                        dir=os.path.dirname(state_path))
+        with os.fdopen(fd, "wb") as f:
+            torch.save(_savable(compiled_calls), f)
     if retrace:
         result["capture"] = _retrace(spec, seed, run_mode, calls)
     ran64 = {name for m, name in state["plan"] if m == F64}
