@@ -25,11 +25,10 @@ negative (without it Dynamo breaks on the first use of the int as an index).
 
 Made only where Dynamo said the ``nonzero`` line's output shape depends on data, and only
 when every value the tail returns is an element of the ``nonzero``'s result read back
-(``<v>[...].item()``, ``int(<v>[...])``, or a name only ever bound to one), the tail does not
-bind ``<v>`` again, and it reads no other local of the function (the op is given the one
-tensor): refused otherwise, with the
-name it reads (diffusers' multistep schedulers fall back to ``len(self.timesteps) - 1``,
-which the op is not given). Where the int goes after the return (a scheduler stores it as
+(``<v>[...].item()``, ``int(<v>[...])``, ``int(<v>[...].item())``, or a name only ever bound
+to one), the tail does not bind ``<v>`` again, and it reads no other local of the function
+(the op is given the one tensor): refused otherwise, with the name it reads (diffusers'
+multistep schedulers fall back to ``len(self.timesteps) - 1``, which the op is not given). Where the int goes after the return (a scheduler stores it as
 its step index and indexes its sigmas with it) is the callers' affair, which verification's
 re-trace checks: a guard they put on it is a new break, which rejects the fix.
 """
@@ -66,14 +65,16 @@ def _nonzero_of(value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
 
 
 def _element(node: cst.BaseExpression, var: str) -> bool:
-    """``var[...].item()`` or ``int(var[...])``: one element of ``nonzero``'s int64 result,
-    read back as a Python int (an index: never negative)."""
+    """``var[...].item()``, ``int(var[...])`` or ``int(var[...].item())``: one element of
+    ``nonzero``'s int64 result, read back as a Python int (an index: never negative)."""
+    if isinstance(node, cst.Call) and full_name(node.func) == "int" and len(node.args) == 1 \
+            and node.args[0].keyword is None and not node.args[0].star:
+        node = node.args[0].value  # int() of an int64 element, or of the int read back: the same int
+        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
+            node = cst.Call(cst.Attribute(node, cst.Name("item")))
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "item" \
             and not node.args:
         inner = node.func.value
-    elif isinstance(node, cst.Call) and full_name(node.func) == "int" and len(node.args) == 1 \
-            and node.args[0].keyword is None and not node.args[0].star:
-        inner = node.args[0].value
     else:
         return False
     if not isinstance(inner, cst.Subscript):
@@ -275,11 +276,11 @@ _mend_module_index_for_timestep_8_op = _mend_size_op(
 )
 '''
 
-CASES = [
-    # diffusers' index_for_timestep (Euler, Heun, LMS, DPM-SDE, ... 18 scheduler files)
-    Case(_SCHEDULER, _SCHEDULER.replace("import torch\n",
-                                        "import torch\n\n\n" + gm3_unbacked.RUNTIME.text + "\n\n" + _READ)
-         .replace('''        indices = (schedule_timesteps == timestep).nonzero()
+
+def _fixed(read: str) -> str:
+    """``_SCHEDULER`` as the fix leaves it, the moved lines ending in ``read``."""
+    return _SCHEDULER.replace("import torch\n", "import torch\n\n\n" + gm3_unbacked.RUNTIME.text + "\n\n" +
+                              _READ.replace("return indices[pos].item()", read)).replace('''        indices = (schedule_timesteps == timestep).nonzero()
 
         # the first step takes the second match, where there are two
         pos = 1 if len(indices) > 1 else 0
@@ -287,7 +288,15 @@ CASES = [
 ''', '''        index = _mend_module_index_for_timestep_8_op(schedule_timesteps == timestep)
         torch._check(index >= 0)
         return index
-'''), lines={8, 12}, hints=("shape",)),
+''')
+
+
+CASES = [
+    # diffusers' index_for_timestep (Euler, Heun, LMS, DPM-SDE, ... 18 scheduler files)
+    Case(_SCHEDULER, _fixed("return indices[pos].item()"), lines={8, 12}, hints=("shape",)),
+    # the index read back through int() too (diffusers' FlowMatchLCM)
+    Case(_SCHEDULER.replace("return indices[pos].item()", "return int(indices[pos].item())"),
+         _fixed("return int(indices[pos].item())"), lines={8, 12}, hints=("shape",)),
     # without Dynamo's word that the line's shape depends on data: left alone
     Case(_SCHEDULER, lines={8, 12}),
     # diffusers' multistep schedulers: a fallback the op is not given (an index that may be -1)
