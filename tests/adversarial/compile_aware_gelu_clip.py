@@ -1,8 +1,9 @@
 """A feed-forward block that clips hot activations, and that picks the tanh approximation of
 GELU when it is being compiled (the form its authors found Inductor fuses best) and the exact
-one in eager. The original compiled is then not the original in eager, so the compiled check
-cannot tell a rewrite of the clip from the original: a fix here is unproven under compile and
-must not be written by a plain ``--write``."""
+one in eager. The original compiled is then not the original in eager, so eager cannot be the
+compiled check's reference: the original compiled is, and the clip rewritten as ``torch.where``
+compiles to what it computes (GELU's approximation is the same on both sides). A sound fix,
+which a check that gave up wherever the original compiled differs from eager would not prove."""
 
 import torch
 from torch import nn
@@ -10,8 +11,8 @@ from torch.nn import functional as F
 
 from _adv import target
 
-EXPECT = "refuse"
-ACCEPT_REASONS = ("compile",)
+EXPECT = "fix"
+ACCEPT_REASONS = ()
 
 
 class ClippedFeedForward(nn.Module):
