@@ -28,9 +28,10 @@ when every value the tail returns is an element of the ``nonzero``'s result read
 (``<v>[...].item()``, ``int(<v>[...])``, ``int(<v>[...].item())``, or a name only ever bound
 to one), the tail does not bind ``<v>`` again, and it reads no other local of the function
 (the op is given the one tensor): refused otherwise, with the name it reads (diffusers'
-multistep schedulers fall back to ``len(self.timesteps) - 1``, which the op is not given). Where the int goes after the return (a scheduler stores it as
-its step index and indexes its sigmas with it) is the callers' affair, which verification's
-re-trace checks: a guard they put on it is a new break, which rejects the fix.
+multistep schedulers fall back to ``len(self.timesteps) - 1``, which the op is not given).
+Where the int goes after the return (a scheduler stores it as its step index and indexes its
+sigmas with it) is the callers' affair, which verification's re-trace checks: a guard they
+put on it is a new break, which rejects the fix.
 """
 
 from __future__ import annotations
@@ -67,21 +68,18 @@ def _nonzero_of(value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
 def _element(node: cst.BaseExpression, var: str) -> bool:
     """``var[...].item()``, ``int(var[...])`` or ``int(var[...].item())``: one element of
     ``nonzero``'s int64 result, read back as a Python int (an index: never negative)."""
+    read = False  # read back into Python: an element alone is still a tensor
     if isinstance(node, cst.Call) and full_name(node.func) == "int" and len(node.args) == 1 \
             and node.args[0].keyword is None and not node.args[0].star:
-        node = node.args[0].value  # int() of an int64 element, or of the int read back: the same int
-        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
-            node = cst.Call(cst.Attribute(node, cst.Name("item")))
+        node, read = node.args[0].value, True  # of an int64 element, or of the int read back: the same int
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "item" \
             and not node.args:
-        inner = node.func.value
-    else:
+        node, read = node.func.value, True
+    if not read or not isinstance(node, cst.Subscript):
         return False
-    if not isinstance(inner, cst.Subscript):
-        return False
-    while isinstance(inner, cst.Subscript):
-        inner = inner.value
-    return isinstance(inner, cst.Name) and inner.value == var
+    while isinstance(node, cst.Subscript):
+        node = node.value
+    return isinstance(node, cst.Name) and node.value == var
 
 
 def _returns(tail: list[cst.CSTNode]) -> list[cst.Return]:
