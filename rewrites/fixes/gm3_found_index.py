@@ -315,6 +315,9 @@ CASES = [
     # what a function of its own would not run alike
     Case(_SCHEDULER.replace("        pos = 1", "        def later():\n            return 0\n\n        pos = 1"), lines={8},
          hints=("shape",), reason="cannot move into a function of their own: it defines a function"),
+    # an element not read back is a tensor, where the op would give an int
+    Case(_SCHEDULER.replace("return indices[pos].item()", "return indices[pos]"), lines={8},
+         hints=("shape",), reason="it returns `indices[pos]`, not an element of `indices` read back"),
     # a float is not an index
     Case(_SCHEDULER.replace("return indices[pos].item()", "return indices.float().mean().item()"), lines={8},
          hints=("shape",), reason="it returns `indices.float().mean().item()`"),
