@@ -22,12 +22,13 @@ tensor (a list, a ``ModuleList``), is indexed as written.
 Made only at a line where Dynamo read a tensor into Python there to index with it
 (``Context.index_lines``: a GM303 break), on the subscripts of one computed index (a name, an
 attribute, arithmetic, a call; not a constant, a slice or a tuple) that the statement reads,
-never one it assigns to or deletes; and in the arms of a conditional expression on a tensor
-(``Context.tensor_lines``: Dynamo broke on its condition first) whose index is a name the
-condition tests, unless the condition reads only parameters annotated as Python values. Such a
-name is a one-element tensor, and once ``torch.where`` (gm1_where) runs the arm in the graph its
-subscript would read it back: DDIM's ``self.alphas_cumprod[prev_timestep] if prev_timestep >= 0
-else self.final_alpha_cumprod``.
+never one it assigns to or deletes; and in the arms of a conditional expression or an ``if``
+on a tensor (``Context.tensor_lines``: Dynamo broke on its condition first) whose index is a
+name the condition tests, unless the condition reads only parameters annotated as Python
+values. Such a name is a one-element tensor, and once ``torch.where`` (gm1_where) runs the arm
+in the graph its subscript would read it back: DDIM's ``self.alphas_cumprod[prev_timestep] if
+prev_timestep >= 0 else self.final_alpha_cumprod``, UnCLIP's ``if prev_timestep == t - 1:
+beta = self.betas[t]``.
 """
 
 from __future__ import annotations
@@ -102,7 +103,9 @@ def plan(an: Analysis, ctx: Context) -> Plan:
     if not (ctx.index_lines or ctx.tensor_lines) or not ctx.wants("GM303"):
         return result
     found: list[cst.Subscript] = []
-    tested: set[int] = set()  # id() of the arms' subscripts by a name a tensor condition reads
+    # the arms' subscripts by a name a tensor condition reads, by id(): covered by the condition's
+    # line (an ``if``'s arms are statements of their own, which the walk does not enter)
+    tested: dict[int, cst.Subscript] = {}
 
     class V(cst.CSTVisitor):
         # a subscript the statement writes (``x[i] = v``, ``x[i] += v``, ``del x[i]``) stays as written
@@ -122,20 +125,27 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             return False
 
         def visit_IfExp(self, n: cst.IfExp) -> None:
-            if an.span(n.test)[0] not in ctx.tensor_lines:
+            self.arms(n, n.test, [n.body, n.orelse])
+
+        def visit_If(self, n: cst.If) -> None:
+            self.arms(n, n.test, [n.body] + ([n.orelse] if n.orelse is not None else []))
+
+        def arms(self, n: cst.CSTNode, test: cst.BaseExpression, arms: list[cst.CSTNode]) -> None:
+            if an.span(test)[0] not in ctx.tensor_lines:
                 return
             # a condition on parameters typed as Python values stays a branch (gm1_where says why)
-            if not python_only(n.test, frozenset(FunctionFacts(an, an.enclosing_function(n)).python_params)):
-                tested.update(id(s) for s in _by_tested_name(n.test, [n.body, n.orelse]))
+            if not python_only(test, frozenset(FunctionFacts(an, an.enclosing_function(n)).python_params)):
+                tested.update((id(s), s) for s in _by_tested_name(test, arms))
 
         def visit_Subscript(self, n: cst.Subscript) -> None:
             if _computed(n):
                 found.append(n)
 
     an.visit_covering(V(), ctx)
-    for node in found:
+    seen = {id(n) for n in found}
+    for node in found + [n for i, n in tested.items() if i not in seen]:
         start, end = an.span(node)
-        if not ((set(range(start, end + 1)) & ctx.index_lines) or id(node) in tested) or not ctx.covers(start, end):
+        if id(node) not in tested and not (set(range(start, end + 1)) & ctx.index_lines and ctx.covers(start, end)):
             continue
         written = _written(an, node)
         if written:
@@ -166,6 +176,47 @@ class Scheduler:
         return sample * alpha_prod_t / alpha_prod_t_prev
 '''
 
+_UNCLIP = '''import torch
+
+
+class Scheduler:
+    def variance(self, t, prev_timestep=None):
+        if prev_timestep is None:
+            prev_timestep = t - 1
+        if prev_timestep == t - 1:
+            beta = self.betas[t]
+        else:
+            beta = 1 - self.alphas_cumprod[t] / self.alphas_cumprod[prev_timestep]
+        return beta
+'''
+
+_UNCLIP_WHERE = '''        beta = torch.where(
+            prev_timestep == t - 1,
+            _mend_index(self.betas, torch.where(prev_timestep == t - 1, t, 0)),
+            (
+                1
+                - (
+                    _mend_index(
+                        self.alphas_cumprod,
+                        torch.where(torch.logical_not(prev_timestep == t - 1), t, 0),
+                    )
+                    / torch.where(
+                        torch.logical_not(prev_timestep == t - 1),
+                        _mend_index(
+                            self.alphas_cumprod,
+                            torch.where(
+                                torch.logical_not(prev_timestep == t - 1),
+                                prev_timestep,
+                                0,
+                            ),
+                        ),
+                        1,
+                    )
+                )
+            ),
+        )
+'''
+
 
 def _mended(text: str) -> str:
     return text.replace("import torch\n", "import torch\n\n\n" + INDEX.source, 1)
@@ -186,6 +237,12 @@ CASES = [
         "        alpha_prod_t_prev = torch.where(\n            prev_timestep >= 0,\n            _mend_index(self.alphas_cumprod, "
         "torch.where(prev_timestep >= 0, prev_timestep, 0)),\n            self.final,\n        )\n")),
         lines={8}, hints=("tensor",), line_length=119),
+    # and in an `if` statement's arms (UnCLIP's variance), which gm1_where makes one torch.where
+    Case(_UNCLIP, _mended(_UNCLIP.replace('''        if prev_timestep == t - 1:
+            beta = self.betas[t]
+        else:
+            beta = 1 - self.alphas_cumprod[t] / self.alphas_cumprod[prev_timestep]
+''', _UNCLIP_WHERE)), lines={8}, hints=("tensor",)),
     # without Dynamo's word that the line read a tensor to index with: left alone
     Case(_DDIM, lines={7}),
     # the row written in place through a name: eager's view reaches the table, a copy would not
