@@ -63,6 +63,26 @@ def _computed(node: cst.Subscript) -> bool:
     return not isinstance(value, _CONSTANTS)
 
 
+class _Reads(cst.CSTVisitor):
+    """Visits what a statement reads: a subscript it writes (``x[i] = v``, ``x[i] += v``,
+    ``del x[i]``) stays as written."""
+
+    def visit_AssignTarget(self, n: cst.AssignTarget) -> bool:
+        return False
+
+    def visit_AugAssign(self, n: cst.AugAssign) -> bool:
+        n.value.visit(self)
+        return False
+
+    def visit_AnnAssign(self, n: cst.AnnAssign) -> bool:
+        if n.value is not None:
+            n.value.visit(self)
+        return False
+
+    def visit_Del(self, n: cst.Del) -> bool:
+        return False
+
+
 def _by_tested_name(test: cst.BaseExpression, arms: list[cst.CSTNode]) -> list[cst.Subscript]:
     """Subscripts in ``arms`` indexed by a name ``test`` reads. Where a tensor decided the
     branch, ``test`` is a one-element tensor, and so is a name it compares (``i >= 0``): an
@@ -70,7 +90,7 @@ def _by_tested_name(test: cst.BaseExpression, arms: list[cst.CSTNode]) -> list[c
     tested = names_in(test)
     out: list[cst.Subscript] = []
 
-    class V(cst.CSTVisitor):
+    class V(_Reads):
         def visit_Subscript(self, n: cst.Subscript) -> None:
             index = n.slice[0].slice.value if _computed(n) else None  # type: ignore[attr-defined]
             if isinstance(index, cst.Name) and index.value in tested:
@@ -107,23 +127,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
     # line (an ``if``'s arms are statements of their own, which the walk does not enter)
     tested: dict[int, cst.Subscript] = {}
 
-    class V(cst.CSTVisitor):
-        # a subscript the statement writes (``x[i] = v``, ``x[i] += v``, ``del x[i]``) stays as written
-        def visit_AssignTarget(self, n: cst.AssignTarget) -> bool:
-            return False
-
-        def visit_AugAssign(self, n: cst.AugAssign) -> bool:
-            n.value.visit(self)
-            return False
-
-        def visit_AnnAssign(self, n: cst.AnnAssign) -> bool:
-            if n.value is not None:
-                n.value.visit(self)
-            return False
-
-        def visit_Del(self, n: cst.Del) -> bool:
-            return False
-
+    class V(_Reads):
         def visit_IfExp(self, n: cst.IfExp) -> None:
             self.arms(n, n.test, [n.body, n.orelse])
 
