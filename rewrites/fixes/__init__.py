@@ -132,7 +132,11 @@ def _fix(an, ctx, source: str, line_length: int = 88) -> FixResult:
     for mod in family_modules():
         p = mod.plan(an, ctx)
         mine: list[tuple[int, int]] = []
+        dropped = False  # an edit without a site is part of the rewrite before it: it goes with that one
         for e in p.edits:
+            if e.site is None and dropped:
+                continue
+            dropped = e.site is not None
             if whole and any(a <= an.span(e.node)[0] and an.span(e.node)[1] <= b for a, b in whole):
                 continue
             # one statement, one family: a later family never rewrites inside an earlier one's
@@ -144,10 +148,13 @@ def _fix(an, ctx, source: str, line_length: int = 88) -> FixResult:
                 claimed.append(span)
                 if e.site.claims == REGION:
                     mine.append(span)
+            dropped = False
             edits.append(e)
         whole += mine
-        # an unsafe fix a later family offers inside an opaque region stays said: verification
-        # may still reject the opaque op (dropout inside the region: its backward draws anew)
+        # an earlier family's refusal inside a region this one made is answered by it; an unsafe
+        # fix a later family offers inside an opaque region stays said: verification may still
+        # reject the opaque op (dropout inside the region: its backward draws anew)
+        refused = [r for r in refused if "--unsafe-fixes" in r.advice or not any(a <= r.line <= b for a, b in mine)]
         refused.extend(r for r in p.refusals
                        if not any(a <= r.line <= b for a, b in claimed)
                        or ("--unsafe-fixes" in r.advice and any(a <= r.line <= b for a, b in whole)))

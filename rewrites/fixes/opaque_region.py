@@ -242,12 +242,13 @@ def _value_kind(v: cst.BaseExpression) -> str:
     return "tensor"
 
 
-def _assigns(fn: cst.FunctionDef) -> list[cst.Assign]:
+def _assigns(node: cst.CSTNode) -> list[cst.Assign]:
+    """Every assignment under ``node`` (a function, a statement), in source order."""
     out: list[cst.Assign] = []
 
     class V(cst.CSTVisitor):
         def visit_Assign(self, n: cst.Assign) -> None:
             out.append(n)
 
-    fn.body.visit(V())
+    node.visit(V())
     return out

@@ -99,7 +99,12 @@ GM302 = Rule(
                    "(ScatterMoE-style routers, jetmoe and granitemoe): the read becomes a custom op whose fake "
                    "returns one unbacked int per element, so the split and the experts after it stay in the "
                    "graph (`_mend_size_op(..., many=True)`, gm3_unbacked). A returned list's uses are its "
-                   "callers': verification's re-trace rejects the fix if one of them guards on a value."),
+                   "callers': verification's re-trace rejects the fix if one of them guards on a value. A SAFE "
+                   "fix as well where the `.tolist()` begins a function's last lines, which end in one `return` "
+                   "of a tensor or a tuple of them (a vision-language model's patch positions, built image by "
+                   "image from its grid): the lines become one custom op whose fake runs them on fake tensors, "
+                   "the values they read into Python new unbacked ints, so a size that depends on data leaves "
+                   "the op unbacked (`_mend_shape_op`, gm5_shape_tail; GM504 tells the rest)."),
     limits=("Any zero-argument `.tolist()` call is reported. The list fix refuses a list indexed, iterated, "
             "printed or compared, and a name bound again after it (or before it, inside a loop). On torch "
             "2.11 with CUDA, `mode=\"reduce-overhead\"` fails to compile the list (Inductor's CUDA-graph "

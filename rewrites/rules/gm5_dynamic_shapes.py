@@ -156,7 +156,19 @@ GM504 = Rule(
     summary="`repeat_interleave` with tensor repeat counts.",
     why="Tensor-valued counts make the output length data-dependent: the graph breaks.",
     fix="Pass `output_size=` (a Python int) when the total is known, or use integer repeats. " + _KNOB,
-    preconditions="Advice only.",
+    preconditions=("SAFE fix (same lines, same cost) where the `repeat_interleave` begins a function's last "
+                   "lines, which end in one `return` of a tensor or a tuple of them (transformers' "
+                   "`get_vision_interpolation_indices_and_weights`: every patch's taps, repeated per image by "
+                   "its patch count): the lines move, as written, into a module-level function of the values "
+                   "they read, made the custom op `mend::<module>_<function>_<line>`. Not compiling, a call runs "
+                   "the lines themselves. Compiled, the op's fake runs the same lines on fake tensors whose values, "
+                   "read into Python, are new unbacked ints, so the sizes that depend on data come out unbacked "
+                   "and the others as the lines make them; where the lines cannot run so (a branch on a value "
+                   "they read), Dynamo breaks there as before. Made only where Dynamo said the counts were data "
+                   "(`Dynamic shape operator`), when the lines return nowhere else, assign no attribute, write "
+                   "into no value they read and read no `self`; a call with a tensor that needs a gradient runs "
+                   "the lines (the op has no derivative). A caller that guards on an unbacked size (a split by "
+                   "the sizes the op returns) makes verification's re-trace reject the fix."),
     limits="Counts must be provably a tensor. " + LIMITS,
     gb_ids=("GB0036",),
     advice="pass the repeats as a Python int list known ahead, or capture_dynamic_output_shape_ops = True",
