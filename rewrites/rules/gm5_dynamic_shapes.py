@@ -166,8 +166,8 @@ GM504 = Rule(
                    "and the others as the lines make them; where the lines cannot run so (a branch on a value "
                    "they read), Dynamo breaks there as before. Made only where Dynamo said the counts were data "
                    "(`Dynamic shape operator`), when the lines return nowhere else, assign no attribute, write "
-                   "into no value they read and read no `self`; a call with a tensor that needs a gradient runs "
-                   "the lines (the op has no derivative). A caller that guards on an unbacked size (a split by "
+                   "into no value they read and read no `self`; a call with a tensor that needs a gradient (the op "
+                   "has no derivative) or under autocast (a compiled graph runs the op without it) runs the lines. A caller that guards on an unbacked size (a split by "
                    "the sizes the op returns) makes verification's re-trace reject the fix."),
     limits="Counts must be provably a tensor. " + LIMITS,
     gb_ids=("GB0036",),

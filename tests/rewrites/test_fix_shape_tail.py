@@ -3,7 +3,8 @@ result's sizes depend on data become a custom op whose fake runs the same lines 
 The rewritten code, as the family's cases write it, runs: eager calls are the lines themselves
 (results and exceptions), compiled calls keep one graph over grids of other sizes and give the
 same values, lines that branch on a value they read break where the original broke, a tensor
-that needs a gradient keeps it, and a rewrite an earlier family made inside the lines wins whole."""
+that needs a gradient keeps it, autocast runs the lines, and a rewrite an earlier family made
+inside the lines wins whole."""
 
 from __future__ import annotations
 
@@ -105,6 +106,18 @@ def spread(grid_thw: torch.Tensor, w: torch.Tensor):
     torch._dynamo.reset()
     torch.compile(_made(mended), backend="aot_eager")(g, w1).sum().backward()
     assert torch.equal(w0.grad, w1.grad)
+
+
+def test_under_autocast_the_lines_run_as_written():
+    """A compiled graph would run the op without the caller's autocast: the lines run instead."""
+    mended = _module(POSITIONS.after, "shape_tail_autocast")["positions"]
+    original = _module(POSITIONS.before, "shape_tail_autocast_original")["positions"]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        reasons = _explain(mended, torch.tensor(GRIDS[0])).break_reasons
+        assert any("Data dependent" in b.reason for b in reasons), reasons
+        torch._dynamo.reset()
+        got = torch.compile(_made(mended), backend="aot_eager")(torch.tensor(GRIDS[0]))
+        assert torch.equal(got, original(torch.tensor(GRIDS[0])))
 
 
 def test_an_earlier_familys_rewrite_inside_the_lines_is_kept_whole():
