@@ -69,7 +69,7 @@ from rewrites.fixes.runtime import custom_op_lacking, helper
 RULES = ("GM301", "GM302", "GM303")
 ORDER = 25  # before gm3_scalars (30), whose refusal ("reaches Python code") this rewrite answers
 
-RUNTIME = helper("size_op", requires=("registry",))
+RUNTIME = helper("size_op", requires=("registry", "op_table"))
 
 # calls whose positional arguments are sizes: a negative one raises in eager too
 _SIZE_FUNCS = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn"})

@@ -56,7 +56,7 @@ from rewrites.fixes.runtime import custom_op_lacking, helper
 
 RULES = ("GM302", "GM504")
 ORDER = 26  # after gm3_unbacked (25): a list read back for a split stays its fix, not this op's
-RUNTIME = helper("shape_op", requires=("registry",))
+RUNTIME = helper("shape_op", requires=("registry", "op_table"))
 
 _DTYPES = frozenset({"torch.float16", "torch.float32", "torch.float64", "torch.bfloat16", "torch.half",
                      "torch.float", "torch.double", "torch.int8", "torch.int16", "torch.int32", "torch.int64",
@@ -167,7 +167,7 @@ def plan(an: Analysis, ctx: Context) -> Plan:
         last = single(body[-1])
         if not isinstance(last, cst.Return):
             continue  # not a function whose last lines make what it returns: not this family's
-        for k, stmt in enumerate(body[:-1]):
+        for k, stmt in enumerate(body):
             start, end = an.span(stmt)
             found = _data_dependent(stmt)
             if found is None or not any(start <= ln <= end for ln in ctx.lines) or not ctx.wants(found[1]):

@@ -7,6 +7,7 @@ import importlib
 
 import pytest
 
+from rewrites.fixes import fix_source
 from rewrites.fixes.runtime import helper
 
 
@@ -96,12 +97,23 @@ def test_a_guard_raises_its_error_in_eager_and_checks_in_one_compiled_graph():
 
 
 def test_the_op_runtimes_share_one_naming_helper_defined_once_before_them():
-    from rewrites.fixes import gm3_unbacked, gm5_opaque
+    from rewrites.fixes import gm3_unbacked, gm5_opaque, gm5_shape_tail
     from rewrites.fixes.runtime.registry import _mend_op_name
 
-    for rt in (gm3_unbacked.RUNTIME, gm5_opaque.RUNTIME):
-        assert [h.name for h in rt.with_required()] == ["_mend_op_name", rt.name]
-        assert rt.text.startswith("def _mend_op_name(") and rt.text.count("def _mend_op_name(") == 1
+    for rt, shared in ((gm3_unbacked.RUNTIME, ["_mend_op_name", "_mend_op_table"]),
+                       (gm5_shape_tail.RUNTIME, ["_mend_op_name", "_mend_op_table"]),
+                       (gm5_opaque.RUNTIME, ["_mend_op_name"])):
+        assert [h.name for h in rt.with_required()] == shared + [rt.name]
+        for name in shared:
+            assert rt.text.count(f"def {name}(") == 1
+    both = fix_source(gm3_unbacked.CASES[0].before.replace("def pooled(", "def rows(grid_thw: torch.Tensor):\n"
+                                                        "    counts = grid_thw.prod(-1)\n"
+                                                        "    return torch.repeat_interleave(grid_thw[:, 1], counts)\n\n\n"
+                                                        "def pooled("),
+                      lines={6, 10}, shape_lines={6})
+    assert sorted(s.strategy for s in both.applied) == ["unbacked", "unbacked"], both.applied
+    for name in ("_mend_op_name", "_mend_op_table", "_mend_size_op", "_mend_shape_op"):
+        assert both.new_source.count(f"def {name}(") == 1, name  # one definition however many runtimes need it
     ops = {"mend::m_f_3": ("op", "code A")}
     assert _mend_op_name(ops, "mend::m_f_3", "code A") == ("mend::m_f_3", "op")  # this code's op, made before
     assert _mend_op_name(ops, "mend::m_f_3", "code B") == ("mend::m_f_3_1", None)  # another file's: the next name

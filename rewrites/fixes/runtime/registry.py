@@ -1,5 +1,5 @@
-"""What the runtimes that make custom ops share (size_op.py, opaque.py): the name an op made in
-this process gets in its runtime's registry.
+"""What the runtimes that make custom ops share (size_op.py, shape_op.py, opaque.py): the name an op
+made in this process gets in its runtime's registry.
 
 Not imported by mend: ``rewrites.fixes.runtime.helper`` reads the function's source from this
 file and a fix copies it into the file it rewrites, before the runtime that calls it. It is a

@@ -8,6 +8,7 @@ a module so that it is linted, and tested by importing it.
 
 import torch  # the rewritten file's own import: the copied function reads it as a global
 
+from rewrites.fixes.runtime.op_table import _mend_op_table  # copied into the file before this
 from rewrites.fixes.runtime.registry import _mend_op_name  # copied into the file before this
 
 
@@ -23,8 +24,6 @@ def _mend_shape_op(name, tail, kinds, outputs=1):
     # has no derivative) or under autocast runs the lines themselves. Made once per
     # process.
     import inspect
-    import sys
-    import types
 
     from torch._subclasses.fake_tensor import (
         DataDependentOutputException,
@@ -33,18 +32,10 @@ def _mend_shape_op(name, tail, kinds, outputs=1):
     )
     from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-    if not hasattr(torch.library, "custom_op"):
-        raise RuntimeError(
-            f"{name}: this torch has no torch.library.custom_op (torch >= 2.4 has it)"
-        )
-    reg = sys.modules.get("_mend_shape_ops")
-    if reg is None:
-        reg = types.ModuleType("_mend_shape_ops")
-        reg.ops = {}
-        sys.modules[reg.__name__] = reg
+    ops = _mend_op_table("_mend_shape_ops", name)
     code = tail.__code__  # the same lines, whichever import of their file defined them
     mine = (code.co_code, code.co_names, repr(code.co_consts))
-    name, made = _mend_op_name(reg.ops, name, mine)
+    name, made = _mend_op_name(ops, name, mine)
     if made is not None:
         return made
     of = {
@@ -140,5 +131,5 @@ def _mend_shape_op(name, tail, kinds, outputs=1):
             return tail(*args)
         return op(*args)
 
-    reg.ops[name] = (call, mine)
+    ops[name] = (call, mine)
     return call

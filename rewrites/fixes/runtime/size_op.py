@@ -7,6 +7,7 @@ a module so that it is linted, and tested by importing it.
 
 import torch  # the rewritten file's own import: the copied function reads it as a global
 
+from rewrites.fixes.runtime.op_table import _mend_op_table  # copied into the file before this
 from rewrites.fixes.runtime.registry import _mend_op_name  # copied into the file before this
 
 
@@ -17,20 +18,9 @@ def _mend_size_op(name, read, many=False):
     # capture_scalar_outputs; the torch._check lines after each call bound the int.
     # Made once per process: a file imported twice (verification's overlay) finds its
     # op in sys.modules.
-    import sys
-    import types
-
-    if not hasattr(torch.library, "custom_op"):
-        raise RuntimeError(
-            f"{name}: this torch has no torch.library.custom_op (torch >= 2.4 has it)"
-        )
-    reg = sys.modules.get("_mend_size_ops")
-    if reg is None:
-        reg = types.ModuleType("_mend_size_ops")
-        reg.ops = {}
-        sys.modules[reg.__name__] = reg
+    ops = _mend_op_table("_mend_size_ops", name)
     mine = (read.__code__.co_code, read.__code__.co_names)
-    name, made = _mend_op_name(reg.ops, name, mine)
+    name, made = _mend_op_name(ops, name, mine)
     if made is not None:
         return made
 
@@ -54,5 +44,5 @@ def _mend_size_op(name, read, many=False):
     schema = "(Tensor t) -> SymInt[]" if many else "(Tensor t) -> SymInt"
     op = torch.library.custom_op(name, forward, mutates_args=(), schema=schema)
     op.register_fake(fake)
-    reg.ops[name] = (op, mine)
+    ops[name] = (op, mine)
     return op
