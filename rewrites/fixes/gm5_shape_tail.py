@@ -1,5 +1,6 @@
 """GM302 / GM504: a function's last lines, whose result's sizes depend on data, stay in the
-graph as one custom op whose output sizes are unbacked, a SAFE fix.
+graph as one custom op whose output sizes are unbacked, for inference: an UNSAFE fix
+(``--unsafe-fixes``), partially verified.
 
 Vision-language models find each image's patch positions from its grid (transformers'
 ``vision_utils``, shared by Qwen2/2.5/3-VL, GLM-4V, Kimi-K2.5 and more)::
@@ -33,10 +34,19 @@ Made only where Dynamo broke at the line, and only when the lines end the functi
 into no value they read, read no ``self``, and move into a function of their own (no ``yield``,
 nested function, ``global``). Each value they read is passed with the type the function gives
 it (its annotation, or what it was bound to: a tensor, a number, a ``bool``, a ``str``, a
-``dtype``, a ``device``); a call with another type, or with a tensor that needs a gradient (the op
-has no derivative), runs the lines themselves, as does a call not being compiled. What the
-callers do with a result of unbacked size is theirs: verification's re-trace rejects the fix
-where one of them guards on it (a split by the sizes it holds crashes Dynamo: rejected).
+``dtype``, a ``device``); a call with another type runs the lines themselves, as does a call not
+being compiled. What the callers do with a result of unbacked size is theirs: verification's
+re-trace rejects the fix where one of them guards on it (a split by the sizes it holds crashes
+Dynamo: rejected).
+
+The caveat, why it is unsafe: the op serves inference. With grad enabled, the call runs the
+lines as written: the op has no derivative, and where its unbacked sizes meet a tensor that
+needs a gradient, autograd's broadcasting checks guard on them and torch.compile raises
+(Qwen3-VL's rotary embedding, torch 2.13: ``Could not guard on data-dependent expression
+Eq(u0, 16)``); under autocast it does too (a compiled graph would run the op without it).
+mend's compiled check runs with grad, so no check compares the op's compiled values with
+eager: the fix is partially verified, planned with ``--unsafe-fixes`` and written with
+``--write --unsafe-fixes``.
 """
 
 from __future__ import annotations
@@ -46,7 +56,7 @@ from typing import Optional
 
 import libcst as cst
 
-from rewrites.fixes.base import REGION, Analysis, Case, Context, Edit, Helper, Plan, Refusal, Site, single
+from rewrites.fixes.base import REGION, Analysis, Case, Context, Edit, Helper, Plan, Refusal, Site, offer_unsafe, single
 from rewrites.fixes.conditions import Refuse
 from rewrites.fixes.facts import FunctionFacts, names_in
 from rewrites.fixes.judgements import code, full_name
@@ -55,6 +65,10 @@ from rewrites.fixes.opaque_region import Unmovable, _assigns, _check_body, _kind
 from rewrites.fixes.runtime import custom_op_lacking, helper
 
 RULES = ("GM302", "GM504")
+UNSAFE_RULES = ("GM302", "GM504")  # caveated: planned only with --unsafe-fixes
+CAVEAT = ("the op serves inference only (no grad, no autocast; with grad the lines run as written, as its unbacked "
+          "sizes meet autograd's broadcasting checks, which guard on them), and mend's compiled check runs with grad, "
+          "so no check compares the op's compiled values with eager")
 ORDER = 26  # after gm3_unbacked (25): a list read back for a split stays its fix, not this op's
 RUNTIME = helper("shape_op", requires=("registry", "op_table"))
 
@@ -196,8 +210,9 @@ def plan(an: Analysis, ctx: Context) -> Plan:
                 result.refusals.append(Refusal(rule, start, f"the lines from `{op}` to the return not made one op "
                                                             f"of unbacked sizes: {why}"))
                 break
-            taken.update(names[1:])
-            _plan_site(an, result, fn, tail, (rule, op), list(zip(inputs, kinds)), names)
+            if offer_unsafe(ctx, result, rule, start, cost=CAVEAT, what="Making the lines from it to the return one op"):
+                taken.update(names[1:])
+                _plan_site(an, result, fn, tail, (rule, op), list(zip(inputs, kinds)), names)
             break  # the first such line: the op runs every line after it
     return result
 
@@ -248,7 +263,8 @@ def _plan_site(an: Analysis, result: Plan, fn: cst.FunctionDef, tail: list[cst.C
         f"{indented}\n\n"
         + _wrapped(f"{op_var} = _mend_shape_op(", make, ")") + "\n")
     site = Site(rule, start, end, f"lines {start}-{end}, from `{op}` to the return, stay in the graph as the custom "
-                f"op mend::{stem} (its output sizes that depend on data unbacked)", strategy="unbacked", claims=REGION)
+                f"op mend::{stem} (its output sizes that depend on data unbacked)", strategy="unbacked", claims=REGION,
+                caveat=CAVEAT)
 
     def build(updated: cst.CSTNode) -> cst.CSTNode:
         call = cst.parse_statement(f"return {op_var}({', '.join(args)})\n")  # laid out where it goes
@@ -317,9 +333,13 @@ def _fixed(before: str, op: str, tail: str, call: str) -> str:
 
 CASES = [
     Case(_POSITIONS, _fixed(_POSITIONS, _POSITIONS_OP, _POSITIONS[_POSITIONS.index("    ids = []"):],
-                            "    return _mend_module_positions_6_op(grid_thw, merge, device)\n"), lines={7}),
+                            "    return _mend_module_positions_6_op(grid_thw, merge, device)\n"), lines={7},
+         unsafe=True),
     Case(_ROWS, _fixed(_ROWS, _ROWS_OP, _ROWS[_ROWS.index("    heights ="):],
-                       "    return _mend_module_patch_rows_6_op(grid_thw, counts)\n"), lines={6}, hints=("shape",)),
+                       "    return _mend_module_patch_rows_6_op(grid_thw, counts)\n"), lines={6}, hints=("shape",),
+         unsafe=True),
+    # without --unsafe-fixes: left alone, saying why
+    Case(_POSITIONS, lines={7}, reason="unsafe fix"),
     # where Dynamo did not break, or did not say the counts were data: left alone
     Case(_POSITIONS, lines={5}),
     Case(_ROWS, lines={6}),

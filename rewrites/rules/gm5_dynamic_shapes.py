@@ -156,19 +156,23 @@ GM504 = Rule(
     summary="`repeat_interleave` with tensor repeat counts.",
     why="Tensor-valued counts make the output length data-dependent: the graph breaks.",
     fix="Pass `output_size=` (a Python int) when the total is known, or use integer repeats. " + _KNOB,
-    preconditions=("SAFE fix (same lines, same cost) where the `repeat_interleave` begins a function's last "
-                   "lines, which end in one `return` of a tensor or a tuple of them (transformers' "
-                   "`get_vision_interpolation_indices_and_weights`: every patch's taps, repeated per image by "
-                   "its patch count): the lines move, as written, into a module-level function of the values "
-                   "they read, made the custom op `mend::<module>_<function>_<line>`. Not compiling, a call runs "
-                   "the lines themselves. Compiled, the op's fake runs the same lines on fake tensors whose values, "
-                   "read into Python, are new unbacked ints, so the sizes that depend on data come out unbacked "
-                   "and the others as the lines make them; where the lines cannot run so (a branch on a value "
-                   "they read), Dynamo breaks there as before. Made only where Dynamo said the counts were data "
-                   "(`Dynamic shape operator`), when the lines return nowhere else, assign no attribute, write "
-                   "into no value they read and read no `self`; a call with a tensor that needs a gradient (the op "
-                   "has no derivative) or under autocast (a compiled graph runs the op without it) runs the lines. A caller that guards on an unbacked size (a split by "
-                   "the sizes the op returns) makes verification's re-trace reject the fix."),
+    preconditions=("UNSAFE fix (`mend fix --unsafe-fixes`), for inference, where the `repeat_interleave` begins a "
+                   "function's last lines, which end in one `return` of a tensor or a tuple of them (transformers' "
+                   "`get_vision_interpolation_indices_and_weights`: every patch's taps, repeated per image by its "
+                   "patch count): the lines move, as written, into a module-level function of the values they read, "
+                   "made the custom op `mend::<module>_<function>_<line>`. Not compiling, a call runs the lines "
+                   "themselves. Compiled without grad, the op's fake runs the same lines on fake tensors whose "
+                   "values, read into Python, are new unbacked ints, so the sizes that depend on data come out "
+                   "unbacked and the others as the lines make them; where the lines cannot run so (a branch on a "
+                   "value they read), Dynamo breaks there as before. Made only where Dynamo said the counts were "
+                   "data (`Dynamic shape operator`), when the lines return nowhere else, assign no attribute, write "
+                   "into no value they read and read no `self`. Why it is unsafe: with grad enabled or under "
+                   "autocast the call runs the lines as written (the op has no derivative, and its unbacked sizes "
+                   "meeting a tensor that needs a gradient make autograd's broadcasting checks guard on them: "
+                   "torch.compile raises, as on Qwen3-VL's rotary embedding), and verification's compiled check "
+                   "runs with grad, so no check compares the op's compiled values: partially verified. A caller "
+                   "that guards on an unbacked size (a split by the sizes the op returns) makes verification's "
+                   "re-trace reject the fix."),
     limits="Counts must be provably a tensor. " + LIMITS,
     gb_ids=("GB0036",),
     advice="pass the repeats as a Python int list known ahead, or capture_dynamic_output_shape_ops = True",

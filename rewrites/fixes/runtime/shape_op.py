@@ -20,9 +20,8 @@ def _mend_shape_op(name, tail, kinds, outputs=1):
     # a size that depends on data becomes a new unbacked size, the others are the
     # lines' own. Where the lines cannot run so, Dynamo breaks there, as before. kinds:
     # each argument's type ("tensor", "int", "float", "bool", "str", "dtype",
-    # "device"); a call with another type, with a tensor that needs a gradient (the op
-    # has no derivative) or under autocast runs the lines themselves. Made once per
-    # process.
+    # "device"); a call with another type, with grad enabled or under autocast runs the
+    # lines themselves: the op serves inference. Made once per process.
     import inspect
 
     from torch._subclasses.fake_tensor import (
@@ -123,8 +122,9 @@ def _mend_shape_op(name, tail, kinds, outputs=1):
         if (
             not torch.compiler.is_compiling()
             or any(not isinstance(a, t) for a, t in zip(args, types_))
+            # with grad: the op has no derivative, and autograd's broadcasting checks
+            # guard on its unbacked sizes (torch.compile raises)
             or torch.is_grad_enabled()
-            and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
             # a compiled graph runs the op without the caller's autocast
             or any(torch.is_autocast_enabled(d) for d in ("cpu", "cuda"))
         ):
