@@ -194,10 +194,10 @@ def plan(an: Analysis, ctx: Context) -> Plan:
             tail = body[first:]
             rule, op = found[1], found[0]
             try:
-                _check(an, fn, tail, last)
                 facts = FunctionFacts(an, fn)
                 begin = an.span(tail[0])[0]
                 read = {n for n in set().union(*(names_in(t) for t in tail)) if facts.defined_before(n, begin)}
+                _check(an, fn, tail, last, read)
                 inputs = _in_order(fn, facts, read)
                 if "self" in inputs or "cls" in inputs:
                     raise Refuse("they read `self`, an object the op cannot take")
@@ -225,7 +225,8 @@ def _in_order(fn: cst.FunctionDef, facts: FunctionFacts, names: set[str]) -> lis
     return [n for n in dict.fromkeys(params + bound) if n in names]
 
 
-def _check(an: Analysis, fn: cst.FunctionDef, tail: list[cst.CSTNode], last: cst.Return) -> None:
+def _check(an: Analysis, fn: cst.FunctionDef, tail: list[cst.CSTNode], last: cst.Return, read: set[str]) -> None:
+    """Refuse lines a function of their own, given the values in ``read``, would not run alike."""
     if fn.asynchronous is not None:
         raise Refuse("the function is a coroutine")
     if an.enclosing_function(fn) is not None:
@@ -239,9 +240,6 @@ def _check(an: Analysis, fn: cst.FunctionDef, tail: list[cst.CSTNode], last: cst
         s.visit(v)
     if v.why:
         raise Refuse(f"they cannot move into a function of their own: {v.why[0]}")
-    facts = FunctionFacts(an, fn)
-    begin = an.span(tail[0])[0]
-    read = {n for n in set().union(*(names_in(t) for t in tail)) if facts.defined_before(n, begin)}
     _check_body(tail[:-1], read, "")  # no other return, attribute or input written
 
 
